@@ -1,6 +1,6 @@
 module github.com/daqiri-go/daqiri
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/cilium/ebpf v0.22.0 // indirect

@@ -1,0 +1,134 @@
+// Package hugepage maps packet-buffer memory outside the Go heap: anonymous pages (kind host)
+// or hugepages (kind huge, MAP_HUGETLB). The garbage collector never moves or frees this
+// memory, so its addresses can be handed to the kernel and to devices.
+package hugepage
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrNotEnough is returned (wrapped) when the system has too few free hugepages.
+var ErrNotEnough = errors.New("not enough free hugepages")
+
+// Mem is one mapping. Its bytes stay valid until Close.
+type Mem struct {
+	b    []byte
+	huge bool
+	page int
+}
+
+// Bytes is the mapped memory.
+func (m *Mem) Bytes() []byte { return m.b }
+
+// Huge reports whether the mapping is hugepage-backed.
+func (m *Mem) Huge() bool { return m.huge }
+
+// PageSize is the size of the pages backing the mapping.
+func (m *Mem) PageSize() int { return m.page }
+
+// Close unmaps the memory; the bytes must not be used afterwards.
+func (m *Mem) Close() error {
+	if m.b == nil {
+		return nil
+	}
+	err := unix.Munmap(m.b)
+	m.b = nil
+	return err
+}
+
+// Info is the system's default hugepage pool, from /proc/meminfo.
+type Info struct {
+	PageSize int // bytes per hugepage (Hugepagesize)
+	Total    int // HugePages_Total
+	Free     int // HugePages_Free
+	Reserved int // HugePages_Rsvd: promised to mappings but not yet faulted in
+}
+
+// Available is the number of hugepages a new mapping can still get.
+func (i Info) Available() int { return i.Free - i.Reserved }
+
+// ReadInfo reads the default hugepage pool's state.
+func ReadInfo() (Info, error) { return readInfo("/proc/meminfo") }
+
+func readInfo(path string) (Info, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Info{}, err
+	}
+	defer f.Close()
+	var in Info
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(v)
+		if len(fields) == 0 {
+			continue
+		}
+		n, err := strconv.Atoi(fields[0])
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "Hugepagesize":
+			in.PageSize = n * 1024 // reported in kB
+		case "HugePages_Total":
+			in.Total = n
+		case "HugePages_Free":
+			in.Free = n
+		case "HugePages_Rsvd":
+			in.Reserved = n
+		}
+	}
+	if in.PageSize == 0 {
+		return in, fmt.Errorf("%s: no Hugepagesize line (kernel without hugetlbfs?)", path)
+	}
+	return in, sc.Err()
+}
+
+// PagesFor is how many hugepages of the given size size bytes need.
+func PagesFor(size, pageSize int) int { return (size + pageSize - 1) / pageSize }
+
+// Map maps size bytes of anonymous memory, populated up front so the data path never takes a
+// page fault. With huge, the memory comes from the default hugepage pool; when the pool is too
+// small the error wraps ErrNotEnough and says how many pages to reserve and how.
+func Map(size int, huge bool) (*Mem, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("hugepage: size %d must be > 0", size)
+	}
+	flags := unix.MAP_PRIVATE | unix.MAP_ANONYMOUS | unix.MAP_POPULATE
+	page := os.Getpagesize()
+	if huge {
+		in, err := ReadInfo()
+		if err != nil {
+			return nil, fmt.Errorf("hugepage: %w", err)
+		}
+		page = in.PageSize
+		need := PagesFor(size, page)
+		if need > in.Available() {
+			return nil, fmt.Errorf("%w: need %d pages of %d kB for %d bytes, %d available (%d total); reserve more with: echo %d > /proc/sys/vm/nr_hugepages",
+				ErrNotEnough, need, page/1024, size, max(in.Available(), 0), in.Total, in.Total+need-max(in.Available(), 0))
+		}
+		size = need * page
+		flags |= unix.MAP_HUGETLB
+	} else {
+		size = (size + page - 1) / page * page
+	}
+	b, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, flags)
+	if err != nil {
+		if huge && errors.Is(err, unix.ENOMEM) {
+			return nil, fmt.Errorf("%w: mmap of %d bytes with MAP_HUGETLB: %v; reserve more with /proc/sys/vm/nr_hugepages", ErrNotEnough, size, err)
+		}
+		return nil, fmt.Errorf("hugepage: mmap %d bytes: %w", size, err)
+	}
+	return &Mem{b: b, huge: huge, page: page}, nil
+}

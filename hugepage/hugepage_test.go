@@ -1,0 +1,76 @@
+package hugepage
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestReadInfo(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "meminfo")
+	os.WriteFile(p, []byte("MemTotal: 1 kB\nHugePages_Total:      64\nHugePages_Free:       60\nHugePages_Rsvd:        4\nHugepagesize:       2048 kB\n"), 0o644)
+	in, err := readInfo(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.PageSize != 2<<20 || in.Total != 64 || in.Free != 60 || in.Available() != 56 {
+		t.Fatalf("got %+v", in)
+	}
+	os.WriteFile(p, []byte("MemTotal: 1 kB\n"), 0o644)
+	if _, err := readInfo(p); err == nil {
+		t.Fatal("meminfo without Hugepagesize accepted")
+	}
+}
+
+func TestMapHost(t *testing.T) {
+	m, err := Map(10000, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := m.Bytes()
+	if len(b) < 10000 || len(b)%os.Getpagesize() != 0 {
+		t.Fatalf("len %d", len(b))
+	}
+	b[0], b[len(b)-1] = 1, 2
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Map(0, false); err == nil {
+		t.Fatal("size 0 accepted")
+	}
+}
+
+// TestMapHuge needs root to reserve pages; it restores the previous reservation.
+func TestMapHuge(t *testing.T) {
+	const knob = "/proc/sys/vm/nr_hugepages"
+	old, err := os.ReadFile(knob)
+	if err != nil || os.Geteuid() != 0 {
+		t.Skip("needs root and /proc/sys/vm/nr_hugepages to reserve hugepages")
+	}
+	defer os.WriteFile(knob, old, 0o644)
+	in, _ := ReadInfo()
+	// Ask for more than can be had: the error must say how many pages to reserve.
+	_, err = Map((in.Available()+3)*in.PageSize, true)
+	if !errors.Is(err, ErrNotEnough) || !strings.Contains(err.Error(), "nr_hugepages") {
+		t.Fatalf("want ErrNotEnough with the fix, got %v", err)
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(old)))
+	if err := os.WriteFile(knob, []byte(strconv.Itoa(n+4)), 0o644); err != nil {
+		t.Skipf("cannot reserve hugepages: %v", err)
+	}
+	if in, _ = ReadInfo(); in.Available() < 2 {
+		t.Skipf("kernel granted only %d free hugepages", in.Available())
+	}
+	m, err := Map(in.PageSize+1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if !m.Huge() || len(m.Bytes()) != 2*in.PageSize {
+		t.Fatalf("huge=%v len=%d", m.Huge(), len(m.Bytes()))
+	}
+	m.Bytes()[len(m.Bytes())-1] = 7
+}
