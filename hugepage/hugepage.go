@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,6 +27,9 @@ type Mem struct {
 
 // Bytes is the mapped memory.
 func (m *Mem) Bytes() []byte { return m.b }
+
+// Addr is the virtual address of the first byte; it stays fixed until Close.
+func (m *Mem) Addr() uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(m.b))) }
 
 // Huge reports whether the mapping is hugepage-backed.
 func (m *Mem) Huge() bool { return m.huge }

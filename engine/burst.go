@@ -1,0 +1,520 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/daqiri-go/daqiri/config"
+)
+
+// Flags are a burst's flag bits (upstream's burst_flags).
+type Flags uint32
+
+// Burst flags, at upstream's bit positions.
+const (
+	FlagReordered      Flags = 1 << 28 // the burst is one reorder aggregate
+	FlagReorderTimeout Flags = 1 << 29 // the aggregate was flushed by timeout, not complete
+)
+
+// Header sizes the raw header helpers write: Ethernet, IPv4 without options, UDP.
+const (
+	EthHeaderLen  = 14
+	IPv4HeaderLen = 20
+	UDPHeaderLen  = 8
+	// UDPPayloadOffset is where SetUDPPayload writes on raw streams.
+	UDPPayloadOffset = EthHeaderLen + IPv4HeaderLen + UDPHeaderLen
+)
+
+type segment struct {
+	region *Region
+	off    []uint64 // byte offset of each packet's data in the region
+	len    []uint32
+}
+
+// Burst is a batch of packets on one queue, with per-packet metadata. Bursts come from fixed
+// metadata pools; packet data lives in memory regions outside the Go heap. A received burst
+// belongs to the application until it frees it; a TX burst belongs to the application until
+// Send succeeds.
+type Burst struct {
+	port, queue int
+	n           int
+	nsegs       int
+	segs        [config.MaxSegments]segment
+	flow        []uint32
+	ts          []int64
+	freed       []uint8 // per packet: bit s set once segment s went back to its region
+	conn        uint64
+	flags       Flags
+	raw         bool // raw Ethernet stream: header helpers write Ethernet/IPv4/UDP headers
+	tx          bool
+	meta        *MetaPool
+	reorder     *ReorderInfo
+
+	// Engine is for the engine that produced the burst (for example a TX completion token).
+	Engine any
+}
+
+// ReorderInfo describes a reorder aggregate (upstream ReorderBurstInfo plus daqiri's gap
+// report).
+type ReorderInfo struct {
+	BatchID           uint64
+	SourcePackets     int    // packets that contributed
+	PacketsPerBatch   int    // slots in the aggregate
+	PayloadLen        int    // bytes per slot before conversion
+	AggregateLen      int    // bytes of output
+	Flags             Flags  // FlagReordered | FlagReorderTimeout
+	Present           []byte // bitmap: bit k set when slot k was filled (LSB first)
+	Missing           int    // slots not filled (zero-filled)
+	Duplicates, Late  int    // packets dropped as duplicates / as late for an emitted batch
+}
+
+func (b *Burst) ensure(n, nsegs int) {
+	if cap(b.flow) < n {
+		c := max(n, 2*cap(b.flow))
+		for s := range b.segs {
+			b.segs[s].off = nil
+			b.segs[s].len = nil
+		}
+		b.flow = make([]uint32, 0, c)
+		b.ts = make([]int64, 0, c)
+		b.freed = make([]uint8, 0, c)
+	}
+	for s := 0; s < nsegs; s++ {
+		if cap(b.segs[s].off) < cap(b.flow) {
+			b.segs[s].off = make([]uint64, 0, cap(b.flow))
+			b.segs[s].len = make([]uint32, 0, cap(b.flow))
+		}
+	}
+}
+
+// Reset empties the burst and binds it to a port, queue and segment regions (for engines).
+func (b *Burst) Reset(port, queue int, regions []*Region, raw bool, capacity int) {
+	b.port, b.queue, b.n, b.conn, b.flags, b.reorder, b.Engine = port, queue, 0, 0, 0, nil, nil
+	b.raw = raw
+	b.nsegs = len(regions)
+	b.ensure(capacity, b.nsegs)
+	for s := range b.segs {
+		b.segs[s].region = nil
+		if s < b.nsegs {
+			b.segs[s].region = regions[s]
+		}
+	}
+}
+
+// Port is the port id of the burst.
+func (b *Burst) Port() int { return b.port }
+
+// Queue is the queue id of the burst.
+func (b *Burst) Queue() int { return b.queue }
+
+// Len is the number of packets.
+func (b *Burst) Len() int { return b.n }
+
+// NumSegments is the number of segments per packet (2 or more = header-data split).
+func (b *Burst) NumSegments() int { return b.nsegs }
+
+// Flags are the burst's flags.
+func (b *Burst) Flags() Flags { return b.flags }
+
+// SetFlags sets the burst's flags (for engines and reorder).
+func (b *Burst) SetFlags(f Flags) { b.flags = f }
+
+// ConnID is the socket/RDMA connection the burst belongs to (0 when none).
+func (b *Burst) ConnID() uint64 { return b.conn }
+
+// SetConnID selects the connection a TX burst goes to (socket and RDMA engines).
+func (b *Burst) SetConnID(id uint64) { b.conn = id }
+
+// IsTx reports whether the burst is a TX burst.
+func (b *Burst) IsTx() bool { return b.tx }
+
+// ReorderInfo returns the aggregate's description, or ErrInvalidParameter when the burst is
+// not a reorder aggregate.
+func (b *Burst) ReorderInfo() (*ReorderInfo, error) {
+	if b.reorder == nil {
+		return nil, fmt.Errorf("burst is not a reorder aggregate: %w", ErrInvalidParameter)
+	}
+	return b.reorder, nil
+}
+
+// SetReorderInfo marks the burst as a reorder aggregate (for the reorder service).
+func (b *Burst) SetReorderInfo(ri *ReorderInfo) {
+	b.reorder = ri
+	if ri != nil {
+		b.flags |= ri.Flags
+	}
+}
+
+// Append adds a one-segment packet at byte off of segment 0's region, with its flow id and
+// receive timestamp (0 = none), and returns its index (for engines).
+func (b *Burst) Append(off uint64, length uint32, flowID uint32, tsNanos int64) int {
+	i := b.n
+	s := &b.segs[0]
+	s.off = append(s.off[:i], off)
+	s.len = append(s.len[:i], length)
+	b.flow = append(b.flow[:i], flowID)
+	b.ts = append(b.ts[:i], tsNanos)
+	b.freed = append(b.freed[:i], 0)
+	b.n++
+	return i
+}
+
+// AppendSegments adds a packet with one (offset, length) per segment (for engines).
+func (b *Burst) AppendSegments(offs []uint64, lens []uint32, flowID uint32, tsNanos int64) int {
+	i := b.n
+	for s := 0; s < b.nsegs; s++ {
+		b.segs[s].off = append(b.segs[s].off[:i], offs[s])
+		b.segs[s].len = append(b.segs[s].len[:i], lens[s])
+	}
+	b.flow = append(b.flow[:i], flowID)
+	b.ts = append(b.ts[:i], tsNanos)
+	b.freed = append(b.freed[:i], 0)
+	b.n++
+	return i
+}
+
+// Cap is how many packets the burst can hold without growing.
+func (b *Burst) Cap() int { return cap(b.flow) }
+
+func (b *Burst) valid(seg, i int) bool { return i >= 0 && i < b.n && seg >= 0 && seg < b.nsegs }
+
+// Packet is segment 0 of packet i: the whole packet unless the queue splits headers and
+// data. It is nil for device memory (use SegmentAddr) and for a bad index.
+func (b *Burst) Packet(i int) []byte { return b.Segment(0, i) }
+
+// Segment is segment seg of packet i (nil for device memory or a bad index).
+func (b *Burst) Segment(seg, i int) []byte {
+	if !b.valid(seg, i) {
+		return nil
+	}
+	s := &b.segs[seg]
+	if s.region == nil || s.region.buf == nil {
+		return nil
+	}
+	o := s.off[i]
+	return s.region.buf[o : o+uint64(s.len[i]) : o+uint64(s.len[i])]
+}
+
+// SegmentBuffer is the whole buffer behind segment seg of packet i from the packet's first
+// byte to the end of its buffer: the room a TX packet can be written into.
+func (b *Burst) SegmentBuffer(seg, i int) []byte {
+	if !b.valid(seg, i) {
+		return nil
+	}
+	s := &b.segs[seg]
+	if s.region == nil || s.region.buf == nil {
+		return nil
+	}
+	o := s.off[i]
+	end := (o/uint64(s.region.BufSize) + 1) * uint64(s.region.BufSize)
+	return s.region.buf[o:end:end]
+}
+
+// SegmentAddr is the address of segment seg of packet i (a GPU address for device memory);
+// 0 for a bad index.
+func (b *Burst) SegmentAddr(seg, i int) uintptr {
+	if !b.valid(seg, i) {
+		return 0
+	}
+	s := &b.segs[seg]
+	return s.region.Addr(s.off[i])
+}
+
+// SegmentOffset is the byte offset of segment seg of packet i in its region (for engines).
+func (b *Burst) SegmentOffset(seg, i int) uint64 { return b.segs[seg].off[i] }
+
+// SegmentRegion is the region segment seg's buffers come from.
+func (b *Burst) SegmentRegion(seg int) *Region {
+	if seg < 0 || seg >= b.nsegs {
+		return nil
+	}
+	return b.segs[seg].region
+}
+
+// PacketLen is the logical length of packet i: the sum over its segments.
+func (b *Burst) PacketLen(i int) int {
+	if i < 0 || i >= b.n {
+		return 0
+	}
+	t := 0
+	for s := 0; s < b.nsegs; s++ {
+		t += int(b.segs[s].len[i])
+	}
+	return t
+}
+
+// SegmentLen is the length of segment seg of packet i.
+func (b *Burst) SegmentLen(seg, i int) int {
+	if !b.valid(seg, i) {
+		return 0
+	}
+	return int(b.segs[seg].len[i])
+}
+
+// TotalBytes is the sum of all packet lengths.
+func (b *Burst) TotalBytes() int {
+	t := 0
+	for s := 0; s < b.nsegs; s++ {
+		for _, l := range b.segs[s].len[:b.n] {
+			t += int(l)
+		}
+	}
+	return t
+}
+
+// FlowID is the id of the flow rule packet i matched (0 when none).
+func (b *Burst) FlowID(i int) uint32 {
+	if i < 0 || i >= b.n {
+		return 0
+	}
+	return b.flow[i]
+}
+
+// SetFlowID records packet i's flow id (for engines).
+func (b *Burst) SetFlowID(i int, id uint32) { b.flow[i] = id }
+
+// RxTimestamp is packet i's receive time in nanoseconds (the clock is the engine's: NIC time
+// or the kernel's CLOCK_REALTIME). ErrNotSupported when the engine gave none.
+func (b *Burst) RxTimestamp(i int) (int64, error) {
+	if i < 0 || i >= b.n {
+		return 0, fmt.Errorf("packet %d of %d: %w", i, b.n, ErrInvalidParameter)
+	}
+	if b.ts[i] == 0 {
+		return 0, ErrNotSupported
+	}
+	return b.ts[i], nil
+}
+
+// SetRxTimestamp records packet i's receive time (for engines).
+func (b *Burst) SetRxTimestamp(i int, ns int64) { b.ts[i] = ns }
+
+// SetPacketLengths sets packet i's segment lengths, one per segment.
+func (b *Burst) SetPacketLengths(i int, lens ...int) error {
+	if i < 0 || i >= b.n || len(lens) != b.nsegs {
+		return fmt.Errorf("packet %d of %d with %d lengths for %d segments: %w", i, b.n, len(lens), b.nsegs, ErrInvalidParameter)
+	}
+	for s, l := range lens {
+		if err := b.setLen(s, i, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetAllPacketLengths sets the same segment lengths on every packet.
+func (b *Burst) SetAllPacketLengths(lens ...int) error {
+	for i := 0; i < b.n; i++ {
+		if err := b.SetPacketLengths(i, lens...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *Burst) setLen(s, i, l int) error {
+	r := b.segs[s].region
+	room := r.BufSize - int(b.segs[s].off[i]%uint64(r.BufSize))
+	if l < 0 || l > room {
+		return fmt.Errorf("segment %d of packet %d: length %d exceeds the %d-byte buffer of region %s: %w", s, i, l, room, r.Name, ErrInvalidParameter)
+	}
+	b.segs[s].len[i] = uint32(l)
+	return nil
+}
+
+// SetLen sets one segment length (for engines; no checks).
+func (b *Burst) SetLen(seg, i int, l uint32) { b.segs[seg].len[i] = l }
+
+func (b *Burst) headerRoom(i, end int) ([]byte, error) {
+	if !b.raw {
+		return nil, fmt.Errorf("header helpers need a raw stream: %w", ErrNotSupported)
+	}
+	buf := b.SegmentBuffer(0, i)
+	if buf == nil {
+		return nil, fmt.Errorf("packet %d: no CPU-addressable segment 0: %w", i, ErrInvalidParameter)
+	}
+	if len(buf) < end {
+		return nil, fmt.Errorf("packet %d: header ends at byte %d, buffer holds %d: %w", i, end, len(buf), ErrInvalidParameter)
+	}
+	return buf, nil
+}
+
+func (b *Burst) grow(i, end int) {
+	if int(b.segs[0].len[i]) < end {
+		b.segs[0].len[i] = uint32(end)
+	}
+}
+
+// SetEthHeader writes packet i's Ethernet header: dst, src (zero when nil) and EtherType
+// IPv4, and extends segment 0 to cover it.
+func (b *Burst) SetEthHeader(i int, dst, src net.HardwareAddr) error {
+	buf, err := b.headerRoom(i, EthHeaderLen)
+	if err != nil {
+		return err
+	}
+	if len(dst) != 6 || (src != nil && len(src) != 6) {
+		return fmt.Errorf("packet %d: MAC addresses must be 6 bytes: %w", i, ErrInvalidParameter)
+	}
+	copy(buf[0:6], dst)
+	if src != nil {
+		copy(buf[6:12], src)
+	} else {
+		clear(buf[6:12])
+	}
+	binary.BigEndian.PutUint16(buf[12:14], 0x0800)
+	b.grow(i, EthHeaderLen)
+	return nil
+}
+
+// SetIPv4Header writes packet i's IPv4 header after the Ethernet header: version 4, IHL 5,
+// total length 20+payloadLen (payloadLen excludes the IPv4 header, as upstream documents),
+// TTL 64, don't-fragment, the protocol, addresses in network order and the header checksum.
+func (b *Burst) SetIPv4Header(i, payloadLen int, proto uint8, src, dst netip.Addr) error {
+	buf, err := b.headerRoom(i, EthHeaderLen+IPv4HeaderLen)
+	if err != nil {
+		return err
+	}
+	if !src.Is4() || !dst.Is4() || payloadLen < 0 || payloadLen > 65535-IPv4HeaderLen {
+		return fmt.Errorf("packet %d: IPv4 header needs IPv4 addresses and a payload ≤ 65515 bytes: %w", i, ErrInvalidParameter)
+	}
+	h := buf[EthHeaderLen : EthHeaderLen+IPv4HeaderLen]
+	h[0], h[1] = 0x45, 0
+	binary.BigEndian.PutUint16(h[2:], uint16(IPv4HeaderLen+payloadLen))
+	binary.BigEndian.PutUint16(h[4:], 0)
+	binary.BigEndian.PutUint16(h[6:], 0x4000)
+	h[8], h[9] = 64, proto
+	h[10], h[11] = 0, 0
+	s4, d4 := src.As4(), dst.As4()
+	copy(h[12:16], s4[:])
+	copy(h[16:20], d4[:])
+	binary.BigEndian.PutUint16(h[10:], IPv4Checksum(h))
+	b.grow(i, EthHeaderLen+IPv4HeaderLen)
+	return nil
+}
+
+// SetUDPHeader writes packet i's UDP header after the IPv4 header: ports and length
+// 8+payloadLen (payloadLen excludes the UDP header). The checksum is 0 (none), which IPv4
+// permits.
+func (b *Burst) SetUDPHeader(i, payloadLen int, srcPort, dstPort uint16) error {
+	buf, err := b.headerRoom(i, UDPPayloadOffset)
+	if err != nil {
+		return err
+	}
+	if payloadLen < 0 || payloadLen > 65535-UDPHeaderLen {
+		return fmt.Errorf("packet %d: UDP payload %d out of range: %w", i, payloadLen, ErrInvalidParameter)
+	}
+	h := buf[EthHeaderLen+IPv4HeaderLen : UDPPayloadOffset]
+	binary.BigEndian.PutUint16(h[0:], srcPort)
+	binary.BigEndian.PutUint16(h[2:], dstPort)
+	binary.BigEndian.PutUint16(h[4:], uint16(UDPHeaderLen+payloadLen))
+	binary.BigEndian.PutUint16(h[6:], 0)
+	b.grow(i, UDPPayloadOffset)
+	return nil
+}
+
+// SetUDPPayload copies p into packet i after the Ethernet/IPv4/UDP headers on raw streams, or
+// at offset 0 (the whole message) on socket streams, and extends the packet to cover it.
+func (b *Burst) SetUDPPayload(i int, p []byte) error {
+	at := 0
+	if b.raw {
+		at = UDPPayloadOffset
+	}
+	buf := b.SegmentBuffer(0, i)
+	if buf == nil {
+		return fmt.Errorf("packet %d: no CPU-addressable segment 0: %w", i, ErrInvalidParameter)
+	}
+	if at+len(p) > len(buf) {
+		return fmt.Errorf("packet %d: payload of %d bytes at offset %d exceeds the %d-byte buffer: %w", i, len(p), at, len(buf), ErrInvalidParameter)
+	}
+	copy(buf[at:], p)
+	if b.raw {
+		b.grow(i, at+len(p))
+	} else {
+		b.segs[0].len[i] = uint32(len(p))
+	}
+	return nil
+}
+
+// IPv4Checksum is the Internet checksum of an IPv4 header whose checksum field is zero.
+func IPv4Checksum(h []byte) uint16 {
+	var sum uint32
+	for j := 0; j+1 < len(h); j += 2 {
+		sum += uint32(h[j])<<8 | uint32(h[j+1])
+	}
+	if len(h)%2 == 1 {
+		sum += uint32(h[len(h)-1]) << 8
+	}
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}
+
+// FreePacket returns every segment of packet i to its region. Freeing twice is harmless.
+func (b *Burst) FreePacket(i int) {
+	if i < 0 || i >= b.n {
+		return
+	}
+	for s := 0; s < b.nsegs; s++ {
+		b.FreeSegment(s, i)
+	}
+}
+
+// FreeSegment returns segment seg of packet i to its region (e.g. the header segment once it
+// has been parsed, keeping the payload). Freeing twice is harmless.
+func (b *Burst) FreeSegment(seg, i int) {
+	if !b.valid(seg, i) || b.freed[i]&(1<<seg) != 0 {
+		return
+	}
+	b.freed[i] |= 1 << seg
+	b.segs[seg].region.release(b.segs[seg].off[i])
+}
+
+// FreeAllSegment returns segment seg of every packet.
+func (b *Burst) FreeAllSegment(seg int) {
+	for i := 0; i < b.n; i++ {
+		b.FreeSegment(seg, i)
+	}
+}
+
+// FreeSegmentAndBurst returns segment seg of every packet and the burst's metadata, leaving
+// the other segments owned by the caller (who keeps their addresses).
+func (b *Burst) FreeSegmentAndBurst(seg int) {
+	b.FreeAllSegment(seg)
+	b.FreeMeta()
+}
+
+// FreePackets returns every not yet freed segment of every packet, keeping the metadata.
+func (b *Burst) FreePackets() {
+	for i := 0; i < b.n; i++ {
+		b.FreePacket(i)
+	}
+}
+
+// Free returns all packets and the burst's metadata. The burst must not be used afterwards.
+func (b *Burst) Free() {
+	b.FreePackets()
+	b.FreeMeta()
+}
+
+// FreeMeta returns only the metadata; packets not freed before stay owned by the caller
+// through the addresses they kept (upstream free_rx_metadata / free_tx_metadata).
+func (b *Burst) FreeMeta() {
+	if b.meta != nil {
+		m := b.meta
+		b.meta = nil
+		b.n = 0
+		m.put(b)
+	}
+}
+
+// Truncate keeps the first n packets, freeing the rest (for engines and reorder).
+func (b *Burst) Truncate(n int) {
+	for i := n; i < b.n; i++ {
+		b.FreePacket(i)
+	}
+	if n < b.n {
+		b.n = n
+	}
+}

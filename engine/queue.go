@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/ring"
+)
+
+// Port is one configured interface as an engine sees it.
+type Port struct {
+	ID     int               // port id: the interface's index in the configuration
+	Name   string            // interface name
+	Config *config.Interface // its configuration
+	Engine string            // resolved engine name (config.Engine*)
+	Raw    bool              // raw Ethernet stream (header helpers write L2-L4 headers)
+	Rx     []*RxQueue
+	Tx     []*TxQueue
+}
+
+// Path is the port's key path in the configuration, for errors.
+func (p *Port) Path() string { return fmt.Sprintf("interfaces[%d]", p.ID) }
+
+// RxQueueByID finds a receive queue by its configured id.
+func (p *Port) RxQueueByID(id int) *RxQueue {
+	for _, q := range p.Rx {
+		if q.ID == id {
+			return q
+		}
+	}
+	return nil
+}
+
+// TxQueueByID finds a transmit queue by its configured id.
+func (p *Port) TxQueueByID(id int) *TxQueue {
+	for _, q := range p.Tx {
+		if q.ID == id {
+			return q
+		}
+	}
+	return nil
+}
+
+// RxQueue is a receive queue: the engine fills bursts and delivers them through a bounded
+// ring; the application takes them with RxBurst.
+type RxQueue struct {
+	Port    *Port
+	ID      int
+	Index   int // position in the configuration's rx.queues
+	Config  *config.Queue
+	Regions []*Region // one per segment
+	Stats   Counters
+
+	meta *MetaPool
+	ring *ring.Ring[*Burst]
+
+	// Poll, set by engines for direct-mode queues, is run by RxBurst in the caller's thread.
+	Poll func() (*Burst, error)
+}
+
+// NewRxQueue wires a receive queue to its metadata pool; the ring holds up to ringSize bursts.
+func NewRxQueue(p *Port, index int, qc *config.Queue, regions []*Region, meta *MetaPool, ringSize int) (*RxQueue, error) {
+	r, err := ring.New[*Burst](ringSize, ring.MPSC)
+	if err != nil {
+		return nil, err
+	}
+	return &RxQueue{Port: p, ID: qc.ID, Index: index, Config: qc, Regions: regions, meta: meta, ring: r}, nil
+}
+
+// Path is the queue's key path in the configuration.
+func (q *RxQueue) Path() string { return fmt.Sprintf("%s.rx.queues[%d]", q.Port.Path(), q.Index) }
+
+// BatchSize is the number of packets per full burst (at least 1).
+func (q *RxQueue) BatchSize() int { return max(q.Config.BatchSize, 1) }
+
+// Timeout is how long a partial burst may wait after its first packet (0 = no timeout).
+func (q *RxQueue) Timeout() time.Duration { return time.Duration(q.Config.TimeoutUs) * time.Microsecond }
+
+// NewBurst takes an empty burst for this queue (for engines).
+func (q *RxQueue) NewBurst() (*Burst, error) {
+	return q.meta.Get(q.Port.ID, q.ID, q.Regions, q.Port.Raw, q.BatchSize())
+}
+
+// Deliver hands a filled burst to the application. When the ring is full the burst's packets
+// are counted as dropped and freed; Deliver reports whether the burst was delivered. Empty
+// bursts are freed.
+func (q *RxQueue) Deliver(b *Burst) bool {
+	n := b.Len()
+	if n == 0 {
+		b.Free()
+		return false
+	}
+	bytes := b.TotalBytes()
+	if !q.ring.Enqueue(b) {
+		q.Stats.Drop(DropRingFull, n)
+		b.Free()
+		return false
+	}
+	q.Stats.Add(n, bytes)
+	return true
+}
+
+// Next takes the next delivered burst, if any.
+func (q *RxQueue) Next() (*Burst, bool) { return q.ring.Dequeue() }
+
+// Pending is the number of bursts waiting in the ring.
+func (q *RxQueue) Pending() int { return q.ring.Len() }
+
+// Drain frees every burst still in the ring and returns how many packets that dropped.
+func (q *RxQueue) Drain() int {
+	n := 0
+	for {
+		b, ok := q.ring.Dequeue()
+		if !ok {
+			return n
+		}
+		n += b.Len()
+		b.Free()
+	}
+}
+
+// TxQueue is a transmit queue.
+type TxQueue struct {
+	Port    *Port
+	ID      int
+	Index   int
+	Config  *config.Queue
+	Regions []*Region
+	Stats   Counters
+
+	meta *MetaPool
+}
+
+// NewTxQueue wires a transmit queue to its metadata pool.
+func NewTxQueue(p *Port, index int, qc *config.Queue, regions []*Region, meta *MetaPool) *TxQueue {
+	return &TxQueue{Port: p, ID: qc.ID, Index: index, Config: qc, Regions: regions, meta: meta}
+}
+
+// Path is the queue's key path in the configuration.
+func (q *TxQueue) Path() string { return fmt.Sprintf("%s.tx.queues[%d]", q.Port.Path(), q.Index) }
+
+// BatchSize is the default number of packets per TX burst.
+func (q *TxQueue) BatchSize() int { return max(q.Config.BatchSize, 1) }
+
+// Available reports whether n packets' buffers are free in every segment region now.
+func (q *TxQueue) Available(n int) bool {
+	if q.meta.Available() == 0 {
+		return false
+	}
+	for _, r := range q.Regions {
+		if r.Available() < n {
+			return false
+		}
+	}
+	return true
+}
+
+// NewBurst takes a burst with n packets whose buffers come from the queue's regions (one per
+// segment), lengths zero. n == 0 means the queue's batch size.
+func (q *TxQueue) NewBurst(n int) (*Burst, error) {
+	if n == 0 {
+		n = q.BatchSize()
+	}
+	if n < 0 || n > 1<<20 {
+		return nil, fmt.Errorf("burst of %d packets: %w", n, ErrInvalidParameter)
+	}
+	b, err := q.meta.Get(q.Port.ID, q.ID, q.Regions, q.Port.Raw, n)
+	if err != nil {
+		return nil, err
+	}
+	var idx [256]uint32
+	for s, r := range q.Regions {
+		seg := &b.segs[s]
+		seg.off, seg.len = seg.off[:0], seg.len[:0]
+		for got := 0; got < n; {
+			k := min(n-got, len(idx))
+			if !r.GetBulk(idx[:k]) {
+				// Give back what this burst already took, across all segments.
+				for _, o := range seg.off {
+					r.Put(uint32(o / uint64(r.BufSize)))
+				}
+				for t := 0; t < s; t++ {
+					rt := b.segs[t].region
+					for _, o := range b.segs[t].off[:n] {
+						rt.Put(uint32(o / uint64(rt.BufSize)))
+					}
+				}
+				b.n = 0
+				b.FreeMeta()
+				return nil, fmt.Errorf("region %s: %d of %d buffers free: %w", r.Name, r.Available(), n, ErrNoFreePacketBuffers)
+			}
+			for _, i := range idx[:k] {
+				seg.off = append(seg.off, uint64(i)*uint64(r.BufSize))
+				seg.len = append(seg.len, 0)
+			}
+			got += k
+		}
+	}
+	b.flow = b.flow[:n]
+	b.ts = b.ts[:n]
+	b.freed = b.freed[:n]
+	clear(b.flow)
+	clear(b.ts)
+	clear(b.freed)
+	b.n = n
+	return b, nil
+}

@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/ring"
+)
+
+// Memory is the backing store of a region: host memory the CPU can address (Bytes non-nil) or
+// device memory known only by its address.
+type Memory interface {
+	Bytes() []byte // the CPU view; nil for device memory
+	Addr() uintptr // address of the first byte (virtual address, or GPU address for device)
+	Close() error
+}
+
+// Region is a configured memory region: NumBufs buffers of BufSize bytes, handed out through a
+// lock-free pool. Buffer i occupies bytes [i*BufSize, (i+1)*BufSize).
+type Region struct {
+	Name    string
+	Kind    config.MemoryKind
+	BufSize int
+	NumBufs int
+
+	mem  Memory
+	buf  []byte
+	pool *ring.Pool
+	// refs counts owners of a buffer when one receive buffer holds several packets (UDP GRO);
+	// nil until EnableSharing.
+	refs []atomic.Int32
+}
+
+// NewRegion carves mem into the region's buffers. mem must hold NumBufs*BufSize bytes.
+func NewRegion(rc *config.MemoryRegion, mem Memory) (*Region, error) {
+	r := &Region{Name: rc.Name, Kind: rc.Kind, BufSize: rc.BufSize, NumBufs: rc.NumBufs, mem: mem}
+	if b := mem.Bytes(); b != nil {
+		if len(b) < rc.NumBufs*rc.BufSize {
+			return nil, fmt.Errorf("memory region %s: %d bytes mapped, %d needed", rc.Name, len(b), rc.NumBufs*rc.BufSize)
+		}
+		r.buf = b[:rc.NumBufs*rc.BufSize]
+	}
+	p, err := ring.NewPool(rc.NumBufs)
+	if err != nil {
+		return nil, fmt.Errorf("memory region %s: %w", rc.Name, err)
+	}
+	r.pool = p
+	return r, nil
+}
+
+// Memory is the region's backing store.
+func (r *Region) Memory() Memory { return r.mem }
+
+// CPU reports whether the CPU can address the region's bytes.
+func (r *Region) CPU() bool { return r.buf != nil }
+
+// Bytes is the whole region (nil for device memory).
+func (r *Region) Bytes() []byte { return r.buf }
+
+// Buf is buffer idx (nil for device memory).
+func (r *Region) Buf(idx uint32) []byte {
+	if r.buf == nil {
+		return nil
+	}
+	o := int(idx) * r.BufSize
+	return r.buf[o : o+r.BufSize : o+r.BufSize]
+}
+
+// Addr is the address of byte off of the region.
+func (r *Region) Addr(off uint64) uintptr { return r.mem.Addr() + uintptr(off) }
+
+// Available is the number of free buffers (a snapshot).
+func (r *Region) Available() int { return r.pool.Available() }
+
+// Get takes a free buffer.
+func (r *Region) Get() (uint32, bool) { return r.pool.Get() }
+
+// GetBulk takes len(dst) buffers or none.
+func (r *Region) GetBulk(dst []uint32) bool { return r.pool.GetBulk(dst) }
+
+// GetBurst takes up to len(dst) buffers and returns how many.
+func (r *Region) GetBurst(dst []uint32) int { return r.pool.GetBurst(dst) }
+
+// Put returns a buffer that has a single owner.
+func (r *Region) Put(idx uint32) {
+	if r.refs != nil {
+		r.refs[idx].Store(0)
+	}
+	r.pool.Put(idx)
+}
+
+// EnableSharing lets one buffer hold several packets (see Share). Call before traffic starts.
+func (r *Region) EnableSharing() {
+	if r.refs == nil {
+		r.refs = make([]atomic.Int32, r.NumBufs)
+	}
+}
+
+// Share records that buffer idx now has n owners (packets); each release drops one and the
+// last returns the buffer to the pool.
+func (r *Region) Share(idx uint32, n int32) { r.refs[idx].Store(n) }
+
+// Release drops one owner of the buffer containing byte off; the last owner returns it.
+func (r *Region) Release(off uint64) { r.release(off) }
+
+// release drops one owner of the buffer containing byte off.
+func (r *Region) release(off uint64) {
+	idx := uint32(off / uint64(r.BufSize))
+	if r.refs != nil {
+		if n := r.refs[idx].Add(-1); n > 0 {
+			return
+		}
+		r.refs[idx].Store(0)
+	}
+	r.pool.Put(idx)
+}
+
+// Close releases the backing memory. It refuses while buffers are outstanding, because
+// unmapping memory that an application still reads would crash it; the memory then stays
+// mapped and the error says how many buffers were not returned.
+func (r *Region) Close() error {
+	if out := r.NumBufs - r.pool.Available(); out != 0 {
+		return fmt.Errorf("memory region %s: %d of %d buffers not returned; memory left mapped", r.Name, out, r.NumBufs)
+	}
+	return r.mem.Close()
+}

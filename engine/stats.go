@@ -1,0 +1,86 @@
+package engine
+
+import "sync/atomic"
+
+// DropReason says why a packet was dropped.
+type DropReason uint8
+
+// Drop reasons. Every packet an engine sees is either delivered or counted under one of these.
+const (
+	DropRingFull        DropReason = iota // the queue's ring to the application was full
+	DropNoBurstBuffers                    // no free burst metadata
+	DropNoPacketBuffers                   // no free packet buffer in the queue's region
+	DropTruncated                         // larger than the buffer (received truncated)
+	DropMalformed                         // unparsable frame or bad framing
+	DropSendFailure                       // the kernel or NIC refused to send
+	DropSocketOverflow                    // the kernel dropped it: socket receive buffer full
+	DropNotConnected                      // no peer to send to
+	DropClosed                            // in flight when the session closed
+	DropFiltered                          // matched a drop rule (drop_all_traffic)
+	DropOther                             // any other reason, logged by the engine
+	NumDropReasons
+)
+
+var dropNames = [NumDropReasons]string{
+	"rx_ring_full", "no_burst_buffers", "no_packet_buffers", "truncated", "malformed",
+	"send_failure", "socket_overflow", "not_connected", "closed", "filtered", "other",
+}
+
+// String is the reason's metric label.
+func (r DropReason) String() string {
+	if r < NumDropReasons {
+		return dropNames[r]
+	}
+	return "unknown"
+}
+
+// Counters are one queue's statistics, updated atomically by workers.
+type Counters struct {
+	Packets atomic.Uint64
+	Bytes   atomic.Uint64
+	Bursts  atomic.Uint64
+	drops   [NumDropReasons]atomic.Uint64
+}
+
+// Add counts n packets of total bytes handed on (delivered to the app, or sent).
+func (c *Counters) Add(n, bytes int) {
+	c.Packets.Add(uint64(n))
+	c.Bytes.Add(uint64(bytes))
+	c.Bursts.Add(1)
+}
+
+// Drop counts n packets dropped for a reason.
+func (c *Counters) Drop(r DropReason, n int) {
+	if n > 0 {
+		c.drops[r].Add(uint64(n))
+	}
+}
+
+// Drops is the count for one reason.
+func (c *Counters) Drops(r DropReason) uint64 { return c.drops[r].Load() }
+
+// Snapshot copies the counters.
+func (c *Counters) Snapshot() QueueStats {
+	s := QueueStats{Packets: c.Packets.Load(), Bytes: c.Bytes.Load(), Bursts: c.Bursts.Load()}
+	for r := DropReason(0); r < NumDropReasons; r++ {
+		if v := c.drops[r].Load(); v != 0 {
+			if s.Drops == nil {
+				s.Drops = map[string]uint64{}
+			}
+			s.Drops[r.String()] = v
+			s.Dropped += v
+		}
+	}
+	return s
+}
+
+// QueueStats is a snapshot of one queue's counters.
+type QueueStats struct {
+	Packets uint64            `json:"packets"`
+	Bytes   uint64            `json:"bytes"`
+	Bursts  uint64            `json:"bursts"`
+	Dropped uint64            `json:"dropped"`
+	Drops   map[string]uint64 `json:"drops,omitempty"` // by reason
+	// RingUsed is the number of bursts waiting in the queue's ring (RX).
+	RingUsed int `json:"ring_used"`
+}

@@ -1,0 +1,129 @@
+// Package sockio is the socket substrate of the socket engine: IPv4 UDP and TCP sockets on raw
+// file descriptors with batched receive and send (recvmmsg/sendmmsg), UDP GRO and GSO,
+// kernel drop counters (SO_RXQ_OVFL), receive timestamps (SO_TIMESTAMPNS) and buffer sizing.
+// Buffers passed in may live anywhere the CPU can address (packet regions outside the Go heap
+// included); nothing here allocates per packet.
+package sockio
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Options are socket settings applied at creation.
+type Options struct {
+	RecvBuf    int  // SO_RCVBUF(FORCE) bytes; 0 = kernel default
+	SendBuf    int  // SO_SNDBUF(FORCE) bytes; 0 = kernel default
+	ReusePort  bool // SO_REUSEPORT (several sockets share a port; the kernel spreads flows)
+	Timestamps bool // SO_TIMESTAMPNS: receive time of each datagram
+	GRO        bool // UDP_GRO: receive coalesced datagrams (needs 64 KiB receive buffers)
+	// PollTimeout bounds blocking receive and accept calls so that callers can check for
+	// shutdown; 0 = 100 ms.
+	PollTimeout time.Duration
+}
+
+func (o *Options) pollTimeout() time.Duration {
+	if o.PollTimeout <= 0 {
+		return 100 * time.Millisecond
+	}
+	return o.PollTimeout
+}
+
+func sockaddr(ap netip.AddrPort) (*unix.SockaddrInet4, error) {
+	a := ap.Addr().Unmap()
+	if !a.Is4() {
+		return nil, fmt.Errorf("sockio: %v is not an IPv4 address", ap)
+	}
+	return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: a.As4()}, nil
+}
+
+func addrPort(sa unix.Sockaddr) netip.AddrPort {
+	if s4, ok := sa.(*unix.SockaddrInet4); ok {
+		return netip.AddrPortFrom(netip.AddrFrom4(s4.Addr), uint16(s4.Port))
+	}
+	return netip.AddrPort{}
+}
+
+func setBuffers(fd int, o *Options) error {
+	// The FORCE variants pass the sysctl caps (net.core.rmem_max) when we have CAP_NET_ADMIN;
+	// otherwise fall back to the capped ones.
+	if o.RecvBuf > 0 {
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, o.RecvBuf) != nil {
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, o.RecvBuf); err != nil {
+				return fmt.Errorf("SO_RCVBUF %d: %w", o.RecvBuf, err)
+			}
+		}
+	}
+	if o.SendBuf > 0 {
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, o.SendBuf) != nil {
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, o.SendBuf); err != nil {
+				return fmt.Errorf("SO_SNDBUF %d: %w", o.SendBuf, err)
+			}
+		}
+	}
+	return nil
+}
+
+func setTimeout(fd int, d time.Duration) error {
+	tv := unix.NsecToTimeval(d.Nanoseconds())
+	return unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+}
+
+// sock is what UDP and TCP sockets share.
+type sock struct {
+	fd int
+}
+
+// FD is the file descriptor.
+func (s *sock) FD() int { return s.fd }
+
+// Close closes the socket.
+func (s *sock) Close() error {
+	if s.fd < 0 {
+		return nil
+	}
+	err := unix.Close(s.fd)
+	s.fd = -1
+	return err
+}
+
+// LocalAddr is the bound address.
+func (s *sock) LocalAddr() netip.AddrPort {
+	sa, err := unix.Getsockname(s.fd)
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	return addrPort(sa)
+}
+
+// Setsockopt sets a raw socket option (the application passes the option's bytes).
+func (s *sock) Setsockopt(level, opt int, val []byte) error {
+	return unix.SetsockoptString(s.fd, level, opt, string(val))
+}
+
+// SockoptInt reads an integer socket option.
+func (s *sock) SockoptInt(level, opt int) (int, error) {
+	return unix.GetsockoptInt(s.fd, level, opt)
+}
+
+// Wait blocks until the socket is readable or d passes, and reports whether it is readable.
+func (s *sock) Wait(d time.Duration) (bool, error) {
+	ts := unix.NsecToTimespec(max(d.Nanoseconds(), 0))
+	fds := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Ppoll(fds, &ts, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		return n > 0, err
+	}
+}
+
+// temporary reports whether err only means "try again".
+func temporary(err error) bool {
+	return errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR)
+}
