@@ -59,15 +59,15 @@ type Burst struct {
 // ReorderInfo describes a reorder aggregate (upstream ReorderBurstInfo plus daqiri's gap
 // report).
 type ReorderInfo struct {
-	BatchID           uint64
-	SourcePackets     int    // packets that contributed
-	PacketsPerBatch   int    // slots in the aggregate
-	PayloadLen        int    // bytes per slot before conversion
-	AggregateLen      int    // bytes of output
-	Flags             Flags  // FlagReordered | FlagReorderTimeout
-	Present           []byte // bitmap: bit k set when slot k was filled (LSB first)
-	Missing           int    // slots not filled (zero-filled)
-	Duplicates, Late  int    // packets dropped as duplicates / as late for an emitted batch
+	BatchID          uint64
+	SourcePackets    int    // packets that contributed
+	PacketsPerBatch  int    // slots in the aggregate
+	PayloadLen       int    // bytes per slot before conversion
+	AggregateLen     int    // bytes of output
+	Flags            Flags  // FlagReordered | FlagReorderTimeout
+	Present          []byte // bitmap: bit k set when slot k was filled (LSB first)
+	Missing          int    // slots not filled (zero-filled)
+	Duplicates, Late int    // packets dropped as duplicates / as late for an emitted batch
 }
 
 func (b *Burst) ensure(n, nsegs int) {

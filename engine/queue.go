@@ -75,7 +75,9 @@ func (q *RxQueue) Path() string { return fmt.Sprintf("%s.rx.queues[%d]", q.Port.
 func (q *RxQueue) BatchSize() int { return max(q.Config.BatchSize, 1) }
 
 // Timeout is how long a partial burst may wait after its first packet (0 = no timeout).
-func (q *RxQueue) Timeout() time.Duration { return time.Duration(q.Config.TimeoutUs) * time.Microsecond }
+func (q *RxQueue) Timeout() time.Duration {
+	return time.Duration(q.Config.TimeoutUs) * time.Microsecond
+}
 
 // NewBurst takes an empty burst for this queue (for engines).
 func (q *RxQueue) NewBurst() (*Burst, error) {
