@@ -18,6 +18,8 @@ const (
 type source struct {
 	name string         // file name or "<input>"
 	pos  map[string]pos // key path → position of the key (or of the value for list items)
+	data []byte         // the document as parsed, for decoding application sections
+	apps []string       // top-level keys beside `daqiri`, in document order
 }
 
 type pos struct{ line, col int }

@@ -78,6 +78,11 @@ type Config struct {
 	// templates can be validated, but cannot be opened until the values are filled in.
 	Placeholders []string
 
+	// Warnings lists accepted but questionable settings (a key upstream ignores, a memory
+	// region no queue uses, ...), each prefixed with its position like an Error. Validate
+	// recomputes it on every call.
+	Warnings []string
+
 	src *source // positions of keys for YAML input; nil for configs built in code
 }
 
