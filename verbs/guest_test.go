@@ -166,6 +166,7 @@ func TestGuestQueries(t *testing.T) {
 
 func TestGuestPDAndMR(t *testing.T) {
 	checkNoLeak(t)
+	base := resources(t)
 	c := openGuest(t)
 	pd, err := c.AllocPD()
 	if err != nil {
@@ -188,6 +189,11 @@ func TestGuestPDAndMR(t *testing.T) {
 	if mr2.LKey == mr.LKey {
 		t.Errorf("two MRs share lkey %#x", mr.LKey)
 	}
+	// The kernel counts what this test holds: one more context, PD and
+	// two MRs than before.
+	if now := resources(t); now["ctx"] != base["ctx"]+1 || now["pd"] != base["pd"]+1 || now["mr"] != base["mr"]+2 {
+		t.Errorf("kernel counts %v while holding ctx+1 pd+1 mr+2 over %v", now, base)
+	}
 	// A PD with MRs is busy.
 	if err := pd.Close(); !errors.Is(err, ErrBusy) || !errors.Is(err, syscall.EBUSY) {
 		t.Errorf("PD.Close with live MRs = %v, want EBUSY", err)
@@ -204,3 +210,5 @@ func TestGuestPDAndMR(t *testing.T) {
 		t.Errorf("RegMR on a closed PD = %v, want ErrClosed", err)
 	}
 }
+
+func unixMemfd(name string) (int, error) { return unix.MemfdCreate(name, unix.MFD_CLOEXEC) }
