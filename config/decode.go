@@ -74,11 +74,14 @@ func Parse(data []byte, name string) (*Config, error) {
 	return c, nil
 }
 
-// coveredByDecodeError reports whether a validation error at path merely repeats a decoding
-// error (same key, or a key inside a value that could not be decoded).
+// coveredByDecodeError reports whether a validation error at path concerns a part of the
+// configuration that failed to decode: the same key, a key inside a value that could not be
+// decoded, or a map or list one of whose keys could not be decoded (whatever the validator
+// says about it then is most likely a consequence). Such errors are not reported: the
+// decoding error is the one to fix.
 func (d *decoder) coveredByDecodeError(path string) bool {
 	for _, f := range d.failed {
-		if underPath(path, f) {
+		if underPath(path, f) || underPath(f, path) && path != "" {
 			return true
 		}
 	}
@@ -197,7 +200,7 @@ func (d *decoder) top(root *yaml.Node) {
 			continue
 		}
 		if seen[k.Value] {
-			d.failAt(k, "", "duplicate top-level key %q", k.Value)
+			d.failAt(k, k.Value, "duplicate top-level key %q", k.Value)
 			continue
 		}
 		seen[k.Value] = true
@@ -216,10 +219,12 @@ func (d *decoder) top(root *yaml.Node) {
 		"cfg": func(e entry) { cfg = e.v },
 	}, nil)
 	if got == nil {
+		d.failed = append(d.failed, "")
 		return
 	}
 	if cfg == nil {
 		d.fail("daqiri.cfg", "the daqiri section needs cfg: (the configuration map)")
+		d.failed = append(d.failed, "") // nothing to validate
 		return
 	}
 	if p, ok := d.src.pos["daqiri.cfg"]; ok {
@@ -402,7 +407,6 @@ func (d *decoder) iface(it entry, ifc *Interface) {
 // socketConfig decodes socket_config.
 func (d *decoder) socketConfig(se entry, sc *SocketConfig) {
 	var legacyIP, legacyPort [2]*entry // [0] local, [1] remote
-	var port [2]int
 	intField := func(dst *int, lo, hi int64) handler {
 		return func(e entry) {
 			if v, ok := d.integer(e, lo, hi); ok {
@@ -456,41 +460,51 @@ func (d *decoder) socketConfig(se entry, sc *SocketConfig) {
 	names := [2]string{"local", "remote"}
 	eps := [2]*Endpoint{&sc.Local, &sc.Remote}
 	for i := range 2 {
-		ipE, portE := legacyIP[i], legacyPort[i]
-		if ipE == nil && portE == nil {
+		if legacyIP[i] == nil && legacyPort[i] == nil {
 			continue
 		}
-		if _, ok := got[names[i]+"_addr"]; ok {
-			at := ipE
-			if at == nil {
-				at = portE
-			}
-			d.fail(at.path, "%s_addr cannot be combined with %s_ip/%s_port", names[i], names[i], names[i])
-			continue
+		before := len(d.errs)
+		d.legacyEndpoint(got, names[i], legacyIP[i], legacyPort[i], eps[i])
+		if len(d.errs) > before {
+			// A broken legacy endpoint is this side's endpoint: keep validation quiet about it.
+			d.failed = append(d.failed, joinPath(se.path, names[i]+"_addr"))
 		}
-		if portE != nil {
-			if v, ok := d.integer(*portE, 0, math.MaxUint16); ok {
-				port[i] = int(v)
-			}
-		}
-		if ipE == nil {
-			d.fail(portE.path, "%s_port needs %s_ip (or use %s_addr: scheme://ip:port)", names[i], names[i], names[i])
-			continue
-		}
-		if d.placeholder(*ipE) {
-			continue
-		}
-		host, ok := d.str(*ipE)
-		if !ok {
-			continue
-		}
-		if err := checkHost(host); err != nil {
-			d.fail(ipE.path, "%v", err)
-			continue
-		}
-		*eps[i] = Endpoint{Host: host, Port: port[i]}
-		d.legacy = append(d.legacy, legacyEndpoint{ep: eps[i], path: ipE.path})
 	}
+}
+
+// legacyEndpoint decodes side_ip/side_port (side is local or remote) into ep.
+func (d *decoder) legacyEndpoint(got map[string]entry, side string, ipE, portE *entry, ep *Endpoint) {
+	if _, ok := got[side+"_addr"]; ok {
+		at := ipE
+		if at == nil {
+			at = portE
+		}
+		d.fail(at.path, "%s_addr cannot be combined with %s_ip/%s_port", side, side, side)
+		return
+	}
+	port := 0
+	if portE != nil {
+		if v, ok := d.integer(*portE, 0, math.MaxUint16); ok {
+			port = int(v)
+		}
+	}
+	if ipE == nil {
+		d.fail(portE.path, "%s_port needs %s_ip (or use %s_addr: scheme://ip:port)", side, side, side)
+		return
+	}
+	if d.placeholder(*ipE) {
+		return
+	}
+	host, ok := d.str(*ipE)
+	if !ok {
+		return
+	}
+	if err := checkHost(host); err != nil {
+		d.fail(ipE.path, "%v", err)
+		return
+	}
+	*ep = Endpoint{Host: host, Port: port}
+	d.legacy = append(d.legacy, legacyEndpoint{ep: ep, path: ipE.path})
 }
 
 // inferLegacyProtocols gives local_ip/remote_ip endpoints the protocol of the configuration's

@@ -300,7 +300,12 @@ func (v *validator) socket(p string, s *SocketConfig) Protocol {
 	if !v.given(remote) && v.given(p+".remote_ip") {
 		remote = p + ".remote_ip"
 	}
+	// Upstream infers one protocol for the whole configuration, so an interface without a URI
+	// of its own (a RoCE client that forgot local_addr) takes the others'.
 	proto := s.Proto()
+	if proto == "" {
+		proto = c.socketProtocol()
+	}
 	for _, ep := range []struct {
 		e    Endpoint
 		path string
