@@ -181,7 +181,7 @@ func TestSocketStreamPayloadAtZero(t *testing.T) {
 func TestRxQueueDeliverAndShare(t *testing.T) {
 	r := testRegion(t, "rx", 4, 1024)
 	r.EnableSharing()
-	meta, _ := NewMetaPool("rx", 2, 4, false)
+	meta, _ := NewMetaPool("rx", 3, 4, false)
 	p := &Port{Name: "p"}
 	q, err := NewRxQueue(p, 0, &config.Queue{ID: 0, BatchSize: 4}, []*Region{r}, meta, 1)
 	if err != nil {
@@ -196,7 +196,15 @@ func TestRxQueueDeliverAndShare(t *testing.T) {
 	if !q.Deliver(b) {
 		t.Fatal("deliver failed")
 	}
-	// The ring holds one burst: a second delivery is dropped and counted, buffers returned.
+	// Fill the ring (it holds two bursts); the next delivery is dropped and counted, buffers
+	// returned.
+	bf, _ := q.NewBurst()
+	i1, _ := r.Get()
+	r.Share(i1, 1)
+	bf.Append(uint64(i1)*1024, 10, 0, 0)
+	if !q.Deliver(bf) {
+		t.Fatal("second delivery failed")
+	}
 	b2, _ := q.NewBurst()
 	i2, _ := r.Get()
 	r.Share(i2, 1)
@@ -204,7 +212,7 @@ func TestRxQueueDeliverAndShare(t *testing.T) {
 	if q.Deliver(b2) {
 		t.Fatal("delivery into a full ring succeeded")
 	}
-	if q.Stats.Drops(DropRingFull) != 1 || r.Available() != 3 {
+	if q.Stats.Drops(DropRingFull) != 1 || r.Available() != 2 {
 		t.Fatalf("drops %d available %d", q.Stats.Drops(DropRingFull), r.Available())
 	}
 	got, ok := q.Next()
@@ -216,15 +224,16 @@ func TestRxQueueDeliverAndShare(t *testing.T) {
 	}
 	got.FreePacket(0)
 	got.FreePacket(1)
-	if r.Available() != 3 {
+	if r.Available() != 2 {
 		t.Fatal("shared buffer returned before its last packet was freed")
 	}
 	got.Free()
-	if r.Available() != 4 {
+	if r.Available() != 3 {
 		t.Fatalf("available %d after all packets freed", r.Available())
 	}
+	q.Drain()
 	st := q.Stats.Snapshot()
-	if st.Packets != 3 || st.Dropped != 1 || st.Drops["rx_ring_full"] != 1 {
+	if st.Packets != 4 || st.Dropped != 1 || st.Drops["rx_ring_full"] != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 }

@@ -161,3 +161,72 @@ func TestPool(t *testing.T) {
 		t.Fatal("pool of 0 accepted")
 	}
 }
+
+// TestPoolConcurrent has goroutines take and return random amounts and checks that no index
+// is ever held twice and that all come back.
+func TestPoolConcurrent(t *testing.T) {
+	const n = 512
+	p, _ := NewPool(n)
+	owner := make([]int32, n)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := 0; g < 6; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			buf := make([]uint32, 32)
+			for it := 0; it < 3000; it++ {
+				k := 1 + rand.IntN(32)
+				var got []uint32
+				switch it % 3 {
+				case 0:
+					if p.GetBulk(buf[:k]) {
+						got = buf[:k]
+					}
+				case 1:
+					got = buf[:p.GetBurst(buf[:k])]
+				default:
+					if i, ok := p.Get(); ok {
+						buf[0] = i
+						got = buf[:1]
+					}
+				}
+				mu.Lock()
+				for _, i := range got {
+					if owner[i] != 0 {
+						mu.Unlock()
+						t.Errorf("index %d handed to %d while held by %d", i, g+1, owner[i])
+						return
+					}
+					owner[i] = int32(g + 1)
+				}
+				for _, i := range got {
+					owner[i] = 0
+				}
+				mu.Unlock()
+				if len(got) > 1 && it%2 == 0 {
+					p.PutBulk(got)
+				} else {
+					for _, i := range got {
+						p.Put(i)
+					}
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	if p.Available() != n {
+		t.Fatalf("available %d, want %d", p.Available(), n)
+	}
+	all := make([]uint32, n)
+	if !p.GetBulk(all) {
+		t.Fatal("could not take every index back")
+	}
+	seen := make([]bool, n)
+	for _, i := range all {
+		if seen[i] {
+			t.Fatalf("index %d twice in the pool", i)
+		}
+		seen[i] = true
+	}
+}
