@@ -73,6 +73,7 @@ func guestGIDIndex(t *testing.T, c *Context) uint8 {
 
 func resources(t *testing.T) map[string]uint64 {
 	t.Helper()
+	requireGuest(t)
 	all, err := ResourceSummary()
 	if err != nil {
 		t.Fatalf("ResourceSummary: %v", err)

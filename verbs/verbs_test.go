@@ -1,0 +1,231 @@
+package verbs
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func write(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(s+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fakeSysfs builds the sysfs entries an rxe device and a PCI mlx5 device
+// show (file names from drivers/infiniband/core/sysfs.c and rxe_verbs.c).
+func fakeSysfs(t *testing.T) (string, GID) {
+	root := t.TempDir()
+	ib := filepath.Join(root, "sys/class/infiniband")
+	rxe := filepath.Join(ib, "rxe0")
+	write(t, filepath.Join(rxe, "node_type"), "1: CA")
+	write(t, filepath.Join(rxe, "node_guid"), "74de:4bff:fed1:2104")
+	write(t, filepath.Join(rxe, "parent"), "d0")
+	p := filepath.Join(rxe, "ports/1")
+	write(t, filepath.Join(p, "state"), "4: ACTIVE")
+	write(t, filepath.Join(p, "phys_state"), "5: LinkUp")
+	write(t, filepath.Join(p, "link_layer"), "Ethernet")
+	addr := netip.AddrFrom4([4]byte{10, byte(rand.IntN(256)), byte(rand.IntN(256)), 1})
+	v4 := GIDFromAddr(addr)
+	write(t, filepath.Join(p, "gids/0"), "fe80:0000:0000:0000:74de:4bff:fed1:2104")
+	write(t, filepath.Join(p, "gids/1"), v4.String())
+	write(t, filepath.Join(p, "gids/2"), "0000:0000:0000:0000:0000:0000:0000:0000")
+	for _, i := range []string{"0", "1"} {
+		write(t, filepath.Join(p, "gid_attrs/types", i), "RoCE v2")
+		write(t, filepath.Join(p, "gid_attrs/ndevs", i), "d0")
+	}
+	uv := filepath.Join(root, "sys/class/infiniband_verbs")
+	write(t, filepath.Join(uv, "abi_version"), "6")
+	write(t, filepath.Join(uv, "uverbs3/ibdev"), "rxe0")
+	write(t, filepath.Join(uv, "uverbs3/abi_version"), "2")
+
+	mlx := filepath.Join(ib, "mlx5_0")
+	write(t, filepath.Join(mlx, "node_type"), "1: CA")
+	write(t, filepath.Join(mlx, "ports/1/state"), "1: DOWN")
+	drv := filepath.Join(root, "sys/bus/pci/drivers/mlx5_core")
+	if err := os.MkdirAll(drv, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(mlx, "device"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(drv, filepath.Join(mlx, "device/driver")); err != nil {
+		t.Fatal(err)
+	}
+	return root, v4
+}
+
+func TestDevicesFromSysfs(t *testing.T) {
+	root, v4 := fakeSysfs(t)
+	devs, err := DevicesIn(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(devs) != 2 || devs[0].Name != "mlx5_0" || devs[1].Name != "rxe0" {
+		t.Fatalf("devices %+v", devs)
+	}
+	m, r := devs[0], devs[1]
+	if m.Driver != "mlx5" || m.UverbsDev != "" || len(m.Ports) != 1 || m.Ports[0].Active() {
+		t.Errorf("mlx5_0 = %+v", m)
+	}
+	if r.Driver != "rxe" || r.Netdev != "d0" || r.UverbsDev != filepath.Join(root, "dev/infiniband/uverbs3") || r.ABIVersion != 2 {
+		t.Errorf("rxe0 = %+v", r)
+	}
+	if len(r.Ports) != 1 || !r.Ports[0].Active() || r.Ports[0].LinkLayer != "Ethernet" {
+		t.Fatalf("rxe0 ports %+v", r.Ports)
+	}
+	g := r.Ports[0].GIDs
+	if len(g) != 2 || g[1].Index != 1 || g[1].GID != v4 || g[1].Type != "RoCE v2" || g[1].Netdev != "d0" {
+		t.Fatalf("rxe0 GIDs %+v (the zero entry must be skipped)", g)
+	}
+	if d, err := lookupDeviceIn(root, ""); err != nil || d.Name != "rxe0" {
+		t.Errorf(`lookup "" = %v, %v; want rxe0, the first with a verbs device`, d.Name, err)
+	}
+	if _, err := lookupDeviceIn(root, "nope9"); !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "nope9") {
+		t.Errorf("lookup of a missing device = %v", err)
+	}
+	if devs, err := DevicesIn(t.TempDir()); err != nil || devs != nil {
+		t.Errorf("empty tree: %v, %v", devs, err)
+	}
+	if _, err := lookupDeviceIn(t.TempDir(), ""); !errors.Is(err, ErrNoDevice) {
+		t.Errorf("lookup in an empty tree = %v", err)
+	}
+	// mlx5 has no verbs device here and no built-in provider.
+	if _, err := OpenDevice(m, nil); !errors.Is(err, ErrNoProvider) {
+		t.Errorf("OpenDevice(mlx5 without provider) = %v, want ErrNoProvider", err)
+	}
+	// rxe's character device does not exist in the fake tree.
+	if _, err := OpenDevice(r, nil); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("OpenDevice with a missing char device = %v, want ENOENT", err)
+	}
+}
+
+func TestGIDs(t *testing.T) {
+	for range 100 {
+		var g GID
+		for i := range g {
+			g[i] = byte(rand.Uint32())
+		}
+		p, err := ParseGID(g.String())
+		if err != nil || p != g {
+			t.Fatalf("ParseGID(%s) = %v, %v", g, p, err)
+		}
+		if a := g.Addr(); GIDFromAddr(a) != g && !a.Is4() {
+			t.Fatalf("Addr round trip of %s", g)
+		}
+	}
+	a := netip.AddrFrom4([4]byte{10, 7, 0, 1})
+	g := GIDFromAddr(a)
+	if g.String() != "0000:0000:0000:0000:0000:ffff:0a07:0001" || g.Addr() != a {
+		t.Fatalf("GID of %v = %s (%v)", a, g, g.Addr())
+	}
+	if p, err := ParseGID("10.7.0.1"); err != nil || p != g {
+		t.Fatalf("ParseGID(10.7.0.1) = %s, %v", p, err)
+	}
+	for _, bad := range []string{"", "zz", "0000:0000:0000:0000:0000:ffff:0a07", "1:2:3:4:5:6:7:8:9"} {
+		if _, err := ParseGID(bad); err == nil {
+			t.Errorf("ParseGID(%q) succeeded", bad)
+		}
+	}
+	if !(GID{}).IsZero() || g.IsZero() {
+		t.Error("IsZero")
+	}
+}
+
+func TestErrorTyping(t *testing.T) {
+	c := &Context{dev: DeviceInfo{Name: "rxe9"}}
+	e := c.wrap("ioctl QP_CREATE", syscall.EOPNOTSUPP)
+	var ve *Error
+	if !errors.As(e, &ve) || ve.Errno != syscall.EOPNOTSUPP || !errors.Is(e, ErrNotSupported) || !errors.Is(e, unix.EOPNOTSUPP) || errors.Is(e, ErrBusy) {
+		t.Fatalf("EOPNOTSUPP wrapped as %#v", e)
+	}
+	if !strings.Contains(e.Error(), "QP_CREATE") || !strings.Contains(e.Error(), "rxe9") || !strings.Contains(e.Error(), "EOPNOTSUPP") {
+		t.Errorf("message %q lacks the op, device or errno", e)
+	}
+	if e := c.wrap("x", syscall.EPROTONOSUPPORT); !errors.Is(e, ErrNotSupported) {
+		t.Error("EPROTONOSUPPORT is not ErrNotSupported")
+	}
+	if e := c.wrap("x", syscall.EBUSY); !errors.Is(e, ErrBusy) || errors.Is(e, ErrNotSupported) {
+		t.Error("EBUSY is not ErrBusy")
+	}
+	if e := c.wrap("x", syscall.EINVAL); errors.Is(e, ErrNotSupported) || errors.Is(e, ErrBusy) || !errors.Is(e, syscall.EINVAL) {
+		t.Error("EINVAL matches the wrong sentinels")
+	}
+	other := errors.New("boom")
+	if e := c.wrap("x", other); !errors.Is(e, other) || errors.As(e, &ve) {
+		t.Errorf("a non-errno error wrapped as %#v", e)
+	}
+	if c.wrap("x", nil) != nil {
+		t.Error("wrap(nil) != nil")
+	}
+}
+
+func TestEnumStrings(t *testing.T) {
+	if PortActive.String() != "ACTIVE" || QPStateRTS.String() != "RTS" || EventCQErr.String() != "CQ_ERR" ||
+		GIDTypeRoCEv2.String() != "RoCEv2" || WCSuccess.String() != "SUCCESS" || QPTypeUC.String() != "UC" ||
+		MTU1024.Bytes() != 1024 || MTU4096.Bytes() != 4096 || MTU(9).Bytes() != 0 {
+		t.Fatal("enum names or MTU sizes are wrong")
+	}
+	if !strings.Contains(QPState(42).String(), "42") || !strings.Contains(EventType(99).String(), "99") {
+		t.Fatal("unknown enum values do not print their number")
+	}
+}
+
+// nla builds one netlink attribute (4-byte aligned).
+func nla(typ uint16, v []byte) []byte {
+	b := make([]byte, 4, 4+len(v)+3)
+	binary.NativeEndian.PutUint16(b, uint16(4+len(v)))
+	binary.NativeEndian.PutUint16(b[2:], typ)
+	b = append(b, v...)
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+func TestParseResSummary(t *testing.T) {
+	want := map[string]uint64{}
+	var entries []byte
+	for _, n := range []string{"pd", "cq", "qp", "cm_id", "mr", "ctx", "srq"} {
+		v := rand.Uint64N(1000)
+		want[n] = v
+		var cur [8]byte
+		binary.NativeEndian.PutUint64(cur[:], v)
+		ent := append(nla(nldevAttrResSummaryName, append([]byte(n), 0)), nla(nldevAttrResSummaryCurr, cur[:])...)
+		entries = append(entries, nla(nldevAttrResSummaryEnt|0x8000, ent)...)
+	}
+	var idx [4]byte
+	msg := append(nla(nldevAttrDevIndex, idx[:]), nla(nldevAttrDevName, []byte("rxe0\x00"))...)
+	msg = append(msg, nla(nldevAttrResSummary|0x8000, entries)...)
+	name, got := parseResSummary(msg)
+	if name != "rxe0" || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("parsed %s %v, want rxe0 %v", name, got, want)
+	}
+	// Truncated input stops cleanly.
+	for i := range len(msg) {
+		parseResSummary(msg[:i])
+	}
+	hdr := make([]byte, 16)
+	binary.NativeEndian.PutUint32(hdr, 16+uint32(len(msg)))
+	msgs, err := parseNetlink(append(hdr, msg...))
+	if err != nil || len(msgs) != 1 || len(msgs[0].data) != len(msg) {
+		t.Fatalf("parseNetlink = %v, %v", msgs, err)
+	}
+	binary.NativeEndian.PutUint32(hdr, 1<<20)
+	if _, err := parseNetlink(append(hdr, msg...)); err == nil {
+		t.Fatal("a netlink length beyond the buffer was accepted")
+	}
+}
