@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -108,6 +109,23 @@ func (s *sock) Setsockopt(level, opt int, val []byte) error {
 // SockoptInt reads an integer socket option.
 func (s *sock) SockoptInt(level, opt int) (int, error) {
 	return unix.GetsockoptInt(s.fd, level, opt)
+}
+
+// Drops is the kernel's count of packets dropped on this socket (sk_drops, reported by
+// SO_MEMINFO at index SK_MEMINFO_DROPS: linux include/uapi/linux/sock_diag.h).
+func (s *sock) Drops() (uint32, error) {
+	const skMeminfoDrops = 8
+	var mi [16]uint32
+	l := uint32(unsafe.Sizeof(mi))
+	_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(s.fd), unix.SOL_SOCKET, unix.SO_MEMINFO,
+		uintptr(unsafe.Pointer(&mi[0])), uintptr(unsafe.Pointer(&l)), 0)
+	if errno != 0 {
+		return 0, fmt.Errorf("SO_MEMINFO: %w", errno)
+	}
+	if l < (skMeminfoDrops+1)*4 {
+		return 0, fmt.Errorf("SO_MEMINFO: short answer of %d bytes", l)
+	}
+	return mi[skMeminfoDrops], nil
 }
 
 // Wait blocks until the socket is readable or d passes, and reports whether it is readable.

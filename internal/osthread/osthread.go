@@ -54,3 +54,45 @@ func Unlock() {
 	}
 	runtime.UnlockOSThread()
 }
+
+// NetNS is a handle on a network namespace (an open /proc/.../ns/net file).
+type NetNS struct{ fd int }
+
+// CurrentNetNS opens the calling thread's network namespace. Sockets are created in the
+// namespace of the thread that creates them, so engines that create sockets from worker
+// threads capture the namespace Open ran in and create them there.
+func CurrentNetNS() (NetNS, error) {
+	fd, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return NetNS{fd: -1}, fmt.Errorf("open network namespace: %w", err)
+	}
+	return NetNS{fd: fd}, nil
+}
+
+// Close releases the handle.
+func (n NetNS) Close() error {
+	if n.fd < 0 {
+		return nil
+	}
+	return unix.Close(n.fd)
+}
+
+// Do runs fn on a fresh OS thread inside the namespace and waits for it. The thread is
+// discarded afterwards rather than returned to the Go scheduler in a foreign namespace.
+func (n NetNS) Do(fn func() error) error {
+	if n.fd < 0 {
+		return fn()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// No UnlockOSThread: the runtime terminates a locked thread when its goroutine
+		// exits, which is what a thread switched into another namespace needs.
+		if err := unix.Setns(n.fd, unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("enter network namespace: %w", err)
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}

@@ -1,0 +1,5 @@
+package daqiri
+
+import "github.com/daqiri-go/daqiri/socket"
+
+var socketOpen = socket.Open

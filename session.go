@@ -1,0 +1,595 @@
+package daqiri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/hugepage"
+)
+
+// Option adjusts how a session is opened.
+type Option func(*options)
+
+type options struct {
+	log *slog.Logger
+}
+
+// WithLogger sends the session's and engines' logs to l (default: stderr at the configured
+// log_level).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// Session is an open configuration: allocated memory, running queues and engines.
+type Session struct {
+	cfg     *config.Config
+	log     *slog.Logger
+	ports   []*engine.Port
+	regions map[string]*engine.Region
+	engines map[string]engine.Engine
+	byPort  []engine.Engine
+	rxMeta  *engine.MetaPool
+	txMeta  *engine.MetaPool
+
+	rrPort []atomic.Uint32 // round-robin cursor per port (RxBurstPort)
+	rrAll  atomic.Uint32   // round-robin cursor over ports (RxBurstAny)
+
+	closeOnce sync.Once
+	closeErr  error
+	closed    atomic.Bool
+}
+
+// OpenFile loads a YAML configuration file and opens it.
+func OpenFile(ctx context.Context, path string, opts ...Option) (*Session, error) {
+	cfg, err := config.LoadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Open(ctx, cfg, opts...)
+}
+
+// Open validates cfg, allocates its memory regions, sets up every queue and starts the
+// engines. On error everything allocated so far is released.
+func Open(ctx context.Context, cfg *config.Config, opts ...Option) (s *Session, err error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	if cfg == nil {
+		return nil, fmt.Errorf("daqiri: nil config: %w", ErrNullPtr)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(cfg.Placeholders) > 0 {
+		var errs []error
+		for _, p := range cfg.Placeholders {
+			errs = append(errs, cfg.Errorf(p, "placeholder value must be replaced with a real one before the configuration can be opened"))
+		}
+		return nil, errors.Join(errs...)
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(cfg.LogLevel)}))
+	}
+	s = &Session{cfg: cfg, log: o.log, regions: map[string]*engine.Region{}, engines: map[string]engine.Engine{}}
+	defer func() {
+		if err != nil {
+			s.Close()
+			s = nil
+		}
+	}()
+
+	if err := s.allocRegions(); err != nil {
+		return nil, err
+	}
+	if err := s.buildPorts(); err != nil {
+		return nil, err
+	}
+	s.rrPort = make([]atomic.Uint32, len(s.ports))
+	s.byPort = make([]engine.Engine, len(s.ports))
+
+	// Group ports by engine and open each engine once.
+	groups := map[string][]*engine.Port{}
+	var names []string
+	for _, p := range s.ports {
+		if _, ok := groups[p.Engine]; !ok {
+			names = append(names, p.Engine)
+		}
+		groups[p.Engine] = append(groups[p.Engine], p)
+	}
+	for _, name := range names {
+		open, err := opener(cfg, name, groups[name])
+		if err != nil {
+			return nil, err
+		}
+		e, err := open(ctx, &engine.Env{Config: cfg, Ports: groups[name], Log: s.log.With("engine", name)})
+		if err != nil {
+			return nil, err
+		}
+		s.engines[name] = e
+		for _, p := range groups[name] {
+			s.byPort[p.ID] = e
+		}
+	}
+	return s, nil
+}
+
+func logLevel(s string) slog.Level {
+	switch strings.ToLower(s) {
+	case "trace", "debug":
+		return slog.LevelDebug
+	case "info":
+		return slog.LevelInfo
+	case "error", "critical":
+		return slog.LevelError
+	case "off":
+		return slog.LevelError + 100
+	}
+	return slog.LevelWarn
+}
+
+// usedRegions is the set of region names some queue or reorder plan refers to.
+func usedRegions(cfg *config.Config) map[string]bool {
+	used := map[string]bool{}
+	for _, ifc := range cfg.Interfaces {
+		var qs []config.Queue
+		if ifc.RX != nil {
+			qs = append(qs, ifc.RX.Queues...)
+			for _, ro := range ifc.RX.Reorders {
+				used[ro.MemoryRegion] = true
+			}
+		}
+		if ifc.TX != nil {
+			qs = append(qs, ifc.TX.Queues...)
+		}
+		for _, q := range qs {
+			for _, m := range q.MemoryRegions {
+				used[m] = true
+			}
+		}
+	}
+	return used
+}
+
+func (s *Session) allocRegions() error {
+	used := usedRegions(s.cfg)
+	for i := range s.cfg.MemoryRegions {
+		rc := &s.cfg.MemoryRegions[i]
+		path := fmt.Sprintf("memory_regions[%d]", i)
+		if !used[rc.Name] {
+			s.log.Warn("memory region not used by any queue; not allocated", "region", rc.Name)
+			continue
+		}
+		if rc.Unowned {
+			return s.cfg.Errorf(path+".owned", "owned: false (application-provided memory) is not supported: daqiri-go has no API to attach external memory")
+		}
+		mem, err := allocMemory(rc)
+		if err != nil {
+			return s.cfg.Errorf(path, "memory region %s (%s, %d × %d bytes): %v", rc.Name, rc.Kind, rc.NumBufs, rc.BufSize, err)
+		}
+		r, err := engine.NewRegion(rc, mem)
+		if err != nil {
+			mem.Close()
+			return s.cfg.Errorf(path, "%v", err)
+		}
+		s.regions[rc.Name] = r
+	}
+	return nil
+}
+
+// allocMemory maps a region's backing store by kind.
+func allocMemory(rc *config.MemoryRegion) (engine.Memory, error) {
+	size := rc.NumBufs * rc.BufSize
+	switch rc.Kind {
+	case config.KindHost:
+		return hugepage.Map(size, false)
+	case config.KindHuge:
+		return hugepage.Map(size, true)
+	case config.KindHostPinned, config.KindDevice:
+		return allocGPU(rc, size)
+	}
+	return nil, fmt.Errorf("unknown memory kind %q", rc.Kind)
+}
+
+func (s *Session) buildPorts() error {
+	cfg := s.cfg
+	maxRx, maxTx := 1, 1
+	for _, ifc := range cfg.Interfaces {
+		if ifc.RX != nil {
+			for _, q := range ifc.RX.Queues {
+				maxRx = max(maxRx, q.BatchSize)
+			}
+		}
+		if ifc.TX != nil {
+			for _, q := range ifc.TX.Queues {
+				maxTx = max(maxTx, q.BatchSize)
+			}
+		}
+	}
+	var err error
+	rxN, txN := cfg.RxMetaBuffers, cfg.TxMetaBuffers
+	if rxN <= 0 {
+		rxN = config.DefaultMetaBuffers
+	}
+	if txN <= 0 {
+		txN = config.DefaultMetaBuffers
+	}
+	// Arrays are sized for small batches up front and grow once to the largest batch, so
+	// rx_meta_buffers × a 10240-packet batch is not paid for bursts that never carry it.
+	if s.rxMeta, err = engine.NewMetaPool("rx", rxN, min(maxRx, 64), false); err != nil {
+		return err
+	}
+	if s.txMeta, err = engine.NewMetaPool("tx", txN, min(maxTx, 64), true); err != nil {
+		return err
+	}
+	for i := range cfg.Interfaces {
+		ifc := &cfg.Interfaces[i]
+		name, err := cfg.ResolveEngine(i)
+		if err != nil {
+			return err
+		}
+		p := &engine.Port{ID: i, Name: ifc.Name, Config: ifc, Engine: name, Raw: cfg.StreamType == config.StreamRaw}
+		regions := func(q *config.Queue) []*engine.Region {
+			var rs []*engine.Region
+			for _, m := range q.MemoryRegions {
+				if r := s.regions[m]; r != nil {
+					rs = append(rs, r)
+				}
+			}
+			return rs
+		}
+		if ifc.RX != nil {
+			for qi := range ifc.RX.Queues {
+				qc := &ifc.RX.Queues[qi]
+				q, err := engine.NewRxQueue(p, qi, qc, regions(qc), s.rxMeta, rxN)
+				if err != nil {
+					return err
+				}
+				p.Rx = append(p.Rx, q)
+			}
+		}
+		if ifc.TX != nil {
+			for qi := range ifc.TX.Queues {
+				qc := &ifc.TX.Queues[qi]
+				p.Tx = append(p.Tx, engine.NewTxQueue(p, qi, qc, regions(qc), s.txMeta))
+			}
+		}
+		s.ports = append(s.ports, p)
+	}
+	return nil
+}
+
+// Close stops every engine, frees every burst still queued to the application and releases
+// the memory regions. Bursts the application still holds must be freed before Close: memory
+// with outstanding buffers stays mapped and Close reports it. Close is idempotent.
+func (s *Session) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		var errs []error
+		for name, e := range s.engines {
+			if err := e.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("engine %s: %w", name, err))
+			}
+		}
+		for _, p := range s.ports {
+			for _, q := range p.Rx {
+				if n := q.Drain(); n > 0 {
+					q.Stats.Drop(engine.DropClosed, n)
+				}
+			}
+		}
+		names := make([]string, 0, len(s.regions))
+		for n := range s.regions {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if err := s.regions[n].Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// Config is the session's configuration (do not modify it).
+func (s *Session) Config() *config.Config { return s.cfg }
+
+// NumPorts is the number of configured interfaces.
+func (s *Session) NumPorts() int { return len(s.ports) }
+
+// Port returns the port id of the interface with this name or address (upstream
+// get_port_id); ErrInvalidParameter when there is none.
+func (s *Session) Port(key string) (int, error) {
+	for _, p := range s.ports {
+		if p.Name == key {
+			return p.ID, nil
+		}
+	}
+	for _, p := range s.ports {
+		if p.Config.Address == key {
+			return p.ID, nil
+		}
+	}
+	return -1, fmt.Errorf("no interface named %q: %w", key, ErrInvalidParameter)
+}
+
+// PortName is the interface name of a port id.
+func (s *Session) PortName(port int) string {
+	if port < 0 || port >= len(s.ports) {
+		return ""
+	}
+	return s.ports[port].Name
+}
+
+// NumRxQueues is the number of receive queues on a port.
+func (s *Session) NumRxQueues(port int) int {
+	if port < 0 || port >= len(s.ports) {
+		return 0
+	}
+	return len(s.ports[port].Rx)
+}
+
+// NumTxQueues is the number of transmit queues on a port.
+func (s *Session) NumTxQueues(port int) int {
+	if port < 0 || port >= len(s.ports) {
+		return 0
+	}
+	return len(s.ports[port].Tx)
+}
+
+// RxQueueIDs lists a port's receive queue ids in configuration order.
+func (s *Session) RxQueueIDs(port int) []int {
+	if port < 0 || port >= len(s.ports) {
+		return nil
+	}
+	ids := make([]int, len(s.ports[port].Rx))
+	for i, q := range s.ports[port].Rx {
+		ids[i] = q.ID
+	}
+	return ids
+}
+
+// TxQueueIDs lists a port's transmit queue ids in configuration order.
+func (s *Session) TxQueueIDs(port int) []int {
+	if port < 0 || port >= len(s.ports) {
+		return nil
+	}
+	ids := make([]int, len(s.ports[port].Tx))
+	for i, q := range s.ports[port].Tx {
+		ids[i] = q.ID
+	}
+	return ids
+}
+
+func (s *Session) port(port int) (*engine.Port, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("session closed: %w", ErrNotReady)
+	}
+	if port < 0 || port >= len(s.ports) {
+		return nil, fmt.Errorf("port %d of %d: %w", port, len(s.ports), ErrInvalidParameter)
+	}
+	return s.ports[port], nil
+}
+
+func (s *Session) rxQueue(port, queue int) (*engine.RxQueue, error) {
+	p, err := s.port(port)
+	if err != nil {
+		return nil, err
+	}
+	q := p.RxQueueByID(queue)
+	if q == nil {
+		return nil, fmt.Errorf("port %d (%s) has no rx queue %d: %w", port, p.Name, queue, ErrInvalidParameter)
+	}
+	return q, nil
+}
+
+// RxBurst takes the next received burst of one queue. It never blocks: when nothing is ready
+// the error is ErrNotReady.
+func (s *Session) RxBurst(port, queue int) (*Burst, error) {
+	q, err := s.rxQueue(port, queue)
+	if err != nil {
+		return nil, err
+	}
+	return s.next(q)
+}
+
+func (s *Session) next(q *engine.RxQueue) (*Burst, error) {
+	if q.Poll != nil {
+		return q.Poll()
+	}
+	if b, ok := q.Next(); ok {
+		return b, nil
+	}
+	return nil, ErrNotReady
+}
+
+// RxBurstPort takes the next burst from any queue of a port, round-robin.
+func (s *Session) RxBurstPort(port int) (*Burst, error) {
+	p, err := s.port(port)
+	if err != nil {
+		return nil, err
+	}
+	n := len(p.Rx)
+	if n == 0 {
+		return nil, fmt.Errorf("port %d (%s) has no rx queues: %w", port, p.Name, ErrInvalidParameter)
+	}
+	start := int(s.rrPort[port].Add(1)-1) % n
+	for k := 0; k < n; k++ {
+		q := p.Rx[(start+k)%n]
+		if b, err := s.next(q); err == nil {
+			s.rrPort[port].Store(uint32((start + k + 1) % n))
+			return b, nil
+		} else if !errors.Is(err, ErrNotReady) {
+			return nil, err
+		}
+	}
+	return nil, ErrNotReady
+}
+
+// RxBurstAny takes the next burst from any port, round-robin over ports.
+func (s *Session) RxBurstAny() (*Burst, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("session closed: %w", ErrNotReady)
+	}
+	n := len(s.ports)
+	start := int(s.rrAll.Add(1)-1) % max(n, 1)
+	for k := 0; k < n; k++ {
+		p := (start + k) % n
+		if len(s.ports[p].Rx) == 0 {
+			continue
+		}
+		if b, err := s.RxBurstPort(p); err == nil {
+			return b, nil
+		} else if !errors.Is(err, ErrNotReady) {
+			return nil, err
+		}
+	}
+	return nil, ErrNotReady
+}
+
+func (s *Session) txQueue(port, queue int) (*engine.TxQueue, error) {
+	p, err := s.port(port)
+	if err != nil {
+		return nil, err
+	}
+	q := p.TxQueueByID(queue)
+	if q == nil {
+		return nil, fmt.Errorf("port %d (%s) has no tx queue %d: %w", port, p.Name, queue, ErrInvalidParameter)
+	}
+	return q, nil
+}
+
+// TxAvailable reports whether a TX burst of n packets can be taken now.
+func (s *Session) TxAvailable(port, queue, n int) bool {
+	q, err := s.txQueue(port, queue)
+	if err != nil {
+		return false
+	}
+	if c, ok := s.byPort[port].(engine.TxChecker); ok {
+		return c.TxAvailable(q, n)
+	}
+	return q.Available(n)
+}
+
+// TxBurst takes a TX burst of n packets (0 = the queue's batch_size) with buffers from the
+// queue's memory regions and zero lengths. Errors: ErrNoFreeBurstBuffers when no burst
+// metadata is free, ErrNoFreePacketBuffers when a region lacks buffers.
+func (s *Session) TxBurst(port, queue, n int) (*Burst, error) {
+	q, err := s.txQueue(port, queue)
+	if err != nil {
+		return nil, err
+	}
+	return q.NewBurst(n)
+}
+
+// Send transmits a TX burst. On success the engine owns the burst; on error the caller still
+// owns it and must retry or Free it.
+func (s *Session) Send(b *Burst) error {
+	if b == nil {
+		return ErrNullPtr
+	}
+	if !b.IsTx() {
+		return fmt.Errorf("Send of a received burst: %w", ErrInvalidParameter)
+	}
+	if _, err := s.txQueue(b.Port(), b.Queue()); err != nil {
+		return err
+	}
+	return s.byPort[b.Port()].Send(b)
+}
+
+// Stats is a snapshot of every queue's counters.
+type Stats struct {
+	Ports []PortStats `json:"ports"`
+}
+
+// PortStats is one port's queues.
+type PortStats struct {
+	Port   int          `json:"port"`
+	Name   string       `json:"name"`
+	Engine string       `json:"engine"`
+	Rx     []QueueStats `json:"rx"`
+	Tx     []QueueStats `json:"tx"`
+}
+
+// Totals sums packets, bytes and drops over every queue of the snapshot.
+func (st Stats) Totals() (rx, tx QueueStats) {
+	for _, p := range st.Ports {
+		for _, q := range p.Rx {
+			rx.Packets += q.Packets
+			rx.Bytes += q.Bytes
+			rx.Bursts += q.Bursts
+			rx.Dropped += q.Dropped
+		}
+		for _, q := range p.Tx {
+			tx.Packets += q.Packets
+			tx.Bytes += q.Bytes
+			tx.Bursts += q.Bursts
+			tx.Dropped += q.Dropped
+		}
+	}
+	return rx, tx
+}
+
+// Stats snapshots every queue's counters (per port and queue: packets, bytes, drops by reason,
+// ring occupancy).
+func (s *Session) Stats() Stats {
+	var st Stats
+	for _, p := range s.ports {
+		ps := PortStats{Port: p.ID, Name: p.Name, Engine: p.Engine}
+		for _, q := range p.Rx {
+			qs := q.Stats.Snapshot()
+			qs.RingUsed = q.Pending()
+			ps.Rx = append(ps.Rx, qs)
+		}
+		for _, q := range p.Tx {
+			ps.Tx = append(ps.Tx, q.Stats.Snapshot())
+		}
+		st.Ports = append(st.Ports, ps)
+	}
+	return st
+}
+
+// PrintStats writes a per-queue table of the counters (upstream print_stats).
+func (s *Session) PrintStats(w io.Writer) {
+	st := s.Stats()
+	fmt.Fprintf(w, "%-16s %-8s %-4s %5s %14s %16s %12s\n", "interface", "engine", "dir", "queue", "packets", "bytes", "dropped")
+	for _, p := range st.Ports {
+		for i, q := range p.Rx {
+			fmt.Fprintf(w, "%-16s %-8s %-4s %5d %14d %16d %12d%s\n", p.Name, p.Engine, "rx", s.ports[p.Port].Rx[i].ID, q.Packets, q.Bytes, q.Dropped, dropDetail(q))
+		}
+		for i, q := range p.Tx {
+			fmt.Fprintf(w, "%-16s %-8s %-4s %5d %14d %16d %12d%s\n", p.Name, p.Engine, "tx", s.ports[p.Port].Tx[i].ID, q.Packets, q.Bytes, q.Dropped, dropDetail(q))
+		}
+	}
+}
+
+func dropDetail(q QueueStats) string {
+	if len(q.Drops) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(q.Drops))
+	for k := range q.Drops {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("  (")
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %d", k, q.Drops[k])
+	}
+	b.WriteString(")")
+	return b.String()
+}

@@ -1,0 +1,116 @@
+// Command daqiri-bench sends and receives packets through a daqiri configuration and reports
+// rates, packet counts and drops. With no arguments it runs an embedded default (UDP over
+// loopback, 8000-byte payloads) for 10 seconds.
+//
+//	daqiri-bench [--config FILE] [--duration 10s] [--mode both|tx|rx] [--payload N]
+//	             [--rate GBPS] [--json]
+//	daqiri-bench --validate FILE
+package main
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/daqiri-go/daqiri/config"
+)
+
+//go:embed default.yaml
+var defaultConfig []byte
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// options are the command line.
+type options struct {
+	config   string
+	validate string
+	duration time.Duration
+	mode     string
+	payload  int
+	rateGbps float64
+	json     bool
+	quiet    bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("daqiri-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.config, "config", "", "DAQIRI YAML configuration (default: the embedded UDP loopback config)")
+	fs.StringVar(&o.validate, "validate", "", "load and check a configuration without opening anything; exit 0 if valid, 1 if not")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long to send")
+	fs.StringVar(&o.mode, "mode", "both", "which queues to drive: both, tx (send only) or rx (receive only)")
+	fs.IntVar(&o.payload, "payload", 0, "payload bytes per packet (default: from the config's bench section, else 8000)")
+	fs.Float64Var(&o.rateGbps, "rate", 0, "cap the send rate at this many Gb/s of payload (0 = as fast as possible)")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object with the results at the end instead of the table")
+	fs.BoolVar(&o.quiet, "quiet", false, "no live progress line")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	switch o.mode {
+	case "both", "tx", "rx":
+	default:
+		return nil, fmt.Errorf("--mode must be both, tx or rx, not %q", o.mode)
+	}
+	if o.duration <= 0 {
+		return nil, fmt.Errorf("--duration must be positive")
+	}
+	return o, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "daqiri-bench:", err)
+		return 2
+	}
+	if o.validate != "" {
+		if _, err := config.LoadFile(o.validate); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s: valid\n", o.validate)
+		return 0
+	}
+	var cfg *config.Config
+	if o.config == "" {
+		cfg, err = config.Parse(defaultConfig, "default.yaml")
+	} else {
+		cfg, err = config.LoadFile(o.config)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := bench(ctx, cfg, o, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "daqiri-bench:", err)
+		return 1
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(res)
+	} else {
+		res.table(stdout)
+	}
+	return 0
+}
