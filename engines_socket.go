@@ -1,5 +1,8 @@
 package daqiri
 
-import "github.com/daqiri-go/daqiri/socket"
+import (
+	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/socket"
+)
 
-var socketOpen = socket.Open
+func init() { openers[config.EngineSocket] = socket.Open }

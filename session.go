@@ -42,6 +42,7 @@ type Session struct {
 	rrPort []atomic.Uint32 // round-robin cursor per port (RxBurstPort)
 	rrAll  atomic.Uint32   // round-robin cursor over ports (RxBurstAny)
 
+	opened    []sessionHook // hooks whose open succeeded, closed in reverse order
 	closeOnce sync.Once
 	closeErr  error
 	closed    atomic.Bool
@@ -95,6 +96,15 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (s *Session, 
 	}
 	s.rrPort = make([]atomic.Uint32, len(s.ports))
 	s.byPort = make([]engine.Engine, len(s.ports))
+	for _, h := range hooks {
+		if h.open == nil {
+			continue
+		}
+		if err := h.open(s); err != nil {
+			return nil, err
+		}
+		s.opened = append(s.opened, h)
+	}
 
 	// Group ports by engine and open each engine once.
 	groups := map[string][]*engine.Port{}
@@ -279,6 +289,11 @@ func (s *Session) Close() error {
 				errs = append(errs, fmt.Errorf("engine %s: %w", name, err))
 			}
 		}
+		for i := len(s.opened) - 1; i >= 0; i-- {
+			if s.opened[i].close != nil {
+				s.opened[i].close(s)
+			}
+		}
 		for _, p := range s.ports {
 			for _, q := range p.Rx {
 				if n := q.Drain(); n > 0 {
@@ -300,6 +315,23 @@ func (s *Session) Close() error {
 	})
 	return s.closeErr
 }
+
+// Ports are the session's ports as engines and services see them (read-only).
+func (s *Session) Ports() []*engine.Port { return s.ports }
+
+// Region is an allocated memory region by name (nil when absent or not allocated).
+func (s *Session) Region(name string) *engine.Region { return s.regions[name] }
+
+// Engine is the engine serving a port (nil for a bad port).
+func (s *Session) Engine(port int) engine.Engine {
+	if port < 0 || port >= len(s.byPort) {
+		return nil
+	}
+	return s.byPort[port]
+}
+
+// Logger is the session's logger.
+func (s *Session) Logger() *slog.Logger { return s.log }
 
 // Config is the session's configuration (do not modify it).
 func (s *Session) Config() *config.Config { return s.cfg }

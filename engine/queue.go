@@ -57,6 +57,11 @@ type RxQueue struct {
 
 	// Poll, set by engines for direct-mode queues, is run by RxBurst in the caller's thread.
 	Poll func() (*Burst, error)
+
+	// Intercept, when set by a service before the engine starts (reorder), receives every
+	// burst the engine delivers instead of the ring; the service hands its own output on with
+	// DeliverDirect. It runs in the engine's worker thread.
+	Intercept func(b *Burst)
 }
 
 // NewRxQueue wires a receive queue to its metadata pool; the ring holds up to ringSize bursts.
@@ -84,10 +89,19 @@ func (q *RxQueue) NewBurst() (*Burst, error) {
 	return q.meta.Get(q.Port.ID, q.ID, q.Regions, q.Port.Raw, q.BatchSize())
 }
 
-// Deliver hands a filled burst to the application. When the ring is full the burst's packets
-// are counted as dropped and freed; Deliver reports whether the burst was delivered. Empty
-// bursts are freed.
+// Deliver hands a filled burst to the application (through the queue's Intercept when one is
+// set). When the ring is full the burst's packets are counted as dropped and freed; Deliver
+// reports whether the burst was delivered. Empty bursts are freed.
 func (q *RxQueue) Deliver(b *Burst) bool {
+	if q.Intercept != nil && b.Len() > 0 {
+		q.Intercept(b)
+		return true
+	}
+	return q.DeliverDirect(b)
+}
+
+// DeliverDirect puts a burst on the application ring, bypassing Intercept.
+func (q *RxQueue) DeliverDirect(b *Burst) bool {
 	n := b.Len()
 	if n == 0 {
 		b.Free()
