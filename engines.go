@@ -1,7 +1,6 @@
 package daqiri
 
 import (
-
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
 )
