@@ -3,7 +3,9 @@ package verbs
 import (
 	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -45,8 +47,10 @@ type Context struct {
 	coreSupport    uint64
 	asyncFD        int
 
+	// closed is read on every datapath call, so it is atomic; mu guards
+	// the maps and serialises Close.
+	closed  atomic.Bool
 	mu      sync.Mutex
-	closed  bool
 	nextID  uint64
 	objects map[uint64]any // user handle → *CQ / *QP, for event demultiplexing
 	live    map[closer]struct{}
@@ -154,9 +158,7 @@ func (c *Context) NumCompVectors() int { return c.numCompVectors }
 func (c *Context) FD() int { return c.fd }
 
 func (c *Context) begin() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	if c.closed.Load() {
 		return fmt.Errorf("%w: context of %s", ErrClosed, c.dev.Name)
 	}
 	return nil
@@ -200,11 +202,11 @@ func (c *Context) lookup(id uint64) any {
 // so this also recovers from objects whose own Close failed.
 func (c *Context) Close() error {
 	c.mu.Lock()
-	if c.closed {
+	if c.closed.Load() {
 		c.mu.Unlock()
 		return nil
 	}
-	c.closed = true
+	c.closed.Store(true)
 	live := make([]closer, 0, len(c.live))
 	for o := range c.live {
 		live = append(live, o)
@@ -663,4 +665,21 @@ func readEvent(fd int, b []byte, timeout time.Duration) error {
 		}
 		return nil
 	}
+}
+
+// FindGID returns the port's GID table entry of type typ that holds addr
+// (for RoCE: the IPv4-mapped or IPv6 GID of a local interface address),
+// whose index a connected QP or AH uses as its source GID.
+func (c *Context) FindGID(port uint8, addr netip.Addr, typ GIDType) (GIDEntry, error) {
+	tab, err := c.GIDTable()
+	if err != nil {
+		return GIDEntry{}, err
+	}
+	want := GIDFromAddr(addr)
+	for _, e := range tab {
+		if e.Port == uint32(port) && e.GID == want && e.Type == typ {
+			return e, nil
+		}
+	}
+	return GIDEntry{}, fmt.Errorf("verbs: %s port %d has no %v GID for %v", c.dev.Name, port, typ, addr)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -64,9 +65,7 @@ func (ch *CompChannel) Wait(timeout time.Duration) (*CQ, error) {
 	if cq == nil {
 		return nil, fmt.Errorf("verbs: completion event for unknown CQ user handle %d on %s", d.CQHandle, ch.ctx.dev.Name)
 	}
-	cq.eventsMu.Lock()
-	cq.compEvents++
-	cq.eventsMu.Unlock()
+	cq.compEvents.Add(1)
 	return cq, nil
 }
 
@@ -100,11 +99,11 @@ type CQ struct {
 	prov    provider.CQ
 	channel *CompChannel
 
-	eventsMu   sync.Mutex
-	compEvents uint64
+	compEvents atomic.Uint64
 
+	// closed is read on every poll, so it is atomic; mu serialises Close.
+	closed atomic.Bool
 	mu     sync.Mutex
-	closed bool
 }
 
 // CreateCQ creates a completion queue of at least cqe entries. ch (may be
@@ -164,10 +163,7 @@ func (cq *CQ) Handle() uint32 { return cq.handle }
 func (cq *CQ) Channel() *CompChannel { return cq.channel }
 
 func (cq *CQ) begin() error {
-	cq.mu.Lock()
-	closed := cq.closed
-	cq.mu.Unlock()
-	if closed {
+	if cq.closed.Load() {
 		return fmt.Errorf("%w: CQ %d", ErrClosed, cq.handle)
 	}
 	return cq.ctx.begin()
@@ -197,9 +193,7 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 
 // CompEvents counts the channel notifications delivered for this CQ.
 func (cq *CQ) CompEvents() uint64 {
-	cq.eventsMu.Lock()
-	defer cq.eventsMu.Unlock()
-	return cq.compEvents
+	return cq.compEvents.Load()
 }
 
 func (cq *CQ) destroyKernel() error {
@@ -214,7 +208,7 @@ func (cq *CQ) destroyKernel() error {
 func (cq *CQ) Close() error {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	if cq.closed {
+	if cq.closed.Load() {
 		return nil
 	}
 	if err := cq.ctx.begin(); err != nil {
@@ -223,7 +217,7 @@ func (cq *CQ) Close() error {
 	if err := cq.destroyKernel(); err != nil {
 		return err
 	}
-	cq.closed = true
+	cq.closed.Store(true)
 	cq.ctx.untrack(cq)
 	cq.ctx.unregister(cq.userID)
 	return cq.prov.Release()
@@ -232,8 +226,8 @@ func (cq *CQ) Close() error {
 func (cq *CQ) release() {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	if !cq.closed {
-		cq.closed = true
+	if !cq.closed.Load() {
+		cq.closed.Store(true)
 		_ = cq.prov.Release()
 	}
 }

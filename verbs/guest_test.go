@@ -58,17 +58,11 @@ func openGuest(t *testing.T) *Context {
 // guestGIDIndex finds the RoCE v2 GID holding the guest's address.
 func guestGIDIndex(t *testing.T, c *Context) uint8 {
 	t.Helper()
-	tab, err := c.GIDTable()
+	e, err := c.FindGID(guestPort, guestAddr, GIDTypeRoCEv2)
 	if err != nil {
-		t.Fatalf("GIDTable: %v", err)
+		t.Fatal(err)
 	}
-	for _, e := range tab {
-		if e.GID.Addr() == guestAddr && e.Type == GIDTypeRoCEv2 && e.Port == guestPort {
-			return uint8(e.Index)
-		}
-	}
-	t.Fatalf("no RoCE v2 GID for %v in %+v", guestAddr, tab)
-	return 0
+	return uint8(e.Index)
 }
 
 func resources(t *testing.T) map[string]uint64 {

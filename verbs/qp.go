@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -153,11 +154,11 @@ type QP struct {
 	cap    QPCap
 	prov   provider.QP
 
-	stateMu sync.Mutex
-	state   QPState
-
+	// state and closed are read on every post, so they are atomic; mu
+	// serialises Close.
+	state  atomic.Uint32
+	closed atomic.Bool
 	mu     sync.Mutex
-	closed bool
 }
 
 // CreateQP creates a queue pair in the PD.
@@ -230,16 +231,11 @@ func (qp *QP) PD() *PD { return qp.pd }
 
 // State is the state of the last successful Modify (or Query).
 func (qp *QP) State() QPState {
-	qp.stateMu.Lock()
-	defer qp.stateMu.Unlock()
-	return qp.state
+	return QPState(qp.state.Load())
 }
 
 func (qp *QP) begin() error {
-	qp.mu.Lock()
-	closed := qp.closed
-	qp.mu.Unlock()
-	if closed {
+	if qp.closed.Load() {
 		return fmt.Errorf("%w: QP %d", ErrClosed, qp.num)
 	}
 	return qp.pd.ctx.begin()
@@ -268,9 +264,7 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 		return err
 	}
 	if mask&QPAttrState != 0 {
-		qp.stateMu.Lock()
-		qp.state = attr.State
-		qp.stateMu.Unlock()
+		qp.state.Store(uint32(attr.State))
 	}
 	return nil
 }
@@ -299,9 +293,7 @@ func (qp *QP) Query(mask QPAttrMask) (QPAttr, error) {
 		Cap:        QPCap{MaxSendWR: r.MaxSendWR, MaxRecvWR: r.MaxRecvWR, MaxSendSGE: r.MaxSendSGE, MaxRecvSGE: r.MaxRecvSGE, MaxInlineData: r.MaxInlineData},
 		SQDraining: r.SQDraining != 0, SignalAll: r.SQSigAll != 0,
 	}
-	qp.stateMu.Lock()
-	qp.state = a.State
-	qp.stateMu.Unlock()
+	qp.state.Store(uint32(a.State))
 	return a, nil
 }
 
@@ -343,7 +335,7 @@ func (qp *QP) destroyKernel() error {
 func (qp *QP) Close() error {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
-	if qp.closed {
+	if qp.closed.Load() {
 		return nil
 	}
 	if err := qp.pd.ctx.begin(); err != nil {
@@ -352,7 +344,7 @@ func (qp *QP) Close() error {
 	if err := qp.destroyKernel(); err != nil {
 		return err
 	}
-	qp.closed = true
+	qp.closed.Store(true)
 	qp.pd.ctx.untrack(qp)
 	qp.pd.ctx.unregister(qp.userID)
 	return qp.prov.Release()
@@ -361,8 +353,8 @@ func (qp *QP) Close() error {
 func (qp *QP) release() {
 	qp.mu.Lock()
 	defer qp.mu.Unlock()
-	if !qp.closed {
-		qp.closed = true
+	if !qp.closed.Load() {
+		qp.closed.Store(true)
 		_ = qp.prov.Release()
 	}
 }
@@ -424,4 +416,32 @@ func (qp *QP) ToRTS(sendPSN uint32) error {
 		mask |= QPAttrTimeout | QPAttrRetryCnt | QPAttrRNRRetry | QPAttrMaxQPRdAtomic
 	}
 	return qp.Modify(&a, mask)
+}
+
+// SizeofKernelQPAttr is the size of struct ib_uverbs_qp_attr.
+const SizeofKernelQPAttr = 144
+
+// QPAttrFromKernel decodes a struct ib_uverbs_qp_attr (the attribute set
+// rdma_cm's INIT_QP_ATTR returns for a connection's next state) into the
+// attributes and mask Modify takes.
+func QPAttrFromKernel(b []byte) (QPAttr, QPAttrMask, error) {
+	var k uapi.QPAttr
+	if len(b) < int(unsafe.Sizeof(k)) {
+		return QPAttr{}, 0, fmt.Errorf("verbs: ib_uverbs_qp_attr needs %d bytes, got %d", unsafe.Sizeof(k), len(b))
+	}
+	copy(uapi.Bytes(&k), b)
+	ah := k.AHAttr
+	a := QPAttr{
+		State: QPState(k.QPState), CurState: QPState(k.CurQPState), PathMTU: MTU(k.PathMTU),
+		QKey: k.QKey, RQPSN: k.RQPSN, SQPSN: k.SQPSN, DestQPN: k.DestQPNum,
+		AccessFlags: Access(k.QPAccessFlags), PKeyIndex: k.PKeyIndex, Port: k.PortNum,
+		AH: AHAttr{DGID: ah.DGID, FlowLabel: ah.FlowLabel, SGIDIndex: ah.SGIDIndex, HopLimit: ah.HopLimit,
+			TrafficClass: ah.TrafficClass, IsGlobal: ah.IsGlobal != 0, DLID: ah.DLID, SL: ah.SL,
+			SrcPathBits: ah.SrcPathBits, StaticRate: ah.StaticRate, Port: ah.PortNum},
+		MaxRdAtomic: k.MaxRdAtomic, MaxDestRdAtomic: k.MaxDestRdAtomic, MinRNRTimer: k.MinRNRTimer,
+		Timeout: k.Timeout, RetryCnt: k.RetryCnt, RNRRetry: k.RNRRetry,
+		Cap:        QPCap{MaxSendWR: k.MaxSendWR, MaxRecvWR: k.MaxRecvWR, MaxSendSGE: k.MaxSendSGE, MaxRecvSGE: k.MaxRecvSGE, MaxInlineData: k.MaxInlineData},
+		SQDraining: k.SQDraining != 0,
+	}
+	return a, QPAttrMask(k.QPAttrMask), nil
 }

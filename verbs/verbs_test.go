@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/daqiri-go/daqiri/verbs/internal/uapi"
 )
 
 func write(t *testing.T, path, s string) {
@@ -227,5 +229,30 @@ func TestParseResSummary(t *testing.T) {
 	binary.NativeEndian.PutUint32(hdr, 1<<20)
 	if _, err := parseNetlink(append(hdr, msg...)); err == nil {
 		t.Fatal("a netlink length beyond the buffer was accepted")
+	}
+}
+
+func TestQPAttrFromKernel(t *testing.T) {
+	k := uapi.QPAttr{
+		QPAttrMask: uint32(QPAttrState | QPAttrAV | QPAttrPathMTU | QPAttrDestQPN | QPAttrRQPSN),
+		QPState:    uint32(QPStateRTR), PathMTU: uint32(MTU1024), RQPSN: rand.Uint32() & 0xffffff,
+		DestQPNum: rand.Uint32() & 0xffffff, QPAccessFlags: uint32(AccessRemoteWrite),
+		MaxDestRdAtomic: 1, MinRNRTimer: 12, PortNum: 1, PKeyIndex: 3,
+	}
+	k.AHAttr = uapi.AHAttr{SGIDIndex: 1, HopLimit: 64, IsGlobal: 1, PortNum: 1, FlowLabel: rand.Uint32() & 0xfffff}
+	g := GIDFromAddr(netip.AddrFrom4([4]byte{10, 7, 0, byte(rand.IntN(256))}))
+	k.AHAttr.DGID = g
+	a, mask, err := QPAttrFromKernel(uapi.Bytes(&k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mask != QPAttrMask(k.QPAttrMask) || a.State != QPStateRTR || a.PathMTU != MTU1024 || a.RQPSN != k.RQPSN ||
+		a.DestQPN != k.DestQPNum || a.AccessFlags != AccessRemoteWrite || a.MaxDestRdAtomic != 1 || a.MinRNRTimer != 12 ||
+		a.Port != 1 || a.PKeyIndex != 3 || a.AH.DGID != g || !a.AH.IsGlobal || a.AH.SGIDIndex != 1 || a.AH.HopLimit != 64 ||
+		a.AH.FlowLabel != k.AHAttr.FlowLabel {
+		t.Fatalf("decoded %+v mask %#x from %+v", a, mask, k)
+	}
+	if _, _, err := QPAttrFromKernel(make([]byte, SizeofKernelQPAttr-1)); err == nil {
+		t.Fatal("a short ib_uverbs_qp_attr was accepted")
 	}
 }

@@ -47,6 +47,7 @@ func TestLayoutsMatchKernelHeaders(t *testing.T) {
 		{"ib_uverbs_async_event_desc", unsafe.Sizeof(AsyncEventDesc{}), 16},
 		{"ib_uverbs_comp_event_desc", unsafe.Sizeof(CompEventDesc{}), 8},
 		{"ib_uverbs_wc", unsafe.Sizeof(WC{}), 48},
+		{"ib_uverbs_qp_attr", unsafe.Sizeof(QPAttr{}), 144},
 	}
 	for _, s := range sizes {
 		if s.got != s.want {
@@ -59,6 +60,7 @@ func TestLayoutsMatchKernelHeaders(t *testing.T) {
 	var mq ModifyQP
 	var qr QueryQPResp
 	var wc WC
+	var qa QPAttr
 	offs := []struct {
 		name string
 		got  uintptr
@@ -79,6 +81,14 @@ func TestLayoutsMatchKernelHeaders(t *testing.T) {
 		{"wc.qp_num", unsafe.Offsetof(wc.QPNum), 28},
 		{"wc.wc_flags", unsafe.Offsetof(wc.WCFlags), 36},
 		{"wc.port_num", unsafe.Offsetof(wc.PortNum), 46},
+		{"qp_attr.qp_access_flags", unsafe.Offsetof(qa.QPAccessFlags), 36},
+		{"qp_attr.ah_attr", unsafe.Offsetof(qa.AHAttr), 40},
+		{"qp_attr.alt_ah_attr", unsafe.Offsetof(qa.AltAHAttr), 72},
+		{"qp_attr.max_send_wr", unsafe.Offsetof(qa.MaxSendWR), 104},
+		{"qp_attr.pkey_index", unsafe.Offsetof(qa.PKeyIndex), 124},
+		{"qp_attr.en_sqd_async_notify", unsafe.Offsetof(qa.EnSQDAsyncNotify), 128},
+		{"qp_attr.min_rnr_timer", unsafe.Offsetof(qa.MinRNRTimer), 132},
+		{"qp_attr.alt_timeout", unsafe.Offsetof(qa.AltTimeout), 138},
 	}
 	for _, o := range offs {
 		if o.got != o.want {

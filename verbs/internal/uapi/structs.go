@@ -353,3 +353,39 @@ type WC struct {
 	PortNum      uint8
 	Reserved     uint8
 }
+
+// QPAttr is struct ib_uverbs_qp_attr (ib_user_verbs.h): a full QP attribute
+// set with its mask, the form rdma_cm's INIT_QP_ATTR command returns.
+type QPAttr struct {
+	QPAttrMask       uint32
+	QPState          uint32
+	CurQPState       uint32
+	PathMTU          uint32
+	PathMigState     uint32
+	QKey             uint32
+	RQPSN            uint32
+	SQPSN            uint32
+	DestQPNum        uint32
+	QPAccessFlags    uint32
+	AHAttr           AHAttr
+	AltAHAttr        AHAttr
+	MaxSendWR        uint32
+	MaxRecvWR        uint32
+	MaxSendSGE       uint32
+	MaxRecvSGE       uint32
+	MaxInlineData    uint32
+	PKeyIndex        uint16
+	AltPKeyIndex     uint16
+	EnSQDAsyncNotify uint8
+	SQDraining       uint8
+	MaxRdAtomic      uint8
+	MaxDestRdAtomic  uint8
+	MinRNRTimer      uint8
+	PortNum          uint8
+	Timeout          uint8
+	RetryCnt         uint8
+	RNRRetry         uint8
+	AltPortNum       uint8
+	AltTimeout       uint8
+	Reserved         [5]uint8
+}
