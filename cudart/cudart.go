@@ -61,6 +61,12 @@ var loadFuncs = sync.OnceValues(func() (*funcs, error) {
 		}
 		return nil, fmt.Errorf("cudart: %w", err)
 	}
+	if f.cuEventElapsedTime == 0 {
+		f.cuEventElapsedTime = f.cuEventElapsedTimeV1
+	}
+	if f.cuEventElapsedTime == 0 {
+		return nil, fmt.Errorf("cudart: %s lacks both cuEventElapsedTime_v2 and cuEventElapsedTime", libcuda.Name())
+	}
 	return f, nil
 })
 
@@ -84,7 +90,7 @@ type funcs struct {
 	cuStreamCreate, cuStreamDestroy, cuStreamSynchronize, cuStreamQuery            uintptr
 	cuStreamWaitEvent                                                              uintptr
 	cuEventCreate, cuEventDestroy, cuEventRecord, cuEventSynchronize, cuEventQuery uintptr
-	cuEventElapsedTime                                                             uintptr
+	cuEventElapsedTime, cuEventElapsedTimeV1                                       uintptr
 	cuModuleLoadData, cuModuleUnload, cuModuleGetFunction, cuLaunchKernel          uintptr
 }
 
@@ -135,7 +141,10 @@ func (f *funcs) table() []dynlib.Symbol {
 		{Name: "cuEventRecord", Addr: &f.cuEventRecord},
 		{Name: "cuEventSynchronize", Addr: &f.cuEventSynchronize},
 		{Name: "cuEventQuery", Addr: &f.cuEventQuery},
-		{Name: "cuEventElapsedTime", Addr: &f.cuEventElapsedTime},
+		// CUDA 13's cuda.h maps cuEventElapsedTime to cuEventElapsedTime_v2 (same signature)
+		// and no longer declares the old one; older drivers have only the old one.
+		{Name: "cuEventElapsedTime_v2", Addr: &f.cuEventElapsedTime, Optional: true},
+		{Name: "cuEventElapsedTime", Addr: &f.cuEventElapsedTimeV1, Optional: true},
 		{Name: "cuModuleLoadData", Addr: &f.cuModuleLoadData},
 		{Name: "cuModuleUnload", Addr: &f.cuModuleUnload},
 		{Name: "cuModuleGetFunction", Addr: &f.cuModuleGetFunction},

@@ -8,6 +8,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/daqiri-go/daqiri/engine"
+)
+
+// Device and host-pinned memory back memory regions directly.
+var (
+	_ engine.Memory = (*DeviceMem)(nil)
+	_ engine.Memory = (*HostMem)(nil)
 )
 
 // These tests need no GPU and run everywhere.

@@ -287,6 +287,53 @@ func TestGPURegisterHost(t *testing.T) {
 	}
 }
 
+// The Driver-level allocators are what the session layer uses for regions: memory that
+// carries its own context reference.
+func TestGPUDriverAlloc(t *testing.T) {
+	dev := gpu(t) // keeps the primary context alive across the test; the allocations add their own references
+	d := dev.Driver()
+	n := 1 + mrand.IntN(1<<20)
+	dm, err := d.AllocDevice(dev.Ordinal(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hm, err := d.AllocHostPinned(dev.Ordinal(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := randBytes(n)
+	copy(hm.Bytes(), src)
+	got := make([]byte, n)
+	if err := errors.Join(dm.Device().CopyDtoD(dm.Ptr(), hm.DevicePtr(), n), dev.CopyDtoH(got, dm.Ptr())); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, src) {
+		t.Fatal("host_pinned -> device -> Go copy through driver-level allocations did not round-trip")
+	}
+	m, err := hugepage.Map(n, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeOK(t, m)
+	rm, err := d.RegisterHost(dev.Ordinal(), m.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []interface{ Close() error }{dm, hm, rm, dm, hm, rm} { // second round: idempotent
+		closeOK(t, c)
+	}
+	if dm.Device().ctx != 0 || hm.Device().ctx != 0 || rm.Device().ctx != 0 {
+		t.Fatal("Close did not release the allocation's own Device")
+	}
+	// The test's own Device still works: its reference was never released.
+	if err := dev.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.AllocDevice(1<<20, 64); err == nil {
+		t.Fatal("allocation on a GPU ordinal that does not exist accepted")
+	}
+}
+
 func TestGPUExportDMABuf(t *testing.T) {
 	dev := gpu(t)
 	in, err := dev.Info()
@@ -656,19 +703,46 @@ func TestGPUContextBinding(t *testing.T) {
 
 func TestGPUMeasureCopy(t *testing.T) {
 	dev := gpu(t)
-	for _, k := range []CopyKind{HostToDevice, DeviceToHost, DeviceToDevice} {
-		r, err := dev.MeasureCopy(k, 64<<20, 20)
-		if err != nil {
-			t.Fatal(err)
+	for _, size := range []int{64 << 10, 1 << 20, 8 << 20, 64 << 20} {
+		iters := min(max((1<<30)/size, 20), 2000)
+		for _, k := range []CopyKind{HostToDevice, DeviceToHost, DeviceToDevice} {
+			r, err := dev.MeasureCopy(k, size, iters)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Elapsed <= 0 || r.GBps() <= 0 {
+				t.Fatalf("%v: no time measured", r)
+			}
+			t.Logf("%v", r)
 		}
-		if r.Elapsed <= 0 || r.GBps() <= 0 {
-			t.Fatalf("%v: no time measured", r)
-		}
-		t.Logf("%v", r)
 	}
 	if _, err := dev.MeasureCopy(CopyKind(0), 1024, 1); err == nil {
 		t.Fatal("unknown copy kind accepted")
 	}
+}
+
+// BenchmarkCall measures the fixed host cost of crossing into libcuda through purego: a bare
+// call needing no context, and binding the primary context (LockOSThread + cuCtxSetCurrent)
+// around nothing.
+func BenchmarkCall(b *testing.B) {
+	dev := gpu(b)
+	f := dev.Driver().f
+	b.Run("raw", func(b *testing.B) {
+		var v int32
+		b.ReportAllocs()
+		for b.Loop() {
+			dynlib.Call(f.cuDriverGetVersion, uintptr(unsafe.Pointer(&v)))
+		}
+	})
+	b.Run("bind", func(b *testing.B) {
+		b.ReportAllocs()
+		nop := func() error { return nil }
+		for b.Loop() {
+			if err := dev.Do(nop); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkLaunchNoop measures the host cost of one kernel launch through purego (context

@@ -1,6 +1,7 @@
 package cudart
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"unsafe"
@@ -33,9 +34,10 @@ func (p DevicePtr) String() string { return fmt.Sprintf("%#x", uint64(p)) }
 // DeviceMem is device memory from AllocDevice: the CPU cannot address it, so Bytes is nil.
 // It has the shape of a memory region's backing store (Bytes, Addr, Close).
 type DeviceMem struct {
-	dev  *Device
-	ptr  DevicePtr
-	size int
+	dev     *Device
+	ptr     DevicePtr
+	size    int
+	ownsDev bool // Close also closes dev (Driver.AllocDevice)
 }
 
 // AllocDevice allocates size bytes of device memory (cuMemAlloc) and sets
@@ -80,18 +82,21 @@ func (m *DeviceMem) Addr() uintptr { return uintptr(m.ptr) }
 // Device is the GPU the memory lives on.
 func (m *DeviceMem) Device() *Device { return m.dev }
 
-// Close frees the memory (cuMemFree). It is idempotent.
+// Close frees the memory (cuMemFree), and for memory from Driver.AllocDevice releases its
+// Device. It is idempotent.
 func (m *DeviceMem) Close() error {
 	if m.ptr == 0 {
 		return nil
 	}
-	if err := m.dev.bind(); err != nil {
-		return err
-	}
-	defer m.dev.unbind()
 	p := m.ptr
 	m.ptr = 0
-	return m.dev.d.checkf(dynlib.Call(m.dev.d.f.cuMemFree, uintptr(p)), "cuMemFree(%v)", p)
+	err := m.dev.Do(func() error {
+		return m.dev.d.checkf(dynlib.Call(m.dev.d.f.cuMemFree, uintptr(p)), "cuMemFree(%v)", p)
+	})
+	if m.ownsDev {
+		err = errors.Join(err, m.dev.Close())
+	}
+	return err
 }
 
 // HostMem is page-locked host memory visible to the GPU: either allocated by AllocHostPinned
@@ -102,6 +107,7 @@ type HostMem struct {
 	b          []byte
 	dptr       DevicePtr
 	registered bool // Close unregisters (RegisterHost) rather than frees (AllocHostPinned)
+	ownsDev    bool // Close also closes dev (Driver.AllocHostPinned, Driver.RegisterHost)
 }
 
 // AllocHostPinned allocates size bytes of page-locked host memory, portable to every context
@@ -184,21 +190,72 @@ func (h *HostMem) Registered() bool { return h.registered }
 func (h *HostMem) Device() *Device { return h.dev }
 
 // Close frees pinned memory (cuMemFreeHost) or unregisters registered memory
-// (cuMemHostUnregister). It is idempotent.
+// (cuMemHostUnregister), and for memory from the Driver methods releases its Device. It is
+// idempotent.
 func (h *HostMem) Close() error {
 	if h.b == nil {
 		return nil
 	}
-	if err := h.dev.bind(); err != nil {
-		return err
-	}
-	defer h.dev.unbind()
 	p := unsafe.Pointer(unsafe.SliceData(h.b))
 	h.b, h.dptr = nil, 0
-	if h.registered {
-		return h.dev.d.checkf(dynlib.Call(h.dev.d.f.cuMemHostUnregister, uintptr(p)), "cuMemHostUnregister(%p)", p)
+	err := h.dev.Do(func() error {
+		if h.registered {
+			return h.dev.d.checkf(dynlib.Call(h.dev.d.f.cuMemHostUnregister, uintptr(p)), "cuMemHostUnregister(%p)", p)
+		}
+		return h.dev.d.checkf(dynlib.Call(h.dev.d.f.cuMemFreeHost, uintptr(p)), "cuMemFreeHost(%p)", p)
+	})
+	if h.ownsDev {
+		err = errors.Join(err, h.dev.Close())
 	}
-	return h.dev.d.checkf(dynlib.Call(h.dev.d.f.cuMemFreeHost, uintptr(p)), "cuMemFreeHost(%p)", p)
+	return err
+}
+
+// The Driver-level allocators below serve code that sizes memory regions: each allocation
+// retains GPU ordinal's primary context for itself and releases it in Close, so the caller
+// keeps no Device around.
+
+// AllocDevice allocates size bytes of device memory on GPU ordinal (a region of kind
+// "device" with that affinity); see Device.AllocDevice.
+func (d *Driver) AllocDevice(ordinal, size int) (*DeviceMem, error) {
+	dev, err := d.Device(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	m, err := dev.AllocDevice(size)
+	if err != nil {
+		return nil, errors.Join(err, dev.Close())
+	}
+	m.ownsDev = true
+	return m, nil
+}
+
+// AllocHostPinned allocates size bytes of host-pinned memory mapped for GPU ordinal (a region
+// of kind "host_pinned" with that affinity); see Device.AllocHostPinned.
+func (d *Driver) AllocHostPinned(ordinal, size int) (*HostMem, error) {
+	dev, err := d.Device(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	h, err := dev.AllocHostPinned(size)
+	if err != nil {
+		return nil, errors.Join(err, dev.Close())
+	}
+	h.ownsDev = true
+	return h, nil
+}
+
+// RegisterHost registers existing (hugepage) memory for GPU ordinal; see Device.RegisterHost.
+func (d *Driver) RegisterHost(ordinal int, b []byte) (*HostMem, error) {
+	dev, err := d.Device(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	h, err := dev.RegisterHost(b)
+	if err != nil {
+		return nil, errors.Join(err, dev.Close())
+	}
+	h.ownsDev = true
+	return h, nil
 }
 
 // checkDMABufRange rejects ranges cuMemGetHandleForAddressRange would refuse: both ends must
