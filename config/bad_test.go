@@ -8,9 +8,9 @@ import (
 	"github.com/daqiri-go/daqiri/config"
 )
 
-// rawBase is a valid raw configuration that touches most of the schema; the bad-input cases
-// are small edits of it.
-const rawBase = `%YAML 1.2
+// The raw base configuration in parts, so that cases can swap whole blocks.
+const (
+	rawHead = `%YAML 1.2
 ---
 daqiri:
   cfg:
@@ -51,7 +51,8 @@ daqiri:
           cpu_core: 1
           batch_size: 64
           memory_regions: [rx_mr]
-        flows:
+`
+	rawRxFlows = `        flows:
         - name: f0
           id: 10
           action:
@@ -69,7 +70,8 @@ daqiri:
           match:
             udp_dst: "5000-5010"
             ipv4_src: 10.0.0.1
-        reorder_configs:
+`
+	rawReorder = `        reorder_configs:
         - name: r0
           reorder_type: cpu
           memory_region: out_mr
@@ -81,7 +83,8 @@ daqiri:
                 bit_offset: 512
                 bit_width: 32
               packets_per_batch: 1024
-      tx:
+`
+	rawTxQueues = `      tx:
         queues:
         - name: txq0
           id: 0
@@ -89,7 +92,8 @@ daqiri:
           batch_size: 64
           memory_regions: [tx_mr]
           offloads: [tx_eth_src]
-        flows:
+`
+	rawTxFlows = `        flows:
         - name: push
           id: 20
           actions:
@@ -105,9 +109,15 @@ daqiri:
               vni: 100
           match:
             udp_src: 4096
-bench_rx:
+`
+	rawTail = `bench_rx:
   interface_name: port0
 `
+)
+
+// rawBase is a valid raw configuration that touches most of the schema; the bad-input cases
+// are small edits of it.
+const rawBase = rawHead + rawRxFlows + rawReorder + rawTxQueues + rawTxFlows + rawTail
 
 // sockBase is a valid UDP socket configuration: a server and a client.
 const sockBase = `daqiri:
@@ -377,8 +387,8 @@ func TestBadMemoryRegions(t *testing.T) {
 			[]string{"memory_regions[2].num_bufs: a memory region needs num_bufs"}},
 		{"missing affinity and kind", rawBase, []string{"    - name: out_mr\n      kind: host\n      affinity: 0\n", "    - name: out_mr #! #!1\n"},
 			[]string{"memory_regions[2].kind: needs kind", "memory_regions[2].affinity: needs affinity"}},
-		{"missing name", rawBase, []string{"    - name: out_mr\n      kind: host\n", "    - kind: host #!\n", "memory_region: out_mr", "memory_region: out_mr #!1"},
-			[]string{"memory_regions[2].name: needs name", "interfaces[0].rx.reorder_configs[0].memory_region: \"out_mr\" is not defined"}},
+		{"missing name", rawBase, []string{"    - name: out_mr\n      kind: host\n", "    - kind: host #!\n"},
+			[]string{"memory_regions[2].name: needs name"}},
 		{"kind foo", rawBase, []string{"kind: huge", "kind: foo #!"},
 			[]string{"memory_regions[0].kind: unknown memory kind \"foo\""}},
 		{"access foo", rawBase, []string{"      kind: huge\n", "      kind: huge\n      access: [local, foo] #!\n"},
@@ -395,8 +405,8 @@ func TestBadMemoryRegions(t *testing.T) {
 			[]string{"memory_regions[2].buf_size: must be an integer, got \"2MiB\""}},
 		{"owned not bool", rawBase, []string{"buf_size: 2097152", "buf_size: 2097152\n      owned: 1 #!"},
 			[]string{"memory_regions[2].owned: must be true or false, got integer 1"}},
-		{"not a map", rawBase, []string{"    - name: out_mr\n      kind: host\n      affinity: 0\n      num_bufs: 4\n      buf_size: 2097152\n", "    - out_mr #!\n", "memory_region: out_mr", "memory_region: out_mr #!1"},
-			[]string{"memory_regions[2]: a memory region must be a map, got \"out_mr\"", "interfaces[0].rx.reorder_configs[0].memory_region: \"out_mr\" is not defined"}},
+		{"not a map", rawBase, []string{"    - name: out_mr\n      kind: host\n      affinity: 0\n      num_bufs: 4\n      buf_size: 2097152\n", "    - out_mr #!\n"},
+			[]string{"memory_regions[2]: a memory region must be a map, got \"out_mr\""}},
 	})
 }
 
@@ -486,5 +496,227 @@ func TestBadInterfacesAndSockets(t *testing.T) {
 			[]string{"interfaces[1].tx.flows: need a raw stream"}},
 		{"flow_isolation on socket", sockBase, []string{"      rx:\n", "      rx:\n        flow_isolation: true #!\n"},
 			[]string{"interfaces[0].rx.flow_isolation: needs a raw stream"}},
+	})
+}
+
+// rxq1 is the second RX queue of rawBase.
+const rxq1 = "        - name: rxq1\n          id: 1\n          cpu_core: 1\n          batch_size: 64\n          memory_regions: [rx_mr]\n"
+
+// §2.12 items 17-19 and the other queue rules.
+func TestBadQueues(t *testing.T) {
+	q1 := func(body string) []string { return []string{rxq1, body} }
+	var many strings.Builder
+	for i := 2; i <= 32; i++ {
+		fmt.Fprintf(&many, "        - {name: q%d, id: %d, cpu_core: 1, batch_size: 8, memory_regions: [rx_mr]}\n", i, i)
+	}
+	runBad(t, []badCase{
+		{"no memory_regions", rawBase, q1("        - name: rxq1 #!\n          id: 1\n          cpu_core: 1\n          batch_size: 64\n"),
+			[]string{"interfaces[0].rx.queues[1].memory_regions: a queue needs memory_regions"}},
+		{"undefined memory region", rawBase, q1("        - name: rxq1\n          id: 1\n          cpu_core: 1\n          batch_size: 64\n          memory_regions: [nope] #!\n"),
+			[]string{"interfaces[0].rx.queues[1].memory_regions[0]: memory region \"nope\" is not defined"}},
+		{"five memory regions", rawBase, append(q1("        - name: rxq1\n          id: 1\n          cpu_core: 1\n          batch_size: 64\n          memory_regions: [rx_mr, rx_mr, rx_mr, rx_mr, rx_mr] #!\n"),
+			"          actions:\n          - type: vlan_pop", "          actions: #!1\n          - type: vlan_pop"),
+			[]string{"interfaces[0].rx.queues[1].memory_regions: at most 4 memory regions", "interfaces[0].rx.flows[1].actions: wire frame of up to 10244 bytes"}},
+		{"indirect without cpu_core", rawBase, q1("        - name: rxq1 #!\n          id: 1\n          batch_size: 64\n          memory_regions: [rx_mr]\n"),
+			[]string{"interfaces[0].rx.queues[1].cpu_core: poll_mode indirect needs cpu_core"}},
+		{"indirect without batch_size", rawBase, q1("        - name: rxq1 #!\n          id: 1\n          cpu_core: 1\n          memory_regions: [rx_mr]\n"),
+			[]string{"interfaces[0].rx.queues[1].batch_size: poll_mode indirect needs batch_size"}},
+		{"batch_size 0", rawBase, []string{"batch_size: 64\n          memory_regions: [rx_mr]", "batch_size: 0 #!\n          memory_regions: [rx_mr]"},
+			[]string{"interfaces[0].rx.queues[1].batch_size: must be > 0, got 0"}},
+		{"cpu_core not a number", rawBase, q1("        - name: rxq1\n          id: 1\n          cpu_core: fast #!\n          batch_size: 64\n          memory_regions: [rx_mr]\n"),
+			[]string{"interfaces[0].rx.queues[1].cpu_core: must be a CPU core number, got \"fast\""}},
+		{"cpu_core a list", rawBase, q1("        - name: rxq1\n          id: 1\n          cpu_core: [1, 2] #!\n          batch_size: 64\n          memory_regions: [rx_mr]\n"),
+			[]string{"interfaces[0].rx.queues[1].cpu_core: must be a CPU core number, got a list"}},
+		{"poll_mode fast", rawBase, q1("        - name: rxq1\n          id: 1\n          poll_mode: fast #!\n          cpu_core: 1\n          batch_size: 64\n          memory_regions: [rx_mr]\n"),
+			[]string{"interfaces[0].rx.queues[1].poll_mode: invalid poll_mode \"fast\""}},
+		{"direct on dpdk", rawBase, append(q1("        - name: rxq1\n          id: 1\n          poll_mode: direct #!\n          memory_regions: [rx_mr]\n"), "master_core: 0", "master_core: 0\n    engine: dpdk"),
+			[]string{"interfaces[0].rx.queues[1].poll_mode: poll_mode direct needs engine xdp or mlx5; this interface resolves to engine dpdk"}},
+		{"direct on loopback", rawBase, append(q1("        - name: rxq1\n          id: 1\n          poll_mode: direct #!\n          memory_regions: [rx_mr]\n"), "master_core: 0", "master_core: 0\n    loopback: sw"),
+			[]string{"interfaces[0].rx.queues[1].poll_mode: resolves to engine loopback"}},
+		{"direct on socket", sockBase, []string{"        - name: srx\n          id: 0\n          cpu_core: 0\n          batch_size: 32\n", "        - name: srx\n          id: 0\n          poll_mode: direct #!\n"},
+			[]string{"interfaces[0].rx.queues[0].poll_mode: resolves to engine socket"}},
+		{"direct with cpu_core", rawBase, q1("        - name: rxq1\n          id: 1\n          poll_mode: direct\n          cpu_core: 1 #!\n          memory_regions: [rx_mr]\n"),
+			[]string{"interfaces[0].rx.queues[1].cpu_core: poll_mode direct has no cpu_core"}},
+		{"direct with batch_size", rawBase, q1("        - name: rxq1\n          id: 1\n          poll_mode: direct\n          batch_size: 64 #!\n          memory_regions: [rx_mr]\n"),
+			[]string{"interfaces[0].rx.queues[1].batch_size: poll_mode direct has no batch_size"}},
+		{"direct with timeout_us", rawBase, q1("        - name: rxq1\n          id: 1\n          poll_mode: direct\n          timeout_us: 0 #!\n          memory_regions: [rx_mr]\n"),
+			[]string{"interfaces[0].rx.queues[1].timeout_us: poll_mode direct has no timeout_us"}},
+		{"duplicate queue id", rawBase, append(q1("        - name: rxq1\n          id: 0 #!\n          cpu_core: 1\n          batch_size: 64\n          memory_regions: [rx_mr]\n"), "ids: [0, 1]", "ids: [0, 1] #!1"),
+			[]string{"interfaces[0].rx.queues[1].id: duplicate queue id 0", "interfaces[0].rx.flows[1].actions[1].ids[1]: queue id 1 is not a queue of this interface"}},
+		{"duplicate queue name", rawBase, q1("        - name: rxq0 #!\n          id: 1\n          cpu_core: 1\n          batch_size: 64\n          memory_regions: [rx_mr]\n"),
+			[]string{"interfaces[0].rx.queues[1].name: duplicate queue name \"rxq0\""}},
+		{"33 queues", rawBase, []string{"        queues:\n        - name: rxq0", "        queues: #!\n" + many.String() + "        - name: rxq0"},
+			[]string{"interfaces[0].rx.queues: at most 32 RX queues"}},
+		{"queue id missing", rawBase, q1("        - name: rxq1 #!\n          cpu_core: 1\n          batch_size: 64\n          memory_regions: [rx_mr]\n"),
+			[]string{"interfaces[0].rx.queues[1].id: a queue needs id"}},
+		// (queue ids are unknown while a queue's id is broken: no follow-on errors about ids)
+		{"queue id negative", rawBase, q1("        - name: rxq1\n          id: -1 #!\n          cpu_core: 1\n          batch_size: 64\n          memory_regions: [rx_mr]\n"),
+			[]string{"interfaces[0].rx.queues[1].id: must be between 0 and 65535, got -1"}},
+		{"offloads on rx", rawBase, q1("        - name: rxq1\n          id: 1\n          cpu_core: 1\n          batch_size: 64\n          memory_regions: [rx_mr]\n          offloads: [tx_eth_src] #!\n"),
+			[]string{"interfaces[0].rx.queues[1].offloads: unknown key \"offloads\" in a queue"}},
+		{"unknown offload", rawBase, []string{"offloads: [tx_eth_src]", "offloads: [tx_eth_src, tso] #!"},
+			[]string{"interfaces[0].tx.queues[0].offloads[1]: unknown offload \"tso\""}},
+		{"pacing negative", rawBase, []string{"offloads: [tx_eth_src]", "offloads: [tx_eth_src]\n          pacing_mbps: -1 #!"},
+			[]string{"interfaces[0].tx.queues[0].pacing_mbps: must be ≥ 0, got -1"}},
+		{"memory_regions a string", rawBase, q1("        - name: rxq1\n          id: 1\n          cpu_core: 1\n          batch_size: 64\n          memory_regions: rx_mr #!\n"),
+			[]string{"interfaces[0].rx.queues[1].memory_regions: memory_regions must be a list, got \"rx_mr\""}},
+		{"queues a map", sockBase, []string{"      tx:\n        queues:\n        - name: ctx\n          id: 0\n          cpu_core: 1\n          batch_size: 32\n          memory_regions: [cli]\n", "      tx:\n        queues: {name: ctx} #!\n"},
+			[]string{"interfaces[1].tx.queues: queues must be a list, got a map"}},
+		{"rx a list", sockBase, []string{"      rx:\n        queues:\n        - name: srx\n          id: 0\n          cpu_core: 0\n          batch_size: 32\n          memory_regions: [srv]\n", "      rx: [] #!\n"},
+			[]string{"interfaces[0].rx: rx must be a map, got a list"}},
+	})
+}
+
+// §2.12 items 20-27: flows and their actions.
+func TestBadFlows(t *testing.T) {
+	const f1Actions = "          actions:\n          - type: vlan_pop\n          - type: queue\n            ids: [0, 1]\n"
+	const txPush = "          - type: vlan_push\n            vlan_id: 100\n"
+	const txTunnel = "            tunnel:\n              type: vxlan\n              outer_eth_src: 02:00:00:00:00:01\n              outer_eth_dst: 02:00:00:00:00:02\n              outer_ipv4_src: 192.0.2.1\n              outer_ipv4_dst: 192.0.2.2\n              vni: 100\n"
+	runBad(t, []badCase{
+		{"rx.flows not a sequence", rawBase, []string{rawRxFlows, "        flows: {name: f0} #!\n"},
+			[]string{"interfaces[0].rx.flows: rx.flows must be a list, got a map"}},
+		{"action and actions", rawBase, []string{"          action:\n            type: queue\n            id: 0\n", "          action:\n            type: queue\n            id: 0\n          actions: [{type: queue, id: 0}] #!\n"},
+			[]string{"interfaces[0].rx.flows[0].actions: either action or actions, not both"}},
+		{"no action", rawBase, []string{"        - name: f0\n          id: 10\n          action:\n            type: queue\n            id: 0\n", "        - name: f0 #!\n          id: 10\n"},
+			[]string{"interfaces[0].rx.flows[0].actions: a flow needs actions"}},
+		{"empty actions", rawBase, []string{f1Actions, "          actions: [] #!\n"},
+			[]string{"interfaces[0].rx.flows[1].actions: actions must not be empty"}},
+		{"eight actions", rawBase, []string{f1Actions, "          actions: #!\n" + strings.Repeat("          - type: vlan_pop\n", 7) + "          - type: queue\n            id: 0\n"},
+			[]string{"interfaces[0].rx.flows[1].actions: at most 7 actions, got 8"}},
+		{"id and ids", rawBase, []string{"            type: queue\n            id: 0\n", "            type: queue\n            id: 0\n            ids: [0] #!\n"},
+			[]string{"interfaces[0].rx.flows[0].action.ids: either id or ids, not both"}},
+		{"neither id nor ids", rawBase, []string{"          action:\n            type: queue\n            id: 0\n", "          action: #!\n            type: queue\n"},
+			[]string{"interfaces[0].rx.flows[0].action.id: a queue action needs id"}},
+		{"ids empty", rawBase, []string{"ids: [0, 1]", "ids: [] #!"},
+			[]string{"interfaces[0].rx.flows[1].actions[1].ids: ids must list at least one queue id"}},
+		{"ids duplicated", rawBase, []string{"ids: [0, 1]", "ids: [0, 0] #!"},
+			[]string{"interfaces[0].rx.flows[1].actions[1].ids[1]: queue id 0 is listed twice"}},
+		{"unknown queue id", rawBase, []string{"            type: queue\n            id: 0\n", "            type: queue\n            id: 99 #!\n"},
+			[]string{"interfaces[0].rx.flows[0].action.id: queue id 99 is not a queue of this interface"}},
+		{"queue id hex string", rawBase, []string{"            type: queue\n            id: 0\n", "            type: queue\n            id: \"0x63\" #!\n"},
+			[]string{"interfaces[0].rx.flows[0].action.id: queue id 99 is not a queue"}},
+		{"queue id junk", rawBase, []string{"            type: queue\n            id: 0\n", "            type: queue\n            id: zero #!\n"},
+			[]string{"interfaces[0].rx.flows[0].action.id: must be an integer, got \"zero\""}},
+		{"bad ipv4_src", rawBase, []string{"ipv4_src: 10.0.0.1", "ipv4_src: 1.2.3 #!"},
+			[]string{"interfaces[0].rx.flows[1].match.ipv4_src: \"1.2.3\" is not an IPv4 address"}},
+		{"ipv6 ipv4_dst", rawBase, []string{"ipv4_src: 10.0.0.1", "ipv4_dst: ::1 #!"},
+			[]string{"interfaces[0].rx.flows[1].match.ipv4_dst: \"::1\" is not an IPv4 address"}},
+		{"type nat", rawBase, []string{"          - type: vlan_pop\n", "          - type: nat #!\n"},
+			[]string{"interfaces[0].rx.flows[1].actions[0].type: unknown action type \"nat\""}},
+		{"action without type", rawBase, []string{"          - type: vlan_pop\n", "          - {} #!\n"},
+			[]string{"interfaces[0].rx.flows[1].actions[0].type: a flow action needs type"}},
+		{"vlan_push without vlan_id", rawBase, []string{txPush, "          - type: vlan_push #!\n"},
+			[]string{"interfaces[0].tx.flows[0].actions[0].vlan_id: vlan_push needs vlan_id"}},
+		{"vlan_id 5000", rawBase, []string{"vlan_id: 100", "vlan_id: 5000 #!"},
+			[]string{"interfaces[0].tx.flows[0].actions[0].vlan_id: must be between 0 and 4095, got 5000"}},
+		{"pcp 9", rawBase, []string{"vlan_id: 100", "vlan_id: 100\n            pcp: 9 #!"},
+			[]string{"interfaces[0].tx.flows[0].actions[0].pcp: must be between 0 and 7, got 9"}},
+		{"dei 2", rawBase, []string{"vlan_id: 100", "vlan_id: 100\n            dei: 2 #!"},
+			[]string{"interfaces[0].tx.flows[0].actions[0].dei: must be 0 or 1, got 2"}},
+		{"ethertype 0", rawBase, []string{"vlan_id: 100", "vlan_id: 100\n            ethertype: 0 #!"},
+			[]string{"interfaces[0].tx.flows[0].actions[0].ethertype: must be between 1 and 65535, got 0"}},
+		{"nested vlan_id 5000", rawBase, []string{txPush, "          - type: vlan_push\n            vlan: {vlan_id: 5000} #!\n"},
+			[]string{"interfaces[0].tx.flows[0].actions[0].vlan.vlan_id: must be between 0 and 4095, got 5000"}},
+		{"vlan flat and nested", rawBase, []string{txPush, "          - type: vlan_push\n            vlan: {vlan_id: 5}\n            pcp: 1 #!\n"},
+			[]string{"interfaces[0].tx.flows[0].actions[0].pcp: given both flat and under vlan:"}},
+		{"vlan key on queue action", rawBase, []string{"            type: queue\n            id: 0\n", "            type: queue\n            id: 0\n            vlan_id: 3 #!\n"},
+			[]string{"interfaces[0].rx.flows[0].action.vlan_id: unknown key \"vlan_id\" in a queue action"}},
+		{"tunnel without type", rawBase, []string{"            tunnel:\n              type: vxlan\n", "            tunnel: #!\n"},
+			[]string{"interfaces[0].tx.flows[0].actions[1].tunnel.type: needs the tunnel type"}},
+		{"tunnel type foo", rawBase, []string{"type: vxlan", "type: ipip #!"},
+			[]string{"interfaces[0].tx.flows[0].actions[1].tunnel.type: unknown tunnel type \"ipip\""}},
+		{"bad outer mac", rawBase, []string{"outer_eth_src: 02:00:00:00:00:01", "outer_eth_src: 02:00:00 #!"},
+			[]string{"interfaces[0].tx.flows[0].actions[1].tunnel.outer_eth_src: \"02:00:00\" is not a MAC address"}},
+		{"bad outer ip", rawBase, []string{"outer_ipv4_dst: 192.0.2.2", "outer_ipv4_dst: 300.0.2.2 #!"},
+			[]string{"interfaces[0].tx.flows[0].actions[1].tunnel.outer_ipv4_dst: \"300.0.2.2\" is not an IPv4 address"}},
+		{"missing outer mac", rawBase, []string{"            tunnel:\n              type: vxlan\n              outer_eth_src: 02:00:00:00:00:01\n", "            tunnel: #!\n              type: vxlan\n"},
+			[]string{"interfaces[0].tx.flows[0].actions[1].tunnel.outer_eth_src: needs outer_eth_src"}},
+		{"vni too big", rawBase, []string{"vni: 100", "vni: 0x1000000 #!"},
+			[]string{"interfaces[0].tx.flows[0].actions[1].tunnel.vni: must be ≤ 0xFFFFFF"}},
+		{"outer_udp_dst 0", rawBase, []string{"vni: 100", "vni: 100\n              outer_udp_dst: 0 #!"},
+			[]string{"interfaces[0].tx.flows[0].actions[1].tunnel.outer_udp_dst: must be between 1 and 65535, got 0"}},
+		{"gre_protocol 0", rawBase, []string{"type: vxlan", "type: gre", "vni: 100", "gre_protocol: 0 #!"},
+			[]string{"interfaces[0].tx.flows[0].actions[1].tunnel.gre_protocol: must be between 1 and 65535, got 0"}},
+		{"vni on gre", rawBase, []string{"type: vxlan", "type: gre", "vni: 100", "vni: 100 #!"},
+			[]string{"interfaces[0].tx.flows[0].actions[1].tunnel.vni: vni is a vxlan field; this tunnel is gre"}},
+		{"tni too big", rawBase, []string{"type: vxlan", "type: nvgre", "vni: 100", "tni: 0x1000000 #!"},
+			[]string{"interfaces[0].tx.flows[0].actions[1].tunnel.tni: must be ≤ 0xFFFFFF"}},
+		{"tunnel flat and nested", rawBase, []string{txTunnel, txTunnel + "            vni: 3 #!\n"},
+			[]string{"interfaces[0].tx.flows[0].actions[1].vni: given both flat and under tunnel:"}},
+		{"tunnel type and tunnel_type", rawBase, []string{"              type: vxlan\n", "              type: vxlan\n              tunnel_type: vxlan #!\n"},
+			[]string{"interfaces[0].tx.flows[0].actions[1].tunnel.tunnel_type: type or tunnel_type, not both"}},
+		{"rx flow ending with vlan_pop", rawBase, []string{f1Actions, "          actions: #!1\n          - type: queue #!\n            ids: [0, 1]\n          - type: vlan_pop\n"},
+			[]string{"interfaces[0].rx.flows[1].actions[0]: queue action must be the last", "interfaces[0].rx.flows[1].actions: must end with a queue action"}},
+		{"rx flow with vlan_push", rawBase, []string{"          - type: vlan_pop\n", "          - type: vlan_push #!\n            vlan_id: 5\n"},
+			[]string{"interfaces[0].rx.flows[1].actions[0].type: an RX flow cannot use vlan_push"}},
+		{"rx flow with encap", rawBase, []string{"          - type: vlan_pop\n", "          - type: tunnel_encap #!\n            tunnel_type: gre\n            outer_eth_src: 02:00:00:00:00:01\n            outer_eth_dst: 02:00:00:00:00:02\n            outer_ipv4_src: 192.0.2.1\n            outer_ipv4_dst: 192.0.2.2\n"},
+			[]string{"interfaces[0].rx.flows[1].actions[0].type: an RX flow cannot use tunnel_encap"}},
+		{"tx flow with queue", rawBase, []string{txPush, txPush + "          - type: queue #!\n            id: 0\n"},
+			[]string{"interfaces[0].tx.flows[0].actions[1]: a TX flow cannot have a queue action"}},
+		{"tx flow without transform", rawBase, []string{rawTxFlows, "        flows:\n        - name: pop\n          id: 20\n          actions: #!1\n          - type: vlan_pop #!\n"},
+			[]string{"interfaces[0].tx.flows[0].actions[0].type: a TX flow cannot use vlan_pop", "interfaces[0].tx.flows[0].actions: needs at least one vlan_push or tunnel_encap"}},
+		{"tx flow with flex match", rawBase, []string{"          match:\n            udp_src: 4096\nbench_rx", "          match:\n            flex_item_id: 1 #! #!1\n            val: 1\n            mask: 0xff\nbench_rx"},
+			[]string{"interfaces[0].tx.flows[0].match.flex_item_id: TX flows cannot match on a flex item", "interfaces[0].tx.flows[0].match.flex_item_id: cannot be combined with VLAN or tunnel actions"}},
+		{"wire frame too big", rawBase, []string{"    - name: tx_mr\n      kind: host\n      affinity: 0\n      num_bufs: 1024\n      buf_size: 2048\n", "    - name: tx_mr\n      kind: host\n      affinity: 0\n      num_bufs: 1024\n      buf_size: 9100\n", "          id: 20\n          actions:\n", "          id: 20\n          actions: #!\n"},
+			[]string{"interfaces[0].tx.flows[0].actions: wire frame of up to 9154 bytes (largest queue frame 9100 + transform overhead 54) exceeds 9100"}},
+		{"duplicate flow id", rawBase, []string{"          id: 11\n", "          id: 10 #!\n"},
+			[]string{"interfaces[0].rx.flows[1].id: duplicate flow id 10 (also used by interfaces[0].rx.flows[0])"}},
+		{"flow id negative", rawBase, []string{"          id: 11\n", "          id: -3 #!\n"},
+			[]string{"interfaces[0].rx.flows[1].id: must be between 0 and 16777215, got -3"}},
+		{"flow without name", rawBase, []string{"        - name: f1\n          id: 11\n", "        - id: 11 #!\n"},
+			[]string{"interfaces[0].rx.flows[1].name: a flow needs name"}},
+		{"udp range reversed", rawBase, []string{"udp_dst: \"5000-5010\"", "udp_dst: \"5010-5000\" #!"},
+			[]string{"interfaces[0].rx.flows[1].match.udp_dst: port range \"5010-5000\" is empty"}},
+		{"udp port junk", rawBase, []string{"udp_dst: \"5000-5010\"", "udp_dst: http #!"},
+			[]string{"interfaces[0].rx.flows[1].match.udp_dst: must be a UDP port or a range"}},
+		{"udp port too big", rawBase, []string{"udp_src: 4096\n            udp_dst: 4096", "udp_src: 70000 #!\n            udp_dst: 4096"},
+			[]string{"interfaces[0].rx.flows[0].match.udp_src: must be between 0 and 65535, got 70000"}},
+		{"match unknown key", rawBase, []string{"udp_src: 4096\n            udp_dst: 4096", "udp_sport: 4096 #!\n            udp_dst: 4096"},
+			[]string{"interfaces[0].rx.flows[0].match.udp_sport: unknown key \"udp_sport\" in match (valid keys: ecpri, flex_item_id,"}},
+		{"match typo", rawBase, []string{"udp_src: 4096\n            udp_dst: 4096", "udp_scr: 4096 #!\n            udp_dst: 4096"},
+			[]string{"interfaces[0].rx.flows[0].match.udp_scr: did you mean \"udp_src\"?"}},
+		{"duplicate flow id across interfaces", rawBase, []string{"bench_rx:", "    - name: port1\n      address: veth1\n      rx:\n        queues: [{name: q, id: 0, cpu_core: 1, batch_size: 8, memory_regions: [rx_mr]}]\n        flows:\n        - name: g\n          id: 10 #!\n          action: {type: queue, id: 0}\nbench_rx:"},
+			[]string{"interfaces[1].rx.flows[0].id: duplicate flow id 10 (also used by interfaces[0].rx.flows[0])"}},
+	})
+}
+
+// §2.12 items 28-30: flex items, flow classes, eCPRI.
+func TestBadFlexAndECPRI(t *testing.T) {
+	const flexItems = "        flex_items:\n        - name: fx\n          id: 1\n          udp_dst_port: 4791\n          offset: 8\n"
+	const f0Match = "          match:\n            udp_src: 4096\n            udp_dst: 4096\n"
+	withFlex := func(more ...string) []string {
+		return append([]string{"        flows:\n        - name: f0", flexItems + "        flows:\n        - name: f0"}, more...)
+	}
+	runBad(t, []badCase{
+		{"flex offset 3", rawBase, withFlex("offset: 8", "offset: 3 #!"),
+			[]string{"interfaces[0].rx.flex_items[0].offset: must be a multiple of 4 between 0 and 28, got 3"}},
+		{"flex offset 32", rawBase, withFlex("offset: 8", "offset: 32 #!"),
+			[]string{"interfaces[0].rx.flex_items[0].offset: got 32"}},
+		{"flex duplicate id", rawBase, withFlex("          offset: 8\n", "          offset: 8\n        - {name: fy, id: 1, udp_dst_port: 1, offset: 0} #!\n"),
+			[]string{"interfaces[0].rx.flex_items[1].id: duplicate flex item id 1"}},
+		{"flex missing port", rawBase, withFlex("        - name: fx\n          id: 1\n          udp_dst_port: 4791\n", "        - name: fx #!\n          id: 1\n"),
+			[]string{"interfaces[0].rx.flex_items[0].udp_dst_port: a flex item needs udp_dst_port"}},
+		{"unknown flex id", rawBase, withFlex(f0Match, "          match:\n            flex_item_id: 7 #!\n            val: 1\n            mask: 0xffffffff\n", "        - name: f1\n", "        - name: f1 #!1\n"),
+			[]string{"interfaces[0].rx.flows[0].match.flex_item_id: flex item 7 is not defined", "interfaces[0].rx.flows[1]: mixes flex-item and standard (UDP/IPv4) RX flows"}},
+		{"flex with udp fields", rawBase, withFlex(f0Match, "          match:\n            udp_src: 4096\n            flex_item_id: 1 #!\n            val: 1\n            mask: 0xffffffff\n", "        - name: f1\n", "        - name: f1 #!1\n"),
+			[]string{"interfaces[0].rx.flows[0].match.flex_item_id: cannot be combined with UDP/IPv4 match fields", "interfaces[0].rx.flows[1]: mixes flex-item and standard"}},
+		{"flex without mask", rawBase, withFlex(f0Match, "          match: #!\n            flex_item_id: 1\n            val: 1\n", "        - name: f1\n", "        - name: f1 #!1\n"),
+			[]string{"interfaces[0].rx.flows[0].match.mask: a flex item match needs mask", "interfaces[0].rx.flows[1]: mixes flex-item and standard"}},
+		{"val without flex_item_id", rawBase, []string{f0Match, "          match:\n            val: 1 #!\n"},
+			[]string{"interfaces[0].rx.flows[0].match.val: belongs to a flex item match"}},
+		{"flex with transform", rawBase, withFlex("          match:\n            udp_dst: \"5000-5010\"\n            ipv4_src: 10.0.0.1\n", "          match:\n            flex_item_id: 1 #!\n            val: 1\n            mask: 1\n", "        - name: f1\n", "        - name: f1 #!1\n"),
+			[]string{"interfaces[0].rx.flows[1].match.flex_item_id: cannot be combined with VLAN or tunnel actions", "interfaces[0].rx.flows[1]: mixes standard (UDP/IPv4) and flex-item RX flows"}},
+		{"mixing udp and ecpri", rawBase, []string{f0Match, "          match:\n            ecpri: {msg_type: 0}\n", "        - name: f1\n", "        - name: f1 #!\n"},
+			[]string{"interfaces[0].rx.flows[1]: mixes eCPRI and standard (UDP/IPv4) RX flows (interfaces[0].rx.flows[0])"}},
+		{"ecpri pc_id without msg_type", rawBase, []string{f0Match, "          match:\n            ecpri: {pc_id: 3} #!\n", "        - name: f1\n", "        - name: f1 #!1\n"},
+			[]string{"interfaces[0].rx.flows[0].match.ecpri.pc_id: matching pc_id/rtc_id needs msg_type", "interfaces[0].rx.flows[1]: mixes eCPRI and standard"}},
+		{"ecpri rtc_id without msg_type", rawBase, []string{f0Match, "          match:\n            ecpri:\n              rtc_id: 3 #!\n", "        - name: f1\n", "        - name: f1 #!1\n"},
+			[]string{"interfaces[0].rx.flows[0].match.ecpri.rtc_id: matching pc_id/rtc_id needs msg_type", "interfaces[0].rx.flows[1]: mixes eCPRI and standard"}},
+		{"ecpri pc_id and rtc_id", rawBase, []string{f0Match, "          match:\n            ecpri:\n              msg_type: 2\n              pc_id: 3\n              rtc_id: 3 #!\n", "        - name: f1\n", "        - name: f1 #!1\n"},
+			[]string{"interfaces[0].rx.flows[0].match.ecpri.rtc_id: name the same field", "interfaces[0].rx.flows[1]: mixes eCPRI and standard"}},
+		{"ecpri rss", rawBase, []string{"          match:\n            udp_dst: \"5000-5010\"\n            ipv4_src: 10.0.0.1\n", "          match:\n            ecpri: {} #!\n", "        - name: f1\n", "        - name: f1 #!1\n"},
+			[]string{"interfaces[0].rx.flows[1].match.ecpri: eCPRI flows cannot spread over several queues", "interfaces[0].rx.flows[1]: mixes standard (UDP/IPv4) and eCPRI RX flows"}},
+		{"ecpri msg_type too big", rawBase, []string{f0Match, "          match:\n            ecpri: {msg_type: 300} #!\n", "        - name: f1\n", "        - name: f1 #!1\n"},
+			[]string{"interfaces[0].rx.flows[0].match.ecpri.msg_type: must be between 0 and 255, got 300", "interfaces[0].rx.flows[1]: mixes eCPRI and standard"}},
 	})
 }

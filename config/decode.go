@@ -63,7 +63,7 @@ func Parse(data []byte, name string) (*Config, error) {
 	}
 	c.SetDefaults()
 	errs := d.errs
-	for _, e := range c.check() {
+	for _, e := range c.check(d.failed...) {
 		if !d.coveredByDecodeError(e.Path) {
 			errs = append(errs, e)
 		}
@@ -904,9 +904,9 @@ func (d *decoder) tunnelChecks(got map[string]entry, path string, t *Tunnel) {
 		return
 	}
 	_, hasType := got["tunnel_type"]
-	if tt, ok := got["type"]; ok && strings.HasSuffix(path, ".tunnel") {
+	if _, ok := got["type"]; ok && strings.HasSuffix(path, ".tunnel") {
 		if hasType {
-			d.fail(tt.path, "give the tunnel type as type or tunnel_type, not both")
+			d.fail(got["tunnel_type"].path, "give the tunnel type as type or tunnel_type, not both")
 		}
 		hasType = true
 	}

@@ -41,8 +41,8 @@ func (c *Config) Validate() error {
 }
 
 // check runs every validation rule, sets c.Warnings and returns the errors unsorted.
-func (c *Config) check() Errors {
-	v := &validator{c: c, regions: map[string]*MemoryRegion{}, used: map[string]bool{}}
+func (c *Config) check(failed ...string) Errors {
+	v := &validator{c: c, regions: map[string]*MemoryRegion{}, used: map[string]bool{}, failed: failed}
 	v.run()
 	c.Warnings = v.warns
 	return v.errs
@@ -57,6 +57,18 @@ type validator struct {
 	used    map[string]bool // memory regions referenced by a queue or reorder plan
 	proto   Protocol        // protocol of the first socket endpoint
 	protoAt string
+	failed  []string // key paths whose YAML could not be decoded (Parse only)
+}
+
+// broken reports whether decoding failed at or under path: references into such a part
+// (a memory region name, a queue id, a flow id) cannot be checked meaningfully.
+func (v *validator) broken(path string) bool {
+	for _, f := range v.failed {
+		if underPath(f, path) {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *validator) errf(path, format string, args ...any) {
@@ -498,7 +510,9 @@ func (v *validator) queueRegions(p string, q *Queue, proto Protocol) {
 		jp := indexPath(mp, j)
 		mr := v.regions[name]
 		if mr == nil {
-			v.errf(jp, "memory region %q is not defined in memory_regions", name)
+			if !v.broken("memory_regions") {
+				v.errf(jp, "memory region %q is not defined in memory_regions", name)
+			}
 			continue
 		}
 		v.used[name] = true
@@ -599,7 +613,7 @@ func (v *validator) flows(base string, fs []Flow, qs []Queue, flex []FlexItem, i
 		case n > MaxFlowActions:
 			v.errf(ap, "a flow has at most %d actions, got %d", MaxFlowActions, n)
 		}
-		overhead, transforms, rss := 0, false, false
+		overhead, transforms, pushes, rss := 0, false, false, false
 		for a := range f.Actions {
 			act := &f.Actions[a]
 			pa := ap
@@ -610,13 +624,14 @@ func (v *validator) flows(base string, fs []Flow, qs []Queue, flex []FlexItem, i
 			switch act.Type {
 			case ActionQueue:
 				rss = rss || len(act.Queues) > 1
-				v.queueAction(pa, act, queueIDs)
+				v.queueAction(pa, act, queueIDs, v.broken(base+".queues"))
 				if isTX {
 					v.errf(pa, "a TX flow cannot have a queue action: TX flows transform packets on send")
 				} else if !last {
 					v.errf(pa, "the queue action must be the last action of an RX flow")
 				}
 			case ActionVLANPush, ActionTunnelEncap:
+				pushes = true
 				if !isTX {
 					v.errf(pa+".type", "an RX flow cannot use %s (RX flows may only use vlan_pop and tunnel_decap)", act.Type)
 				}
@@ -646,7 +661,7 @@ func (v *validator) flows(base string, fs []Flow, qs []Queue, flex []FlexItem, i
 		if len(f.Actions) > 0 && !isTX && f.Actions[len(f.Actions)-1].Type != ActionQueue {
 			v.errf(ap, "an RX flow must end with a queue action")
 		}
-		if isTX && len(f.Actions) > 0 && !transforms {
+		if isTX && len(f.Actions) > 0 && !pushes {
 			v.errf(ap, "a TX flow needs at least one vlan_push or tunnel_encap action")
 		}
 		// Match.
@@ -713,7 +728,7 @@ func (v *validator) flows(base string, fs []Flow, qs []Queue, flex []FlexItem, i
 }
 
 // queueAction checks a queue action's targets.
-func (v *validator) queueAction(pa string, a *Action, queueIDs map[int]bool) {
+func (v *validator) queueAction(pa string, a *Action, queueIDs map[int]bool, queuesBroken bool) {
 	key := ".id"
 	if len(a.Queues) > 1 || v.given(pa+".ids") {
 		key = ".ids"
@@ -731,7 +746,7 @@ func (v *validator) queueAction(pa string, a *Action, queueIDs map[int]bool) {
 		switch {
 		case seen[id]:
 			v.errf(qp, "queue id %d is listed twice", id)
-		case !queueIDs[id]:
+		case !queueIDs[id] && !queuesBroken:
 			v.errf(qp, "queue id %d is not a queue of this interface", id)
 		}
 		seen[id] = true
@@ -837,7 +852,9 @@ func (v *validator) reorders(base string, rx *RxConfig) {
 	}
 	queues := map[int]*Queue{}
 	for k := range rx.Queues {
-		queues[rx.Queues[k].ID] = &rx.Queues[k]
+		if _, dup := queues[rx.Queues[k].ID]; !dup {
+			queues[rx.Queues[k].ID] = &rx.Queues[k]
+		}
 	}
 	names := map[string]bool{}
 	planOf := map[int]string{}
@@ -864,7 +881,9 @@ func (v *validator) reorders(base string, rx *RxConfig) {
 		case r.MemoryRegion == "":
 			v.errf(p+".memory_region", "a reorder config needs memory_region (the output region)")
 		case out == nil:
-			v.errf(p+".memory_region", "memory region %q is not defined in memory_regions", r.MemoryRegion)
+			if !v.broken("memory_regions") {
+				v.errf(p+".memory_region", "memory region %q is not defined in memory_regions", r.MemoryRegion)
+			}
 		default:
 			v.used[r.MemoryRegion] = true
 		}
@@ -884,7 +903,9 @@ func (v *validator) reorders(base string, rx *RxConfig) {
 			fp := indexPath(p+".flow_ids", j)
 			f := flows[id]
 			if f == nil {
-				v.errf(fp, "flow id %d is not an RX flow of this interface", id)
+				if !v.broken(base + ".flows") {
+					v.errf(fp, "flow id %d is not an RX flow of this interface", id)
+				}
 				continue
 			}
 			if prev, ok := planOf[id]; ok {
