@@ -538,3 +538,131 @@ func newPairNoCleanup(t *testing.T, c *Context) []*QP {
 	}
 	return qps
 }
+
+func TestGuestAtomics(t *testing.T) {
+	checkNoLeak(t)
+	c := openGuest(t)
+	p := newPair(t, c, QPTypeRC, nil)
+	p.connect(t, AccessLocalWrite|AccessRemoteAtomic)
+	mem := offHeap(t, 4096)
+	mr, err := p.pd.RegMR(mem, AccessLocalWrite|AccessRemoteAtomic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, mr) })
+	le := func(off int) uint64 {
+		var v uint64
+		for i := 7; i >= 0; i-- {
+			v = v<<8 | uint64(mem[off+i])
+		}
+		return v
+	}
+	put := func(off int, v uint64) {
+		for i := range 8 {
+			mem[off+i] = byte(v >> (8 * i))
+		}
+	}
+	const target, result = 2048, 0
+	start, add := rand.Uint64(), rand.Uint64()
+	put(target, start)
+	res, _ := mr.Slice(result, 8)
+	if _, err := p.qp[0].PostSend(SendWR{ID: 31, Opcode: WRAtomicFetchAdd, Flags: SendSignaled, SGL: []SGE{res},
+		RemoteAddr: mr.Addr + target, RKey: mr.RKey, CompareAdd: add}); err != nil {
+		t.Fatal(err)
+	}
+	wantWC(t, poll(t, p.cq[0], 1)[0], 31, WCFetchAdd, 8)
+	if le(result) != start || le(target) != start+add {
+		t.Fatalf("fetch-add: returned %#x (want %#x), target %#x (want %#x)", le(result), start, le(target), start+add)
+	}
+	swap := rand.Uint64()
+	if _, err := p.qp[0].PostSend(SendWR{ID: 32, Opcode: WRAtomicCmpAndSwp, Flags: SendSignaled, SGL: []SGE{res},
+		RemoteAddr: mr.Addr + target, RKey: mr.RKey, CompareAdd: start + add, Swap: swap}); err != nil {
+		t.Fatal(err)
+	}
+	wantWC(t, poll(t, p.cq[0], 1)[0], 32, WCCompSwap, 8)
+	if le(result) != start+add || le(target) != swap {
+		t.Fatalf("compare-and-swap: returned %#x, target %#x (want %#x)", le(result), le(target), swap)
+	}
+	// A misaligned atomic never reaches the queue.
+	if _, err := p.qp[0].PostSend(SendWR{Opcode: WRAtomicFetchAdd, SGL: []SGE{res}, RemoteAddr: mr.Addr + target + 1, RKey: mr.RKey}); !errors.Is(err, ErrInvalidWR) {
+		t.Fatalf("misaligned atomic = %v, want ErrInvalidWR", err)
+	}
+}
+
+// TestGuestManySends streams messages through small rings so that every
+// queue wraps many times, checking each payload and completion order.
+func TestGuestManySends(t *testing.T) {
+	checkNoLeak(t)
+	c := openGuest(t)
+	p := newPair(t, c, QPTypeRC, nil)
+	p.connect(t, AccessLocalWrite)
+	const slot, slots, total = 4096, 8, 600
+	mem := offHeap(t, 2*slots*slot)
+	mr, err := p.pd.RegMR(mem, AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeOK(t, mr) })
+	rx := func(i int) []byte { return mem[(slots+i%slots)*slot : (slots+i%slots+1)*slot] }
+	tx := func(i int) []byte { return mem[(i%slots)*slot : (i%slots+1)*slot] }
+	lengths := make([]int, total)
+	posted, sent, recvd := 0, 0, 0
+	wc := make([]WorkCompletion, slots)
+	deadline := time.Now().Add(60 * time.Second)
+	for recvd < total {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60 s: %d posted, %d sent, %d received of %d", posted, sent, recvd, total)
+		}
+		// Keep receives posted ahead of sends, at most one per free slot.
+		for posted < total && posted-recvd < slots-1 {
+			s, _ := mr.Slice(uint64((slots+posted%slots)*slot), slot)
+			if _, err := p.qp[1].PostRecv(RecvWR{ID: uint64(posted), SGL: []SGE{s}}); err != nil {
+				t.Fatal(err)
+			}
+			posted++
+		}
+		var batch []SendWR
+		for sent+len(batch) < posted && sent+len(batch)-recvd < slots-1 && len(batch) < 4 {
+			i := sent + len(batch)
+			n := 1 + rand.IntN(slot)
+			lengths[i] = n
+			b := tx(i)
+			for j := range n {
+				b[j] = byte(i*7 + j)
+			}
+			s, _ := mr.Slice(uint64((i%slots)*slot), uint64(n))
+			batch = append(batch, SendWR{ID: uint64(i), Opcode: WRSend, Flags: SendSignaled, SGL: []SGE{s}})
+		}
+		if len(batch) > 0 {
+			n, err := p.qp[0].PostSend(batch...)
+			if err != nil && !errors.Is(err, ErrQueueFull) {
+				t.Fatal(err)
+			}
+			sent += n
+		}
+		n, err := p.cq[1].Poll(wc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range wc[:n] {
+			if w.ID != uint64(recvd) {
+				t.Fatalf("receive completion %d arrived as number %d", w.ID, recvd)
+			}
+			wantWC(t, w, uint64(recvd), WCRecv, lengths[recvd])
+			b := rx(recvd)
+			for j := range lengths[recvd] {
+				if b[j] != byte(recvd*7+j) {
+					t.Fatalf("message %d byte %d = %#x, want %#x", recvd, j, b[j], byte(recvd*7+j))
+				}
+			}
+			recvd++
+		}
+		// Drain send completions so the send ring and CQ never overflow.
+		if _, err := p.cq[0].Poll(wc); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+}

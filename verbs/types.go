@@ -56,6 +56,8 @@ const (
 	WCSend            = provider.WCSend
 	WCRDMAWrite       = provider.WCRDMAWrite
 	WCRDMARead        = provider.WCRDMARead
+	WCCompSwap        = provider.WCCompSwap
+	WCFetchAdd        = provider.WCFetchAdd
 	WCRecv            = provider.WCRecv
 	WCRecvRDMAWithImm = provider.WCRecvRDMAWithImm
 
