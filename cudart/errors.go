@@ -47,6 +47,7 @@ type Error struct {
 	Text string // e.g. "out of memory"
 }
 
+// Error reads "cudart: <op>: <NAME> (<code>): <text>".
 func (e *Error) Error() string {
 	name := e.Name
 	if name == "" {

@@ -1,16 +1,19 @@
 # GPU area: CUDA driver binding (cudart/) tests and PTX generation.
 #
-# GPU tests cannot run here (no GPU); `make gpu-test` builds one static-Go (CGO_ENABLED=0)
-# test binary per package in GPU_TEST_PKGS under bin/gpu/ plus bin/gpu/run.sh, which runs
-# them all on a machine with an NVIDIA GPU and driver. Other areas add their packages from
+# GPU tests cannot run here (no GPU); `make gpu-test` builds one CGO_ENABLED=0 test binary per
+# package in GPU_TEST_PKGS under bin/gpu/ plus bin/gpu/run.sh, which runs them all on a
+# machine with an NVIDIA GPU and driver (no Go needed there). The binaries contain no cgo but
+# are dynamically linked to libc.so.6/libdl.so.2, which purego needs to dlopen libcuda. Other areas add their packages from
 # their own .mk with `GPU_TEST_PKGS += ./pkg` and their CUDA sources with
 # `PTX_SRCS += path/file.cu` (file.ptx is generated beside it and committed).
 
 GPU_TEST_PKGS += ./cudart
 PTX_SRCS      += cudart/testdata/kernels.cu
+# run.sh finds the tree root two directories above itself, so keep GPU_BIN two levels deep.
 GPU_BIN       ?= bin/gpu
 NVCC          ?= nvcc
 # compute_75 (Turing) is the oldest target CUDA 13 keeps; PTX JIT-compiles for anything newer.
+# nvcc 13.0 writes PTX ISA 9.0, which needs an R580 or newer driver to load.
 NVCC_PTX_FLAGS ?= -ptx -arch=compute_75
 
 .PHONY: gpu-test ptx
