@@ -10,7 +10,7 @@ import (
 )
 
 // Stream and event flags from cuda.h (CUDA 12.6): CUstream_flags lines 415-416, CUevent_flags
-// lines 443-446.
+// lines 443-446, CUevent_wait_flags line 463.
 const (
 	streamNonBlocking   = 0x1 // CU_STREAM_NON_BLOCKING
 	eventBlockingSync   = 0x1 // CU_EVENT_BLOCKING_SYNC
