@@ -2,6 +2,7 @@ package verbs
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -84,7 +85,11 @@ func OpenDevice(dev DeviceInfo, opts *Options) (*Context, error) {
 	}
 	fd, err := unix.Open(dev.UverbsDev, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &Error{Op: "open " + dev.UverbsDev, Device: dev.Name, Errno: err.(syscall.Errno)}
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			return nil, &Error{Op: "open " + dev.UverbsDev, Device: dev.Name, Errno: errno}
+		}
+		return nil, fmt.Errorf("verbs: open %s for %s: %w", dev.UverbsDev, dev.Name, err)
 	}
 	c := &Context{dev: dev, fd: fd, driverID: p.DriverID(), asyncFD: -1, objects: map[uint64]any{}, live: map[closer]struct{}{}}
 	fail := func(e error) (*Context, error) {
