@@ -113,6 +113,11 @@ func OpenDevice(dev DeviceInfo, opts *Options) (*Context, error) {
 	call.Out(uapi.AttrGetContextCoreSupport, core[:])
 	drvOut := addUHW(call, pc)
 	if err := call.Do(fd); err != nil {
+		if errors.Is(err, syscall.EINVAL) {
+			// The kernel checks the header's driver id against the device.
+			return fail(fmt.Errorf("%w (is %s, driver id %d, the right provider for %s, driver %q?)",
+				c.wrap("ioctl GET_CONTEXT", err), p.Name(), p.DriverID(), dev.Name, dev.Driver))
+		}
 		return fail(c.wrap("ioctl GET_CONTEXT", err))
 	}
 	c.numCompVectors = int(binary.NativeEndian.Uint32(ncv[:]))
