@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/daqiri-go/daqiri/config"
 )
@@ -719,4 +720,154 @@ func TestBadFlexAndECPRI(t *testing.T) {
 		{"ecpri msg_type too big", rawBase, []string{f0Match, "          match:\n            ecpri: {msg_type: 300} #!\n", "        - name: f1\n", "        - name: f1 #!1\n"},
 			[]string{"interfaces[0].rx.flows[0].match.ecpri.msg_type: must be between 0 and 255, got 300", "interfaces[0].rx.flows[1]: mixes eCPRI and standard"}},
 	})
+}
+
+// §2.12 item 31 and §4.1: reorder plans.
+func TestBadReorder(t *testing.T) {
+	const ppbMethod = "          method:\n            seq_packets_per_batch:\n              sequence_number:\n                bit_offset: 512\n                bit_width: 32\n              packets_per_batch: 1024\n"
+	const sbnMethod = "          method:\n            seq_batch_number:\n              sequence_number: {bit_offset: 128, bit_width: 10}\n              batch_number: {bit_offset: 144, bit_width: 2}\n"
+	drop := func(line string) []string { return []string{"        - name: r0\n", "        - name: r0 #!\n", line, ""} }
+	const secondPlan = "        - {name: r0, reorder_type: cpu, memory_region: out_mr, payload_byte_offset: 0, flow_ids: [10], method: {seq_packets_per_batch: {sequence_number: {bit_offset: 0, bit_width: 8}, packets_per_batch: 4}}} #!\n      tx:\n"
+	runBad(t, []badCase{
+		{"missing name", rawBase, []string{"        - name: r0\n          reorder_type: cpu\n", "        - reorder_type: cpu #!\n"},
+			[]string{"interfaces[0].rx.reorder_configs[0].name: a reorder config needs name"}},
+		{"missing reorder_type", rawBase, drop("          reorder_type: cpu\n"),
+			[]string{"interfaces[0].rx.reorder_configs[0].reorder_type: needs reorder_type"}},
+		{"missing memory_region", rawBase, drop("          memory_region: out_mr\n"),
+			[]string{"interfaces[0].rx.reorder_configs[0].memory_region: needs memory_region"}},
+		{"missing payload_byte_offset", rawBase, drop("          payload_byte_offset: 64\n"),
+			[]string{"interfaces[0].rx.reorder_configs[0].payload_byte_offset: needs payload_byte_offset"}},
+		{"missing flow_ids", rawBase, drop("          flow_ids: [10]\n"),
+			[]string{"interfaces[0].rx.reorder_configs[0].flow_ids: needs flow_ids"}},
+		{"missing method", rawBase, drop(ppbMethod),
+			[]string{"interfaces[0].rx.reorder_configs[0].method: needs method"}},
+		{"reorder_type fpga", rawBase, []string{"reorder_type: cpu", "reorder_type: fpga #!"},
+			[]string{"interfaces[0].rx.reorder_configs[0].reorder_type: invalid reorder_type \"fpga\""}},
+		{"flow_ids empty", rawBase, []string{"flow_ids: [10]", "flow_ids: [] #!"},
+			[]string{"interfaces[0].rx.reorder_configs[0].flow_ids: at least one flow id"}},
+		{"duplicate name", rawBase, []string{"      tx:\n", strings.Replace(secondPlan, "#!", "#! #!1", 1)},
+			[]string{"interfaces[0].rx.reorder_configs[1].name: duplicate reorder config name \"r0\"", "interfaces[0].rx.reorder_configs[1].flow_ids[0]: already reordered"}},
+		{"flow in two plans", rawBase, []string{"      tx:\n", strings.Replace(secondPlan, "name: r0", "name: r1", 1)},
+			[]string{"interfaces[0].rx.reorder_configs[1].flow_ids[0]: flow id 10 is already reordered by interfaces[0].rx.reorder_configs[0]"}},
+		{"both methods", rawBase, []string{ppbMethod, strings.Replace(ppbMethod, "method:", "method: #!", 1) + "            seq_batch_number:\n              sequence_number: {bit_offset: 0, bit_width: 10}\n              batch_number: {bit_offset: 16, bit_width: 2}\n"},
+			[]string{"interfaces[0].rx.reorder_configs[0].method: method has either seq_batch_number or seq_packets_per_batch, not both"}},
+		{"neither method", rawBase, []string{ppbMethod, "          method: {} #!\n"},
+			[]string{"interfaces[0].rx.reorder_configs[0].method: method needs seq_batch_number or seq_packets_per_batch"}},
+		{"bit_width 0", rawBase, []string{"bit_width: 32", "bit_width: 0 #!"},
+			[]string{"interfaces[0].rx.reorder_configs[0].method.seq_packets_per_batch.sequence_number.bit_width: must be between 1 and 32, got 0"}},
+		{"bit_width 33", rawBase, []string{"bit_width: 32", "bit_width: 33 #!"},
+			[]string{"interfaces[0].rx.reorder_configs[0].method.seq_packets_per_batch.sequence_number.bit_width: must be between 1 and 32, got 33"}},
+		{"batch wider than seq", rawBase, []string{ppbMethod, strings.Replace(sbnMethod, "bit_offset: 144, bit_width: 2}", "bit_offset: 144, bit_width: 12} #!", 1)},
+			[]string{"interfaces[0].rx.reorder_configs[0].method.seq_batch_number.batch_number.bit_width: wider than sequence_number"}},
+		{"ppb 0", rawBase, []string{"packets_per_batch: 1024", "packets_per_batch: 0 #!"},
+			[]string{"interfaces[0].rx.reorder_configs[0].method.seq_packets_per_batch.packets_per_batch: must be between 1 and 4294967295, got 0"}},
+		{"ppb does not divide", rawBase, []string{"packets_per_batch: 1024", "packets_per_batch: 1000 #!"},
+			[]string{"interfaces[0].rx.reorder_configs[0].method.seq_packets_per_batch.packets_per_batch: must divide 2^32"}},
+		{"ppb above 2^seq", rawBase, []string{"bit_width: 32", "bit_width: 8", "packets_per_batch: 1024", "packets_per_batch: 512 #!"},
+			[]string{"interfaces[0].rx.reorder_configs[0].method.seq_packets_per_batch.packets_per_batch: must divide 2^8"}},
+		{"bad input_type", rawBase, []string{ppbMethod, ppbMethod + "          data_types: {input_type: int3, output_type: fp16} #!\n"},
+			[]string{"interfaces[0].rx.reorder_configs[0].data_types.input_type: invalid input_type \"int3\""}},
+		{"bad output_type", rawBase, []string{ppbMethod, ppbMethod + "          data_types:\n            input: int16\n            output: fp8 #!\n"},
+			[]string{"interfaces[0].rx.reorder_configs[0].data_types.output: invalid output_type \"fp8\""}},
+		{"bad endianness", rawBase, []string{ppbMethod, ppbMethod + "          data_types:\n            input_type: int16\n            output_type: fp16\n            endianness: little #!\n"},
+			[]string{"interfaces[0].rx.reorder_configs[0].data_types.endianness: invalid endianness \"little\""}},
+		{"data_types not a map", rawBase, []string{ppbMethod, ppbMethod + "          data_types: [int16, fp16] #!\n"},
+			[]string{"interfaces[0].rx.reorder_configs[0].data_types: data_types must be a map, got a list"}},
+		{"data_types without output", rawBase, []string{ppbMethod, ppbMethod + "          data_types: {input_type: int16} #!\n"},
+			[]string{"interfaces[0].rx.reorder_configs[0].data_types.output_type: data_types needs output_type"}},
+		{"input and input_type", rawBase, []string{ppbMethod, ppbMethod + "          data_types: {input_type: int16, input: int16, output: fp16} #!\n"},
+			[]string{"interfaces[0].rx.reorder_configs[0].data_types.input: name the same field"}},
+		{"unknown flow id", rawBase, []string{"flow_ids: [10]", "flow_ids: [10, 99] #!"},
+			[]string{"interfaces[0].rx.reorder_configs[0].flow_ids[1]: flow id 99 is not an RX flow of this interface"}},
+		{"flows on different queues", rawBase, []string{"ids: [0, 1]", "id: 1", "flow_ids: [10]", "flow_ids: [10, 11] #!"},
+			[]string{"interfaces[0].rx.reorder_configs[0].flow_ids[1]: flow 11 steers to queue 1 but the plan's other flows steer to queue 0"}},
+		{"rss flow", rawBase, []string{"flow_ids: [10]", "flow_ids: [11] #!"},
+			[]string{"interfaces[0].rx.reorder_configs[0].flow_ids[0]: flow 11 spreads over several queues (RSS)"}},
+		{"direct queue", rawBase, []string{"          cpu_core: 1\n          batch_size: 1024\n          timeout_us: 100\n", "          poll_mode: direct\n", "flow_ids: [10]", "flow_ids: [10] #!"},
+			[]string{"interfaces[0].rx.reorder_configs[0].flow_ids: poll_mode direct; reordering needs an indirect queue"}},
+		{"hds queue", rawBase, []string{"          timeout_us: 100\n          memory_regions: [rx_mr]", "          timeout_us: 100\n          memory_regions: [rx_mr, tx_mr]", "flow_ids: [10]", "flow_ids: [10] #!"},
+			[]string{"interfaces[0].rx.reorder_configs[0].flow_ids: has 2 memory regions; reordering needs a queue with exactly one"}},
+		{"gpu plan from host memory", rawBase, []string{"reorder_type: cpu", "reorder_type: gpu", "flow_ids: [10]", "flow_ids: [10] #!", "memory_region: out_mr", "memory_region: out_mr #!1"},
+			[]string{"interfaces[0].rx.reorder_configs[0].flow_ids: a gpu plan reads packets from huge memory", "interfaces[0].rx.reorder_configs[0].memory_region: a gpu plan writes to device or host_pinned memory"}},
+		{"cpu plan into device memory", rawBase, []string{"    - name: out_mr\n      kind: host", "    - name: out_mr\n      kind: device", "memory_region: out_mr", "memory_region: out_mr #!"},
+			[]string{"interfaces[0].rx.reorder_configs[0].memory_region: a cpu plan writes with the CPU; region out_mr is device memory"}},
+		{"gpu plan across GPUs", rawBase, []string{"    - name: rx_mr\n      kind: huge\n", "    - name: rx_mr\n      kind: device\n", "    - name: out_mr\n      kind: host\n      affinity: 0", "    - name: out_mr\n      kind: device\n      affinity: 1", "reorder_type: cpu", "reorder_type: gpu", "memory_region: out_mr", "memory_region: out_mr #!"},
+			[]string{"interfaces[0].rx.reorder_configs[0].memory_region: source region rx_mr is on GPU 0 but output region out_mr is on GPU 1"}},
+		{"output too small", rawBase, []string{"buf_size: 2097152", "buf_size: 1000000", "memory_region: out_mr", "memory_region: out_mr #!"},
+			[]string{"interfaces[0].rx.reorder_configs[0].memory_region: output region out_mr has buf_size 1000000; one batch needs 2031616 (1024 packets × 1984 bytes)"}},
+		{"output too small after conversion", rawBase, []string{ppbMethod, ppbMethod + "          data_types: {input_type: int8, output_type: fp32}\n", "memory_region: out_mr", "memory_region: out_mr #!"},
+			[]string{"interfaces[0].rx.reorder_configs[0].memory_region: one batch needs 8126464 (1024 packets × 7936 bytes)"}},
+		{"payload offset beyond buffer", rawBase, []string{"payload_byte_offset: 64", "payload_byte_offset: 2048 #!"},
+			[]string{"interfaces[0].rx.reorder_configs[0].payload_byte_offset: must be smaller than the source region's buf_size (rx_mr: 2048), got 2048"}},
+		{"ppb above batch_size", rawBase, []string{"batch_size: 1024", "batch_size: 512", ppbMethod, strings.Replace(ppbMethod, "          method:", "          method: #!", 1)},
+			[]string{"interfaces[0].rx.reorder_configs[0].method: packets_per_batch 1024 exceeds the batch_size 512 of queue rxq0"}},
+		{"reorder on socket", sockBase, []string{"      rx:\n", "      rx:\n        reorder_configs: #!\n" + strings.Replace(strings.Replace(secondPlan, "#!\n      tx:\n", "\n", 1), "out_mr", "srv", 1)},
+			[]string{"interfaces[0].rx.reorder_configs: need a raw stream"}},
+	})
+}
+
+// Malformed YAML and the document-level rules.
+func TestBadDocuments(t *testing.T) {
+	runBad(t, []badCase{
+		{"duplicate key", rawBase, []string{"    master_core: 0\n", "    master_core: 0\n    master_core: 1 #!\n"},
+			[]string{"master_core: duplicate key \"master_core\""}},
+		{"two documents", rawBase, []string{"bench_rx:\n  interface_name: port0\n", "bench_rx:\n  interface_name: port0\n--- #!\nfoo: 1\n"},
+			[]string{": only one YAML document is supported"}},
+		{"empty", "# nothing here #!\n", nil,
+			[]string{": the document is empty"}},
+		{"list root", "- version: 1 #!\n", nil,
+			[]string{": the configuration must be a map"}},
+		{"scalar root", "hello #!\n", nil,
+			[]string{": the configuration must be a map"}},
+		{"bare root unknown key", "version: 1\nstream_type: socket\nbench_rx: {} #!\ninterfaces: [{name: a, address: 1.1.1.1, socket_config: {mode: client, remote_addr: \"udp://1.1.1.1:9\"}}]\n", nil,
+			[]string{"bench_rx: unknown key \"bench_rx\" in the configuration"}},
+		{"non-string key", "version: 1\nstream_type: raw\ninterfaces: []\n? [a, b] #!\n: 3\n", nil,
+			[]string{": map keys must be plain strings"}},
+		{"null value", rawBase, []string{"log_level: info", "log_level: #!"},
+			[]string{"log_level: must be a string, got no value"}},
+	})
+}
+
+// Syntax errors carry the line the YAML library reports, which for some errors is the line
+// before the offending one (the library reports where its parsing context began).
+func TestSyntaxErrors(t *testing.T) {
+	for _, tc := range []struct{ name, doc, msg string }{
+		{"unclosed flow list", "version: 1\nstream_type: raw\ninterfaces: [ #!\nx: 1\n", "did not find expected ',' or ']'"},
+		{"tab", "version: 1\nstream_type: raw\n\tinterfaces: [] #!\n", "tab character"},
+		{"bad token", "version: 1\nstream_type: @raw #!\n", "cannot start any token"},
+		{"mapping in scalar", "version: 1\nstream_type: raw: x #!\n", "mapping values are not allowed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := config.Parse([]byte(tc.doc), "s.yaml")
+			es := config.AsErrors(err)
+			if len(es) != 1 {
+				t.Fatalf("want one error, got %v", err)
+			}
+			want := markers(tc.doc)[0]
+			if e := es[0]; !strings.Contains(e.Msg, tc.msg) || e.Line < want-1 || e.Line > want || e.File != "s.yaml" {
+				t.Errorf("got %v, want %q near line %d", e, tc.msg, want)
+			}
+		})
+	}
+}
+
+// TestAliasBomb: a small document that expands to billions of nodes through aliases is
+// rejected quickly instead of exhausting time or memory.
+func TestAliasBomb(t *testing.T) {
+	const n = 200
+	var b strings.Builder
+	b.WriteString("x:\n  m: &m [" + strings.TrimSuffix(strings.Repeat("r, ", n), ", ") + "]\n")
+	b.WriteString("  q: &q {name: q, id: 0, cpu_core: 0, batch_size: 1, memory_regions: *m}\n")
+	b.WriteString("  qs: &qs [" + strings.TrimSuffix(strings.Repeat("*q, ", n), ", ") + "]\n")
+	b.WriteString("  i: &i {name: i, address: eth0, rx: {queues: *qs}}\n")
+	b.WriteString("daqiri:\n  cfg:\n    version: 1\n    stream_type: raw\n")
+	b.WriteString("    interfaces: [" + strings.TrimSuffix(strings.Repeat("*i, ", n), ", ") + "]\n")
+	start := time.Now()
+	_, err := config.Parse([]byte(b.String()), "bomb.yaml")
+	if err == nil || !strings.Contains(err.Error(), "expands to more than") && !strings.Contains(err.Error(), "too many errors") {
+		t.Fatalf("want an expansion error, got %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
 }

@@ -61,11 +61,13 @@ func Parse(data []byte, name string) (*Config, error) {
 	if len(d.errs) == 0 {
 		d.inferLegacyProtocols()
 	}
-	c.SetDefaults()
 	errs := d.errs
-	for _, e := range c.check(d.failed...) {
-		if !d.coveredByDecodeError(e.Path) {
-			errs = append(errs, e)
+	if !d.tooBig {
+		c.SetDefaults()
+		for _, e := range c.check(d.failed...) {
+			if !d.coveredByDecodeError(e.Path) {
+				errs = append(errs, e)
+			}
 		}
 	}
 	if len(errs) > 0 {
@@ -130,7 +132,7 @@ func (d *decoder) document(data []byte) *yaml.Node {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if err == io.EOF {
-			d.failAt(nil, "", "the document is empty")
+			d.failAt(&yaml.Node{Line: 1}, "", "the document is empty")
 		} else {
 			d.syntaxError(err)
 		}
@@ -1132,7 +1134,7 @@ func (d *decoder) method(me entry, m *ReorderMethod) {
 	_, b := got[string(MethodSeqPacketsPerBatch)]
 	switch {
 	case a && b:
-		d.fail(got[string(MethodSeqPacketsPerBatch)].path, "method has either seq_batch_number or seq_packets_per_batch, not both")
+		d.fail(me.path, "method has either seq_batch_number or seq_packets_per_batch, not both")
 	case !a && !b:
 		d.fail(me.path, "method needs seq_batch_number or seq_packets_per_batch")
 	}

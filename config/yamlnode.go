@@ -18,7 +18,7 @@ import (
 
 // maxNodes bounds how many nodes one document may expand to through aliases, so that a small
 // hostile document ("billion laughs") cannot make the loader run for ever.
-const maxNodes = 1 << 20
+const maxNodes = 100_000
 
 // decoder walks one YAML document into a Config.
 type decoder struct {
@@ -45,10 +45,12 @@ type entry struct {
 	path string
 }
 
+// maxErrors bounds the errors one document may produce; past it decoding stops.
+const maxErrors = 200
+
 // fail records an error for path and marks the path as failed.
 func (d *decoder) fail(path, format string, args ...any) {
-	d.errs = append(d.errs, d.c.Errorf(path, format, args...))
-	d.failed = append(d.failed, path)
+	d.record(d.c.Errorf(path, format, args...))
 }
 
 // failAt records an error at an explicit node position (for nodes that have no key path).
@@ -57,8 +59,20 @@ func (d *decoder) failAt(n *yaml.Node, path, format string, args ...any) {
 	if n != nil {
 		e.Line, e.Column = n.Line, n.Column
 	}
+	d.record(e)
+}
+
+func (d *decoder) record(e *Error) {
+	if d.tooBig {
+		return
+	}
+	d.failed = append(d.failed, e.Path)
+	if len(d.errs) >= maxErrors {
+		d.tooBig = true
+		d.errs = append(d.errs, &Error{File: d.src.name, Msg: fmt.Sprintf("too many errors (more than %d); stopped", maxErrors)})
+		return
+	}
 	d.errs = append(d.errs, e)
-	d.failed = append(d.failed, path)
 }
 
 // mark records the position of a key path.
@@ -78,8 +92,8 @@ func (d *decoder) resolve(n *yaml.Node) *yaml.Node {
 	}
 	d.visits++
 	if d.visits > maxNodes && !d.tooBig {
-		d.tooBig = true
 		d.failAt(n, "", "document expands to more than %d nodes through aliases", maxNodes)
+		d.tooBig = true
 	}
 	return n
 }
