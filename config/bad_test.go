@@ -726,7 +726,9 @@ func TestBadFlexAndECPRI(t *testing.T) {
 func TestBadReorder(t *testing.T) {
 	const ppbMethod = "          method:\n            seq_packets_per_batch:\n              sequence_number:\n                bit_offset: 512\n                bit_width: 32\n              packets_per_batch: 1024\n"
 	const sbnMethod = "          method:\n            seq_batch_number:\n              sequence_number: {bit_offset: 128, bit_width: 10}\n              batch_number: {bit_offset: 144, bit_width: 2}\n"
-	drop := func(line string) []string { return []string{"        - name: r0\n", "        - name: r0 #!\n", line, ""} }
+	drop := func(line string) []string {
+		return []string{"        - name: r0\n", "        - name: r0 #!\n", line, ""}
+	}
 	const secondPlan = "        - {name: r0, reorder_type: cpu, memory_region: out_mr, payload_byte_offset: 0, flow_ids: [10], method: {seq_packets_per_batch: {sequence_number: {bit_offset: 0, bit_width: 8}, packets_per_batch: 4}}} #!\n      tx:\n"
 	runBad(t, []badCase{
 		{"missing name", rawBase, []string{"        - name: r0\n          reorder_type: cpu\n", "        - reorder_type: cpu #!\n"},
