@@ -44,7 +44,10 @@ func (c *Config) Validate() error {
 func (c *Config) check(failed ...string) Errors {
 	v := &validator{c: c, regions: map[string]*MemoryRegion{}, used: map[string]bool{}, failed: failed}
 	v.run()
-	c.Warnings = v.warns
+	c.Warnings = nil
+	for _, w := range sortErrors(v.warns) {
+		c.Warnings = append(c.Warnings, w.Error())
+	}
 	return v.errs
 }
 
@@ -52,7 +55,7 @@ func (c *Config) check(failed ...string) Errors {
 type validator struct {
 	c       *Config
 	errs    Errors
-	warns   []string
+	warns   Errors
 	regions map[string]*MemoryRegion
 	used    map[string]bool // memory regions referenced by a queue or reorder plan
 	proto   Protocol        // protocol of the first socket endpoint
@@ -82,7 +85,7 @@ func (v *validator) add(e *Error) {
 }
 
 func (v *validator) warnf(path, format string, args ...any) {
-	v.warns = append(v.warns, v.c.Errorf(path, format, args...).Error())
+	v.warns = append(v.warns, v.c.Errorf(path, format, args...))
 }
 
 // given reports whether path was written in the YAML input (always false for code configs).
