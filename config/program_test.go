@@ -68,9 +68,9 @@ func TestProgrammaticConfig(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		name  string
+		name   string
 		break_ func(c *config.Config)
-		want  []string // "path: fragment"
+		want   []string // "path: fragment"
 	}{
 		{"version", func(c *config.Config) { c.Version = 0 }, []string{"version: version is required"}},
 		{"stream type", func(c *config.Config) { c.StreamType = "tcp" }, []string{"stream_type: invalid stream_type"}},
