@@ -1,9 +1,10 @@
 # daqiri — build, run, test. Area-specific targets live in mk/*.mk.
-GO        ?= go
+GO          ?= go
 export CGO_ENABLED := 0
 GOTESTFLAGS ?= -count=1 -timeout 30m
+BIN         ?= bin
 
-.PHONY: all build vet run test fuzz
+.PHONY: all build vet run test fuzz bench-socket bench-ring tools
 all: build
 
 build:
@@ -11,5 +12,28 @@ build:
 
 vet:
 	$(GO) vet ./...
+
+# The main job: daqiri-bench on its embedded default (UDP over loopback, 8000-byte payloads,
+# 10 s, live rate and a final table).
+run:
+	$(GO) run ./tools/daqiri-bench
+
+# Every test. Tests that need root, namespaces, hugepages, a VM or a GPU skip with a message
+# naming what is missing; CI runs them as root (.ci/run).
+test:
+	$(GO) vet ./...
+	$(GO) test $(GOTESTFLAGS) ./...
+
+tools:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./tools/...
+
+# The socket engine next to iperf3 on loopback (UDP 8000 B and 1000 B, TCP); prints ratios.
+bench-socket: tools
+	bash bench/socket/run.sh
+
+# The burst rings and buffer pools with upstream's pool_ring_bench cases, next to Go channels.
+bench-ring:
+	$(GO) run ./tools/daqiri-ringbench
 
 include $(sort $(wildcard mk/*.mk))

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
@@ -46,7 +47,20 @@ type Session struct {
 	closeOnce sync.Once
 	closeErr  error
 	closed    atomic.Bool
+	inflight  atomic.Int64 // API calls in progress; Close waits for them
 }
+
+// enter admits an API call unless the session is closing; leave ends it.
+func (s *Session) enter() error {
+	s.inflight.Add(1)
+	if s.closed.Load() {
+		s.inflight.Add(-1)
+		return fmt.Errorf("session closed: %w", ErrNotReady)
+	}
+	return nil
+}
+
+func (s *Session) leave() { s.inflight.Add(-1) }
 
 // OpenFile loads a YAML configuration file and opens it.
 func OpenFile(ctx context.Context, path string, opts ...Option) (*Session, error) {
@@ -81,10 +95,10 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (s *Session, 
 		o.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(cfg.LogLevel)}))
 	}
 	s = &Session{cfg: cfg, log: o.log, regions: map[string]*engine.Region{}, engines: map[string]engine.Engine{}}
+	sess := s // the named result is overwritten by `return nil, err`
 	defer func() {
 		if err != nil {
-			s.Close()
-			s = nil
+			sess.Close()
 		}
 	}()
 
@@ -283,6 +297,11 @@ func (s *Session) buildPorts() error {
 func (s *Session) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		// Let calls that were already inside (a Send writing to a socket) finish before the
+		// engines release what they use. Calls are short; bound the wait anyway.
+		for deadline := time.Now().Add(5 * time.Second); s.inflight.Load() > 0 && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Microsecond)
+		}
 		var errs []error
 		for name, e := range s.engines {
 			if err := e.Close(); err != nil {
@@ -428,6 +447,10 @@ func (s *Session) rxQueue(port, queue int) (*engine.RxQueue, error) {
 // RxBurst takes the next received burst of one queue. It never blocks: when nothing is ready
 // the error is ErrNotReady.
 func (s *Session) RxBurst(port, queue int) (*Burst, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
 	q, err := s.rxQueue(port, queue)
 	if err != nil {
 		return nil, err
@@ -447,6 +470,14 @@ func (s *Session) next(q *engine.RxQueue) (*Burst, error) {
 
 // RxBurstPort takes the next burst from any queue of a port, round-robin.
 func (s *Session) RxBurstPort(port int) (*Burst, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	return s.rxBurstPort(port)
+}
+
+func (s *Session) rxBurstPort(port int) (*Burst, error) {
 	p, err := s.port(port)
 	if err != nil {
 		return nil, err
@@ -470,9 +501,10 @@ func (s *Session) RxBurstPort(port int) (*Burst, error) {
 
 // RxBurstAny takes the next burst from any port, round-robin over ports.
 func (s *Session) RxBurstAny() (*Burst, error) {
-	if s.closed.Load() {
-		return nil, fmt.Errorf("session closed: %w", ErrNotReady)
+	if err := s.enter(); err != nil {
+		return nil, err
 	}
+	defer s.leave()
 	n := len(s.ports)
 	start := int(s.rrAll.Add(1)-1) % max(n, 1)
 	for k := 0; k < n; k++ {
@@ -480,7 +512,7 @@ func (s *Session) RxBurstAny() (*Burst, error) {
 		if len(s.ports[p].Rx) == 0 {
 			continue
 		}
-		if b, err := s.RxBurstPort(p); err == nil {
+		if b, err := s.rxBurstPort(p); err == nil {
 			return b, nil
 		} else if !errors.Is(err, ErrNotReady) {
 			return nil, err
@@ -517,6 +549,10 @@ func (s *Session) TxAvailable(port, queue, n int) bool {
 // queue's memory regions and zero lengths. Errors: ErrNoFreeBurstBuffers when no burst
 // metadata is free, ErrNoFreePacketBuffers when a region lacks buffers.
 func (s *Session) TxBurst(port, queue, n int) (*Burst, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
 	q, err := s.txQueue(port, queue)
 	if err != nil {
 		return nil, err
@@ -524,8 +560,11 @@ func (s *Session) TxBurst(port, queue, n int) (*Burst, error) {
 	return q.NewBurst(n)
 }
 
-// Send transmits a TX burst. On success the engine owns the burst; on error the caller still
-// owns it and must retry or Free it.
+// Send transmits a TX burst. On success the engine owns the burst. When the error wraps
+// ErrNotReady (not connected yet, no peer yet, session closing) or ErrInvalidParameter (bad
+// port, queue or packet) nothing was sent and the caller still owns the burst: retry or Free
+// it. After any other error the engine took the burst, sent what it could and counted the
+// rest as dropped.
 func (s *Session) Send(b *Burst) error {
 	if b == nil {
 		return ErrNullPtr
@@ -533,6 +572,10 @@ func (s *Session) Send(b *Burst) error {
 	if !b.IsTx() {
 		return fmt.Errorf("Send of a received burst: %w", ErrInvalidParameter)
 	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
 	if _, err := s.txQueue(b.Port(), b.Queue()); err != nil {
 		return err
 	}

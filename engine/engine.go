@@ -13,7 +13,9 @@ import (
 // RxQueues from the engine's own workers (or through RxQueue.Poll for direct queues).
 type Engine interface {
 	// Send transmits a TX burst. On success the engine owns the burst and frees it when the
-	// packets are gone; on error the caller still owns it (and may retry or free it).
+	// packets are gone. Errors wrapping ErrNotReady or ErrInvalidParameter mean nothing was
+	// sent and the caller still owns the burst; after any other error the engine has freed it
+	// and counted what it could not send as dropped.
 	Send(b *Burst) error
 	// Close stops every worker, frees every burst the engine holds and releases its
 	// resources. It is called once.

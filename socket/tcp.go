@@ -201,6 +201,9 @@ func (ep *endpoint) sendTCP(b *engine.Burst) error {
 	if id := b.ConnID(); id != 0 {
 		cc, err := ep.e.conn(id)
 		if err != nil {
+			// The connection is gone: the burst cannot go anywhere; consume and count it.
+			ep.txq.Stats.Drop(engine.DropNotConnected, b.Len())
+			b.Free()
 			return err
 		}
 		if cc.ep != ep {
