@@ -219,6 +219,7 @@ func TestSocketBadInput(t *testing.T) {
 	t.Run("tcp", func(t *testing.T) {
 		port := freePort(t, "tcp")
 		cfg := pairConfig(config.ProtoTCP, port, 2048, 1, 0)
+		cfg.Interfaces, cfg.MemoryRegions = cfg.Interfaces[:1], cfg.MemoryRegions[:2] // server only
 		s := mustOpen(t, cfg)
 		c, err := net.Dial("tcp4", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)).String())
 		if err != nil {
@@ -250,6 +251,9 @@ func TestSocketBadInput(t *testing.T) {
 		deadline := time.Now().Add(5 * time.Second)
 		for len(s.Conns(0)) != 0 && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
+		}
+		if n := len(s.Conns(0)); n != 0 {
+			t.Fatalf("%d connections left after the peer died mid-frame", n)
 		}
 	})
 }
@@ -366,3 +370,4 @@ func TestUpstreamExamplesOpen(t *testing.T) {
 }
 
 func filepathGlob(p string) ([]string, error) { return filepath.Glob(p) }
+

@@ -63,10 +63,14 @@ func (s *System) gpus() ([]gpuView, string) {
 	}
 	why := facts.Note
 	if err != nil {
-		why = err.Error()
+		why = "GPU facts: " + err.Error()
 	}
-	if len(out) == 0 && why == "" {
-		why = "the driver reports no GPU and sysfs shows no NVIDIA display controller"
+	if len(out) == 0 {
+		msg := "no NVIDIA display controller under /sys/bus/pci/devices and no GPU reported by the driver"
+		if why != "" {
+			msg += " (" + why + ")"
+		}
+		why = msg
 	}
 	return out, why
 }

@@ -104,7 +104,10 @@ func (s *System) CheckMPS() []Finding {
 			f.Message = "hardware maximum"
 		default:
 			f.Status = StatusWarn
-			f.Message = fmt.Sprintf("the NIC supports %d B and its path %d B; a smaller payload size costs PCIe bandwidth", c.MPSSupported(), pathMax)
+			f.Message = fmt.Sprintf("the NIC and every port above it support %d B; a smaller payload size costs PCIe bandwidth", pathMax)
+			if limiter != "" {
+				f.Message = fmt.Sprintf("the NIC supports %d B and its path (limited by %s) %d B; a smaller payload size costs PCIe bandwidth", c.MPSSupported(), limiter, pathMax)
+			}
 			f.Fix = bootFix("pci=pcie_bus_safe") + "\nor raise the PCIe Max Payload Size in the firmware setup (MPS must match along the path; do not poke it with setpci)"
 		}
 		out = append(out, f)

@@ -112,6 +112,10 @@ type CPUSet []int
 // maxCPU bounds CPU lists so that a corrupt file cannot make us allocate without limit.
 const maxCPU = 1 << 16
 
+// isolcpusFlags are the words isolcpus= accepts before its CPU list (linux
+// Documentation/admin-guide/kernel-parameters.txt).
+var isolcpusFlags = map[string]bool{"nohz": true, "domain": true, "managed_irq": true}
+
 // ParseCPUList parses the kernel's CPU list format ("0-3,8,10-11", as in
 // /sys/devices/system/cpu/online and isolcpus=). An empty string is the empty set. isolcpus
 // flag words ("domain", "managed_irq", "nohz") are skipped.
@@ -126,9 +130,8 @@ func ParseCPUList(s string) (CPUSet, error) {
 		if part == "" {
 			continue
 		}
-		if part[0] < '0' || part[0] > '9' {
-			// isolcpus=managed_irq,domain,2-5 — flags are letters, CPUs digits.
-			continue
+		if isolcpusFlags[part] {
+			continue // isolcpus=managed_irq,domain,2-5
 		}
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.Atoi(lo)
