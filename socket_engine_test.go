@@ -370,4 +370,3 @@ func TestUpstreamExamplesOpen(t *testing.T) {
 }
 
 func filepathGlob(p string) ([]string, error) { return filepath.Glob(p) }
-
