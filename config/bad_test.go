@@ -495,6 +495,8 @@ func TestBadInterfacesAndSockets(t *testing.T) {
 			[]string{"interfaces[0].rx.flows: need a raw stream"}},
 		{"tx flows on socket", sockBase, []string{"      tx:\n", "      tx:\n        flows: [{name: f, id: 1, actions: [{type: vlan_pop}]}] #!\n"},
 			[]string{"interfaces[1].tx.flows: need a raw stream"}},
+		{"flow_isolation not a bool", rawBase, []string{"flow_isolation: true", "flow_isolation: 3 #!"},
+			[]string{"interfaces[0].rx.flow_isolation: must be true or false, got integer 3"}},
 		{"flow_isolation on socket", sockBase, []string{"      rx:\n", "      rx:\n        flow_isolation: true #!\n"},
 			[]string{"interfaces[0].rx.flow_isolation: needs a raw stream"}},
 	})
