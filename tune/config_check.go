@@ -82,7 +82,7 @@ func (s *System) configCores(cfg *config.Config) []Finding {
 			f.Status = StatusFail
 			f.Message = fmt.Sprintf("cpu_core %q is not a CPU number", r.q.CPUCore)
 		case !online.Has(c):
-			f.Status, f.Recommended = StatusFail, "an isolated CPU of "+online.String()
+			f.Status, f.Recommended = StatusFail, "an online, isolated CPU"
 			f.Message = fmt.Sprintf("CPU %d does not exist or is offline (online: %s)", c, online)
 		case !iso.Has(c):
 			f.Status, f.Recommended = StatusWarn, "isolated"
@@ -316,8 +316,13 @@ func (s *System) configGPUs(cfg *config.Config) []Finding {
 		}
 		out = append(out, f)
 	}
-	for ord, bytes := range deviceBytes {
-		g := byOrdinal[ord]
+	ords := make([]int, 0, len(deviceBytes))
+	for ord := range deviceBytes {
+		ords = append(ords, ord)
+	}
+	slices.Sort(ords)
+	for _, ord := range ords {
+		bytes, g := deviceBytes[ord], byOrdinal[ord]
 		if g.Integrated == Yes || g.BAR1MiB <= 0 {
 			continue
 		}

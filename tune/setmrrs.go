@@ -15,6 +15,9 @@ var ErrNotRoot = errors.New("must run as root (effective uid 0): writing PCI con
 // ErrNotNVIDIANIC says a named device is not an NVIDIA network function.
 var ErrNotNVIDIANIC = errors.New("not an NVIDIA NIC")
 
+// ErrNoNVIDIANIC says the machine has no NVIDIA network function at all.
+var ErrNoNVIDIANIC = errors.New("no NVIDIA NIC")
+
 // resolveNIC turns a PCI address or interface name into its PCI function.
 func (s *System) resolveNIC(name string) (PCIDevice, error) {
 	if IsBDF(NormalizeBDF(name)) {
@@ -30,11 +33,18 @@ func (s *System) resolveNIC(name string) (PCIDevice, error) {
 	link, err := filepath.EvalSymlinks(s.path("/sys/class/net/" + name + "/device"))
 	if err != nil {
 		if s.exists("/sys/class/net/" + name) {
-			return PCIDevice{}, fmt.Errorf("interface %s is not a PCI device (virtual interface?): %w", name, ErrNotNVIDIANIC)
+			return PCIDevice{}, fmt.Errorf("interface %s has no device (virtual interface): %w", name, ErrNotNVIDIANIC)
 		}
 		return PCIDevice{}, fmt.Errorf("no network interface or PCI device named %q", name)
 	}
-	return s.PCIDevice(filepath.Base(link))
+	// The device link may name a bus device below the PCI function (virtio-net:
+	// …/0000:00:03.0/virtio2); the nearest PCI address above it is the function.
+	for dir, i := link, 0; i < 8 && dir != "/" && dir != "."; dir, i = filepath.Dir(dir), i+1 {
+		if IsBDF(filepath.Base(dir)) {
+			return s.PCIDevice(filepath.Base(dir))
+		}
+	}
+	return PCIDevice{}, fmt.Errorf("interface %s is not on a PCI device: %w", name, ErrNotNVIDIANIC)
 }
 
 func (s *System) openConfig(path string) (ConfigFile, error) {
@@ -76,7 +86,7 @@ func (s *System) SetMRRS(targets []string) ([]Finding, error) {
 			return nil, fmt.Errorf("set mrrs: cannot list PCI devices: %w", err)
 		}
 		if len(all) == 0 {
-			return nil, fmt.Errorf("set mrrs: no NVIDIA (Mellanox, vendor 0x15b3) NIC on this machine: %w", ErrNotNVIDIANIC)
+			return nil, fmt.Errorf("set mrrs: %w: nothing under /sys/bus/pci/devices has vendor 0x15b3 (Mellanox) with a network class", ErrNoNVIDIANIC)
 		}
 		nics = all
 	} else {

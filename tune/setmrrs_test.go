@@ -63,7 +63,7 @@ func TestSetMRRSRefusesNonNVIDIA(t *testing.T) {
 	// A box without any NVIDIA NIC refuses the default "all NICs" form.
 	x := writableFixture(t, "x86")
 	x.Euid = asRoot
-	if _, err := x.SetMRRS(nil); !errors.Is(err, ErrNotNVIDIANIC) || !strings.Contains(err.Error(), "no NVIDIA") {
+	if _, err := x.SetMRRS(nil); !errors.Is(err, ErrNoNVIDIANIC) || !strings.Contains(err.Error(), "vendor 0x15b3") {
 		t.Errorf("x86 set mrrs: %v", err)
 	}
 	if _, err := x.SetMRRS([]string{"eno1"}); !errors.Is(err, ErrNotNVIDIANIC) {
@@ -154,5 +154,26 @@ func TestSetMRRSDetectsSilentFailure(t *testing.T) {
 	}
 	if got[0].Status != StatusFail || !strings.Contains(got[0].Message, "permission") || !strings.Contains(got[0].Message, "Secure Boot") {
 		t.Errorf("EPERM not reported: %+v", got[0])
+	}
+}
+
+// A virtio-net interface's device link names the virtio device below the PCI function; the
+// refusal must still name the PCI function and its vendor.
+func TestSetMRRSVirtioInterface(t *testing.T) {
+	tr := newTree()
+	d := dev{parent: "/sys/devices/pci0000:00", bdf: "0000:00:03.0", vendor: 0x1af4, device: 0x1000, class: 0x020000, numa: 0}
+	tr.pci(d)
+	tr.file(d.dir()+"/virtio2/net/eth1/mtu", "1500\n")
+	tr.link(d.dir()+"/virtio2/net/eth1/device", d.dir()+"/virtio2")
+	tr.link("/sys/class/net/eth1", d.dir()+"/virtio2/net/eth1")
+	tr.file("/sys/devices/virtual/net/lo/mtu", "65536\n")
+	tr.link("/sys/class/net/lo", "/sys/devices/virtual/net/lo")
+	s := buildSystem(t, tr, GPUFacts{})
+	s.Euid = asRoot
+	if _, err := s.SetMRRS([]string{"eth1"}); !errors.Is(err, ErrNotNVIDIANIC) || !strings.Contains(err.Error(), "0000:00:03.0 (eth1)") {
+		t.Errorf("virtio eth1: %v", err)
+	}
+	if _, err := s.SetMRRS([]string{"lo"}); !errors.Is(err, ErrNotNVIDIANIC) || !strings.Contains(err.Error(), "virtual interface") {
+		t.Errorf("lo: %v", err)
 	}
 }
