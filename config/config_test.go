@@ -326,6 +326,14 @@ func TestPlaceholders(t *testing.T) {
 	if e.Error() != "t.yaml:27:7: interfaces[0].address: fill in the placeholder" {
 		t.Errorf("Errorf: %q", e.Error())
 	}
+	// A legacy endpoint IP may be a placeholder too.
+	c = mustParse(t, strings.Replace(sockBase, "local_addr: udp://127.0.0.1:5001", "local_ip: <SERVER_IP>\n        local_port: 5001", 1))
+	if !reflect.DeepEqual(c.Placeholders, []string{"interfaces[0].socket_config.local_ip"}) || !c.Interfaces[0].Socket.Local.IsZero() {
+		t.Errorf("legacy placeholder: %q %+v", c.Placeholders, c.Interfaces[0].Socket.Local)
+	}
+	if out, _ := yaml.Marshal(c); !strings.Contains(string(out), "local_addr: <placeholder>") {
+		t.Errorf("encoded legacy placeholder:\n%s", out)
+	}
 	// Placeholders are only accepted where free-form values go.
 	_, err := config.Parse([]byte(strings.Replace(rawBase, "kind: huge", "kind: <KIND>", 1)), "t.yaml")
 	if err == nil || !strings.Contains(err.Error(), `memory_regions[0].kind: unknown memory kind "<KIND>"`) {

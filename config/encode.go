@@ -187,7 +187,7 @@ func (e *encoder) iface(p string, ifc *Interface) *yaml.Node {
 func (e *encoder) endpoint(m *yaml.Node, p, side string, ep Endpoint) {
 	key := side + "_addr"
 	switch {
-	case e.c.isPlaceholder(joinPath(p, key)):
+	case e.c.isPlaceholder(joinPath(p, key)) || e.c.isPlaceholder(joinPath(p, side+"_ip")):
 		e.str(m, key, placeholderText)
 	case !ep.IsZero():
 		e.str(m, key, ep.String())

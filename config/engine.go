@@ -130,7 +130,8 @@ func (c *Config) ResolveEngine(iface int) (string, error) {
 			}
 			return EngineSocket, nil
 		case "":
-			if c.isPlaceholder(p+".socket_config.local_addr") || c.isPlaceholder(p+".socket_config.remote_addr") {
+			sp := p + ".socket_config."
+			if c.isPlaceholder(sp+"local_addr") || c.isPlaceholder(sp+"remote_addr") || c.isPlaceholder(sp+"local_ip") || c.isPlaceholder(sp+"remote_ip") {
 				return "", nil
 			}
 			return "", c.Errorf(p+".socket_config", "missing socket protocol: set local_addr or remote_addr as scheme://ip:port (tcp, udp or roce)")

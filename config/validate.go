@@ -307,7 +307,8 @@ func (v *validator) socket(p string, s *SocketConfig) Protocol {
 		v.errf(p+".mode", "invalid socket mode %q (valid: client, server)", s.Mode)
 	}
 	local, remote := p+".local_addr", p+".remote_addr"
-	phLocal, phRemote := c.isPlaceholder(local), c.isPlaceholder(remote)
+	phLocal := c.isPlaceholder(local) || c.isPlaceholder(p+".local_ip")
+	phRemote := c.isPlaceholder(remote) || c.isPlaceholder(p+".remote_ip")
 	// The legacy keys are the same endpoints; point at whichever the file used.
 	if !v.given(local) && v.given(p+".local_ip") {
 		local = p + ".local_ip"
