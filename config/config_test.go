@@ -209,6 +209,18 @@ my_app:
 	}
 }
 
+// TestDirective: a byte-order mark before a %YAML 1.2 directive, and %YAML 1.1, work too.
+func TestDirective(t *testing.T) {
+	for _, pre := range []string{"\xef\xbb\xbf%YAML 1.2\n---\n", "%YAML 1.1\n---\n", "# c\n%YAML   1.2 # x\n%TAG ! tag:example.com,2000:\n---\n"} {
+		if _, err := config.Parse([]byte(pre+sockBase), "d.yaml"); err != nil {
+			t.Errorf("%q: %v", pre, err)
+		}
+	}
+	if _, err := config.Parse([]byte("%YAML 1.3\n---\n"+sockBase), "d.yaml"); err == nil {
+		t.Errorf("%%YAML 1.3 accepted")
+	}
+}
+
 // TestSocketForms: legacy endpoint keys, RoCE query, extensions, TCP payloads above 64 KiB.
 func TestSocketForms(t *testing.T) {
 	c := mustParse(t, `

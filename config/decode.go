@@ -58,9 +58,7 @@ func Parse(data []byte, name string) (*Config, error) {
 	if root := d.document(data); root != nil && !d.tooBig {
 		d.top(root)
 	}
-	if len(d.errs) == 0 {
-		d.inferLegacyProtocols()
-	}
+	d.inferLegacyProtocols()
 	errs := d.errs
 	if !d.tooBig {
 		c.SetDefaults()
@@ -90,6 +88,9 @@ func (d *decoder) coveredByDecodeError(path string) bool {
 	return false
 }
 
+// utf8BOM may start a YAML stream.
+var utf8BOM = []byte("\xef\xbb\xbf")
+
 // yamlDirective matches a `%YAML 1.2` directive line.
 var yamlDirective = regexp.MustCompile(`^%YAML[ \t]+1\.2([ \t]|$|#)`)
 
@@ -105,6 +106,10 @@ func fixYAMLDirective(data []byte) []byte {
 			end = len(data) - off
 		}
 		line := data[off : off+end]
+		if off == 0 && bytes.HasPrefix(line, utf8BOM) {
+			line = line[len(utf8BOM):]
+			off, end = off+len(utf8BOM), end-len(utf8BOM)
+		}
 		switch {
 		case yamlDirective.Match(line):
 			if out == nil {
