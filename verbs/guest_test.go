@@ -4,28 +4,36 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/netip"
-	"os"
 	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/daqiri-go/daqiri/integration/vm/guest"
 )
 
-// The tests in this file need a kernel with rdma_rxe and the rxe0 device on
-// 10.7.0.1 that the VM harness sets up; they run inside its guest.
+// The tests in this file need a kernel with rdma_rxe and the Soft-RoCE
+// device the VM harness (integration/vm) creates on a dummy netdev; they run
+// inside its guest and skip elsewhere.
 
-const (
-	guestDev  = "rxe0"
-	guestPort = 1
+const guestPort = 1
+
+// guestDev and guestAddr are the harness's rxe device and its netdev's IPv4
+// address, set by requireGuest.
+var (
+	guestDev  string
+	guestAddr netip.Addr
 )
-
-var guestAddr = netip.MustParseAddr("10.7.0.1")
 
 func requireGuest(t *testing.T) {
 	t.Helper()
-	if os.Getenv("DAQIRI_VM_GUEST") != "1" {
-		t.Skip("needs the Soft-RoCE device rxe0 of the VM guest (DAQIRI_VM_GUEST=1); runs in the VM via `go test ./integration/vm`")
+	guest.Require(t)
+	dev, _, addr := guest.Rxe(t)
+	a, err := netip.ParseAddr(addr)
+	if err != nil || !a.Is4() {
+		t.Fatalf("harness rxe address %q is not IPv4: %v", addr, err)
 	}
+	guestDev, guestAddr = dev, a
 }
 
 // offHeap maps n bytes of anonymous memory outside the Go heap, as MRs
