@@ -213,6 +213,8 @@ func (d *decoder) top(root *yaml.Node) {
 		seen[k.Value] = true
 		switch {
 		case k.Value == "daqiri":
+		case k.Tag == "!!merge":
+			d.failAt(k, "", "a << merge key at the top level is not supported: merge inside daqiri.cfg or inside an application section")
 		case configKeys[k.Value]:
 			d.failAt(k, k.Value, "%s belongs under daqiri: cfg:, not at the top level beside daqiri", k.Value)
 		default:
@@ -459,7 +461,9 @@ func (d *decoder) socketConfig(se entry, sc *SocketConfig) {
 		"min_ipg_ns":            intField(&sc.MinIPGNs, 0, math.MaxInt32),
 		"recv_buffer_size":      intField(&sc.RecvBufferBytes, 0, math.MaxInt32),
 		"send_buffer_size":      intField(&sc.SendBufferBytes, 0, math.MaxInt32),
-	}, nil)
+	}, map[string]string{
+		"protocol": "socket_config.protocol was removed: give the protocol as the scheme of local_addr/remote_addr (tcp://, udp://, roce://)",
+	})
 	if got == nil {
 		return
 	}
