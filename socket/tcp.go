@@ -17,9 +17,11 @@ import (
 // boundaries (upstream delivers whatever each recv() returned).
 const FrameHeaderLen = 4
 
-// stagingSize is the per-connection receive staging buffer; frames that do not fit in what
-// was staged are completed by reading straight into their packet buffer.
-const stagingSize = 256 << 10
+// stagingSize is the per-connection receive staging buffer. Small frames are parsed out of it
+// many per read; the rest of a frame that was not staged is read straight into its packet
+// buffer together with the next staging fill (readv), so large frames are copied only once,
+// by the kernel.
+const stagingSize = 16 << 10
 
 // accept runs the TCP server's accept loop.
 func (ep *endpoint) accept() {
@@ -164,16 +166,36 @@ func (ep *endpoint) tcpRx(c *conn) {
 		pos += inStage
 		if rest := l - inStage; rest > 0 {
 			// The frame continues on the socket: read the rest straight into its buffer (or
-			// discard it when the frame is being dropped).
+			// discard it when the frame is being dropped), and whatever follows into the
+			// staging buffer, which is empty now.
+			pos, have = 0, 0
 			var err error
-			if dst != nil {
-				err = c.tcp.ReadFull(dst[inStage:], keep)
-			} else {
-				for rest > 0 && err == nil {
-					k := min(rest, len(scratch))
-					err = c.tcp.ReadFull(scratch[:k], keep)
-					rest -= k
+			for rest > 0 && err == nil {
+				var n int
+				var into []byte
+				if dst != nil {
+					into = dst[l-rest : l]
+				} else {
+					into = scratch[:min(rest, len(scratch))]
 				}
+				// Bytes past the frame may only go to the staging buffer once this read can
+				// complete the frame.
+				var after []byte
+				if len(into) == rest {
+					after = stage
+				}
+				n, err = c.tcp.Readv(into, after)
+				if errors.Is(err, sockio.ErrTimeout) {
+					if keep() {
+						err = nil
+					}
+					continue
+				}
+				if n > len(into) {
+					have = n - len(into)
+					n = len(into)
+				}
+				rest -= n
 			}
 			if err != nil {
 				if ok {

@@ -167,6 +167,38 @@ func (c *TCPConn) Read(p []byte) (int, error) {
 	}
 }
 
+// Readv reads into a then b (scatter), waiting up to the poll timeout: ErrTimeout when
+// nothing came, io.EOF when the peer closed. It lets a framed reader put the rest of a frame
+// straight into its packet buffer and whatever follows into a staging buffer, with one call.
+func (c *TCPConn) Readv(a, b []byte) (int, error) {
+	var iov [2]unix.Iovec
+	k := 0
+	for _, p := range [2][]byte{a, b} {
+		if len(p) > 0 {
+			iov[k].Base = unsafe.SliceData(p)
+			iov[k].SetLen(len(p))
+			k++
+		}
+	}
+	if k == 0 {
+		return 0, nil
+	}
+	for {
+		n, _, errno := unix.Syscall(unix.SYS_READV, uintptr(c.fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(k))
+		switch {
+		case errno == 0 && n == 0:
+			return 0, io.EOF
+		case errno == 0:
+			return int(n), nil
+		case errno == unix.EINTR:
+			continue
+		case errno == unix.EAGAIN:
+			return 0, ErrTimeout
+		}
+		return 0, fmt.Errorf("tcp readv: %w", errno)
+	}
+}
+
 // ReadFull reads exactly len(p) bytes, retrying timeouts while keep() is true.
 func (c *TCPConn) ReadFull(p []byte, keep func() bool) error {
 	for len(p) > 0 {

@@ -3,7 +3,7 @@
 // loopback, 8000-byte payloads) for 10 seconds.
 //
 //	daqiri-bench [--config FILE] [--duration 10s] [--mode both|tx|rx] [--payload N]
-//	             [--rate GBPS] [--json]
+//	             [--rate GBPS] [--window PACKETS] [--json]
 //	daqiri-bench --validate FILE
 package main
 
@@ -38,6 +38,7 @@ type options struct {
 	mode     string
 	payload  int
 	rateGbps float64
+	window   int
 	json     bool
 	quiet    bool
 }
@@ -52,6 +53,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.mode, "mode", "both", "which queues to drive: both, tx (send only) or rx (receive only)")
 	fs.IntVar(&o.payload, "payload", 0, "payload bytes per packet (default: from the config's bench section, else 8000)")
 	fs.Float64Var(&o.rateGbps, "rate", 0, "cap the send rate at this many Gb/s of payload (0 = as fast as possible)")
+	fs.IntVar(&o.window, "window", -1, "with --mode both: at most this many packets sent but not yet received (0 = unlimited; default: the config's bench.window)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object with the results at the end instead of the table")
 	fs.BoolVar(&o.quiet, "quiet", false, "no live progress line")
 	if err := fs.Parse(args); err != nil {

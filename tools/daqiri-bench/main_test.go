@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestValidate(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(good, defaultConfig, 0o644)
+	var out, errb bytes.Buffer
+	if rc := run([]string{"--validate", good}, &out, &errb); rc != 0 || !strings.Contains(out.String(), "valid") {
+		t.Fatalf("valid config: rc %d, out %q, err %q", rc, out.String(), errb.String())
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, bytes.Replace(defaultConfig, []byte("batch_size: 256"), []byte("batch_size: 0"), 1), 0o644)
+	out.Reset()
+	errb.Reset()
+	rc := run([]string{"--validate", bad}, &out, &errb)
+	msg := errb.String()
+	if rc != 1 || !strings.Contains(msg, "bad.yaml:") || !strings.Contains(msg, "interfaces[0].rx.queues[0].batch_size") {
+		t.Fatalf("broken config: rc %d, stderr %q", rc, msg)
+	}
+	if rc := run([]string{"--validate", filepath.Join(dir, "missing.yaml")}, &out, &errb); rc != 1 {
+		t.Fatalf("missing file: rc %d", rc)
+	}
+	if rc := run([]string{"--mode", "sideways"}, &out, &errb); rc != 2 {
+		t.Fatalf("bad flag value: rc %d", rc)
+	}
+}
+
+// TestShortRunJSON runs the embedded default briefly and checks the JSON result's fields and
+// its accounting.
+func TestShortRunJSON(t *testing.T) {
+	var out, errb bytes.Buffer
+	if rc := run([]string{"--duration", "300ms", "--json"}, &out, &errb); rc != 0 {
+		t.Fatalf("rc %d: %s", rc, errb.String())
+	}
+	var res map[string]any
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, out.String())
+	}
+	for _, k := range []string{"tx_packets", "rx_packets", "dropped_packets", "tx_gbps", "rx_gbps"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("JSON lacks %q", k)
+		}
+	}
+	tx, rx, dr := res["tx_packets"].(float64), res["rx_packets"].(float64), res["dropped_packets"].(float64)
+	if tx == 0 || rx+dr != tx {
+		t.Fatalf("tx %v, rx %v, dropped %v: packets unaccounted for", tx, rx, dr)
+	}
+}
