@@ -473,6 +473,12 @@ func TestApp(t *testing.T) {
 	if err := c.App("bench_tx", rx); err == nil {
 		t.Errorf("non-pointer accepted")
 	}
+	// A section whose name cannot be a struct tag is decoded without the unknown-key check.
+	c = mustParse(t, sockBase+"\"odd,name\": {port: 7}\n")
+	var odd struct{ Port int }
+	if err := c.App("odd,name", &odd); err != nil || odd.Port != 7 {
+		t.Errorf("odd section name: %+v %v", odd, err)
+	}
 	var code config.Config
 	if code.AppNames() != nil || code.App("x", &rx) == nil {
 		t.Errorf("code config has application sections")

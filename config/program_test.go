@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"strings"
@@ -137,6 +138,32 @@ func TestProgrammaticConfig(t *testing.T) {
 			}
 		})
 	}
+	// Endpoints built in code get the checks ParseEndpoint applies to URIs.
+	sock := func(ep config.Endpoint) *config.Config {
+		return &config.Config{Version: 1, StreamType: config.StreamSocket, Interfaces: []config.Interface{{Name: "s", Address: "x",
+			Socket: &config.SocketConfig{Mode: config.ModeServer, Local: ep}}}}
+	}
+	for _, tc := range []struct {
+		ep   config.Endpoint
+		frag string
+	}{
+		{config.Endpoint{Proto: "sctp", Host: "1.2.3.4", Port: 1}, "unknown protocol"},
+		{config.Endpoint{Proto: config.ProtoUDP, Host: "a b", Port: 1}, "neither an IPv4 address nor a host name"},
+		{config.Endpoint{Proto: config.ProtoUDP, Host: "1.2.3.4", Port: 70000}, "out of range"},
+		{config.Endpoint{Proto: config.ProtoTCP, Host: "1.2.3.4", Port: 1, Query: "engine=ibverbs"}, "only allowed on roce"},
+	} {
+		err := sock(tc.ep).Validate()
+		if err == nil || !strings.Contains(err.Error(), "interfaces[0].socket_config.local_addr: ") || !strings.Contains(err.Error(), tc.frag) {
+			t.Errorf("%+v: %v", tc.ep, err)
+		}
+	}
+	if es := config.AsErrors(sock(config.Endpoint{}).Errorf("x", "y")); len(es) != 1 || es[0].Path != "x" {
+		t.Errorf("AsErrors(*Error) = %v", es)
+	}
+	if config.AsErrors(errors.New("plain")) != nil {
+		t.Errorf("AsErrors of a plain error")
+	}
+
 	var nilCfg *config.Config
 	if err := nilCfg.Validate(); err == nil {
 		t.Errorf("nil config validated")
