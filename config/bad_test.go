@@ -783,6 +783,8 @@ func TestBadReorder(t *testing.T) {
 			[]string{"interfaces[0].rx.reorder_configs[0].data_types: data_types must be a map, got a list"}},
 		{"data_types without output", rawBase, []string{ppbMethod, ppbMethod + "          data_types: {input_type: int16} #!\n"},
 			[]string{"interfaces[0].rx.reorder_configs[0].data_types.output_type: data_types needs output_type"}},
+		{"data_types without input", rawBase, []string{ppbMethod, ppbMethod + "          data_types: {output: fp16} #!\n"},
+			[]string{"interfaces[0].rx.reorder_configs[0].data_types.input_type: data_types needs input_type"}},
 		{"input and input_type", rawBase, []string{ppbMethod, ppbMethod + "          data_types: {input_type: int16, input: int16, output: fp16} #!\n"},
 			[]string{"interfaces[0].rx.reorder_configs[0].data_types.input: name the same field"}},
 		{"unknown flow id", rawBase, []string{"flow_ids: [10]", "flow_ids: [10, 99] #!"},
