@@ -18,7 +18,9 @@ import (
 // sends to the first; a second client interface sends to the second.
 func twoServers(t *testing.T, kind config.MemoryKind) *config.Config {
 	p1, p2 := freePort(t, "udp"), freePort(t, "udp")
-	ep := func(p int) config.Endpoint { return config.Endpoint{Proto: config.ProtoUDP, Host: "127.0.0.1", Port: p} }
+	ep := func(p int) config.Endpoint {
+		return config.Endpoint{Proto: config.ProtoUDP, Host: "127.0.0.1", Port: p}
+	}
 	q := func(name, mr string) []config.Queue {
 		return []config.Queue{{Name: name, ID: 0, CPUCore: "0", BatchSize: 8, MemoryRegions: []string{mr}}}
 	}
