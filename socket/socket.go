@@ -133,6 +133,21 @@ func (e *Engine) newEndpoint(p *engine.Port) (*endpoint, error) {
 			return nil, err
 		}
 	}
+	// Payloads up to max_payload_size must fit a buffer on both sides.
+	if mp := sc.MaxPayload; mp > 0 {
+		var rs []*engine.Region
+		if ep.rxq != nil {
+			rs = append(rs, ep.rxq.Regions[0])
+		}
+		if ep.txq != nil {
+			rs = append(rs, ep.txq.Regions[0])
+		}
+		for _, r := range rs {
+			if r.BufSize < mp {
+				return nil, cfg.Errorf(p.Path()+".socket_config.max_payload_size", "max_payload_size %d exceeds the %d-byte buffers of memory region %s", mp, r.BufSize, r.Name)
+			}
+		}
+	}
 	ep.opt = sockio.Options{
 		RecvBuf:    sc.RecvBufferBytes,
 		SendBuf:    sc.SendBufferBytes,
