@@ -434,7 +434,7 @@ func (rep *Report) collect(h *Host, outDir string, pkgs []GuestPackage) {
 		if err != nil {
 			continue // never started
 		}
-		cmd := exec.Command(h.Go, "tool", "test2json", "-p", p.ImportPath)
+		cmd := exec.Command(h.Go, "tool", "test2json", "-t", "-p", p.ImportPath)
 		cmd.Stdin = out
 		js, err := cmd.Output()
 		out.Close()
