@@ -94,6 +94,9 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (s *Session, 
 	if o.log == nil {
 		o.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(cfg.LogLevel)}))
 	}
+	for _, w := range cfg.Warnings {
+		o.log.Warn("config: " + w)
+	}
 	s = &Session{cfg: cfg, log: o.log, regions: map[string]*engine.Region{}, engines: map[string]engine.Engine{}}
 	sess := s // the named result is overwritten by `return nil, err`
 	defer func() {

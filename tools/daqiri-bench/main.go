@@ -83,9 +83,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if o.validate != "" {
-		if _, err := config.LoadFile(o.validate); err != nil {
+		cfg, err := config.LoadFile(o.validate)
+		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
+		}
+		for _, w := range cfg.Warnings {
+			fmt.Fprintln(stderr, "warning:", w)
 		}
 		fmt.Fprintf(stdout, "%s: valid\n", o.validate)
 		return 0
