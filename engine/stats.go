@@ -18,12 +18,15 @@ const (
 	DropClosed                            // in flight when the session closed
 	DropFiltered                          // matched a drop rule (drop_all_traffic)
 	DropOther                             // any other reason, logged by the engine
+	DropDuplicate                         // reorder: a second packet for a slot already filled
+	DropLate                              // reorder: the packet's batch was already delivered
 	NumDropReasons
 )
 
 var dropNames = [NumDropReasons]string{
 	"rx_ring_full", "no_burst_buffers", "no_packet_buffers", "truncated", "malformed",
 	"send_failure", "socket_overflow", "not_connected", "closed", "filtered", "other",
+	"duplicate", "late",
 }
 
 // String is the reason's metric label.

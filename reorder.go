@@ -1,0 +1,162 @@
+package daqiri
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/reorder"
+)
+
+// Reorder plans (rx.reorder_configs) attach to a session through a service hook: when the
+// session opens, every plan is compiled against its source queue and output region and the
+// queue's deliveries are routed through package reorder; aggregates then arrive through
+// RxBurst like any other burst, with FlagReordered set and Burst.ReorderInfo describing them.
+//
+// Upstream's set_reorder_cuda_stream has no counterpart: a gpu plan runs its kernels on a
+// CUDA stream of its own and delivers an aggregate only after its kernel has finished, so the
+// application never needs to synchronise with the GPU before reading (or launching work on)
+// an aggregate, and get_reorder_burst_info never answers "not ready".
+
+func init() {
+	hooks = append(hooks, sessionHook{name: "reorder", open: openReorder, close: closeReorder})
+}
+
+// reorderServices maps each open session to its reorder service. The hook interface passes
+// only the *Session, whose fields belong to session.go; this side table is the service's
+// per-session state, removed when the session closes.
+var reorderServices sync.Map // *Session → *reorder.Service
+
+// ReorderStats are a reorder plan's counters (see Session.ReorderStats).
+type ReorderStats = reorder.Stats
+
+func openReorder(s *Session) error {
+	var svc *reorder.Service
+	fail := func(err error) error {
+		if svc != nil {
+			svc.Close()
+		}
+		return err
+	}
+	for _, p := range s.ports {
+		ifc := p.Config
+		if ifc.RX == nil {
+			continue
+		}
+		for k := range ifc.RX.Reorders {
+			rc := &ifc.RX.Reorders[k]
+			path := fmt.Sprintf("%s.rx.reorder_configs[%d]", p.Path(), k)
+			q, err := reorderQueue(s.cfg, p, rc, path)
+			if err != nil {
+				return fail(err)
+			}
+			out := s.regions[rc.MemoryRegion]
+			if out == nil {
+				return fail(s.cfg.Errorf(path+".memory_region", "output memory region %q is not allocated", rc.MemoryRegion))
+			}
+			if svc == nil {
+				svc = reorder.NewService(s.log.With("service", "reorder"))
+			}
+			if _, err := svc.Add(q, rc, out, reorder.Options{Timeout: q.Timeout()}); err != nil {
+				return fail(s.cfg.Errorf(path, "%v", err))
+			}
+		}
+	}
+	if svc != nil {
+		svc.Start()
+		reorderServices.Store(s, svc)
+	}
+	return nil
+}
+
+func closeReorder(s *Session) {
+	v, ok := reorderServices.LoadAndDelete(s)
+	if !ok {
+		return
+	}
+	if err := v.(*reorder.Service).Close(); err != nil {
+		s.log.Error("closing reorder plans", "err", err)
+	}
+}
+
+// reorderQueue finds the queue a plan reads: the single queue its flows steer to, or, on an
+// interface without flows (socket streams), the interface's only RX queue.
+func reorderQueue(cfg *config.Config, p *engine.Port, rc *config.Reorder, path string) (*engine.RxQueue, error) {
+	qid := -1
+	for _, id := range rc.FlowIDs {
+		for _, f := range p.Config.RX.Flows {
+			if f.ID != id {
+				continue
+			}
+			for _, a := range f.Actions {
+				if a.Type != config.ActionQueue || len(a.Queues) == 0 {
+					continue
+				}
+				if len(a.Queues) > 1 {
+					return nil, cfg.Errorf(path+".flow_ids", "flow %d spreads over several queues (RSS); a reorder plan reads one queue", id)
+				}
+				if qid >= 0 && a.Queues[0] != qid {
+					return nil, cfg.Errorf(path+".flow_ids", "flow %d steers to queue %d, the plan's other flows to queue %d; a reorder plan reads one queue", id, a.Queues[0], qid)
+				}
+				qid = a.Queues[0]
+			}
+		}
+	}
+	if qid < 0 {
+		if len(p.Rx) == 1 {
+			return p.Rx[0], nil
+		}
+		return nil, cfg.Errorf(path+".flow_ids", "none of the plan's flows steers to a queue, and interface %s has %d RX queues: cannot tell which queue the plan reads", p.Name, len(p.Rx))
+	}
+	q := p.RxQueueByID(qid)
+	if q == nil {
+		return nil, cfg.Errorf(path+".flow_ids", "the plan's flows steer to queue %d, which interface %s does not have", qid, p.Name)
+	}
+	return q, nil
+}
+
+// reorderPlan finds a plan by interface port and name.
+func (s *Session) reorderPlan(port int, name string) (*reorder.Plan, error) {
+	p, err := s.port(port)
+	if err != nil {
+		return nil, err
+	}
+	v, ok := reorderServices.Load(s)
+	if !ok {
+		return nil, fmt.Errorf("port %d (%s) has no reorder plan %q: %w", port, p.Name, name, ErrInvalidParameter)
+	}
+	for _, pl := range v.(*reorder.Service).Plans() {
+		if pl.Name() == name && pl.Port() == port {
+			return pl, nil
+		}
+	}
+	return nil, fmt.Errorf("port %d (%s) has no reorder plan %q: %w", port, p.Name, name, ErrInvalidParameter)
+}
+
+// ReorderStats snapshots the counters of reorder plan name on a port: packets placed,
+// aggregates delivered (complete and incomplete), missing slots, and packets dropped as
+// duplicate, late, malformed or for want of output buffers. ErrInvalidParameter when the port
+// has no such plan.
+func (s *Session) ReorderStats(port int, name string) (ReorderStats, error) {
+	pl, err := s.reorderPlan(port, name)
+	if err != nil {
+		return ReorderStats{}, err
+	}
+	return pl.Stats(), nil
+}
+
+// FlushReorder delivers every batch the session's reorder plans are assembling now, complete
+// or not (incomplete ones carry FlagReorderTimeout): for the end of a finite stream, or plans
+// without a timeout. ErrNotSupported when the session has no reorder plans.
+func (s *Session) FlushReorder() error {
+	if s.closed.Load() {
+		return fmt.Errorf("session closed: %w", ErrNotReady)
+	}
+	v, ok := reorderServices.Load(s)
+	if !ok {
+		return fmt.Errorf("session has no reorder plans: %w", ErrNotSupported)
+	}
+	v.(*reorder.Service).Flush()
+	return nil
+}
