@@ -34,7 +34,8 @@
 // TestGuest/<package path>/<Test>/<subtest>, with its result and its output
 // (seen with go test -v, or on failure). A guest failure, a test that never
 // ends, a binary that exits non-zero, a missing result or a VM that does not
-// finish fails TestGuest. To add a package, add its pattern to
+// finish fails TestGuest; a package whose test binary does not build fails
+// alone (TestGuest/<package>) while the others still run. To add a package, add its pattern to
 // DefaultPackages. All of a package's tests run in the guest, unit tests
 // included, so keep CPU-heavy ones out of it (skip them when guest.Active()).
 //

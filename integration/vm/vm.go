@@ -73,7 +73,9 @@ type PackageResult struct {
 	Result   Result        // package result reported by the test binary
 	Tests    []*TestResult
 	Output   string // package-level output (panics, FAIL lines, stray prints)
-	Err      error  // reading or converting its results failed
+	Err      error  // building the binary, or reading its results, failed
+	// BuildFailed: the test binary did not build; Err says why.
+	BuildFailed bool
 }
 
 // Report is the outcome of one VM run.
@@ -179,10 +181,15 @@ func buildEnv() []string {
 }
 
 // BuildTests builds a static test binary for each package into binDir, two
-// at a time (the machine has few cores and go parallelises each build).
-func BuildTests(ctx context.Context, h *Host, moduleRoot, binDir string, pkgs []GuestPackage) error {
+// at a time (the machine has few cores and go parallelises each build). It
+// returns one error per package (nil where the build succeeded).
+func BuildTests(ctx context.Context, h *Host, moduleRoot, binDir string, pkgs []GuestPackage) []error {
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
-		return err
+		errs := make([]error, len(pkgs))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
 	}
 	errs := make([]error, len(pkgs))
 	sem := make(chan struct{}, 2)
@@ -203,7 +210,7 @@ func BuildTests(ctx context.Context, h *Host, moduleRoot, binDir string, pkgs []
 		}(&pkgs[i], &errs[i])
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return errs
 }
 
 // BuildInitramfs writes an uncompressed initramfs: busybox with the applets
@@ -258,6 +265,10 @@ func BuildInitramfs(h *Host, path string) error {
 	return f.Close()
 }
 
+// qemuOptEscape escapes a value inside a qemu -opt list, where ',' separates
+// options and ",," stands for a literal comma.
+func qemuOptEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
+
 // shellQuote quotes s for a POSIX shell.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
@@ -279,11 +290,22 @@ func Run(ctx context.Context, h *Host, o Options) (*Report, error) {
 		return nil, fmt.Errorf("no package with tests matches %v", o.Packages)
 	}
 	t0 := time.Now()
-	if err := BuildTests(ctx, h, o.ModuleRoot, filepath.Join(o.WorkDir, "bin"), pkgs); err != nil {
-		return nil, err
-	}
+	// A package that does not build fails on its own; the others still run.
+	buildErrs := BuildTests(ctx, h, o.ModuleRoot, filepath.Join(o.WorkDir, "bin"), pkgs)
 	rep.Build = time.Since(t0)
-	o.Logf("built %d guest test binaries in %.1fs", len(pkgs), rep.Build.Seconds())
+	var built []GuestPackage
+	for i, p := range pkgs {
+		if buildErrs[i] != nil {
+			rep.Packages = append(rep.Packages, &PackageResult{Package: p, Err: buildErrs[i], BuildFailed: true})
+			continue
+		}
+		built = append(built, p)
+	}
+	o.Logf("built %d of %d guest test binaries in %.1fs", len(built), len(pkgs), rep.Build.Seconds())
+	if len(built) == 0 {
+		return rep, nil
+	}
+	pkgs = built
 
 	// The guest sees the work folder at /tmp/daqiri-vm.
 	const guestWork = "/tmp/daqiri-vm"
@@ -335,7 +357,7 @@ func boot(ctx context.Context, h *Host, o Options, initrd string, rep *Report) e
 		"-serial", "file:" + console,
 		"-fsdev", "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap",
 		"-device", "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot",
-		"-fsdev", "local,id=work,path=" + o.WorkDir + ",security_model=none,multidevs=remap",
+		"-fsdev", "local,id=work,path=" + qemuOptEscape(o.WorkDir) + ",security_model=none,multidevs=remap",
 		"-device", "virtio-9p-pci,fsdev=work,mount_tag=work",
 	}
 	cmd := exec.CommandContext(ctx, h.QEMU, args...)
