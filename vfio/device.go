@@ -124,7 +124,7 @@ type RegionInfo struct {
 // Area is a part of a region.
 type Area struct{ Offset, Size uint64 }
 
-// Readable, Writable and Mappable decode Flags.
+// Readable reports that the region can be read.
 func (r RegionInfo) Readable() bool { return r.Flags&RegionFlagRead != 0 }
 
 // Writable reports that the region can be written.

@@ -66,7 +66,8 @@ func (q *IRQ) Info() IRQInfo { return q.info }
 // Count is the number of enabled vectors.
 func (q *IRQ) Count() int { return len(q.fds) }
 
-// FD is vector i's eventfd, for callers that poll many sources at once.
+// FD is vector i's eventfd, for callers that poll many sources at once; it
+// is valid until Close.
 func (q *IRQ) FD(i int) int { return q.fds[i] }
 
 func (q *IRQ) fd(op string, vector int) (int, error) {
