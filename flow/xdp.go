@@ -145,8 +145,8 @@ const (
 	sXform   = -124
 	sNQ      = -128
 	stackLow = -128
-	sCtx     = -136 // the context while R6 points at the scratch value
-	scrConf  = -stackLow           // configuration copy in the scratch value
+	sCtx     = -136                   // the context while R6 points at the scratch value
+	scrConf  = -stackLow              // configuration copy in the scratch value
 	scrSize  = scrConf + confSize + 4 // + padding to a multiple of 8
 )
 
@@ -181,6 +181,7 @@ func be(r asm.Register, size asm.Size) asm.Instruction { return asm.HostTo(asm.B
 func ldStack(r asm.Register, off int16) asm.Instruction {
 	return asm.LoadMem(r, asm.R10, off, asm.Word)
 }
+
 // ldScr loads the 32-bit word of the scratch copy (R6 during matching) that mirrors stack
 // offset off.
 func ldScr(r asm.Register, off int16) asm.Instruction {
