@@ -353,7 +353,9 @@ func boot(ctx context.Context, h *Host, o Options, initrd string, rep *Report) e
 		"-device", "intel-iommu,intremap=on,caching-mode=on",
 		"-device", "edu",
 		"-kernel", h.Kernel, "-initrd", initrd,
-		"-append", "console=ttyS0 intel_iommu=on panic=-1 quiet",
+		// daqiri_src tells init.sh where the module lives, so that it stays visible when
+		// the scratch tmpfs mounts cover its parent (a clone under /tmp or /root).
+		"-append", "console=ttyS0 intel_iommu=on panic=-1 quiet daqiri_src=" + o.ModuleRoot,
 		"-serial", "file:" + console,
 		"-fsdev", "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap",
 		"-device", "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot",

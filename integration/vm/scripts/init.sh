@@ -28,6 +28,17 @@ until mount -t 9p -o "$opts,ro" hostroot /host 2>/dev/null; do
 	sleep 0.1
 done
 
+# The module under test may live under a folder the scratch mounts below
+# cover (a clone in /tmp or /root): keep a bind of it to put back on top.
+src=
+for w in $(cat /proc/cmdline); do
+	case "$w" in daqiri_src=*) src=${w#daqiri_src=} ;; esac
+done
+if [ -n "$src" ] && [ -d "/host$src" ]; then
+	mkdir -p /src
+	mount -o bind "/host$src" /src || die "bind the module root $src"
+fi
+
 # Writable scratch over the read-only host tree. The mount points exist on
 # the host; mounting over them writes nothing there.
 mount -t proc proc /host/proc || die "mount /host/proc"
@@ -41,6 +52,10 @@ mount -t tmpfs -o mode=1777 tmpfs /host/tmp || die "mount /host/tmp"
 for d in /host/run /host/var/tmp /host/root; do
 	[ -d $d ] && mount -t tmpfs tmpfs $d
 done
+if [ -n "$src" ] && [ -d /src ]; then
+	mkdir -p "/host$src" 2>/dev/null
+	mount -o bind /src "/host$src" || die "restore the module root $src"
+fi
 mkdir -p /host/tmp/daqiri-vm
 mount -t 9p -o "$opts" work /host/tmp/daqiri-vm || die "cannot mount the work folder (9p tag work)"
 
