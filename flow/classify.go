@@ -282,25 +282,3 @@ func (t *Table) Classify(frame []byte) Verdict {
 	}
 	return Verdict{Action: ActionSteer, Queue: t.DefaultQueue, Rule: -1}
 }
-
-// Match returns the first rule (by slot) a frame matches, or -1: for TX flows, which
-// transform what they match.
-func Match(rules []*Rule, frame []byte) int {
-	var vx uint16
-	for _, r := range rules {
-		if r != nil && r.Decap == DecapVXLAN {
-			vx = r.VXLANPort
-			break
-		}
-	}
-	p := parse(frame, vx)
-	for i, r := range rules {
-		if r == nil {
-			continue
-		}
-		if _, ok := r.matches(p); ok {
-			return i
-		}
-	}
-	return -1
-}

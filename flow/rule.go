@@ -179,13 +179,20 @@ func Compile(cfg *config.Config, path string, f *config.Flow, rxQueueIDs []int, 
 	if len(r.Queues) == 0 {
 		return nil, errf(".actions", "an RX flow must end with a queue action")
 	}
-	m := &f.Match
+	if err := compileMatch(r, &f.Match, flex, errf); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// compileMatch fills r's match fields from m.
+func compileMatch(r *Rule, m *config.Match, flex []config.FlexItem, errf func(sub, format string, args ...any) error) error {
 	for _, p := range []struct {
 		key string
 		r   config.PortRange
 	}{{"udp_src", m.UDPSrc}, {"udp_dst", m.UDPDst}} {
 		if p.r.Lo > p.r.Hi {
-			return nil, errf(".match."+p.key, "port range %d-%d is empty", p.r.Lo, p.r.Hi)
+			return errf(".match."+p.key, "port range %d-%d is empty", p.r.Lo, p.r.Hi)
 		}
 	}
 	r.UDPSrc, r.UDPDst, r.IPv4Len = m.UDPSrc, m.UDPDst, m.IPv4Len
@@ -198,17 +205,17 @@ func Compile(cfg *config.Config, path string, f *config.Flow, rxQueueIDs []int, 
 			continue
 		}
 		if !a.a.Is4() {
-			return nil, errf(".match."+a.key, "must be an IPv4 address, got %v", a.a)
+			return errf(".match."+a.key, "must be an IPv4 address, got %v", a.a)
 		}
 		*a.dst = a.a
 	}
 	ipFields := !m.UDPSrc.Any() || !m.UDPDst.Any() || m.IPv4Len != 0 || m.IPv4Src.IsValid() || m.IPv4Dst.IsValid()
 	if m.Flex != nil {
 		if ipFields {
-			return nil, errf(".match.flex_item_id", "a flex item match cannot be combined with UDP/IPv4 match fields")
+			return errf(".match.flex_item_id", "a flex item match cannot be combined with UDP/IPv4 match fields")
 		}
 		if r.VLANPop || r.Decap != DecapNone {
-			return nil, errf(".match.flex_item_id", "a flex item match cannot be combined with VLAN or tunnel actions")
+			return errf(".match.flex_item_id", "a flex item match cannot be combined with VLAN or tunnel actions")
 		}
 		var item *config.FlexItem
 		for k := range flex {
@@ -217,27 +224,27 @@ func Compile(cfg *config.Config, path string, f *config.Flow, rxQueueIDs []int, 
 			}
 		}
 		if item == nil {
-			return nil, errf(".match.flex_item_id", "flex item %d is not defined in rx.flex_items", m.Flex.ItemID)
+			return errf(".match.flex_item_id", "flex item %d is not defined in rx.flex_items", m.Flex.ItemID)
 		}
 		if item.Offset < 0 || item.Offset > config.MaxFlexOffset || item.Offset%4 != 0 {
-			return nil, errf(".match.flex_item_id", "flex item %d has offset %d; must be a multiple of 4 ≤ %d", item.ID, item.Offset, config.MaxFlexOffset)
+			return errf(".match.flex_item_id", "flex item %d has offset %d; must be a multiple of 4 ≤ %d", item.ID, item.Offset, config.MaxFlexOffset)
 		}
 		r.Flex = &Flex{UDPPort: item.UDPDstPort, Offset: item.Offset, Value: m.Flex.Value & m.Flex.Mask, Mask: m.Flex.Mask}
 	}
 	if m.ECPRI != nil {
 		if ipFields || m.Flex != nil {
-			return nil, errf(".match.ecpri", "an eCPRI match cannot be combined with UDP/IPv4 or flex item match fields")
+			return errf(".match.ecpri", "an eCPRI match cannot be combined with UDP/IPv4 or flex item match fields")
 		}
 		if m.ECPRI.PCID != nil && m.ECPRI.MsgType == nil {
-			return nil, errf(".match.ecpri.pc_id", "matching pc_id/rtc_id needs msg_type")
+			return errf(".match.ecpri.pc_id", "matching pc_id/rtc_id needs msg_type")
 		}
 		if len(r.Queues) > 1 {
-			return nil, errf(".match.ecpri", "eCPRI flows cannot spread over several queues (no RSS): use one queue id")
+			return errf(".match.ecpri", "eCPRI flows cannot spread over several queues (no RSS): use one queue id")
 		}
 		e := *m.ECPRI
 		r.ECPRI = &e
 	}
-	return r, nil
+	return nil
 }
 
 // Class is the flow class of the rule: standard (UDP/IPv4), flex or eCPRI.
@@ -249,4 +256,43 @@ func (r *Rule) Class() string {
 		return "eCPRI"
 	}
 	return "standard (UDP/IPv4)"
+}
+
+// TxRule is one compiled TX flow: frames it matches get its transforms, in order.
+type TxRule struct {
+	Name    string
+	Match   *Rule // match fields only
+	Actions []config.Action
+}
+
+// CompileTX turns one configured TX flow into a TX rule.
+func CompileTX(cfg *config.Config, path string, f *config.Flow) (*TxRule, error) {
+	errf := func(sub, format string, args ...any) error {
+		if cfg != nil {
+			return cfg.Errorf(path+sub, format, args...)
+		}
+		return fmt.Errorf("%s%s: %s", path, sub, fmt.Sprintf(format, args...))
+	}
+	if len(f.Actions) == 0 || len(f.Actions) > config.MaxFlowActions {
+		return nil, errf(".actions", "a TX flow needs 1 to %d actions, got %d", config.MaxFlowActions, len(f.Actions))
+	}
+	for i, a := range f.Actions {
+		switch a.Type {
+		case config.ActionVLANPush:
+		case config.ActionTunnelEncap:
+			if decapOf(a.Tunnel.Type) == DecapNone {
+				return nil, errf(fmt.Sprintf(".actions[%d]", i), "unknown tunnel type %q (valid: vxlan, gre, nvgre)", a.Tunnel.Type)
+			}
+		default:
+			return nil, errf(fmt.Sprintf(".actions[%d]", i), "a TX flow may only use vlan_push and tunnel_encap, not %s", a.Type)
+		}
+	}
+	if f.Match.Flex != nil || f.Match.ECPRI != nil {
+		return nil, errf(".match", "TX flows match on UDP/IPv4 fields only")
+	}
+	r := &Rule{Name: f.Name, FlowID: uint32(f.ID)}
+	if err := compileMatch(r, &f.Match, nil, errf); err != nil {
+		return nil, err
+	}
+	return &TxRule{Name: f.Name, Match: r, Actions: append([]config.Action(nil), f.Actions...)}, nil
 }
