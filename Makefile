@@ -22,7 +22,10 @@ run:
 # naming what is missing; CI runs them as root (.ci/run).
 test:
 	$(GO) vet ./...
-	$(GO) test $(GOTESTFLAGS) ./...
+	$(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v '/integration/vm$$')
+	@echo "== VM tests (one boot; every guest test listed)"
+	@bash -o pipefail -c '$(GO) test $(GOTESTFLAGS) -v ./integration/vm | grep -E -- "^ *--- |^(ok|FAIL|PASS)|^ +vm_test.go:[0-9]+: (skip|boot|VM)"'
+
 
 tools:
 	@mkdir -p $(BIN)
