@@ -1,0 +1,253 @@
+package afxdp
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/flow"
+	"github.com/daqiri-go/daqiri/xsk"
+)
+
+// rxq is one configured RX queue.
+type rxq struct {
+	pt     *port
+	q      *engine.RxQueue
+	pos    int
+	region *engine.Region
+	direct bool
+	socks  []*sock      // sockets this queue polls (its worker, or its caller in direct mode)
+	pend   []pending    // partial bursts being built by this queue's poller, by target position
+	busy   atomic.Bool  // direct mode: a caller is polling
+	polled atomic.Int64 // packets taken off the RX rings (diagnostics)
+}
+
+// pending is a partial burst for one target queue and when its first packet came.
+type pending struct {
+	b     *engine.Burst
+	first time.Time
+}
+
+// batch is how many packets a burst to this queue holds before it is handed over.
+func (r *rxq) batch() int {
+	if r.direct {
+		return directMaxPkts
+	}
+	return r.q.BatchSize()
+}
+
+// timeout is how long a partial burst to this queue may wait (0: until the rings run dry).
+func (r *rxq) timeout() time.Duration {
+	if r.direct {
+		return 0
+	}
+	return r.q.Timeout()
+}
+
+func (r *rxq) drop(reason engine.DropReason, n int) { r.q.Stats.Drop(reason, n) }
+
+// receive takes up to max frames off socket s and sorts them into the poller's partial bursts;
+// hold is the queue whose burst must not be handed over when full (a direct poller's own).
+func (r *rxq) receive(s *sock, max int, now time.Time, hold *rxq) int {
+	if r.pend == nil {
+		r.pend = make([]pending, len(r.pt.rxqs))
+	}
+	s.refill()
+	n := s.x.Receive(s.descs[:min(max, len(s.descs))])
+	if n == 0 {
+		if s.x.FillNeedsWakeup() {
+			s.x.WakeupRx()
+		}
+		return 0
+	}
+	r.polled.Add(int64(n))
+	for _, d := range s.descs[:n] {
+		r.frame(s, d, now, hold)
+	}
+	s.refill()
+	return n
+}
+
+// frame hands one received frame to its target queue's partial burst.
+func (r *rxq) frame(s *sock, d xsk.Desc, now time.Time, hold *rxq) {
+	pt := r.pt
+	bs := uint64(s.region.BufSize)
+	off := xsk.FrameAddr(d.Addr)
+	idx := uint32(off / bs)
+	s.given[idx] = false
+	n := int(d.Len)
+	buf := s.region.Bytes()
+	if off < flow.MetaLen || off+uint64(n) > uint64(len(buf)) || n == 0 {
+		s.region.Put(idx)
+		s.owner.drop(engine.DropMalformed, 1)
+		return
+	}
+	m, ok := flow.ParseMeta(buf[off-flow.MetaLen : off])
+	if !ok {
+		// The driver gave no metadata room: classify here with the same rules.
+		v := pt.table.Load().Classify(buf[off : off+uint64(n)])
+		if v.Action != flow.ActionSteer {
+			s.region.Put(idx)
+			s.owner.drop(engine.DropFiltered, 1)
+			return
+		}
+		m = flow.Meta{FlowID: v.FlowID, Queue: v.Queue, VLANPop: v.VLANPop, Decap: v.Decap}
+	}
+	if m.Queue >= len(pt.rxqs) {
+		s.region.Put(idx)
+		s.owner.drop(engine.DropMalformed, 1)
+		return
+	}
+	tq := pt.rxqs[m.Queue]
+	switch {
+	case m.Decap != flow.DecapNone:
+		st, l, ok := flow.Decapsulate(buf[off:off+uint64(n)], m.Decap)
+		if !ok {
+			s.region.Put(idx)
+			tq.drop(engine.DropMalformed, 1)
+			return
+		}
+		off += uint64(st)
+		n = l
+	case m.VLANPop:
+		if sh, ok := flow.PopVLAN(buf[off : off+uint64(n)]); ok {
+			off += uint64(sh)
+			n -= sh
+		}
+	}
+	if tq.region != s.region {
+		// Another region: copy into one of its buffers.
+		j, ok := tq.region.Get()
+		if !ok {
+			s.region.Put(idx)
+			tq.drop(engine.DropNoPacketBuffers, 1)
+			return
+		}
+		dst := tq.region.Buf(j)
+		if n > len(dst) {
+			tq.region.Put(j)
+			s.region.Put(idx)
+			tq.drop(engine.DropTruncated, 1)
+			return
+		}
+		copy(dst, buf[off:off+uint64(n)])
+		s.region.Put(idx)
+		off = uint64(j) * uint64(tq.region.BufSize)
+	}
+	p := &r.pend[tq.pos]
+	if p.b == nil {
+		b, err := tq.q.NewBurst()
+		if err != nil {
+			tq.region.Release(off)
+			tq.drop(engine.DropNoBurstBuffers, 1)
+			return
+		}
+		p.b, p.first = b, now
+	}
+	p.b.Append(off, uint32(n), m.FlowID, 0)
+	if tq != hold && p.b.Len() >= tq.batch() {
+		tq.q.Deliver(p.b)
+		p.b = nil
+	}
+}
+
+// flush hands over partial bursts whose time is up; idle means the rings ran dry. It returns
+// how long the oldest remaining one may still wait (0 when none waits).
+func (r *rxq) flush(now time.Time, idle bool, hold *rxq) time.Duration {
+	var wait time.Duration
+	for i := range r.pend {
+		p := &r.pend[i]
+		if p.b == nil || r.pt.rxqs[i] == hold {
+			continue
+		}
+		tq := r.pt.rxqs[i]
+		to := tq.timeout()
+		left := to - now.Sub(p.first)
+		if (to == 0 && idle) || (to > 0 && left <= 0) {
+			tq.q.Deliver(p.b)
+			p.b = nil
+			continue
+		}
+		if to > 0 && (wait == 0 || left < wait) {
+			wait = left
+		}
+	}
+	return wait
+}
+
+// flushAll hands over every partial burst (at Close: they are freed by the session's drain).
+func (r *rxq) flushAll() {
+	for i := range r.pend {
+		if p := &r.pend[i]; p.b != nil {
+			r.pt.rxqs[i].q.Deliver(p.b)
+			p.b = nil
+		}
+	}
+}
+
+// run is the worker of an indirect RX queue.
+func (r *rxq) run() {
+	w := r.pt.e.w
+	const maxWait = 2 * time.Millisecond
+	for !w.Stopped() {
+		now := time.Now()
+		got := 0
+		for _, s := range r.socks {
+			got += r.receive(s, rxBatch, now, nil)
+		}
+		wait := r.flush(now, got == 0, nil)
+		if got > 0 {
+			continue
+		}
+		if wait <= 0 || wait > maxWait {
+			wait = maxWait
+		}
+		xsk.WaitAny(r.sockets(), wait)
+	}
+}
+
+func (r *rxq) sockets() []*xsk.Socket {
+	xs := make([]*xsk.Socket, 0, len(r.socks))
+	for _, s := range r.socks {
+		xs = append(xs, s.x)
+	}
+	return xs
+}
+
+// poll is RxBurst of a direct queue: the caller's thread reads the queue's sockets.
+func (r *rxq) poll() (*engine.Burst, error) {
+	if b, ok := r.q.Next(); ok {
+		return b, nil // forwarded to this queue by another queue's poller
+	}
+	if !r.busy.CompareAndSwap(false, true) {
+		return nil, fmt.Errorf("another thread is polling direct queue %d: %w", r.q.ID, engine.ErrNotReady)
+	}
+	defer r.busy.Store(false)
+	if r.pt.e.closed.Load() {
+		return nil, engine.ErrNotReady
+	}
+	now := time.Now()
+	for _, s := range r.socks {
+		have := 0
+		if r.pend != nil && r.pend[r.pos].b != nil {
+			have = r.pend[r.pos].b.Len()
+		}
+		if have >= directMaxPkts {
+			break
+		}
+		r.receive(s, directMaxPkts-have, now, r)
+	}
+	r.flush(now, true, r)
+	if r.pend == nil {
+		return nil, engine.ErrNotReady
+	}
+	p := &r.pend[r.pos]
+	b := p.b
+	p.b = nil
+	if b == nil {
+		return nil, engine.ErrNotReady
+	}
+	r.q.Stats.Add(b.Len(), b.TotalBytes())
+	return b, nil
+}
