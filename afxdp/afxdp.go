@@ -213,9 +213,14 @@ func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 		if err := pt.installStatic(); err != nil {
 			return nil, err
 		}
+		// Sockets sharing a region split its buffers between their fill rings.
+		users := map[*engine.Region]int{}
+		for k := 0; k < pt.nicRx; k++ {
+			users[pt.rxqs[k%len(pt.rxqs)].region]++
+		}
 		for k := 0; k < pt.nicRx; k++ {
 			owner := pt.rxqs[k%len(pt.rxqs)]
-			s, err := pt.openSock(k, owner.region, true, k < len(p.Tx))
+			s, err := pt.openSock(k, owner.region, true, k < len(p.Tx), users[owner.region])
 			if err != nil {
 				return nil, err
 			}
@@ -234,7 +239,7 @@ func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 			// Shares the RX socket of this NIC queue: frames are copied into its UMEM.
 			t.s, t.copyTx = s, true
 		} else {
-			s, err := pt.openSock(j, t.region, false, true)
+			s, err := pt.openSock(j, t.region, false, true, 1)
 			if err != nil {
 				return nil, err
 			}

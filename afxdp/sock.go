@@ -24,8 +24,11 @@ type sock struct {
 	last     xsk.Stats
 }
 
-func (pt *port) openSock(k int, r *engine.Region, rx, tx bool) (*sock, error) {
-	fill := min(maxRingSize, pow2Floor(max(r.NumBufs/2, 8)))
+// openSock binds a socket to NIC queue k with region r as UMEM; users is how many RX sockets
+// share the region (they split half of it between their fill rings, leaving the rest for
+// bursts the application holds).
+func (pt *port) openSock(k int, r *engine.Region, rx, tx bool, users int) (*sock, error) {
+	fill := min(maxRingSize, pow2Floor(max(r.NumBufs/(2*max(users, 1)), 8)))
 	o := xsk.Options{
 		Ifindex: pt.ifindex, Queue: k, Mem: r.Bytes(), ChunkSize: r.BufSize,
 		Unaligned: r.BufSize&(r.BufSize-1) != 0,
