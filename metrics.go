@@ -1,0 +1,88 @@
+package daqiri
+
+import (
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/daqiri-go/daqiri/metrics"
+)
+
+// OpenTelemetry metrics (upstream-daqiri.md §6): every session reports its queue counters as
+// the observable counters daqiri.rx.packets, daqiri.rx.bytes, daqiri.tx.packets,
+// daqiri.tx.bytes and daqiri.dropped.packets, with attributes daqiri.engine,
+// daqiri.interface.name, daqiri.port.id, daqiri.queue.id and (drops) daqiri.drop.reason.
+// Values are computed from Session.Stats at each collection, so every engine is covered and
+// the numbers are the ones PrintStats shows.
+//
+// Like upstream, sessions report to the process's global meter provider (otel.SetMeterProvider;
+// until one is set, nothing is collected and the cost is a few idle objects).
+// RegisterMetrics reports to any other provider.
+
+func init() {
+	hooks = append(hooks, sessionHook{name: "metrics", open: openGlobalMetrics, close: closeGlobalMetrics})
+}
+
+// globalRegs holds each open session's registration with the global provider, so the close
+// hook can remove it (a session has no field for it, and the hook signature carries only
+// the session). Sessions are independent: each has its own entry.
+var globalRegs sync.Map // *Session → metric.Registration
+
+func openGlobalMetrics(s *Session) error {
+	reg, err := s.RegisterMetrics(otel.GetMeterProvider())
+	if err != nil {
+		return err
+	}
+	globalRegs.Store(s, reg)
+	return nil
+}
+
+func closeGlobalMetrics(s *Session) {
+	if reg, ok := globalRegs.LoadAndDelete(s); ok {
+		if err := reg.(metric.Registration).Unregister(); err != nil {
+			s.log.Warn("unregistering metrics", "err", err)
+		}
+	}
+}
+
+// RegisterMetrics reports the session's counters to mp (meter "daqiri", versioned with
+// Version) until the registration is unregistered. The counters stay readable after Close,
+// so a registration kept past Close reports the final values. Sessions already report to the
+// global provider; register with that one again and every series is reported twice.
+func (s *Session) RegisterMetrics(mp metric.MeterProvider) (metric.Registration, error) {
+	if mp == nil {
+		return nil, fmt.Errorf("daqiri: RegisterMetrics with a nil meter provider: %w", ErrNullPtr)
+	}
+	reg, err := metrics.Register(mp.Meter(metrics.MeterName, metric.WithInstrumentationVersion(Version)), s.MetricSamples)
+	if err != nil {
+		return nil, fmt.Errorf("daqiri: %w", err)
+	}
+	return reg, nil
+}
+
+// MetricSamples is Stats in the form package metrics reports: one sample per queue, with the
+// queue's configured id and the interface's name (port<N> when it has none, as upstream).
+func (s *Session) MetricSamples() []metrics.Sample {
+	st := s.Stats()
+	var out []metrics.Sample
+	for _, p := range st.Ports {
+		port := s.ports[p.Port]
+		name := p.Name
+		if name == "" {
+			name = fmt.Sprintf("port%d", p.Port)
+		}
+		add := func(dir metrics.Direction, id int, q QueueStats) {
+			out = append(out, metrics.Sample{Engine: p.Engine, Interface: name, Port: p.Port, Queue: metrics.QueueID(id),
+				Dir: dir, Packets: q.Packets, Bytes: q.Bytes, Drops: q.Drops})
+		}
+		for i, q := range p.Rx {
+			add(metrics.Rx, port.Rx[i].ID, q)
+		}
+		for i, q := range p.Tx {
+			add(metrics.Tx, port.Tx[i].ID, q)
+		}
+	}
+	return out
+}
