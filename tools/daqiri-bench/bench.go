@@ -87,6 +87,9 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 			s.Close()
 		}
 	}()
+	if err := o.metrics.register(s); err != nil {
+		return nil, err
+	}
 
 	var tx, rx counter
 	var sendErrs atomic.Uint64

@@ -4,6 +4,7 @@
 //
 //	daqiri-bench [--config FILE] [--duration 10s] [--mode both|tx|rx] [--payload N]
 //	             [--rate GBPS] [--window PACKETS] [--json]
+//	             [--metrics-addr HOST:PORT [--metrics-linger DURATION]]
 //	daqiri-bench --validate FILE
 package main
 
@@ -41,6 +42,10 @@ type options struct {
 	window   int
 	json     bool
 	quiet    bool
+
+	metricsAddr   string
+	metricsLinger time.Duration
+	metrics       *metricsServer // set by run when metricsAddr is
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -56,6 +61,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.window, "window", -1, "with --mode both: at most this many packets sent but not yet received (0 = unlimited; default: the config's bench.window)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object with the results at the end instead of the table")
 	fs.BoolVar(&o.quiet, "quiet", false, "no live progress line")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve the counters in Prometheus text format at http://HOST:PORT/metrics (port 0: any free one)")
+	fs.DurationVar(&o.metricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving the final counters this long after the results (Ctrl-C ends it)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -106,6 +113,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.metrics, err = startMetrics(o, stderr); err != nil {
+		fmt.Fprintln(stderr, "daqiri-bench:", err)
+		return 1
+	}
+	defer o.metrics.stop()
 	res, err := bench(ctx, cfg, o, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "daqiri-bench:", err)
@@ -118,5 +130,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	} else {
 		res.table(stdout)
 	}
+	o.metrics.wait(ctx, stderr)
 	return 0
 }
