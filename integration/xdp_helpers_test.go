@@ -83,10 +83,20 @@ type rxPkt struct {
 // (quiet for settle after reaching want, to catch extras).
 func collect(t *testing.T, s *daqiri.Session, port, want int, deadline time.Duration) []rxPkt {
 	t.Helper()
+	return collectQuiet(t, s, port, want, deadline, 0)
+}
+
+// collectQuiet is collect that also stops once nothing arrived for quiet (0: never).
+func collectQuiet(t *testing.T, s *daqiri.Session, port, want int, deadline, quiet time.Duration) []rxPkt {
+	t.Helper()
 	var got []rxPkt
 	end := time.Now().Add(deadline)
 	var settleEnd time.Time
+	lastProgress := time.Now()
 	for time.Now().Before(end) {
+		if quiet > 0 && len(got) > 0 && time.Since(lastProgress) > quiet {
+			break
+		}
 		progress := false
 		for _, q := range s.RxQueueIDs(port) {
 			b, err := s.RxBurst(port, q)
@@ -101,6 +111,7 @@ func collect(t *testing.T, s *daqiri.Session, port, want int, deadline time.Dura
 			}
 			b.Free()
 			progress = true
+			lastProgress = time.Now()
 		}
 		if len(got) >= want {
 			if settleEnd.IsZero() {

@@ -46,6 +46,12 @@ func NewPairWith(t testing.TB, o PairOptions) *Pair {
 	rand.Read(rb[:])
 	p.AddrA = netip.AddrFrom4([4]byte{10, 100 + rb[0]%100, rb[1], 1})
 	p.AddrB = netip.AddrFrom4([4]byte{10, 100 + rb[0]%100, rb[1], 2})
+	// No IPv6 on these links: its neighbour discovery would add frames the tests did not send.
+	for _, ns := range []*NS{p.A, p.B} {
+		if err := ns.Do(disableIPv6); err != nil {
+			t.Fatal(err)
+		}
+	}
 	err = p.A.Do(func() error {
 		la := netlink.NewLinkAttrs()
 		la.Name = p.VethA
@@ -127,4 +133,13 @@ func (n *NS) Scapy(script string) ([]byte, error) {
 		return out, fmt.Errorf("scapy in %s: %w: %s", n.Name, err, out)
 	}
 	return out, nil
+}
+
+func disableIPv6() error {
+	for _, k := range []string{"all", "default"} {
+		if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+k+"/disable_ipv6", []byte("1"), 0); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("disable IPv6: %w", err)
+		}
+	}
+	return nil
 }
