@@ -1,0 +1,13 @@
+# AF_XDP engine (afxdp/), flow steering and its XDP program (flow/), the substrate (xsk/) and
+# the software loopback engine (swloop/). Root-only tests skip with a message elsewhere.
+.PHONY: test-xdp bench-xdp
+
+test-xdp:
+	$(GO) test $(GOTESTFLAGS) ./xsk/... ./flow/... ./afxdp/... ./swloop/...
+	$(GO) test $(GOTESTFLAGS) -run 'XDP|Loopback' ./integration/ .
+
+# RX Mpps of engine xdp vs DPDK testpmd (af_xdp vdev, rxonly) on the same veth, same sender,
+# 64 B and 1500 B frames; prints the ratio. Needs root, dpdk-testpmd and hugepages (set up and
+# restored by the script). BENCH_SECONDS sets the length of each run.
+bench-xdp: tools
+	bash bench/xdp/run.sh
