@@ -1,0 +1,157 @@
+// Package swloop is the software loopback engine (`loopback: "sw"`, engine name loopback):
+// every TX burst comes back as an RX burst on the same interface without a NIC and without a
+// copy — the RX burst points at the very buffers the application filled.
+//
+// Upstream's software loopback serves one interface with one RX and one TX queue. Here every
+// interface loops on its own, TX queue j (configuration order) feeding RX queue j, or the
+// first RX queue when there are fewer RX queues. Bursts keep their packets and segments
+// (header-data split included); received packets carry flow id 0 and no timestamp. pacing_mbps
+// and SetPacketTxTime are honoured in software in the sending thread, as in engine xdp.
+package swloop
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/engine"
+)
+
+// Engine loops the TX queues of its ports back to their RX queues.
+type Engine struct {
+	env    *engine.Env
+	meta   *engine.MetaPool // RX bursts that point at TX buffers
+	ports  map[int]*engine.Port
+	pacers map[*engine.TxQueue]*pacer
+	closed atomic.Bool
+}
+
+type pacer struct {
+	mbps float64
+	next float64 // ns since epoch
+}
+
+// Open builds the loopback for env's ports.
+func Open(ctx context.Context, env *engine.Env) (engine.Engine, error) {
+	n := env.Config.RxMetaBuffers
+	if n <= 0 {
+		n = config.DefaultMetaBuffers
+	}
+	capacity := 64
+	for _, p := range env.Ports {
+		for _, q := range p.Tx {
+			capacity = max(capacity, q.BatchSize())
+		}
+	}
+	m, err := engine.NewMetaPool("loopback-rx", n, min(capacity, 1024), false)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{env: env, meta: m, ports: map[int]*engine.Port{}, pacers: map[*engine.TxQueue]*pacer{}}
+	for _, p := range env.Ports {
+		e.ports[p.ID] = p
+		for _, q := range p.Tx {
+			if q.Config.PacingMbps > 0 {
+				e.pacers[q] = &pacer{mbps: float64(q.Config.PacingMbps)}
+			}
+		}
+		if len(p.Tx) > 0 && len(p.Rx) == 0 {
+			env.Log.Warn("loopback interface has TX queues but no RX queue: sent packets are counted as dropped", "interface", p.Name)
+		}
+	}
+	return e, nil
+}
+
+// target is the RX queue a TX queue loops to.
+func target(p *engine.Port, tq *engine.TxQueue) *engine.RxQueue {
+	if len(p.Rx) == 0 {
+		return nil
+	}
+	if tq.Index < len(p.Rx) {
+		return p.Rx[tq.Index]
+	}
+	return p.Rx[0]
+}
+
+func waitUntil(ns float64) {
+	for {
+		d := ns - float64(time.Now().UnixNano())
+		if d <= 0 {
+			return
+		}
+		if d > 200e3 {
+			time.Sleep(time.Duration(d - 100e3))
+		}
+	}
+}
+
+// Send hands the burst's packets to the looped RX queue; ownership of the buffers passes to
+// the RX burst, the TX burst's metadata is freed.
+func (e *Engine) Send(b *engine.Burst) error {
+	if e.closed.Load() {
+		return fmt.Errorf("loopback closed: %w", engine.ErrNotReady)
+	}
+	p := e.ports[b.Port()]
+	if p == nil {
+		return fmt.Errorf("port %d is not a loopback port: %w", b.Port(), engine.ErrInvalidParameter)
+	}
+	tq := p.TxQueueByID(b.Queue())
+	if tq == nil {
+		return fmt.Errorf("port %d has no tx queue %d: %w", b.Port(), b.Queue(), engine.ErrInvalidParameter)
+	}
+	rq := target(p, tq)
+	n := b.Len()
+	if rq == nil {
+		tq.Stats.Drop(engine.DropNotConnected, n)
+		b.Free()
+		return nil
+	}
+	rb, err := e.meta.Get(p.ID, rq.ID, regions(b), p.Raw, n)
+	if err != nil {
+		rq.Stats.Drop(engine.DropNoBurstBuffers, n)
+		tq.Stats.Add(n, b.TotalBytes())
+		b.Free()
+		return nil
+	}
+	pc := e.pacers[tq]
+	var offs [config.MaxSegments]uint64
+	var lens [config.MaxSegments]uint32
+	for i := 0; i < n; i++ {
+		if at, err := b.RxTimestamp(i); err == nil {
+			waitUntil(float64(at))
+		}
+		if pc != nil {
+			now := float64(time.Now().UnixNano())
+			if pc.next < now {
+				pc.next = now
+			}
+			waitUntil(pc.next)
+			pc.next += float64(b.PacketLen(i)) * 8 * 1e3 / pc.mbps
+		}
+		for s := 0; s < b.NumSegments(); s++ {
+			offs[s] = b.SegmentOffset(s, i)
+			lens[s] = uint32(b.SegmentLen(s, i))
+		}
+		rb.AppendSegments(offs[:b.NumSegments()], lens[:b.NumSegments()], 0, 0)
+	}
+	tq.Stats.Add(n, b.TotalBytes())
+	b.FreeMeta() // the packets now belong to rb
+	rq.Deliver(rb)
+	return nil
+}
+
+func regions(b *engine.Burst) []*engine.Region {
+	rs := make([]*engine.Region, b.NumSegments())
+	for s := range rs {
+		rs[s] = b.SegmentRegion(s)
+	}
+	return rs
+}
+
+// Close stops accepting bursts. RX bursts still queued are freed by the session.
+func (e *Engine) Close() error {
+	e.closed.Store(true)
+	return nil
+}
