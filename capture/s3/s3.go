@@ -47,7 +47,9 @@ type Config struct {
 	// <bucket>.<endpoint>/<key> (virtual-hosted).
 	PathStyle bool
 	// AccessKey and SecretKey are static credentials. When both are empty the SDK's default
-	// chain is used (environment, shared files, then instance metadata).
+	// chain is used (environment, shared files, then instance metadata). Uploads use a
+	// transport of the writer's own, which trusts the system's CAs (SSL_CERT_FILE and
+	// SSL_CERT_DIR apply; AWS_CA_BUNDLE does not).
 	AccessKey, SecretKey string
 	// MaxInflight bounds concurrent uploads (default 8, as upstream).
 	MaxInflight int
@@ -144,7 +146,7 @@ func New(ctx context.Context, cfg Config) (*Writer, error) {
 			Credentials: credentials.NewStaticCredentialsProvider(cfg.AccessKey, cfg.SecretKey, ""),
 		}, opt)
 	} else {
-		ac, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.Region), awsconfig.WithHTTPClient(hc))
+		ac, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.Region))
 		if err != nil {
 			return nil, fmt.Errorf("s3 capture: loading AWS configuration: %w", err)
 		}
