@@ -66,69 +66,35 @@ func suffix() string {
 }
 
 // NewPair creates two namespaces and a veth pair between them with addresses 10.<x>.<y>.1 and
-// .2, both ends and loopback up. The test is skipped when not root; cleanup deletes all.
+// .2 (MTU 9000, one queue each), both ends and loopback up and each side's neighbour entry for
+// the other pinned, so that no ARP exchange can delay or drop the first packets. The test is
+// skipped when not root; cleanup deletes all.
 func NewPair(t testing.TB) *Pair {
 	t.Helper()
-	Require(t)
-	id := suffix()
-	p := &Pair{VethA: "dqa" + id, VethB: "dqb" + id}
-	var err error
-	if p.A, err = newNS(t, "daqiri-"+id+"-a"); err != nil {
-		t.Fatal(err)
-	}
-	if p.B, err = newNS(t, "daqiri-"+id+"-b"); err != nil {
-		t.Fatal(err)
-	}
-	var rb [2]byte
-	rand.Read(rb[:])
-	p.AddrA = netip.AddrFrom4([4]byte{10, 100 + rb[0]%100, rb[1], 1})
-	p.AddrB = netip.AddrFrom4([4]byte{10, 100 + rb[0]%100, rb[1], 2})
-	err = p.A.Do(func() error {
-		la := netlink.NewLinkAttrs()
-		la.Name = p.VethA
-		la.MTU = 9000
-		veth := &netlink.Veth{LinkAttrs: la, PeerName: p.VethB, PeerNamespace: netlink.NsFd(p.B.handle)}
-		if err := netlink.LinkAdd(veth); err != nil {
-			return fmt.Errorf("add veth %s/%s: %w", p.VethA, p.VethB, err)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return NewPairWith(t, PairOptions{MTU: 9000})
+}
+
+// pinNeighbours adds a permanent ARP entry on each side for the other side's address.
+func (p *Pair) pinNeighbours() error {
 	for _, side := range []struct {
-		ns   *NS
-		name string
-		addr netip.Addr
-		mac  *net.HardwareAddr
-	}{{p.A, p.VethA, p.AddrA, &p.MACA}, {p.B, p.VethB, p.AddrB, &p.MACB}} {
+		ns      *NS
+		link    string
+		peer    netip.Addr
+		peerMAC net.HardwareAddr
+	}{{p.A, p.VethA, p.AddrB, p.MACB}, {p.B, p.VethB, p.AddrA, p.MACA}} {
 		err := side.ns.Do(func() error {
-			l, err := netlink.LinkByName(side.name)
+			l, err := netlink.LinkByName(side.link)
 			if err != nil {
 				return err
 			}
-			if err := netlink.LinkSetMTU(l, 9000); err != nil {
-				return err
-			}
-			a, _ := netlink.ParseAddr(netip.PrefixFrom(side.addr, 24).String())
-			if err := netlink.AddrAdd(l, a); err != nil {
-				return fmt.Errorf("address %v on %s: %w", side.addr, side.name, err)
-			}
-			if err := netlink.LinkSetUp(l); err != nil {
-				return err
-			}
-			*side.mac = l.Attrs().HardwareAddr
-			lo, err := netlink.LinkByName("lo")
-			if err != nil {
-				return err
-			}
-			return netlink.LinkSetUp(lo)
+			return netlink.NeighSet(&netlink.Neigh{LinkIndex: l.Attrs().Index, Family: netlink.FAMILY_V4,
+				State: netlink.NUD_PERMANENT, IP: side.peer.AsSlice(), HardwareAddr: side.peerMAC})
 		})
 		if err != nil {
-			t.Fatal(err)
+			return fmt.Errorf("pin neighbour %v on %s: %w", side.peer, side.link, err)
 		}
 	}
-	return p
+	return nil
 }
 
 func newNS(t testing.TB, name string) (*NS, error) {

@@ -99,6 +99,9 @@ func NewPairWith(t testing.TB, o PairOptions) *Pair {
 			t.Fatal(err)
 		}
 	}
+	if err := p.pinNeighbours(); err != nil {
+		t.Fatal(err)
+	}
 	return p
 }
 
