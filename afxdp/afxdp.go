@@ -166,9 +166,10 @@ func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 	cfg := e.env.Config
 	path := p.Path()
 	pt = &port{e: e, p: p, slotOf: map[uint32]int{}}
+	self := pt // the named result is nil after `return nil, err`
 	defer func() {
 		if err != nil {
-			pt.close()
+			self.close()
 		}
 	}()
 	l, err := netlink.LinkByName(p.Config.Address)
@@ -178,6 +179,11 @@ func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 	a := l.Attrs()
 	pt.ifindex, pt.mac, pt.mtu = a.Index, a.HardwareAddr, a.MTU
 	pt.nicRx, pt.nicTx = max(a.NumRxQueues, 1), max(a.NumTxQueues, 1)
+	// The active queue counts (real_num_rx/tx_queues) can be fewer than the allocated ones
+	// netlink reports; ethtool knows them where the driver implements get_channels.
+	if ch, err := xsk.GetChannels(p.Config.Address); err == nil && ch.RxQueues() > 0 {
+		pt.nicRx, pt.nicTx = ch.RxQueues(), max(ch.TxQueues(), 1)
+	}
 	pt.nicRx = min(pt.nicRx, flow.MaxNICQueues)
 	if len(p.Rx) > flow.MaxQueues {
 		return nil, cfg.Errorf(path+".rx.queues", "engine xdp steers to at most %d RX queues per interface", flow.MaxQueues)

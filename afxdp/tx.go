@@ -2,6 +2,7 @@ package afxdp
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -10,6 +11,11 @@ import (
 	"github.com/daqiri-go/daqiri/ring"
 	"github.com/daqiri-go/daqiri/xsk"
 )
+
+// pacerIdle is how long a sender must have had nothing to send for the pacer to restart its
+// schedule from now (idle time earns no credit, as upstream); while packets are waiting, any
+// lateness (an oversleep, a descheduled thread) is caught up, so the average rate holds.
+const pacerIdle = 1e6 // ns
 
 // txq is one configured TX queue.
 type txq struct {
@@ -27,8 +33,10 @@ type txq struct {
 	comp  []uint64
 	nd    int
 
-	mbps float64 // pacing_mbps; 0 = line rate
-	next float64 // pacer: earliest send time of the next packet, ns since epoch
+	mbps    float64 // pacing_mbps; 0 = line rate
+	next    float64 // pacer: earliest send time of the next packet, ns since epoch
+	lastEnd float64 // when the previous burst was done, ns since epoch
+	idle    bool    // the worker found nothing to send since then
 }
 
 func (t *txq) init(e *Engine) {
@@ -107,6 +115,7 @@ func (t *txq) run() {
 			t.kick(false)
 			t.reap()
 			t.mu.Unlock()
+			t.idle = true
 			if idle++; idle > 64 {
 				time.Sleep(50 * time.Microsecond)
 			}
@@ -115,9 +124,9 @@ func (t *txq) run() {
 		idle = 0
 		t.mu.Lock()
 		t.sendBurst(b)
-		if t.ring.Len() == 0 {
-			t.kick(true)
-		}
+		// Copy mode transmits only inside sendto, so every burst is pushed out at once.
+		t.kick(true)
+		t.reap()
 		t.mu.Unlock()
 	}
 }
@@ -148,6 +157,14 @@ func (t *txq) sendBurst(b *engine.Burst) {
 	pt := t.pt
 	sent, bytes := 0, 0
 	s := t.s
+	if t.mbps > 0 {
+		now := float64(time.Now().UnixNano())
+		if (t.idle || t.direct) && now-t.lastEnd > pacerIdle && t.next < now {
+			t.next = now
+		}
+		t.idle = false
+		defer func() { t.lastEnd = float64(time.Now().UnixNano()) }()
+	}
 	bs := uint64(s.region.BufSize)
 	for i := 0; i < b.Len(); i++ {
 		buf := b.SegmentBuffer(0, i)
@@ -173,10 +190,6 @@ func (t *txq) sendBurst(b *engine.Burst) {
 			t.wait(float64(at))
 		}
 		if t.mbps > 0 {
-			now := float64(time.Now().UnixNano())
-			if t.next < now {
-				t.next = now // idle time gives no credit
-			}
 			t.wait(t.next)
 			t.next += float64(n) * 8 * 1e3 / t.mbps
 		}
@@ -225,8 +238,11 @@ func (t *txq) submit() {
 	for done, tries := 0, 0; done < t.nd; tries++ {
 		k := t.s.x.Transmit(t.descs[done:t.nd])
 		done += k
+		if k > 0 {
+			tries = 0
+		}
 		if done < t.nd {
-			t.kick(false)
+			t.kick(true)
 			t.reap()
 			if tries > 100000 || t.pt.e.closed.Load() && tries > 1000 {
 				// The kernel stopped consuming: count the rest as failed and give the
@@ -238,7 +254,7 @@ func (t *txq) submit() {
 				break
 			}
 			if tries > 10 {
-				time.Sleep(time.Microsecond)
+				runtime.Gosched()
 			}
 		}
 	}

@@ -29,8 +29,9 @@ type Engine struct {
 }
 
 type pacer struct {
-	mbps float64
-	next float64 // ns since epoch
+	mbps    float64
+	next    float64 // earliest send time of the next packet, ns since epoch
+	lastEnd float64 // when the previous Send finished
 }
 
 // Open builds the loopback for env's ports.
@@ -116,6 +117,15 @@ func (e *Engine) Send(b *engine.Burst) error {
 		return nil
 	}
 	pc := e.pacers[tq]
+	if pc != nil {
+		// A sender that was away for over a millisecond restarts the schedule (idle time
+		// earns no credit); shorter gaps and any lateness inside a burst are caught up.
+		now := float64(time.Now().UnixNano())
+		if now-pc.lastEnd > 1e6 && pc.next < now {
+			pc.next = now
+		}
+		defer func() { pc.lastEnd = float64(time.Now().UnixNano()) }()
+	}
 	var offs [config.MaxSegments]uint64
 	var lens [config.MaxSegments]uint32
 	for i := 0; i < n; i++ {
@@ -123,10 +133,6 @@ func (e *Engine) Send(b *engine.Burst) error {
 			waitUntil(float64(at))
 		}
 		if pc != nil {
-			now := float64(time.Now().UnixNano())
-			if pc.next < now {
-				pc.next = now
-			}
 			waitUntil(pc.next)
 			pc.next += float64(b.PacketLen(i)) * 8 * 1e3 / pc.mbps
 		}
