@@ -52,9 +52,11 @@ ip -n "$NSB" link set "$VB" up
 sed -e "s/IFACE/$VB/" bench/xdp/rx.yaml > "$WORK/rx.yaml"
 txcfg() { sed -e "s/IFACE/$VA/" -e "s/PACING/$1/" bench/xdp/tx.yaml > "$WORK/tx.yaml"; }
 
+# The sender runs on core 0, each receiver gets core 1 (testpmd's forwarding lcore is 1, its
+# main lcore 0 only prints statistics once a second).
 # send SIZE SECONDS: the traffic source, in namespace A; prints its JSON result to $WORK/tx.json.
 send() {
-  ip netns exec "$NSA" "$BENCH" --config "$WORK/tx.yaml" --mode tx --payload "$1" --duration "${2}s" --json --quiet > "$WORK/tx.json"
+  ip netns exec "$NSA" taskset -c 0 "$BENCH" --config "$WORK/tx.yaml" --mode tx --payload "$1" --duration "${2}s" --json --quiet > "$WORK/tx.json"
 }
 jnum() { sed -n "s/.*\"$2\": *\([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
 
@@ -62,7 +64,7 @@ declare -A OURS PMD SENT
 txcfg 0
 for size in 64 1500; do
   # daqiri: receiver runs 2 s longer than the sender, which starts 1 s after it.
-  ip netns exec "$NSB" "$BENCH" --config "$WORK/rx.yaml" --mode rx --duration "$((SECS + 2))s" --json --quiet > "$WORK/rx.json" &
+  ip netns exec "$NSB" taskset -c 1 "$BENCH" --config "$WORK/rx.yaml" --mode rx --duration "$((SECS + 2))s" --json --quiet > "$WORK/rx.json" &
   rxpid=$!
   sleep 1
   send "$size" "$SECS"
