@@ -353,10 +353,12 @@ type File struct {
 // OpenFile registers f for device-memory I/O (capture.DeviceIO).
 func (d *Driver) OpenFile(f *os.File) (capture.DeviceFile, error) { return d.Open(f) }
 
-// Open registers f with cuFile (cuFileHandleRegister). In GDS mode the registration is on a
-// second descriptor of the same file opened with O_DIRECT; if the file system refuses
-// O_DIRECT the file's own descriptor is used and cuFile falls back to compatibility mode.
-// Close the File before f.
+// Open registers f with cuFile (cuFileHandleRegister). GPUDirect Storage needs a descriptor
+// opened with O_DIRECT, so in GDS mode a second descriptor of the same file is opened that
+// way (the caller's buffered writes of host segments keep using the original). cuFile's
+// acceptance of a descriptor depends on its configuration (allow_compat_mode, the file
+// system), so when it refuses the preferred descriptor the other kind is tried; the error
+// names both refusals. Close the File before f.
 func (d *Driver) Open(f *os.File) (*File, error) {
 	if err := d.live(); err != nil {
 		return nil, err
@@ -365,29 +367,40 @@ func (d *Driver) Open(f *os.File) (*File, error) {
 		return nil, fmt.Errorf("gds: nil file: %w", engine.ErrNullPtr)
 	}
 	file := &File{d: d, f: f}
-	fd := int(f.Fd())
+	first, second := false, true // false: the caller's descriptor; true: an O_DIRECT one
 	if d.mode == ModeGDS {
-		// O_DIRECT on a new descriptor keeps the caller's buffered writes (host segments)
-		// working on the original one.
-		if df, err := os.OpenFile(f.Name(), os.O_RDWR|unix.O_DIRECT, 0); err == nil {
-			file.direct = df
-			fd = int(df.Fd())
+		first, second = true, false
+	}
+	var errs []error
+	for _, direct := range []bool{first, second} {
+		fd := int(f.Fd())
+		what := "descriptor"
+		if direct {
+			df, err := os.OpenFile(f.Name(), os.O_RDWR|unix.O_DIRECT, 0)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("opening %s with O_DIRECT: %w", f.Name(), err))
+				continue
+			}
+			file.direct, fd, what = df, int(df.Fd()), "O_DIRECT descriptor"
 		}
-	}
-	ds := descr{typ: handleTypeOpaqueFD, fd: int64(uint32(fd))}
-	var ret uintptr
-	if err := d.dev.Do(func() error {
-		ret = dynlib.Call(d.l.handleRegister, uintptr(unsafe.Pointer(&file.handle)), uintptr(unsafe.Pointer(&ds)))
-		return nil
-	}); err != nil {
+		ds := descr{typ: handleTypeOpaqueFD, fd: int64(uint32(fd))}
+		var ret uintptr
+		if err := d.dev.Do(func() error {
+			ret = dynlib.Call(d.l.handleRegister, uintptr(unsafe.Pointer(&file.handle)), uintptr(unsafe.Pointer(&ds)))
+			return nil
+		}); err != nil {
+			file.closeDirect()
+			return nil, fmt.Errorf("gds: %w", err)
+		}
+		err := fileError(ret, "cuFileHandleRegister("+f.Name()+", "+what+")")
+		if err == nil {
+			return file, nil
+		}
+		file.handle = 0
 		file.closeDirect()
-		return nil, fmt.Errorf("gds: %w", err)
+		errs = append(errs, err)
 	}
-	if err := fileError(ret, "cuFileHandleRegister("+f.Name()+")"); err != nil {
-		file.closeDirect()
-		return nil, err
-	}
-	return file, nil
+	return nil, errors.Join(errs...)
 }
 
 func (f *File) closeDirect() {
@@ -424,7 +437,9 @@ func (f *File) io(fn uintptr, op string, buf uintptr, n int, off int64) error {
 		var ret int64
 		var ioErr error
 		if err := f.d.dev.Do(func() error {
-			ret = int64(dynlib.Call(fn, f.handle, buf, uintptr(n-done), uintptr(off+int64(done)), uintptr(done)))
+			// The buffer offset argument is for buffers registered with cuFileBufRegister;
+			// these are not, so the base moves instead.
+			ret = int64(dynlib.Call(fn, f.handle, buf+uintptr(done), uintptr(n-done), uintptr(off+int64(done)), 0))
 			// errno must be read on this thread before anything else can change it.
 			ioErr = f.d.l.ioError(ret, fmt.Sprintf("%s(%s, %d bytes at %d)", op, f.f.Name(), n-done, off+int64(done)))
 			return nil
