@@ -17,7 +17,7 @@ import (
 )
 
 // hostRegion is a region of off-heap host memory, checked for leaked buffers at cleanup.
-func hostRegion(t *testing.T, name string, n, size int) *engine.Region {
+func hostRegion(t testing.TB, name string, n, size int) *engine.Region {
 	t.Helper()
 	m, err := hugepage.Map(n*size, false)
 	if err != nil {
@@ -56,7 +56,7 @@ type fakeDevice struct {
 	failAll bool
 }
 
-func (d *fakeDevice) region(t *testing.T, name string, n, size int) *engine.Region {
+func (d *fakeDevice) region(t testing.TB, name string, n, size int) *engine.Region {
 	t.Helper()
 	d.mu.Lock()
 	m := &fakeDeviceMem{b: make([]byte, n*size), base: uintptr(0x7f00_0000_0000 + len(d.mems)<<32)}
@@ -132,7 +132,7 @@ func (ff *fakeDeviceFile) Close() error {
 }
 
 // segFill writes p into segment s of packet i, through the fake device for device regions.
-func segFill(t *testing.T, d *fakeDevice, b *engine.Burst, s, i int, p []byte) {
+func segFill(t testing.TB, d *fakeDevice, b *engine.Burst, s, i int, p []byte) {
 	t.Helper()
 	if seg := b.Segment(s, i); seg != nil {
 		copy(seg, p)
@@ -148,7 +148,7 @@ func segFill(t *testing.T, d *fakeDevice, b *engine.Burst, s, i int, p []byte) {
 // makeBurst builds a received burst over regions (one per segment) whose packet k has
 // segment lengths lens[k], filled with random bytes, with RX timestamp ts[k] (0 = none). It
 // returns the burst and each packet's logical bytes (segments concatenated).
-func makeBurst(t *testing.T, d *fakeDevice, meta *engine.MetaPool, regions []*engine.Region, lens [][]int, ts []int64) (*engine.Burst, [][]byte) {
+func makeBurst(t testing.TB, d *fakeDevice, meta *engine.MetaPool, regions []*engine.Region, lens [][]int, ts []int64) (*engine.Burst, [][]byte) {
 	t.Helper()
 	b, err := meta.Get(0, 0, regions, true, len(lens))
 	if err != nil {
@@ -183,7 +183,7 @@ func makeBurst(t *testing.T, d *fakeDevice, meta *engine.MetaPool, regions []*en
 	return b, want
 }
 
-func metaPool(t *testing.T, n, capacity int) *engine.MetaPool {
+func metaPool(t testing.TB, n, capacity int) *engine.MetaPool {
 	t.Helper()
 	m, err := engine.NewMetaPool("rx", n, capacity, false)
 	if err != nil {
