@@ -152,6 +152,9 @@ func listenUDP(t *testing.T, ns *netns.NS, addr netip.AddrPort) *kernelUDP {
 	k := &kernelUDP{tags: make(chan string, 4096)}
 	if err := ns.Do(func() error {
 		c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(addr))
+		if err == nil {
+			c.SetReadBuffer(8 << 20) // a loaded machine must not drop what the test counts
+		}
 		k.c = c
 		return err
 	}); err != nil {
