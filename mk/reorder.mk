@@ -1,7 +1,29 @@
 # reorder/: RX reorder and aggregation (CPU and GPU), memory kinds host_pinned/device (gpu.go).
-.PHONY: test-reorder
+#
+#   make test-reorder        CPU property tests, conversions against math/big, the session hook,
+#                            memory-kind checks and the UDP end-to-end test
+#   make bench-reorder       CPU reorder next to memcpy here; builds the GPU bench for a GPU machine
+#   make gpu-test            (mk/gpu.mk) also builds bin/gpu/reorder.test; gpu-test-reorder adds
+#                            the root package's GPU memory-kind test as bin/gpu/daqiri_root.test
+#   make ptx                 (mk/gpu.mk) regenerates reorder/kernels/reorder.ptx with nvcc
+.PHONY: test-reorder bench-reorder gpu-test-reorder
 
-# CPU property tests, conversions against math/big, the session hook and memory-kind checks.
+GPU_TEST_PKGS += ./reorder
+PTX_SRCS      += reorder/kernels/reorder.cu
+
 test-reorder:
 	$(GO) test $(GOTESTFLAGS) ./reorder ./engine
-	$(GO) test $(GOTESTFLAGS) -run 'Reorder|GPUMemory' .
+	$(GO) test $(GOTESTFLAGS) -run 'Reorder|GPUMemory' . ./integration
+
+# The GPU half needs an NVIDIA GPU: run $(BIN)/reorder-gpubench there (no Go needed), e.g.
+#   ./bin/reorder-gpubench -json gpu.json
+bench-reorder:
+	@mkdir -p $(or $(BIN),bin)
+	$(GO) run ./bench/reorder/cpu
+	$(GO) build -o $(or $(BIN),bin)/reorder-gpubench ./bench/reorder/gpu
+	@echo
+	@echo "GPU half: on a machine with an NVIDIA GPU run $(or $(BIN),bin)/reorder-gpubench (see bench/reorder/RESULTS.md)"
+
+gpu-test-reorder: gpu-test
+	$(GO) test -c -o $(GPU_BIN)/daqiri_root.test .
+	@echo "root package (memory kinds): cd . && $(GPU_BIN)/daqiri_root.test -test.run GPUMemory -test.v"

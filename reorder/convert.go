@@ -103,118 +103,174 @@ func (c Conversion) Convert(dst, src []byte) int {
 	out := dst[:n*c.outB]
 	switch c.In {
 	case config.TypeInt4:
-		src = src[:n/2]
-		switch c.outB {
-		case 2:
-			t := tables.int4x16(c.Out)
-			for j, x := range src {
-				o := out[4*j : 4*j+4]
-				binary.LittleEndian.PutUint16(o[0:], t[x>>4])
-				binary.LittleEndian.PutUint16(o[2:], t[x&15])
-			}
-		case 4:
-			t := tables.int4x32(c.Out)
-			for j, x := range src {
-				o := out[8*j : 8*j+8]
-				binary.LittleEndian.PutUint32(o[0:], t[x>>4])
-				binary.LittleEndian.PutUint32(o[4:], t[x&15])
-			}
-		case 8:
-			for j, x := range src {
-				o := out[16*j : 16*j+16]
-				binary.LittleEndian.PutUint64(o[0:], math.Float64bits(float64(int32(int8(x)>>4))))
-				binary.LittleEndian.PutUint64(o[8:], math.Float64bits(float64(int32(int8(x<<4)>>4))))
-			}
-		}
+		c.fromInt4(out, src[:n/2])
 	case config.TypeInt8:
-		src = src[:n]
-		switch c.outB {
-		case 2:
-			t := tables.int8x16(c.Out)
-			out = out[:2*len(src)]
-			for j, x := range src {
-				binary.LittleEndian.PutUint16(out[2*j:], t[x])
-			}
-		case 4:
-			t := tables.int8x32(c.Out)
-			out = out[:4*len(src)]
-			for j, x := range src {
-				binary.LittleEndian.PutUint32(out[4*j:], t[x])
-			}
-		case 8:
-			out = out[:8*len(src)]
-			for j, x := range src {
-				binary.LittleEndian.PutUint64(out[8*j:], math.Float64bits(float64(int8(x))))
-			}
-		}
+		c.fromInt8(out, src[:n])
 	case config.TypeInt16:
-		src = src[:2*n]
-		var order binary.ByteOrder = binary.LittleEndian
-		if c.Big {
-			order = binary.BigEndian
-		}
-		switch c.outB {
-		case 2:
-			t := tables.int16x16(c.Out)
-			out = out[:n*2]
-			if c.Big {
-				for j := 0; j < n; j++ {
-					binary.LittleEndian.PutUint16(out[2*j:], t[binary.BigEndian.Uint16(src[2*j:])])
-				}
-			} else {
-				for j := 0; j < n; j++ {
-					binary.LittleEndian.PutUint16(out[2*j:], t[binary.LittleEndian.Uint16(src[2*j:])])
-				}
-			}
-		case 4:
-			out = out[:n*4]
-			if c.Out == config.TypeFP32 {
-				for j := 0; j < n; j++ {
-					v := int16(order.Uint16(src[2*j:]))
-					binary.LittleEndian.PutUint32(out[4*j:], math.Float32bits(float32(v)))
-				}
-			} else {
-				for j := 0; j < n; j++ {
-					binary.LittleEndian.PutUint32(out[4*j:], uint32(int32(int16(order.Uint16(src[2*j:])))))
-				}
-			}
-		case 8:
-			out = out[:n*8]
-			for j := 0; j < n; j++ {
-				binary.LittleEndian.PutUint64(out[8*j:], math.Float64bits(float64(int16(order.Uint16(src[2*j:])))))
-			}
-		}
+		c.fromInt16(out, src[:2*n])
 	case config.TypeInt32:
-		src = src[:4*n]
-		var order binary.ByteOrder = binary.LittleEndian
-		if c.Big {
-			order = binary.BigEndian
-		}
-		switch c.Out {
-		case config.TypeFP16, config.TypeBF16:
-			e, m := formatBits(c.Out)
-			out = out[:n*2]
-			for j := 0; j < n; j++ {
-				binary.LittleEndian.PutUint16(out[2*j:], uint16(IntToFloatBits(int32(order.Uint32(src[4*j:])), e, m)))
-			}
-		case config.TypeFP32:
-			out = out[:n*4]
-			for j := 0; j < n; j++ {
-				binary.LittleEndian.PutUint32(out[4*j:], math.Float32bits(float32(int32(order.Uint32(src[4*j:])))))
-			}
-		case config.TypeInt32:
-			out = out[:n*4]
-			for j := 0; j < n; j++ {
-				binary.LittleEndian.PutUint32(out[4*j:], order.Uint32(src[4*j:]))
-			}
-		case config.TypeFP64:
-			out = out[:n*8]
-			for j := 0; j < n; j++ {
-				binary.LittleEndian.PutUint64(out[8*j:], math.Float64bits(float64(int32(order.Uint32(src[4*j:])))))
-			}
-		}
+		c.fromInt32(out, src[:4*n])
 	}
 	return n * c.outB
+}
+
+// The loops below read several samples per load and write eight bytes per store; narrow
+// inputs go through lookup tables of whole results (per byte for int4 and int8, per sample
+// for int16 to 16-bit outputs).
+
+func (c Conversion) fromInt4(out, src []byte) {
+	le := binary.LittleEndian
+	switch c.outB {
+	case 2:
+		t := tables.pairs16(c.Out) // both samples of a byte, already in output order
+		out = out[:4*len(src)]
+		for j, x := range src {
+			le.PutUint32(out[4*j:], t[x])
+		}
+	case 4:
+		t := tables.pairs32(c.Out)
+		out = out[:8*len(src)]
+		for j, x := range src {
+			le.PutUint64(out[8*j:], t[x])
+		}
+	default:
+		out = out[:16*len(src)]
+		for j, x := range src {
+			le.PutUint64(out[16*j:], math.Float64bits(float64(int8(x)>>4)))
+			le.PutUint64(out[16*j+8:], math.Float64bits(float64(int8(x<<4)>>4)))
+		}
+	}
+}
+
+func (c Conversion) fromInt8(out, src []byte) {
+	le := binary.LittleEndian
+	j := 0
+	switch c.outB {
+	case 2:
+		t := tables.bytes16(c.Out)
+		for ; j+4 <= len(src); j += 4 {
+			x := le.Uint32(src[j:])
+			le.PutUint64(out[2*j:], uint64(t[uint8(x)])|uint64(t[uint8(x>>8)])<<16|uint64(t[uint8(x>>16)])<<32|uint64(t[uint8(x>>24)])<<48)
+		}
+		for ; j < len(src); j++ {
+			le.PutUint16(out[2*j:], t[src[j]])
+		}
+	case 4:
+		t := tables.bytes32(c.Out)
+		for ; j+2 <= len(src); j += 2 {
+			le.PutUint64(out[4*j:], uint64(t[src[j]])|uint64(t[src[j+1]])<<32)
+		}
+		for ; j < len(src); j++ {
+			le.PutUint32(out[4*j:], t[src[j]])
+		}
+	default:
+		out = out[:8*len(src)]
+		for j, x := range src {
+			le.PutUint64(out[8*j:], math.Float64bits(float64(int8(x))))
+		}
+	}
+}
+
+// swap16 reverses the bytes of each 16-bit lane of x (network → host order for int16).
+func swap16(x uint64) uint64 {
+	return (x>>8)&0x00ff00ff00ff00ff | (x&0x00ff00ff00ff00ff)<<8
+}
+
+func (c Conversion) fromInt16(out, src []byte) {
+	le := binary.LittleEndian
+	n := len(src) / 2
+	j := 0 // sample index
+	// Four samples per 8-byte load, in host order.
+	for ; j+4 <= n; j += 4 {
+		x := le.Uint64(src[2*j:])
+		if c.Big {
+			x = swap16(x)
+		}
+		a, b, d, e := int16(x), int16(x>>16), int16(x>>32), int16(x>>48)
+		switch c.Out {
+		case config.TypeFP16, config.TypeBF16:
+			t := tables.samples16(c.Out)
+			le.PutUint64(out[2*j:], uint64(t[uint16(a)])|uint64(t[uint16(b)])<<16|uint64(t[uint16(d)])<<32|uint64(t[uint16(e)])<<48)
+		case config.TypeFP32:
+			le.PutUint64(out[4*j:], uint64(math.Float32bits(float32(a)))|uint64(math.Float32bits(float32(b)))<<32)
+			le.PutUint64(out[4*j+8:], uint64(math.Float32bits(float32(d)))|uint64(math.Float32bits(float32(e)))<<32)
+		case config.TypeInt32:
+			le.PutUint64(out[4*j:], uint64(uint32(int32(a)))|uint64(uint32(int32(b)))<<32)
+			le.PutUint64(out[4*j+8:], uint64(uint32(int32(d)))|uint64(uint32(int32(e)))<<32)
+		default:
+			le.PutUint64(out[8*j:], math.Float64bits(float64(a)))
+			le.PutUint64(out[8*j+8:], math.Float64bits(float64(b)))
+			le.PutUint64(out[8*j+16:], math.Float64bits(float64(d)))
+			le.PutUint64(out[8*j+24:], math.Float64bits(float64(e)))
+		}
+	}
+	for ; j < n; j++ {
+		u := le.Uint16(src[2*j:])
+		if c.Big {
+			u = u>>8 | u<<8
+		}
+		c.put(out, j, int32(int16(u)))
+	}
+}
+
+func (c Conversion) fromInt32(out, src []byte) {
+	le := binary.LittleEndian
+	n := len(src) / 4
+	e, f := formatBits(c.Out)
+	for j := 0; j < n; j++ {
+		u := le.Uint32(src[4*j:])
+		if c.Big {
+			u = bits.ReverseBytes32(u)
+		}
+		v := int32(u)
+		switch c.Out {
+		case config.TypeFP16, config.TypeBF16:
+			le.PutUint16(out[2*j:], uint16(narrowBits(float64(v), e, f)))
+		case config.TypeFP32:
+			le.PutUint32(out[4*j:], math.Float32bits(float32(v)))
+		case config.TypeInt32:
+			le.PutUint32(out[4*j:], u)
+		default:
+			le.PutUint64(out[8*j:], math.Float64bits(float64(v)))
+		}
+	}
+}
+
+// put writes sample j (the slow path for leftovers).
+func (c Conversion) put(out []byte, j int, v int32) {
+	le := binary.LittleEndian
+	switch c.Out {
+	case config.TypeFP16, config.TypeBF16:
+		e, f := formatBits(c.Out)
+		le.PutUint16(out[2*j:], uint16(IntToFloatBits(v, e, f)))
+	case config.TypeFP32:
+		le.PutUint32(out[4*j:], math.Float32bits(float32(v)))
+	case config.TypeInt32:
+		le.PutUint32(out[4*j:], uint32(v))
+	default:
+		le.PutUint64(out[8*j:], math.Float64bits(float64(v)))
+	}
+}
+
+// narrowBits rounds f, a float64 holding an integer exactly, to the format with expBits
+// exponent and fracBits fraction bits: one rounding (to nearest, ties to even) of the exact
+// value, so the result equals IntToFloatBits; it is what the int32 loop uses because it needs
+// no leading-zero count or branches on the magnitude.
+func narrowBits(f float64, expBits, fracBits int) uint32 {
+	b := math.Float64bits(f)
+	sign := uint32(b>>63) << uint(expBits+fracBits)
+	a := b &^ (1 << 63)
+	if a == 0 {
+		return sign
+	}
+	sh := uint(52 - fracBits)
+	a += 1<<(sh-1) - 1 + (a>>sh)&1 // ties to even; a carry rolls into the exponent
+	a >>= sh
+	e := int(a>>uint(fracBits)) - 1023 + (1<<(expBits-1) - 1)
+	if maxE := 1<<expBits - 1; e >= maxE {
+		return sign | uint32(maxE)<<uint(fracBits)
+	}
+	return sign | uint32(e)<<uint(fracBits) | uint32(a)&(1<<uint(fracBits)-1)
 }
 
 // formatBits gives the exponent and fraction widths of a 16-bit output: IEEE 754 binary16
@@ -266,15 +322,16 @@ func IntToFloatBits(v int32, expBits, fracBits int) uint32 {
 	return sign<<uint(expBits+fracBits) | e<<uint(fracBits) | q&(1<<uint(fracBits)-1)
 }
 
-// convTables are the per-sample results for the narrow inputs, built on first use: a table
-// lookup per sample is what lets the CPU path keep up with a copy.
+// convTables hold whole results for the narrow inputs, built on first use and read-only
+// afterwards.
 type convTables struct {
-	once16, once8, once4 [5]sync.Once
-	i16to16              [5][]uint16
-	i8to16               [5][]uint16
-	i8to32               [5][]uint32
-	i4to16               [5][]uint16
-	i4to32               [5][]uint32
+	once       [5]sync.Once
+	pairs16Tab [5]*[256]uint32   // int4: the two 16-bit results of a byte, high nibble first
+	pairs32Tab [5]*[256]uint64   // int4: the two 32-bit results of a byte
+	bytes16Tab [5]*[256]uint16   // int8 → 16-bit
+	bytes32Tab [5]*[256]uint32   // int8 → 32-bit
+	once16     [5]sync.Once      //
+	samp16Tab  [5]*[65536]uint16 // int16 → fp16/bf16
 }
 
 var tables convTables
@@ -293,86 +350,64 @@ func outIndex(t config.DataType) int {
 	return 4 // int32
 }
 
-// sample16 and sample32 convert one integer to a 16- or 32-bit output.
-func sample16(v int32, out config.DataType) uint16 {
-	e, m := formatBits(out)
-	return uint16(IntToFloatBits(v, e, m))
-}
-
-func sample32(v int32, out config.DataType) uint32 {
-	if out == config.TypeFP32 {
-		return math.Float32bits(float32(v))
+// result is one sample's output bits (16, 32 or 64 wide) for the narrow tables.
+func result(v int32, out config.DataType) uint64 {
+	switch out {
+	case config.TypeFP16, config.TypeBF16:
+		e, f := formatBits(out)
+		return uint64(IntToFloatBits(v, e, f))
+	case config.TypeFP32:
+		return uint64(math.Float32bits(float32(v)))
+	case config.TypeFP64:
+		return math.Float64bits(float64(v))
 	}
-	return uint32(v)
+	return uint64(uint32(v))
 }
 
-func (t *convTables) int16x16(out config.DataType) []uint16 {
+func (t *convTables) build(out config.DataType) {
+	k := outIndex(out)
+	t.once[k].Do(func() {
+		p16, p32 := new([256]uint32), new([256]uint64)
+		b16, b32 := new([256]uint16), new([256]uint32)
+		for x := 0; x < 256; x++ {
+			hi, lo := result(int32(int8(x)>>4), out), result(int32(int8(x<<4)>>4), out)
+			p16[x] = uint32(hi&0xffff) | uint32(lo&0xffff)<<16
+			p32[x] = hi&0xffffffff | (lo&0xffffffff)<<32
+			r := result(int32(int8(x)), out)
+			b16[x], b32[x] = uint16(r), uint32(r)
+		}
+		t.pairs16Tab[k], t.pairs32Tab[k], t.bytes16Tab[k], t.bytes32Tab[k] = p16, p32, b16, b32
+	})
+}
+
+func (t *convTables) pairs16(out config.DataType) *[256]uint32 {
+	t.build(out)
+	return t.pairs16Tab[outIndex(out)]
+}
+
+func (t *convTables) pairs32(out config.DataType) *[256]uint64 {
+	t.build(out)
+	return t.pairs32Tab[outIndex(out)]
+}
+
+func (t *convTables) bytes16(out config.DataType) *[256]uint16 {
+	t.build(out)
+	return t.bytes16Tab[outIndex(out)]
+}
+
+func (t *convTables) bytes32(out config.DataType) *[256]uint32 {
+	t.build(out)
+	return t.bytes32Tab[outIndex(out)]
+}
+
+func (t *convTables) samples16(out config.DataType) *[65536]uint16 {
 	k := outIndex(out)
 	t.once16[k].Do(func() {
-		tb := make([]uint16, 1<<16)
+		tb := new([65536]uint16)
 		for x := range tb {
-			tb[x] = sample16(int32(int16(uint16(x))), out)
+			tb[x] = uint16(result(int32(int16(uint16(x))), out))
 		}
-		t.i16to16[k] = tb
+		t.samp16Tab[k] = tb
 	})
-	return t.i16to16[k]
-}
-
-func (t *convTables) int8x16(out config.DataType) []uint16 {
-	t.build8(out)
-	return t.i8to16[outIndex(out)]
-}
-
-func (t *convTables) int8x32(out config.DataType) []uint32 {
-	t.build8(out)
-	return t.i8to32[outIndex(out)]
-}
-
-func (t *convTables) build8(out config.DataType) {
-	k := outIndex(out)
-	t.once8[k].Do(func() {
-		if out == config.TypeFP16 || out == config.TypeBF16 {
-			tb := make([]uint16, 256)
-			for x := range tb {
-				tb[x] = sample16(int32(int8(uint8(x))), out)
-			}
-			t.i8to16[k] = tb
-		} else {
-			tb := make([]uint32, 256)
-			for x := range tb {
-				tb[x] = sample32(int32(int8(uint8(x))), out)
-			}
-			t.i8to32[k] = tb
-		}
-	})
-}
-
-// int4x16 and int4x32 are indexed by a nibble (0..15), read as a 4-bit two's-complement value.
-func (t *convTables) int4x16(out config.DataType) []uint16 {
-	t.build4(out)
-	return t.i4to16[outIndex(out)]
-}
-
-func (t *convTables) int4x32(out config.DataType) []uint32 {
-	t.build4(out)
-	return t.i4to32[outIndex(out)]
-}
-
-func (t *convTables) build4(out config.DataType) {
-	k := outIndex(out)
-	t.once4[k].Do(func() {
-		if out == config.TypeFP16 || out == config.TypeBF16 {
-			tb := make([]uint16, 16)
-			for x := range tb {
-				tb[x] = sample16(int32(int8(uint8(x)<<4)>>4), out)
-			}
-			t.i4to16[k] = tb
-		} else {
-			tb := make([]uint32, 16)
-			for x := range tb {
-				tb[x] = sample32(int32(int8(uint8(x)<<4)>>4), out)
-			}
-			t.i4to32[k] = tb
-		}
-	})
+	return t.samp16Tab[k]
 }

@@ -1,12 +1,339 @@
 package reorder
 
 import (
+	_ "embed"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"log/slog"
 
+	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/cudart"
 	"github.com/daqiri-go/daqiri/engine"
 )
 
-// newGPUBackend builds the GPU data path of a gpu plan.
+// kernelPTX is kernels/reorder.cu compiled by `make ptx` (nvcc, compute_75; see mk/gpu.mk).
+//
+//go:embed kernels/reorder.ptx
+var kernelPTX []byte
+
+// Slot table entries, as the kernels read them: one 64-bit word per output slot holding the
+// payload's byte offset in the source region (upper 40 bits) and its length (lower 24 bits),
+// or SlotMissing for a slot no packet filled (zero-filled by the kernel).
+const (
+	SlotMissing = ^uint64(0)
+	slotLenBits = 24
+	maxSlotOff  = 1<<(64-slotLenBits) - 1
+	maxSlotLen  = 1<<slotLenBits - 1
+)
+
+// SlotWord packs a slot table entry: n payload bytes at byte off of the source region.
+func SlotWord(off uint64, n int) uint64 { return off<<slotLenBits | uint64(n) }
+
+// Kernels are the reorder kernels loaded on one GPU.
+type Kernels struct {
+	dev *cudart.Device
+	mod *cudart.Module
+	sms int // multiprocessors: enough blocks must remain to keep every one busy
+}
+
+// LoadKernels loads the reorder kernels on dev: ptx, or the embedded kernels/reorder.ptx when
+// ptx is nil. The driver compiles the PTX for dev's architecture now.
+func LoadKernels(dev *cudart.Device, ptx []byte) (*Kernels, error) {
+	if ptx == nil {
+		ptx = kernelPTX
+	}
+	sms, err := dev.Attribute(cudart.AttrMultiprocessorCount)
+	if err != nil {
+		return nil, fmt.Errorf("reorder: %w", err)
+	}
+	m, err := dev.LoadModule(ptx)
+	if err != nil {
+		return nil, fmt.Errorf("reorder: loading GPU kernels: %w", err)
+	}
+	return &Kernels{dev: dev, mod: m, sms: max(sms, 1)}, nil
+}
+
+// Close unloads the kernels.
+func (k *Kernels) Close() error { return k.mod.Close() }
+
+// Kernel is the kernel for one conversion (or the plain copy).
+type Kernel struct {
+	fn   *cudart.Function
+	conv Conversion
+	sms  int
+}
+
+// kernelName is the kernel's symbol in reorder.cu.
+func kernelName(c Conversion) string {
+	if !c.Active() {
+		return "reorder_copy"
+	}
+	return fmt.Sprintf("reorder_cvt_%s_%s", c.In, c.Out)
+}
+
+// Kernel looks up the kernel for conversion c.
+func (k *Kernels) Kernel(c Conversion) (*Kernel, error) {
+	fn, err := k.mod.Function(kernelName(c))
+	if err != nil {
+		return nil, fmt.Errorf("reorder: %w", err)
+	}
+	return &Kernel{fn: fn, conv: c, sms: k.sms}, nil
+}
+
+// maxSlotsPerBlock matches MAX_SPB in reorder.cu.
+const maxSlotsPerBlock = 16
+
+// shape picks the launch shape for slots output slots of outLen bytes on a GPU with sms
+// multiprocessors: a block takes up to about 8 KiB of output (several small slots per block
+// share one read of their slot words, which can be a PCIe round trip away) as long as at least
+// four blocks per multiprocessor remain, with about 64 output bytes per thread, 64 to 256
+// threads.
+func shape(outLen, slots, sms int) (spb, threads uint32) {
+	spb = uint32(min(max(8192/max(outLen, 1), 1), maxSlotsPerBlock, max(slots/(4*sms), 1)))
+	threads = 64
+	for threads < 256 && int(threads)*64 < outLen {
+		threads *= 2
+	}
+	return spb, threads
+}
+
+// Launch queues on s (nil: the legacy default stream) the assembly of one aggregate of slots
+// slots into out: slot k takes the payload that table entry k (in GPU-readable memory at
+// table) names in the source region at src, converted, and is zero-filled past it; inLen is
+// the payload bytes per slot (whole samples), so each output slot is
+// Conversion.OutputLen(inLen) bytes.
+func (k *Kernel) Launch(s *cudart.Stream, table, src, out cudart.DevicePtr, slots, inLen int) error {
+	if slots <= 0 || slots > 1<<31-1 || inLen <= 0 || inLen > maxSlotLen || !k.conv.Whole(inLen) {
+		return fmt.Errorf("reorder: kernel launch with %d slots of %d bytes: %w", slots, inLen, engine.ErrInvalidParameter)
+	}
+	spb, threads := shape(k.conv.OutputLen(inLen), slots, k.sms)
+	blocks := (uint32(slots) + spb - 1) / spb
+	cfg := cudart.LaunchConfig{Grid: cudart.Dim3{X: blocks}, Block: cudart.Dim3{X: threads}, Stream: s}
+	n := cudart.U32(uint32(slots))
+	if !k.conv.Active() {
+		return k.fn.Launch(cfg, cudart.Ptr(table), cudart.Ptr(src), cudart.Ptr(out), cudart.U32(uint32(inLen)), n, cudart.U32(spb))
+	}
+	big := uint32(0)
+	if k.conv.Big {
+		big = 1
+	}
+	return k.fn.Launch(cfg, cudart.Ptr(table), cudart.Ptr(src), cudart.Ptr(out), cudart.U32(uint32(inLen)), cudart.U32(big), n, cudart.U32(spb))
+}
+
+// gpuBackend gathers a batch's slot table in mapped pinned memory as packets arrive, keeps
+// the packets, and when the batch is done launches one kernel on the plan's stream; a
+// goroutine waits for each kernel in turn, then frees the batch's packets and delivers the
+// aggregate. Slot tables are a fixed set, one per batch in flight on the CPU or the GPU.
+type gpuBackend struct {
+	p       *Plan
+	log     *slog.Logger
+	dev     *cudart.Device
+	kernels *Kernels
+	kernel  *Kernel
+	stream  *cudart.Stream
+	tables  *cudart.HostMem
+	srcBase cudart.DevicePtr
+	outBase cudart.DevicePtr
+	sets    []gpuSet
+	free    chan int    // indices of unused sets
+	pending chan gpuJob // launched batches, in launch order
+	done    chan struct{}
+}
+
+// gpuSet is one batch's slot table and the packets it holds.
+type gpuSet struct {
+	table []byte           // CPU view: ppb words, little-endian
+	ptr   cudart.DevicePtr // the GPU's view of the same bytes
+	held  []uint64         // source offsets of the packets to release after the kernel
+	ev    *cudart.Event
+}
+
+type gpuJob struct {
+	set    int
+	outIdx uint32
+	info   *engine.ReorderInfo
+	ts     int64
+	flow   uint32
+}
+
+// gpuAddressable is implemented by host-pinned memory (cudart.HostMem).
+type gpuAddressable interface{ DevicePtr() cudart.DevicePtr }
+
+// gpuDevice is implemented by cudart's memory types: the GPU the memory belongs to.
+type gpuDevice interface{ Device() *cudart.Device }
+
 func newGPUBackend(p *Plan, opt Options) (backend, error) {
-	return nil, fmt.Errorf("reorder plan %s: gpu plans are not available in this build yet: %w", p.name, engine.ErrNotSupported)
+	fail := func(format string, args ...any) (backend, error) {
+		return nil, fmt.Errorf("reorder plan %s: "+format, append([]any{p.name}, args...)...)
+	}
+	if p.src.Kind == config.KindDevice || !p.src.CPU() {
+		// The CPU reads each packet's sequence and batch numbers to place it; packets in
+		// device memory would need a GPU pass for that first.
+		return fail("a gpu plan reads sequence numbers with the CPU: its queue's region %s must be host_pinned (device memory sources are not supported yet)", p.src.Name)
+	}
+	srcMem, ok := p.src.Memory().(gpuAddressable)
+	if !ok {
+		return fail("source region %s is %s memory, which the GPU cannot read: use host_pinned", p.src.Name, p.src.Kind)
+	}
+	var outBase cudart.DevicePtr
+	switch m := p.out.Memory().(type) {
+	case *cudart.DeviceMem:
+		outBase = m.Ptr()
+	case gpuAddressable:
+		outBase = m.DevicePtr()
+	default:
+		return fail("output region %s is %s memory, which the GPU cannot write: use device or host_pinned", p.out.Name, p.out.Kind)
+	}
+	if uint64(p.src.NumBufs)*uint64(p.src.BufSize) > maxSlotOff || p.src.BufSize > maxSlotLen {
+		return fail("source region %s is too large for the kernels' slot tables (2^40 bytes, 2^24-byte buffers)", p.src.Name)
+	}
+	owner, ok := p.out.Memory().(gpuDevice)
+	if !ok {
+		return fail("output region %s was not allocated through CUDA", p.out.Name)
+	}
+	// A Device of our own: its reference keeps the context alive as long as the plan.
+	dev, err := owner.Device().Driver().Device(owner.Device().Ordinal())
+	if err != nil {
+		return fail("%v", err)
+	}
+	b := &gpuBackend{p: p, log: p.log, dev: dev, srcBase: srcMem.DevicePtr(), outBase: outBase, done: make(chan struct{})}
+	ok = false
+	defer func() {
+		if !ok {
+			b.release()
+		}
+	}()
+	if b.kernels, err = LoadKernels(dev, opt.Kernels); err != nil {
+		return fail("%v", err)
+	}
+	if b.kernel, err = b.kernels.Kernel(p.conv); err != nil {
+		return fail("%v", err)
+	}
+	if b.stream, err = dev.NewStream(true); err != nil {
+		return fail("%v", err)
+	}
+	// One set per batch being assembled, plus as many again for batches on the GPU: a plan
+	// that outruns its GPU drops packets (no_packet_buffers) instead of queueing without end.
+	n := 2 * len(p.windows)
+	tableBytes := 8 * p.ppb
+	if b.tables, err = dev.AllocHostPinned(n * tableBytes); err != nil {
+		return fail("%v", err)
+	}
+	b.sets = make([]gpuSet, n)
+	b.free = make(chan int, n)
+	b.pending = make(chan gpuJob, n)
+	for i := range b.sets {
+		s := &b.sets[i]
+		s.table = b.tables.Bytes()[i*tableBytes : (i+1)*tableBytes]
+		s.ptr = b.tables.DevicePtr() + cudart.DevicePtr(i*tableBytes)
+		s.held = make([]uint64, 0, p.ppb)
+		if s.ev, err = dev.NewEvent(false, true); err != nil {
+			return fail("%v", err)
+		}
+		b.free <- i
+	}
+	go b.complete()
+	ok = true
+	return b, nil
+}
+
+func (b *gpuBackend) start(w *window) bool {
+	select {
+	case k := <-b.free:
+		w.gpu = k
+		b.sets[k].held = b.sets[k].held[:0]
+		return true
+	default:
+		return false
+	}
+}
+
+func (b *gpuBackend) place(w *window, slot int, burst *engine.Burst, i int, _ []byte, n int) {
+	s := &b.sets[w.gpu]
+	off := burst.SegmentOffset(0, i)
+	binary.LittleEndian.PutUint64(s.table[8*slot:], SlotWord(off+uint64(b.p.offset), n))
+	s.held = append(s.held, off)
+}
+
+func (b *gpuBackend) finish(w *window, info *engine.ReorderInfo) {
+	s := &b.sets[w.gpu]
+	p := b.p
+	for slot := 0; slot < p.ppb; slot++ {
+		if w.present[slot>>6]&(1<<(slot&63)) == 0 {
+			binary.LittleEndian.PutUint64(s.table[8*slot:], SlotMissing)
+		}
+	}
+	out := b.outBase + cudart.DevicePtr(uint64(w.outIdx)*uint64(p.out.BufSize))
+	err := b.kernel.Launch(b.stream, s.ptr, b.srcBase, out, p.ppb, w.inLen)
+	if err == nil {
+		err = s.ev.Record(b.stream)
+	}
+	if err != nil {
+		b.log.Error("reorder: GPU launch failed; aggregate dropped", "plan", p.name, "err", err)
+		p.q.Stats.Drop(engine.DropOther, info.SourcePackets)
+		b.releaseSet(w.gpu)
+		p.out.Put(w.outIdx)
+		return
+	}
+	// Never blocks: there are as many job slots as sets, and this batch holds one.
+	b.pending <- gpuJob{set: w.gpu, outIdx: w.outIdx, info: info, ts: w.ts, flow: w.flow}
+}
+
+// complete waits for each launched batch in order, then frees its packets and delivers it.
+func (b *gpuBackend) complete() {
+	defer close(b.done)
+	for j := range b.pending {
+		err := b.sets[j.set].ev.Synchronize()
+		b.releaseSet(j.set)
+		if err != nil {
+			b.log.Error("reorder: GPU kernel failed; aggregate dropped", "plan", b.p.name, "err", err)
+			b.p.q.Stats.Drop(engine.DropOther, j.info.SourcePackets)
+			b.p.out.Put(j.outIdx)
+			continue
+		}
+		b.p.deliver(j.outIdx, j.info, j.ts, j.flow)
+	}
+}
+
+// releaseSet frees a set's packets and returns the set.
+func (b *gpuBackend) releaseSet(k int) {
+	s := &b.sets[k]
+	for _, off := range s.held {
+		b.p.src.Release(off)
+	}
+	s.held = s.held[:0]
+	b.free <- k
+}
+
+func (b *gpuBackend) discard(w *window) {
+	b.releaseSet(w.gpu)
+	b.p.out.Put(w.outIdx)
+}
+
+func (b *gpuBackend) close() error {
+	close(b.pending)
+	<-b.done
+	return b.release()
+}
+
+// release frees the CUDA resources (also after a failed construction).
+func (b *gpuBackend) release() error {
+	var errs []error
+	for i := range b.sets {
+		if e := b.sets[i].ev; e != nil {
+			errs = append(errs, e.Close())
+		}
+	}
+	if b.tables != nil {
+		errs = append(errs, b.tables.Close())
+	}
+	if b.stream != nil {
+		errs = append(errs, b.stream.Close())
+	}
+	if b.kernels != nil {
+		errs = append(errs, b.kernels.Close())
+	}
+	errs = append(errs, b.dev.Close())
+	return errors.Join(errs...)
 }

@@ -3,6 +3,7 @@ package reorder
 import (
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"math/bits"
 	"sync/atomic"
 	"time"
@@ -40,7 +41,8 @@ type Options struct {
 
 // Stats are a plan's counters since it started.
 type Stats struct {
-	Packets      uint64 // source packets placed into aggregates
+	Received     uint64 // packets handed to the plan (each is placed or dropped and counted)
+	Packets      uint64 // source packets placed into delivered aggregates
 	Aggregates   uint64 // aggregates handed to the application's ring (or lost there, see the queue)
 	Complete     uint64 // aggregates with every slot filled
 	Incomplete   uint64 // aggregates flushed by timeout or to make room (FlagReorderTimeout)
@@ -48,20 +50,21 @@ type Stats struct {
 	MissingSlots uint64 // zero-filled slots in delivered aggregates
 	Duplicates   uint64 // packets dropped: their slot was already filled
 	Late         uint64 // packets dropped: their batch was already delivered or is too old
-	Malformed    uint64 // packets dropped: too short for the fields, or not whole samples
+	Malformed    uint64 // packets dropped: too short for the fields, not whole samples, or (gpu plans) outside the source region
 	Resized      uint64 // packets whose payload length differed from their batch's (cut or zero-padded)
 	NoBuffers    uint64 // packets dropped: no free output buffer to start their batch
 	NoMetadata   uint64 // aggregates dropped for want of burst metadata
 }
 
 type statCounters struct {
+	received,
 	packets, aggregates, complete, incomplete, evicted, missing atomic.Uint64
-	dups, late, malformed, resized, noBuffers, noMeta           atomic.Uint64
+	dups, late, malformed, resized, noBuffers, noMeta atomic.Uint64
 }
 
 func (c *statCounters) snapshot() Stats {
 	return Stats{
-		Packets: c.packets.Load(), Aggregates: c.aggregates.Load(), Complete: c.complete.Load(),
+		Received: c.received.Load(), Packets: c.packets.Load(), Aggregates: c.aggregates.Load(), Complete: c.complete.Load(),
 		Incomplete: c.incomplete.Load(), Evicted: c.evicted.Load(), MissingSlots: c.missing.Load(),
 		Duplicates: c.dups.Load(), Late: c.late.Load(), Malformed: c.malformed.Load(),
 		Resized: c.resized.Load(), NoBuffers: c.noBuffers.Load(), NoMetadata: c.noMeta.Load(),
@@ -113,16 +116,18 @@ type backend interface {
 // counted; timeouts run from a batch's first packet and are enforced by the service's timer
 // even when nobody polls; batch numbers may wrap around.
 type Plan struct {
-	name  string
-	cfg   config.Reorder
-	q     *engine.RxQueue
-	src   *engine.Region
-	out   *engine.Region
-	outRs []*engine.Region
-	conv  Conversion
-	gpu   bool
-	be    backend
-	g     *group
+	log      *slog.Logger
+	name     string
+	cfg      config.Reorder
+	q        *engine.RxQueue
+	src      *engine.Region
+	out      *engine.Region
+	outRs    []*engine.Region
+	conv     Conversion
+	copyOnly bool // no conversion: payloads are copied
+	gpu      bool
+	be       backend
+	g        *group
 
 	seq, batch config.BitField
 	byBatch    bool   // seq_batch_number: the batch field names the batch
@@ -138,9 +143,12 @@ type Plan struct {
 	// State below is guarded by g.mu.
 	windows   []window
 	started   bool
-	newest    uint64 // unwrapped number of the newest batch seen
-	done      uint64 // bit i: batch newest-i was delivered
-	lateSince int    // late packets since the previous aggregate
+	newest    uint64  // unwrapped number of the newest batch seen
+	done      uint64  // bit i: batch newest-i was delivered
+	lateSince int     // late packets since the previous aggregate
+	received  uint64  // packets handed to add, published to st.received once per burst
+	last      *window // the window the previous packet went to: consecutive packets mostly share one
+	cacheOK   bool    // batch numbers are plentiful enough that an open window's number is unambiguous
 	infos     []*engine.ReorderInfo
 
 	st statCounters
@@ -184,7 +192,7 @@ func newPlan(rc *config.Reorder, q *engine.RxQueue, out *engine.Region, opt Opti
 	if err != nil {
 		return fail("%v", err)
 	}
-	p.conv = conv
+	p.conv, p.copyOnly = conv, !conv.Active()
 	m := rc.Method
 	width := func(f config.BitField, what string) error {
 		if f.Width < 1 || f.Width > 32 || f.Offset < 0 {
@@ -245,6 +253,10 @@ func newPlan(rc *config.Reorder, q *engine.RxQueue, out *engine.Region, opt Opti
 	}
 	p.timeout = int64(opt.Timeout)
 	p.windows = make([]window, w)
+	// With at least four batch numbers per batch in flight every open window lies within the
+	// span where numbers unwrap unambiguously, so a packet with an open window's number
+	// belongs to it and the lookup can be skipped.
+	p.cacheOK = p.keys >= 4*uint64(w)
 	words := (p.ppb + 63) / 64
 	for k := range p.windows {
 		p.windows[k].present = make([]uint64, words)
@@ -258,6 +270,7 @@ func newPlan(rc *config.Reorder, q *engine.RxQueue, out *engine.Region, opt Opti
 
 // add takes packet i of b (which the plan now owns).
 func (p *Plan) add(b *engine.Burst, i int, now int64) {
+	p.received++
 	pkt := b.Packet(i)
 	seq, ok := readField(pkt, p.seq)
 	var key uint32
@@ -271,10 +284,19 @@ func (p *Plan) add(b *engine.Burst, i int, now int64) {
 		p.drop(b, i, engine.DropMalformed, &p.st.malformed)
 		return
 	}
+	if p.gpu && b.SegmentRegion(0) != p.src {
+		// The kernels address payloads relative to the plan's source region; a packet in
+		// another region (a loopback engine hands over its TX buffers) cannot be placed.
+		p.drop(b, i, engine.DropOther, &p.st.malformed)
+		return
+	}
 	slot := int(seq) & (p.ppb - 1)
-	w := p.window(uint64(key), now, n, b.FlowID(i), b, i)
-	if w == nil {
-		return // dropped and counted by window
+	w := p.last
+	if w == nil || !w.open || w.key != uint64(key) || !p.cacheOK {
+		if w = p.window(uint64(key), now, n, b.FlowID(i), b, i); w == nil {
+			return // dropped and counted by window
+		}
+		p.last = w
 	}
 	word, bit := slot>>6, uint64(1)<<(slot&63)
 	if w.present[word]&bit != 0 {
@@ -288,7 +310,6 @@ func (p *Plan) add(b *engine.Burst, i int, now int64) {
 	}
 	w.present[word] |= bit
 	w.count++
-	p.st.packets.Add(1)
 	p.be.place(w, slot, b, i, pkt[p.offset:], n)
 	if w.count == p.ppb {
 		p.emit(w, false, false)
@@ -424,6 +445,7 @@ func (p *Plan) emit(w *window, incomplete, evicted bool) {
 	}
 	info.Missing = missing
 	info.Duplicates = w.dups
+	p.st.packets.Add(uint64(w.count))
 	info.Late = p.lateSince
 	p.lateSince = 0
 	var tmp [8]byte
@@ -520,8 +542,15 @@ func (c *cpuBackend) slotBytes(w *window, slot int) []byte {
 
 func (c *cpuBackend) place(w *window, slot int, b *engine.Burst, i int, payload []byte, n int) {
 	dst := c.slotBytes(w, slot)
-	k := c.p.conv.Convert(dst, payload[:n])
-	clear(dst[k:])
+	var k int
+	if c.p.copyOnly {
+		k = copy(dst, payload[:n])
+	} else {
+		k = c.p.conv.Convert(dst, payload[:n])
+	}
+	if k < len(dst) {
+		clear(dst[k:])
+	}
 	b.FreePacket(i)
 }
 

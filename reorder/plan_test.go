@@ -173,7 +173,7 @@ func TestPlanProperties(t *testing.T) {
 			start := uint64(r.Uint32())
 			want := map[uint64]*expected{}
 			var order []uint64
-			totalDups, totalLost, totalLate := 0, 0, 0
+			totalDups, totalLost, totalLate, totalSent := 0, 0, 0, 0
 			seen := map[uint64]bool{}
 			delivered := 0
 			// check matches each aggregate with the batch it came from and frees it.
@@ -239,6 +239,7 @@ func TestPlanProperties(t *testing.T) {
 					order = append(order, key)
 				}
 				r.Shuffle(len(group), func(i, j int) { group[i], group[j] = group[j], group[i] })
+				totalSent += len(group)
 				// Model: a copy is a duplicate while its batch is incomplete, and late once the
 				// batch is complete (delivered the moment its last slot arrived).
 				filled := map[uint64]map[int]bool{}
@@ -270,6 +271,9 @@ func TestPlanProperties(t *testing.T) {
 			st := p.Stats()
 			if st.Duplicates != uint64(totalDups) || st.Late != uint64(totalLate) || st.Malformed != 0 || st.NoBuffers != 0 {
 				t.Fatalf("stats %+v; want %d duplicates, %d late and nothing else dropped", st, totalDups, totalLate)
+			}
+			if st.Received != uint64(totalSent) {
+				t.Fatalf("stats %+v; want %d packets received", st, totalSent)
 			}
 			if st.MissingSlots != uint64(totalLost) || st.Aggregates != uint64(nBatches) {
 				t.Fatalf("stats %+v; want %d missing slots in %d aggregates", st, totalLost, nBatches)

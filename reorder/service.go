@@ -74,6 +74,7 @@ func (s *Service) Add(q *engine.RxQueue, rc *config.Reorder, out *engine.Region,
 	if err != nil {
 		return nil, err
 	}
+	p.log = s.log
 	g := s.byQ[q]
 	if g == nil {
 		g = &group{s: s, q: q, byFlow: map[uint32]*Plan{}, regions: []*engine.Region{q.Regions[0]}}
@@ -252,6 +253,9 @@ func (g *group) intercept(b *engine.Burst) {
 		p.add(b, i, now)
 	}
 	g.keep = keep
+	for _, p := range g.plans {
+		p.st.received.Store(p.received) // once per burst: an atomic per packet costs more
+	}
 	g.mu.Unlock()
 	switch {
 	case len(keep) == 0:
@@ -259,8 +263,10 @@ func (g *group) intercept(b *engine.Burst) {
 	case len(keep) == n:
 		g.q.DeliverDirect(b)
 	default:
-		// Rebuild the burst from the packets no plan took, keeping what the engine set.
+		// Rebuild the burst from the packets no plan took, keeping what the engine set. The
+		// burst's own region, not the queue's: a loopback engine hands over TX buffers.
 		conn, flags, eng := b.ConnID(), b.Flags(), b.Engine
+		g.regions[0] = b.SegmentRegion(0)
 		b.Reset(b.Port(), b.Queue(), g.regions, g.q.Port.Raw, len(keep))
 		b.SetConnID(conn)
 		b.SetFlags(flags)
