@@ -146,3 +146,6 @@ func disableIPv6() error {
 	}
 	return nil
 }
+
+// RunIn runs a program in the namespace (ip netns exec) without input.
+func RunIn(n *NS, name string, args ...string) ([]byte, error) { return n.Run(nil, name, args...) }
