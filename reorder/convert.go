@@ -216,24 +216,70 @@ func (c Conversion) fromInt16(out, src []byte) {
 func (c Conversion) fromInt32(out, src []byte) {
 	le := binary.LittleEndian
 	n := len(src) / 4
-	e, f := formatBits(c.Out)
-	for j := 0; j < n; j++ {
+	load := func(j int) int32 {
 		u := le.Uint32(src[4*j:])
 		if c.Big {
 			u = bits.ReverseBytes32(u)
 		}
-		v := int32(u)
-		switch c.Out {
-		case config.TypeFP16, config.TypeBF16:
-			le.PutUint16(out[2*j:], uint16(narrowBits(float64(v), e, f)))
-		case config.TypeFP32:
-			le.PutUint32(out[4*j:], math.Float32bits(float32(v)))
-		case config.TypeInt32:
-			le.PutUint32(out[4*j:], u)
-		default:
-			le.PutUint64(out[8*j:], math.Float64bits(float64(v)))
+		return int32(u)
+	}
+	switch c.Out {
+	case config.TypeFP16:
+		for j := 0; j < n; j++ {
+			le.PutUint16(out[2*j:], f16FromF32(float32(load(j))))
+		}
+	case config.TypeBF16:
+		for j := 0; j < n; j++ {
+			le.PutUint16(out[2*j:], bf16FromF64(float64(load(j))))
+		}
+	case config.TypeFP32:
+		for j := 0; j < n; j++ {
+			le.PutUint32(out[4*j:], math.Float32bits(float32(load(j))))
+		}
+	case config.TypeInt32:
+		for j := 0; j < n; j++ {
+			le.PutUint32(out[4*j:], uint32(load(j)))
+		}
+	default:
+		for j := 0; j < n; j++ {
+			le.PutUint64(out[8*j:], math.Float64bits(float64(load(j))))
 		}
 	}
+}
+
+// f16FromF32 rounds float32(v) of an int32 v to binary16, ties to even: add half an ulp
+// minus one plus the lowest kept bit, drop the 13 extra fraction bits (a carry rolls into the
+// exponent), rebias. float32(v) is exact below 2^24, and every larger magnitude overflows
+// binary16 to infinity whichever way float32 rounded it, so the result equals
+// IntToFloatBits(v, 5, 10) for every int32 (the kernels' float_to_f16_bits does the same).
+func f16FromF32(f float32) uint16 {
+	u := math.Float32bits(f)
+	sign := (u >> 16) & 0x8000
+	a := u & 0x7fffffff
+	if a == 0 {
+		return uint16(sign)
+	}
+	a = (a + 0xfff + (a>>13)&1) >> 13
+	e := int32(a>>10) - 127 + 15
+	if e >= 31 {
+		return uint16(sign | 0x7c00)
+	}
+	return uint16(sign | uint32(e)<<10 | a&0x3ff)
+}
+
+// bf16FromF64 rounds float64(v) of an int32 v (exact) to bfloat16, ties to even, the same
+// way on the float64 bits: one rounding of the exact value, so it equals
+// IntToFloatBits(v, 8, 7). Through float32 it could round twice.
+func bf16FromF64(f float64) uint16 {
+	b := math.Float64bits(f)
+	sign := uint16(b>>48) & 0x8000
+	a := b &^ (1 << 63)
+	if a == 0 {
+		return sign
+	}
+	a = (a + (1<<44 - 1) + (a>>45)&1) >> 45 // float64 exponent (bias 1023) << 7 | 7-bit fraction
+	e := int(a>>7) - 1023 + 127             // at most 127+31: no int32 overflows bfloat16
+	return sign | uint16(e)<<7 | uint16(a&0x7f)
 }
 
 // put writes sample j (the slow path for leftovers).
@@ -250,27 +296,6 @@ func (c Conversion) put(out []byte, j int, v int32) {
 	default:
 		le.PutUint64(out[8*j:], math.Float64bits(float64(v)))
 	}
-}
-
-// narrowBits rounds f, a float64 holding an integer exactly, to the format with expBits
-// exponent and fracBits fraction bits: one rounding (to nearest, ties to even) of the exact
-// value, so the result equals IntToFloatBits; it is what the int32 loop uses because it needs
-// no leading-zero count or branches on the magnitude.
-func narrowBits(f float64, expBits, fracBits int) uint32 {
-	b := math.Float64bits(f)
-	sign := uint32(b>>63) << uint(expBits+fracBits)
-	a := b &^ (1 << 63)
-	if a == 0 {
-		return sign
-	}
-	sh := uint(52 - fracBits)
-	a += 1<<(sh-1) - 1 + (a>>sh)&1 // ties to even; a carry rolls into the exponent
-	a >>= sh
-	e := int(a>>uint(fracBits)) - 1023 + (1<<(expBits-1) - 1)
-	if maxE := 1<<expBits - 1; e >= maxE {
-		return sign | uint32(maxE)<<uint(fracBits)
-	}
-	return sign | uint32(e)<<uint(fracBits) | uint32(a)&(1<<uint(fracBits)-1)
 }
 
 // formatBits gives the exponent and fraction widths of a 16-bit output: IEEE 754 binary16

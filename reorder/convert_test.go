@@ -268,3 +268,22 @@ func TestNewConversionBadInput(t *testing.T) {
 		t.Fatalf("int16 sizes wrong: whole(3)=%v elements(5)=%d out(5)=%d", c.Whole(3), c.Elements(5), c.OutputLen(5))
 	}
 }
+
+// TestFastRoundingsMatchReference checks the int32 fast paths (through float32 for fp16,
+// through float64 for bf16) against IntToFloatBits at the edges and on random values.
+func TestFastRoundingsMatchReference(t *testing.T) {
+	r := newRand()
+	vals := []int32{0, 1, -1, 2047, 2049, 2051, 65504, 65519, 65520, -65520, 1 << 24, 1<<24 + 1, 1<<25 + 1<<17 + 1,
+		math.MaxInt32, math.MinInt32, math.MaxInt32 - 64}
+	for i := 0; i < 1<<20; i++ {
+		vals = append(vals, int32(r.Uint32())>>r.IntN(32))
+	}
+	for _, v := range vals {
+		if got, want := uint32(f16FromF32(float32(v))), IntToFloatBits(v, 5, 10); got != want {
+			t.Fatalf("f16FromF32(%d) = %#x, want %#x", v, got, want)
+		}
+		if got, want := uint32(bf16FromF64(float64(v))), IntToFloatBits(v, 8, 7); got != want {
+			t.Fatalf("bf16FromF64(%d) = %#x, want %#x", v, got, want)
+		}
+	}
+}
