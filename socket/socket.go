@@ -8,6 +8,13 @@
 // every kernel-side drop (SO_RXQ_OVFL / SO_MEMINFO), stamps packets with the kernel receive
 // time, keeps TCP message boundaries with a 4-byte length prefix, and connects TCP clients in
 // the background so Open never blocks on a peer.
+//
+// Accounting: every datagram the kernel drops for a full socket buffer is counted under
+// socket_overflow. One caveat comes from the kernel: when a receive queue uses UDP GRO (its
+// buffers are at least 64 KiB) and the sender uses GSO on the same host (loopback), a
+// coalesced datagram that finds the buffer full is dropped and counted once although it held
+// several packets. Size socket buffers (recv_buffer_size) or pace the sender so this does not
+// happen; across a real NIC or a veth the kernel counts per packet.
 package socket
 
 import (
