@@ -15,14 +15,10 @@ test-reorder:
 	$(GO) test $(GOTESTFLAGS) ./reorder ./engine
 	$(GO) test $(GOTESTFLAGS) -run 'Reorder|GPUMemory' . ./integration
 
-# The GPU half needs an NVIDIA GPU: run $(BIN)/reorder-gpubench there (no Go needed), e.g.
-#   ./bin/reorder-gpubench -json gpu.json
+# CPU half here; the GPU half runs where nvidia-smi finds a GPU, else its binary is built
+# ($(or $(BIN),bin)/reorder-gpubench) for a GPU machine.
 bench-reorder:
-	@mkdir -p $(or $(BIN),bin)
-	$(GO) run ./bench/reorder/cpu
-	$(GO) build -o $(or $(BIN),bin)/reorder-gpubench ./bench/reorder/gpu
-	@echo
-	@echo "GPU half: on a machine with an NVIDIA GPU run $(or $(BIN),bin)/reorder-gpubench (see bench/reorder/RESULTS.md)"
+	GO=$(GO) BIN=$(or $(BIN),bin) bash bench/reorder/run.sh
 
 gpu-test-reorder: gpu-test
 	$(GO) test -c -o $(GPU_BIN)/daqiri_root.test .
