@@ -1109,7 +1109,7 @@ func (d *decoder) reorder(it entry, r *Reorder) {
 		"method":     func(e entry) { d.method(e, &r.Method) },
 		"data_types": func(e entry) { r.DataTypes = d.dataTypes(e) },
 	}, nil)
-	d.require(got, it.path, "a reorder config", "name", "reorder_type", "memory_region", "payload_byte_offset", "flow_ids", "method")
+	d.require(got, it.path, "a reorder config", "name", "reorder_type", "memory_region", "payload_byte_offset", "method")
 }
 
 // method decodes a reorder plan's method.

@@ -260,10 +260,18 @@ func (v *validator) iface(i int, engine string) {
 			for _, k := range []struct {
 				key string
 				n   int
-			}{{"flows", len(rx.Flows)}, {"flex_items", len(rx.FlexItems)}, {"reorder_configs", len(rx.Reorders)}} {
+			}{{"flows", len(rx.Flows)}, {"flex_items", len(rx.FlexItems)}} {
 				if k.n > 0 {
 					v.errf(p+".rx."+k.key, "rx.%s need a raw stream; socket engines (socket, roce) cannot honour them", k.key)
 				}
+			}
+			// Reorder reads sequence numbers from the received packets, which the UDP/TCP
+			// socket engine delivers like any other (daqiri-go; upstream: raw only). A socket
+			// queue has no flows, so a plan takes every packet of the interface's RX queue.
+			if len(rx.Reorders) > 0 && proto == ProtoRoCE {
+				v.errf(p+".rx.reorder_configs", "rx.reorder_configs are not supported on roce:// endpoints")
+			} else if len(rx.Reorders) > 0 {
+				v.reorders(p+".rx", rx)
 			}
 			if rx.FlowIsolation {
 				v.errf(p+".rx.flow_isolation", "flow_isolation needs a raw stream; socket engines (socket, roce) cannot honour it")
@@ -898,9 +906,17 @@ func (v *validator) reorders(base string, rx *RxConfig) {
 		v.dataTypes(p+".data_types", r.DataTypes)
 
 		// Flows: all known, each in one plan only, all steering to the same single queue.
+		// Without flows (a socket stream) the plan reads the interface's only RX queue.
 		var q *Queue
 		qid := -1
-		if len(r.FlowIDs) == 0 {
+		if len(rx.Flows) == 0 && len(r.FlowIDs) == 0 {
+			switch len(rx.Queues) {
+			case 1:
+				q = &rx.Queues[0]
+			default:
+				v.errf(p+".flow_ids", "without flows a reorder plan reads the interface's only RX queue; this interface has %d", len(rx.Queues))
+			}
+		} else if len(r.FlowIDs) == 0 {
 			v.errf(p+".flow_ids", "a reorder config needs at least one flow id")
 		}
 		for j, id := range r.FlowIDs {

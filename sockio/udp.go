@@ -35,7 +35,8 @@ func ListenUDP(local, remote netip.AddrPort, o Options) (*UDP, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("udp %s: %w", what, err)
 	}
-	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+	// No SO_REUSEADDR: on UDP it lets a second socket bind the same port and silently take
+	// part of the traffic; a port already in use must fail loudly instead.
 	if o.ReusePort {
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
 			return fail("SO_REUSEPORT", err)
