@@ -25,9 +25,9 @@ import (
 // aggregate with the right presence bitmap, the right samples in every slot sent and zeros in
 // every slot not sent.
 //
-// The plan is attached at the engine level (socket engine + reorder service on its queue):
-// config validation does not yet accept rx.reorder_configs on socket interfaces, so a
-// session cannot be opened with one.
+// The plan is attached at the engine level (socket engine + reorder service on its queue), so
+// the test sees the service's statistics directly; TestReorderFromYAMLOverUDP in the root
+// package opens the same kind of plan from YAML through daqiri.Open.
 func TestReorderOverUDP(t *testing.T) {
 	const (
 		ppb      = 64
