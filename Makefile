@@ -4,7 +4,7 @@ export CGO_ENABLED := 0
 GOTESTFLAGS ?= -count=1 -timeout 30m
 BIN         ?= bin
 
-.PHONY: all build vet run test fuzz bench-socket bench-ring tools
+.PHONY: all build vet run test fuzz bench-socket bench-ring tools static
 all: build
 
 build:
@@ -30,6 +30,12 @@ test:
 tools:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./tools/...
+
+# Fully static tools (no libc, no dynamic loader): the nocuda tag leaves out the CUDA, cuFile
+# and NVML bindings (GPU memory kinds, GPU reorder, GDS then report that they are not built in).
+static:
+	@mkdir -p $(BIN)/static
+	$(GO) build -tags nocuda -o $(BIN)/static/ ./tools/...
 
 # The socket engine next to iperf3 on loopback (UDP 8000 B and 1000 B, TCP); prints ratios.
 bench-socket: tools

@@ -18,8 +18,6 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
-
-	"github.com/ebitengine/purego"
 )
 
 // ErrNotFound is wrapped by the error Open returns when none of a library's file names could
@@ -61,7 +59,7 @@ func (l *Library) load() {
 		// RTLD_NOW: resolve everything at load time so a broken install fails here, with the
 		// loader's message, rather than in the middle of a call. RTLD_LOCAL keeps the
 		// library's symbols out of the global namespace.
-		h, err := purego.Dlopen(n, purego.RTLD_NOW|purego.RTLD_LOCAL)
+		h, err := dlopen(n)
 		if err == nil {
 			l.handle, l.name = h, n
 			return
@@ -84,7 +82,7 @@ func (l *Library) Sym(name string) (uintptr, error) {
 	if err := l.Open(); err != nil {
 		return 0, err
 	}
-	p, err := purego.Dlsym(l.handle, name)
+	p, err := dlsym(l.handle, name)
 	if err != nil || p == 0 {
 		return 0, fmt.Errorf("%s has no symbol %s", l.name, name)
 	}
@@ -106,7 +104,7 @@ func (l *Library) Resolve(syms []Symbol) error {
 	}
 	var missing []string
 	for _, s := range syms {
-		p, err := purego.Dlsym(l.handle, s.Name)
+		p, err := dlsym(l.handle, s.Name)
 		if err != nil {
 			p = 0
 		}
@@ -135,8 +133,7 @@ func Call(fn uintptr, args ...uintptr) uintptr {
 		// so reaching this is a programming error worth a clear message.
 		panic("dynlib: call through a nil function pointer")
 	}
-	r, _, _ := purego.SyscallN(fn, args...)
-	return r
+	return callC(fn, args...)
 }
 
 // CString returns s as a NUL-terminated byte slice for passing to C. It fails if s itself
