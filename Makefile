@@ -22,6 +22,7 @@ run:
 # naming what is missing; CI runs them as root (.ci/run).
 test:
 	$(GO) vet ./...
+	$(GO) build -tags nocuda ./...
 	$(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v '/integration/vm$$')
 	@echo "== VM tests (one boot; every guest test listed)"
 	@bash -o pipefail -c '$(GO) test $(GOTESTFLAGS) -v ./integration/vm | grep -E -- "^ *--- |^(ok|FAIL|PASS)|^ +vm_test.go:[0-9]+: (skip|boot|VM)"'
