@@ -98,6 +98,10 @@ type Socket struct {
 	maps     [][]byte
 	wakeups  atomic.Uint64
 	kickErrs atomic.Uint64
+
+	mock  bool // NewMock: rings in ordinary memory, no file descriptor, no syscalls
+	mockk *Mock
+	held  [][]uint64 // a mock's ring memory
 }
 
 // ring is one mmap'd ring. The producer and consumer words are shared with the kernel and
@@ -285,6 +289,7 @@ func (s *Socket) Close() error {
 	}
 	s.maps = nil
 	s.fill, s.comp, s.rx, s.tx = ring{}, ring{}, ring{}, ring{}
+	s.held = nil
 	if s.fd >= 0 {
 		err := unix.Close(s.fd)
 		s.fd = -1
@@ -428,6 +433,9 @@ func (s *Socket) TxNeedsWakeup() bool {
 // results (EAGAIN, EBUSY, ENOBUFS, ENETDOWN while the link settles) are not errors.
 func (s *Socket) Kick() error {
 	s.wakeups.Add(1)
+	if s.mock {
+		return nil
+	}
 	_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 	switch e {
 	case 0, unix.EAGAIN, unix.EBUSY, unix.ENOBUFS, unix.ENETDOWN:
@@ -441,6 +449,9 @@ func (s *Socket) Kick() error {
 // FillNeedsWakeup is set.
 func (s *Socket) WakeupRx() {
 	s.wakeups.Add(1)
+	if s.mock {
+		return
+	}
 	unix.Syscall6(unix.SYS_RECVFROM, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 }
 
@@ -486,6 +497,11 @@ type Stats struct {
 
 // Stats reads the kernel counters.
 func (s *Socket) Stats() (Stats, error) {
+	if s.mock {
+		m := s.mockk
+		return Stats{RxDropped: m.fillEmpty.Load(), RxFillRingEmpty: m.fillEmpty.Load(), RxRingFull: m.ringFull.Load(),
+			Wakeups: s.wakeups.Load(), KickErrors: s.kickErrs.Load()}, nil
+	}
 	var st unix.XDPStatistics
 	l := uint32(unsafe.Sizeof(st))
 	if _, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(s.fd), unix.SOL_XDP, unix.XDP_STATISTICS, uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&l)), 0); e != 0 {
