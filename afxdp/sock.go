@@ -46,12 +46,17 @@ func (pt *port) openSock(k int, r *engine.Region, rx, tx bool, users int) (*sock
 	if err != nil {
 		return nil, pt.e.env.Config.Errorf(pt.p.Path()+".address", "interface %s (%s) queue %d: %v", pt.p.Name, pt.p.Config.Address, k, err)
 	}
+	return newSock(pt, k, x, r, rx), nil
+}
+
+// newSock wraps a socket bound (or mocked) over region r.
+func newSock(pt *port, k int, x *xsk.Socket, r *engine.Region, rx bool) *sock {
 	s := &sock{pt: pt, nicq: k, x: x, region: r, given: make([]bool, r.NumBufs), descs: make([]xsk.Desc, rxBatch)}
 	if rx {
 		s.fillIdx = make([]uint32, rxBatch)
 		s.fillAddr = make([]uint64, rxBatch)
 	}
-	return s, nil
+	return s
 }
 
 // refill tops the fill ring up from the region's free buffers.
