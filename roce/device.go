@@ -114,8 +114,8 @@ func (e *Engine) register(d *device, r *engine.Region, path string) (*mr, error)
 		if err != nil {
 			os.NewFile(uintptr(fd), "dmabuf").Close()
 			if errors.Is(err, verbs.ErrNotSupported) {
-				return nil, cfg.Errorf(path, "memory region %s is %s memory, which %s (driver %s) cannot register: %v: %v; use kind host_pinned (GPU-visible host memory) or a device whose driver supports DMA-BUF MRs (mlx5)",
-					r.Name, r.Kind, d.info.Name, d.info.Driver, ErrNoDMABuf, err)
+				return nil, &causeError{cfg.Errorf(path, "memory region %s is %s memory, which %s (driver %s) cannot register: %v: %v; use kind host_pinned (GPU-visible host memory) or a device whose driver supports DMA-BUF MRs (mlx5)",
+					r.Name, r.Kind, d.info.Name, d.info.Driver, ErrNoDMABuf, err), ErrNoDMABuf}
 			}
 			return nil, cfg.Errorf(path, "memory region %s (%s): DMA-BUF registration with %s: %v", r.Name, r.Kind, d.info.Name, err)
 		}
@@ -152,3 +152,13 @@ func (m *mr) local() LocalMR {
 	return LocalMR{Name: m.region.Name, Addr: m.mr.Addr, Length: m.mr.Length, LKey: m.mr.LKey, RKey: m.mr.RKey,
 		RemoteWrite: m.access&config.AccessRDMAWrite != 0, RemoteRead: m.access&config.AccessRDMARead != 0}
 }
+
+// causeError is a configuration error (message and position) that also
+// matches a sentinel with errors.Is.
+type causeError struct {
+	err   *config.Error
+	cause error
+}
+
+func (e *causeError) Error() string   { return e.err.Error() }
+func (e *causeError) Unwrap() []error { return []error{e.err, e.cause} }

@@ -147,15 +147,17 @@ func (e *Engine) checkPort(p *engine.Port) error {
 	if _, err := netip.ParseAddr(sc.Local.Host); err != nil {
 		return cfg.Errorf(p.Path()+".socket_config.local_addr", "interface %s: %s: the RoCE engine needs an IP address, not %q", p.Name, sc.Local, sc.Local.Host)
 	}
-	for i, q := range p.Rx {
+	// Upstream's RDMA engine ignores queue memory_regions and names a
+	// region per burst (local_mr_name); here the queue's regions are where
+	// messages are received and sent from.
+	for _, q := range p.Rx {
 		if len(q.Regions) != 1 {
-			return cfg.Errorf(q.Path()+".memory_regions", "interface %s rx queue %d: the RoCE engine receives into exactly one memory region per queue, %d configured", p.Name, q.ID, len(q.Regions))
+			return cfg.Errorf(q.Path()+".memory_regions", "interface %s rx queue %d: the RoCE engine receives into the queue's memory region: list exactly one (upstream's local_mr_name is not used), %d configured", p.Name, q.ID, len(q.Regions))
 		}
-		_ = i
 	}
 	for _, q := range p.Tx {
 		if len(q.Regions) == 0 {
-			return cfg.Errorf(q.Path()+".memory_regions", "interface %s tx queue %d: no memory region allocated for this queue", p.Name, q.ID)
+			return cfg.Errorf(q.Path()+".memory_regions", "interface %s tx queue %d: the RoCE engine sends from the queue's memory regions (one per segment; upstream's local_mr_name is not used): list at least one", p.Name, q.ID)
 		}
 	}
 	if rc.TransportMode == "UC" {
@@ -376,6 +378,8 @@ func (e *Engine) RemoteMRs(id uint64) ([]RemoteMR, error) {
 	if c == nil {
 		return nil, fmt.Errorf("connection %d: %w", id, ErrDisconnected)
 	}
+	c.stMu.Lock()
+	defer c.stMu.Unlock()
 	return append([]RemoteMR(nil), c.remote...), nil
 }
 

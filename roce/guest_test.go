@@ -97,7 +97,7 @@ func TestGuestSendRecv(t *testing.T) {
 // named (make test-roce-full).
 func TestGuestFullSendRecv(t *testing.T) {
 	requireGuest(t)
-	if !explicit(t) {
+	if !explicit(t, "Full") {
 		t.Skip("full-size run: make test-roce-full (or -test.run TestGuestFullSendRecv)")
 	}
 	count := 100_000
@@ -123,15 +123,18 @@ func TestGuestFullSendRecv(t *testing.T) {
 // writeReadConfigs: each side has a window region peers may write and read
 // (a TX queue's region, which the application never takes buffers from
 // unless it says so), a small message region for notifications, and an RX
-// region.
+// region. The server's window is hugepage memory (kind huge).
 func writeReadConfigs(transport string, port, window int, access config.Access) (*config.Config, *config.Config) {
-	mk := func(mode config.SocketMode, local netip.AddrPort, pre string) *config.Config {
+	mk := func(mode config.SocketMode, local netip.AddrPort, pre string, kind config.MemoryKind) *config.Config {
+		w := region(pre+"_window", window/mib, mib, access)
+		w.Kind = kind
 		return roceConfig(mode, transport, local, []string{pre + "_rx"}, []string{pre + "_msg", pre + "_window"},
-			region(pre+"_rx", 16, 4*kib, config.AccessLocal), region(pre+"_msg", 16, 4*kib, config.AccessLocal),
-			region(pre+"_window", window/mib, mib, access))
+			region(pre+"_rx", 16, 4*kib, config.AccessLocal), region(pre+"_msg", 16, 4*kib, config.AccessLocal), w)
 	}
-	return mk(config.ModeServer, netip.AddrPortFrom(guestAddr, uint16(port)), "srv"),
-		mk(config.ModeClient, netip.AddrPortFrom(guestAddr, 0), "cli")
+	// The server's window is hugepage memory, the client's ordinary host
+	// memory: both kinds are registered the same way.
+	return mk(config.ModeServer, netip.AddrPortFrom(guestAddr, uint16(port)), "srv", config.KindHuge),
+		mk(config.ModeClient, netip.AddrPortFrom(guestAddr, 0), "cli", config.KindHost)
 }
 
 // nextBurst waits (bounded) for a burst on RX queue 0.
@@ -327,7 +330,7 @@ func TestGuestWriteRead(t *testing.T) {
 // TestGuestFullWriteRead moves the 64 MB each way; only when named.
 func TestGuestFullWriteRead(t *testing.T) {
 	requireGuest(t)
-	if !explicit(t) {
+	if !explicit(t, "Full") {
 		t.Skip("full-size run: make test-roce-full (or -test.run TestGuestFullWriteRead)")
 	}
 	const window = 64 * mib
