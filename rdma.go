@@ -126,7 +126,8 @@ func (s *Session) RDMASetHeader(b *Burst, h RDMAHeader) error {
 
 // RDMAOp is the opcode of an RDMA burst: what a received burst is
 // (RDMAReceive, RDMAWriteImm, RDMARead, ...) or what a TX burst will do
-// (upstream rdma_get_opcode). RDMAInvalid for bursts of other engines.
+// (upstream rdma_get_opcode): RDMASend for a TX burst without a header.
+// Received bursts of other engines report RDMAInvalid.
 func RDMAOp(b *Burst) RDMAOpcode {
 	if b == nil {
 		return RDMAInvalid
