@@ -79,7 +79,10 @@ func TestGuestSendRecv(t *testing.T) {
 	count := 150 + rand.IntN(100)
 	cs, sc, took := exchangeMessages(t, p, count, mib, 60*time.Second)
 	t.Logf("%d messages of 1 KiB–1 MiB each way: %d + %d bytes in %v", count, cs, sc, took.Round(time.Millisecond))
-	// Per-queue statistics saw every message, and nothing was dropped.
+	// Per-queue statistics saw every message, and nothing was dropped. A
+	// send counts once its completion is in: wait for the buffers.
+	waitFree(t, p.cli, "cli_tx")
+	waitFree(t, p.srv, "srv_tx")
 	st := p.srv.Stats().Ports[0]
 	if st.Rx[0].Packets != uint64(count) || st.Rx[0].Bytes != uint64(cs) || st.Tx[0].Packets != uint64(count) || st.Rx[0].Dropped != 0 || st.Tx[0].Dropped != 0 {
 		t.Errorf("server stats %+v, want %d packets / %d bytes in, %d packets out, no drops", st, count, cs, count)
@@ -88,8 +91,6 @@ func TestGuestSendRecv(t *testing.T) {
 	if err != nil || len(rx) != 1 || len(tx) != 1 || len(rx[0])+len(tx[0]) != 0 {
 		t.Errorf("RDMA drop reasons rx %v tx %v (%v)", rx, tx, err)
 	}
-	waitFree(t, p.cli, "cli_tx")
-	waitFree(t, p.srv, "srv_tx")
 }
 
 // TestGuestFullSendRecv is the full run: 100,000 messages of
