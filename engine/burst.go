@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"net"
 	"net/netip"
 
@@ -486,9 +487,40 @@ func (b *Burst) FreeSegmentAndBurst(seg int) {
 }
 
 // FreePackets returns every not yet freed segment of every packet, keeping the metadata.
+// Buffers go back to each region in bulk (one pool operation per 64 packets) unless the
+// region shares buffers between packets.
 func (b *Burst) FreePackets() {
-	for i := 0; i < b.n; i++ {
-		b.FreePacket(i)
+	var idx [64]uint32
+	for s := 0; s < b.nsegs; s++ {
+		seg := &b.segs[s]
+		r := seg.region
+		if r.refs != nil {
+			b.FreeAllSegment(s)
+			continue
+		}
+		bs := uint64(r.BufSize)
+		shift := -1 // a shift instead of a division for power-of-two buffer sizes
+		if bs&(bs-1) == 0 {
+			shift = bits.TrailingZeros64(bs)
+		}
+		bit := uint8(1) << s
+		k := 0
+		for i, o := range seg.off[:b.n] {
+			if b.freed[i]&bit != 0 {
+				continue
+			}
+			b.freed[i] |= bit
+			if shift >= 0 {
+				idx[k] = uint32(o >> shift)
+			} else {
+				idx[k] = uint32(o / bs)
+			}
+			if k++; k == len(idx) {
+				r.pool.PutBulk(idx[:k])
+				k = 0
+			}
+		}
+		r.pool.PutBulk(idx[:k])
 	}
 }
 

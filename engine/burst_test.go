@@ -247,3 +247,38 @@ func TestStatus(t *testing.T) {
 		t.Fatal("plain errors are generic failures")
 	}
 }
+
+// TestFreePacketsBulk frees a burst larger than one bulk chunk with some packets and segments
+// already freed: every buffer must be back exactly once.
+func TestFreePacketsBulk(t *testing.T) {
+	hdr := testRegion(t, "hdr", 300, 128)
+	data := testRegion(t, "data", 300, 2048)
+	q := testTxQueue(t, true, hdr, data)
+	b, err := q.NewBurst(200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 200; i += 7 {
+		b.FreePacket(i)
+	}
+	for i := 3; i < 200; i += 11 {
+		b.FreeSegment(1, i)
+	}
+	b.Free()
+	for _, r := range []*Region{hdr, data} {
+		if r.Available() != 300 {
+			t.Fatalf("region %s: %d of 300 buffers free", r.Name, r.Available())
+		}
+		seen := map[uint32]bool{}
+		for range 300 {
+			i, ok := r.Get()
+			if !ok || seen[i] {
+				t.Fatalf("region %s: buffer %d (ok %v) handed out twice", r.Name, i, ok)
+			}
+			seen[i] = true
+		}
+		for i := range seen {
+			r.Put(i)
+		}
+	}
+}
