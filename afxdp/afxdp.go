@@ -80,6 +80,9 @@ type port struct {
 	socks []*sock // by NIC queue (nil where none)
 	rxqs  []*rxq  // by RX queue position
 	txqs  []*txq  // by TX queue position
+	// timeouts is set when a partial burst to some RX queue may time out (an indirect queue
+	// with timeout_us): only then do pollers read the clock.
+	timeouts bool
 
 	mu      sync.Mutex                 // flows and configuration
 	table   atomic.Pointer[flow.Table] // Go copy for frames without metadata
@@ -210,7 +213,9 @@ func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 	}
 	pt.socks = make([]*sock, max(pt.nicRx, len(p.Tx)))
 	for i, q := range p.Rx {
-		pt.rxqs = append(pt.rxqs, &rxq{pt: pt, q: q, pos: i, region: q.Regions[0], direct: q.Config.PollMode == config.PollDirect})
+		r := &rxq{pt: pt, q: q, pos: i, region: q.Regions[0], direct: q.Config.PollMode == config.PollDirect}
+		pt.rxqs = append(pt.rxqs, r)
+		pt.timeouts = pt.timeouts || r.timeout() > 0
 	}
 	if len(p.Rx) > 0 {
 		if pt.prog, err = flow.NewProgram(nil); err != nil {

@@ -17,10 +17,19 @@ type rxq struct {
 	pos    int
 	region *engine.Region
 	direct bool
-	socks  []*sock      // sockets this queue polls (its worker, or its caller in direct mode)
-	pend   []pending    // partial bursts being built by this queue's poller, by target position
-	busy   atomic.Bool  // direct mode: a caller is polling
-	polled atomic.Int64 // packets taken off the RX rings (diagnostics)
+	socks  []*sock     // sockets this queue polls (its worker, or its caller in direct mode)
+	pend   []pending   // partial bursts being built by this queue's poller, by target position
+	busy   atomic.Bool // direct mode: a caller is polling
+}
+
+// now is the time partial bursts are stamped and flushed with: the zero time when no queue of
+// the port has a timeout (every partial burst then waits until the rings run dry), which
+// spares pollers a clock read per poll.
+func (pt *port) now() time.Time {
+	if !pt.timeouts {
+		return time.Time{}
+	}
+	return time.Now()
 }
 
 // pending is a partial burst for one target queue and when its first packet came.
@@ -53,28 +62,44 @@ func (r *rxq) receive(s *sock, max int, now time.Time, hold *rxq) int {
 	if r.pend == nil {
 		r.pend = make([]pending, len(r.pt.rxqs))
 	}
-	s.refill()
 	n := s.x.Receive(s.descs[:min(max, len(s.descs))])
 	if n == 0 {
+		// The fill ring was topped up with the last batch; only a region that ran short
+		// then (the application held its buffers) needs another try.
+		if s.short {
+			s.refill()
+		}
 		if s.x.FillNeedsWakeup() {
 			s.x.WakeupRx()
 		}
 		return 0
 	}
-	r.polled.Add(int64(n))
-	for _, d := range s.descs[:n] {
+	// Top the fill ring up before sorting the frames: the kernel has consumed at least n
+	// entries, and buffers the application freed since the last batch are waiting.
+	s.refill()
+	descs := s.descs[:n]
+	// Touch every frame's metadata first: the kernel wrote it from another core, and loads
+	// that do not depend on each other let those cache misses overlap instead of taking one
+	// at a time inside frame.
+	buf := s.region.Bytes()
+	var t byte
+	for _, d := range descs {
+		if off := xsk.FrameAddr(d.Addr); off >= flow.MetaLen && off <= uint64(len(buf)) {
+			t ^= buf[off-1]
+		}
+	}
+	s.touched = t
+	for _, d := range descs {
 		r.frame(s, d, now, hold)
 	}
-	s.refill()
 	return n
 }
 
 // frame hands one received frame to its target queue's partial burst.
 func (r *rxq) frame(s *sock, d xsk.Desc, now time.Time, hold *rxq) {
 	pt := r.pt
-	bs := uint64(s.region.BufSize)
 	off := xsk.FrameAddr(d.Addr)
-	idx := uint32(off / bs)
+	idx := s.index(off)
 	s.given[idx] = false
 	n := int(d.Len)
 	buf := s.region.Bytes()
@@ -191,7 +216,7 @@ func (r *rxq) run() {
 	w := r.pt.e.w
 	const maxWait = 2 * time.Millisecond
 	for !w.Stopped() {
-		now := time.Now()
+		now := r.pt.now()
 		got := 0
 		for _, s := range r.socks {
 			got += r.receive(s, rxBatch, now, nil)
@@ -227,7 +252,7 @@ func (r *rxq) poll() (*engine.Burst, error) {
 	if r.pt.e.closed.Load() {
 		return nil, engine.ErrNotReady
 	}
-	now := time.Now()
+	now := r.pt.now()
 	for _, s := range r.socks {
 		have := 0
 		if r.pend != nil && r.pend[r.pos].b != nil {

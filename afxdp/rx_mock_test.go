@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"testing"
-	"time"
 	"unsafe"
 
 	"github.com/daqiri-go/daqiri/config"
@@ -130,7 +129,7 @@ func (mr *mockRx) poll() (*engine.Burst, bool) {
 		b, err := r.poll()
 		return b, err == nil
 	}
-	now := time.Now()
+	now := r.pt.now()
 	r.receive(mr.s, rxBatch, now, nil)
 	r.flush(now, true, nil)
 	return r.q.Next()

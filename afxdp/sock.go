@@ -1,6 +1,8 @@
 package afxdp
 
 import (
+	"math/bits"
+
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/xsk"
 )
@@ -21,8 +23,23 @@ type sock struct {
 	fillIdx  []uint32
 	fillAddr []uint64
 	descs    []xsk.Desc
+	short    bool // the last refill found fewer free buffers than fill-ring room
+	shift    uint // log2 of the buffer size when it is a power of two, else 0
+	touched  byte // sink of the metadata prefetch in receive
 	last     xsk.Stats
 }
+
+// index is the region buffer holding byte off (a shift, not a division, for power-of-two
+// buffer sizes).
+func (s *sock) index(off uint64) uint32 {
+	if s.shift != 0 {
+		return uint32(off >> s.shift)
+	}
+	return uint32(off / uint64(s.region.BufSize))
+}
+
+// refillMin is the fewest free fill-ring slots worth a refill.
+const refillMin = 16
 
 // openSock binds a socket to NIC queue k with region r as UMEM; users is how many RX sockets
 // share the region (they split half of it between their fill rings, leaving the rest for
@@ -52,6 +69,9 @@ func (pt *port) openSock(k int, r *engine.Region, rx, tx bool, users int) (*sock
 // newSock wraps a socket bound (or mocked) over region r.
 func newSock(pt *port, k int, x *xsk.Socket, r *engine.Region, rx bool) *sock {
 	s := &sock{pt: pt, nicq: k, x: x, region: r, given: make([]bool, r.NumBufs), descs: make([]xsk.Desc, rxBatch)}
+	if r.BufSize&(r.BufSize-1) == 0 {
+		s.shift = uint(bits.TrailingZeros(uint(r.BufSize)))
+	}
 	if rx {
 		s.fillIdx = make([]uint32, rxBatch)
 		s.fillAddr = make([]uint64, rxBatch)
@@ -59,26 +79,27 @@ func newSock(pt *port, k int, x *xsk.Socket, r *engine.Region, rx bool) *sock {
 	return s
 }
 
-// refill tops the fill ring up from the region's free buffers.
+// refill tops the fill ring up from the region's free buffers. It reads the kernel's
+// consumer index once, and puts buffers on the ring in runs of up to rxBatch; short records
+// that the region had fewer free buffers than the ring had room for.
 func (s *sock) refill() {
-	for rounds := 0; rounds < 16; rounds++ {
-		free := s.x.FillFree()
-		if free < 16 {
-			return
-		}
+	free := s.x.FillFree()
+	s.short = false
+	bs := uint64(s.region.BufSize)
+	for free >= refillMin {
 		n := s.region.GetBurst(s.fillIdx[:min(free, len(s.fillIdx))])
-		if n == 0 {
-			return
-		}
-		bs := uint64(s.region.BufSize)
 		for i, idx := range s.fillIdx[:n] {
 			s.given[idx] = true
 			s.fillAddr[i] = uint64(idx) * bs
 		}
-		s.x.Fill(s.fillAddr[:n])
-		if n < len(s.fillIdx) {
+		if n > 0 {
+			s.x.Fill(s.fillAddr[:n])
+		}
+		if n < min(free, len(s.fillIdx)) {
+			s.short = true
 			return
 		}
+		free -= n
 	}
 }
 
