@@ -428,11 +428,16 @@ func (pt *port) syncStats() {
 		}
 		// A frame dropped for want of a fill-ring buffer counts in both rx_dropped and
 		// rx_fill_ring_empty_descs (net/xdp/xsk.c, xsk_buff_pool.c); other rx_dropped frames
-		// did not fit the chunk.
-		dropped, empty := st.RxDropped-s.last.RxDropped, st.RxFillRingEmpty-s.last.RxFillRingEmpty
-		nb := min(dropped, empty)
-		c.Drop(engine.DropNoPacketBuffers, int(nb))
-		c.Drop(engine.DropTruncated, int(dropped-nb))
+		// did not fit the chunk. The kernel bumps the fill-ring counter first, so a snapshot
+		// can catch it one ahead: split the running totals, not this period's differences,
+		// or such a frame would be counted as truncated in the next period.
+		nb := min(st.RxDropped, st.RxFillRingEmpty)
+		c.Drop(engine.DropNoPacketBuffers, int(nb-s.nbDrops))
+		s.nbDrops = nb
+		if tr := st.RxDropped - nb; tr > s.truncDrops {
+			c.Drop(engine.DropTruncated, int(tr-s.truncDrops))
+			s.truncDrops = tr
+		}
 		if d := st.RxInvalidDescs - s.last.RxInvalidDescs; d > 0 {
 			c.Drop(engine.DropOther, int(d))
 		}

@@ -278,3 +278,23 @@ func BenchmarkRxEmptyPoll(b *testing.B) {
 		})
 	}
 }
+
+// TestXDPMockDropAccounting replays the kernel's drop counters, including a snapshot taken
+// between its two increments for a frame that found the fill ring empty (the fill-ring
+// counter first, rx_dropped second): such frames must not show up as truncated.
+func TestXDPMockDropAccounting(t *testing.T) {
+	mr := newMockRx(t, true, 1024, 32)
+	pt := mr.r.pt
+	step := func(dropped, empty, full uint64) {
+		mr.m.CountDrops(dropped, empty, full)
+		pt.syncStats()
+	}
+	step(10, 11, 0) // ten frames dropped, the eleventh half-counted
+	step(1, 0, 0)   // ... and completed in the next period
+	step(3, 3, 2)
+	step(2, 0, 0) // two frames too large for the chunk
+	st := mr.r.q.Stats.Snapshot()
+	if st.Drops["no_packet_buffers"] != 14 || st.Drops["truncated"] != 2 || st.Drops["rx_ring_full"] != 2 || st.Dropped != 18 {
+		t.Fatalf("drops %v", st.Drops)
+	}
+}

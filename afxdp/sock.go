@@ -27,6 +27,8 @@ type sock struct {
 	shift    uint // log2 of the buffer size when it is a power of two, else 0
 	touched  byte // sink of the metadata prefetch in receive
 	last     xsk.Stats
+	// Drops counted so far from the kernel's rx_dropped: for want of a buffer, and too large.
+	nbDrops, truncDrops uint64
 }
 
 // index is the region buffer holding byte off (a shift, not a division, for power-of-two

@@ -20,7 +20,7 @@ type Mock struct {
 	mem      []byte
 	headroom uint64
 	// Counters the kernel would keep (struct xdp_statistics).
-	fillEmpty, ringFull atomic.Uint64
+	dropped, fillEmpty, ringFull atomic.Uint64
 }
 
 // mockRingHdr is where a mock ring's descriptors start: producer, consumer and flags words on
@@ -91,6 +91,7 @@ func (m *Mock) Receive(meta []byte, frames ...[]byte) int {
 		}
 		if fcons == fprod {
 			m.fillEmpty.Add(1)
+			m.dropped.Add(1)
 			continue
 		}
 		a := *f.addr(fcons)
@@ -114,6 +115,14 @@ func (m *Mock) Receive(meta []byte, frames ...[]byte) int {
 	atomic.StoreUint32(f.cons, fcons)
 	atomic.StoreUint32(rx.prod, rprod)
 	return got
+}
+
+// CountDrops adds to the kernel counters the mock reports through Socket.Stats: rx_dropped,
+// rx_fill_ring_empty_descs and rx_ring_full (to replay what a real kernel's counters do).
+func (m *Mock) CountDrops(dropped, fillEmpty, ringFull uint64) {
+	m.dropped.Add(dropped)
+	m.fillEmpty.Add(fillEmpty)
+	m.ringFull.Add(ringFull)
 }
 
 // FillLen is the number of buffers on the fill ring that the kernel has not taken.

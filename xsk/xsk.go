@@ -499,7 +499,7 @@ type Stats struct {
 func (s *Socket) Stats() (Stats, error) {
 	if s.mock {
 		m := s.mockk
-		return Stats{RxDropped: m.fillEmpty.Load(), RxFillRingEmpty: m.fillEmpty.Load(), RxRingFull: m.ringFull.Load(),
+		return Stats{RxDropped: m.dropped.Load(), RxFillRingEmpty: m.fillEmpty.Load(), RxRingFull: m.ringFull.Load(),
 			Wakeups: s.wakeups.Load(), KickErrors: s.kickErrs.Load()}, nil
 	}
 	var st unix.XDPStatistics
