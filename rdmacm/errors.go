@@ -14,6 +14,7 @@ type Error struct {
 	Errno syscall.Errno
 }
 
+// Error describes the refused command and its errno.
 func (e *Error) Error() string {
 	return fmt.Sprintf("rdmacm: %s: %v%s", e.Op, e.Errno.Error(), errnoHint(e.Errno))
 }

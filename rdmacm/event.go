@@ -37,6 +37,8 @@ var eventNames = [...]string{
 	"TIMEWAIT_EXIT",
 }
 
+// String is the event's name as librdmacm's rdma_event_str gives it, without
+// the RDMA_CM_EVENT_ prefix.
 func (t EventType) String() string {
 	if int(t) < len(eventNames) {
 		return eventNames[t]
@@ -95,6 +97,7 @@ type EventError struct {
 	Rejected bool // Status is an IB CM reject reason, not an errno
 }
 
+// Error describes the failure event.
 func (e *EventError) Error() string {
 	switch {
 	case e.Rejected:

@@ -28,6 +28,7 @@ const (
 	PSIB PortSpace = 0x013F
 )
 
+// String names the port space.
 func (p PortSpace) String() string {
 	switch p {
 	case PSTCP:

@@ -40,6 +40,7 @@ const (
 
 var opNames = [...]string{"CONNECT", "SEND", "RECEIVE", "RDMA_WRITE", "RDMA_WRITE_IMM", "RDMA_READ", "RDMA_READ_IMM", "INVALID"}
 
+// String is upstream's name of the opcode.
 func (o Opcode) String() string {
 	if int(o) < len(opNames) {
 		return opNames[o]
@@ -237,6 +238,7 @@ var reasonNames = [NumReasons]string{
 	"missing_protection_domain", "missing_memory_key", "tx_post_failure", "rx_post_failure",
 }
 
+// String is the reason's metric label.
 func (r Reason) String() string {
 	if r < NumReasons {
 		return reasonNames[r]

@@ -20,5 +20,5 @@ if ! go run ./bench/roce/vmrun -pkgs ./roce -run '^TestGuestBenchRoCE$' -cpus "$
 fi
 echo "## RoCE: daqiri-go vs perftest on Soft-RoCE (rxe) in the VM"
 echo
-echo "kernel $(uname -r) host, guest $(grep -o 'kernel [^ ]*' "$log" | head -1 | cut -d' ' -f2), TCG, $CPUS vCPU; command: make bench-roce"
+echo "guest kernel $(grep -o 'kernel [0-9][^ ]*' "$log" | head -1 | cut -d' ' -f2) under qemu TCG, $CPUS vCPU, rxe0 on a dummy netdev (MTU 1500, RoCE MTU 1024); host $(nproc) CPUs; medians of 3 runs; command: make bench-roce"
 sed -n '/BENCH-ROCE/,/^$/p' "$log" | sed '1d' | sed 's/^ *//'
