@@ -7,7 +7,9 @@ test-xdp:
 	$(GO) test $(GOTESTFLAGS) -run 'XDP|Loopback' ./integration/ .
 
 # RX Mpps of engine xdp vs DPDK testpmd (af_xdp vdev, rxonly) on the same veth, same sender,
-# 64 B and 1500 B frames; prints the ratio. Needs root, dpdk-testpmd and hugepages (set up and
-# restored by the script). BENCH_SECONDS sets the length of each run.
+# 64 B and 1500 B frames; prints the ratio per round and the median. Needs root, dpdk-testpmd
+# and hugepages (set up and restored by the script). BENCH_SECONDS sets the length of each
+# run, ROUNDS the number of back-to-back daqiri/testpmd rounds (default 3).
 bench-xdp: tools
+	$(GO) build -o $(BIN)/xdp-rxonly ./bench/xdp/rxonly
 	bash bench/xdp/run.sh

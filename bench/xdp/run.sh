@@ -1,21 +1,36 @@
 #!/usr/bin/env bash
 # make bench-xdp: RX Mpps of daqiri's xdp engine next to DPDK testpmd (af_xdp vdev, rxonly)
 # on the same veth, with the same traffic source (daqiri-bench --mode tx, engine xdp AF_XDP
-# TX in the peer namespace), for 64-byte and 1500-byte frames. One run each; prints the
-# ratio. Then measures the software pacer (pacing_mbps) over the same veth.
+# TX in the peer namespace), for 64-byte and 1500-byte frames. ROUNDS rounds (default 3), each
+# running daqiri and then testpmd back to back per frame size; prints every round and the
+# median ratio. Then measures the software pacer (pacing_mbps) over the same veth.
+#
+# The daqiri receiver is bench/xdp/rxonly (built by make bench-xdp as $BIN/xdp-rxonly): one
+# goroutine polling RxBurst and freeing each burst, as testpmd's rxonly lcore does.
+# daqiri-bench --mode rx is not used: with no TX queue its progress loop spins on the
+# receiver's core.
+#
+# Both receivers get the same ring depth: 2048 buffers on the fill ring and 2048 RX ring
+# entries (RXBUFS=4096 in rx.yaml, testpmd --rxd=2048; see rx.yaml). RXBUFS=16384 gives the
+# daqiri queue 4096-entry rings, which testpmd's PMD cannot be configured to match.
 #
 # Needs root, iproute2, dpdk-testpmd (Debian dpdk-dev) with the af_xdp PMD
 # (librte-net-af-xdp23). Hugepages and a hugetlbfs mount for testpmd are set up here and
-# restored on exit. BENCH_SECONDS (default 5) is the length of each sending period.
+# restored on exit. BENCH_SECONDS (default 5) is the length of each sending period. The load
+# average is printed before and after: other work on the receiver's core makes it miss its
+# rings for milliseconds at a time, and both receivers then drop what their rings cannot hold.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SECS=${BENCH_SECONDS:-5}
 BIN=${BIN:-bin}
 BENCH=$BIN/daqiri-bench
+RXONLY=${RXONLY:-$BIN/xdp-rxonly}
+ROUNDS=${ROUNDS:-3}
 TESTPMD=${TESTPMD:-dpdk-testpmd}
 [ "$(id -u)" = 0 ] || { echo "bench-xdp: needs root (namespaces, XDP, hugepages)"; exit 1; }
 command -v "$TESTPMD" >/dev/null || { echo "bench-xdp: $TESTPMD not found (apt-get install dpdk-dev librte-net-af-xdp23)"; exit 1; }
 [ -x "$BENCH" ] || { echo "bench-xdp: $BENCH missing (make tools)"; exit 1; }
+[ -x "$RXONLY" ] || { echo "bench-xdp: $RXONLY missing (go build -o $RXONLY ./bench/xdp/rxonly)"; exit 1; }
 
 ID=$$
 NSA=dqbench-a-$ID NSB=dqbench-b-$ID VA=dqxa$ID VB=dqxb$ID
@@ -49,7 +64,8 @@ ip -n "$NSA" link add "$VA" mtu 1500 type veth peer name "$VB" netns "$NSB"
 ip -n "$NSA" link set "$VA" up
 ip -n "$NSB" link set "$VB" up
 
-sed -e "s/IFACE/$VB/" bench/xdp/rx.yaml > "$WORK/rx.yaml"
+RXBUFS=${RXBUFS:-4096}
+sed -e "s/IFACE/$VB/" -e "s/RXBUFS/$RXBUFS/" bench/xdp/rx.yaml > "$WORK/rx.yaml"
 txcfg() { sed -e "s/IFACE/$VA/" -e "s/PACING/$1/" bench/xdp/tx.yaml > "$WORK/tx.yaml"; }
 
 # The sender runs on core 0, each receiver gets core 1 (testpmd's forwarding lcore is 1, its
@@ -60,51 +76,72 @@ send() {
 }
 jnum() { sed -n "s/.*\"$2\": *\([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
 
-declare -A OURS PMD SENT
-txcfg 0
-for size in 64 1500; do
-  # daqiri: receiver runs 2 s longer than the sender, which starts 1 s after it.
-  ip netns exec "$NSB" taskset -c 1 "$BENCH" --config "$WORK/rx.yaml" --mode rx --duration "$((SECS + 2))s" --json --quiet > "$WORK/rx.json" &
-  rxpid=$!
+# daqiri SIZE: one daqiri receiver run; sets GOT, SENTN, DROPS.
+daqiri() {
+  # The receiver runs 2 s longer than the sender, which starts 1 s after it.
+  ip netns exec "$NSB" taskset -c 1 "$RXONLY" --config "$WORK/rx.yaml" --duration "$((SECS + 2))s" > "$WORK/rx.json" &
+  local rxpid=$!
   sleep 1
-  send "$size" "$SECS"
+  send "$1" "$SECS"
   wait $rxpid
-  got=$(jnum "$WORK/rx.json" rx_packets)
-  sent=$(jnum "$WORK/tx.json" tx_packets)
-  OURS[$size]=$(awk -v n="$got" -v s="$SECS" 'BEGIN{printf "%.3f", n/s/1e6}')
-  SENT[$size]=$(awk -v n="$sent" -v s="$SECS" 'BEGIN{printf "%.3f", n/s/1e6}')
-  echo "daqiri xdp  ${size} B: received $got of $sent sent in ${SECS} s = ${OURS[$size]} Mpps (offered ${SENT[$size]} Mpps)"
+  GOT=$(jnum "$WORK/rx.json" rx_packets)
+  SENTN=$(jnum "$WORK/tx.json" tx_packets)
+  DROPS=$(sed -n 's/.*"drops_text": *"\([^"]*\)".*/\1/p' "$WORK/rx.json")
+  DROPS="${DROPS:-none}; $(jnum "$WORK/rx.json" full_bursts) bursts of $(jnum "$WORK/rx.json" max_burst)"
+}
 
-  # testpmd: rxonly on the same veth, printing port statistics every second until SIGINT.
+# testpmd SIZE: one testpmd rxonly run on the same veth; sets GOT, SENTN, DROPS.
+testpmd() {
   ip netns exec "$NSB" timeout -s INT $((SECS + 30)) "$TESTPMD" -l 0,1 --no-pci --huge-dir "$MOUNTED" --file-prefix "dqbench$ID" \
       --vdev "net_af_xdp0,iface=$VB,start_queue=0,queue_count=1" -- \
-      --forward-mode=rxonly --auto-start --nb-cores=1 --rxq=1 --txq=1 --stats-period 1 > "$WORK/pmd.log" 2>&1 < /dev/null &
-  pmdpid=$!
+      --forward-mode=rxonly --auto-start --nb-cores=1 --rxq=1 --txq=1 --rxd="$PMD_RXD" --stats-period 1 > "$WORK/pmd.log" 2>&1 < /dev/null &
+  local pmdpid=$!
   for i in $(seq 150); do grep -q 'NIC statistics for port' "$WORK/pmd.log" 2>/dev/null && break; sleep 0.2; done
   [ -n "${KEEP_LOG:-}" ] && ip -n "$NSB" -d link show "$VB" >> "$WORK/pmd.log"
-  send "$size" "$SECS"
+  send "$1" "$SECS"
   sleep 1.5 # a last statistics period after the sender stopped
   kill -INT $pmdpid 2>/dev/null || true
   wait $pmdpid || true
-  pgot=$(grep -A2 'Accumulated forward statistics' "$WORK/pmd.log" | sed -n 's/.*RX-packets: *\([0-9]*\).*/\1/p' | head -1)
-  if [ -z "$pgot" ]; then
-    pgot=$(sed -n 's/.*RX-packets: *\([0-9]*\).*/\1/p' "$WORK/pmd.log" | tail -1)
+  GOT=$(grep -A2 'Accumulated forward statistics' "$WORK/pmd.log" | sed -n 's/.*RX-packets: *\([0-9]*\).*/\1/p' | head -1)
+  if [ -z "$GOT" ]; then
+    GOT=$(sed -n 's/.*RX-packets: *\([0-9]*\).*/\1/p' "$WORK/pmd.log" | tail -1)
   fi
-  psent=$(jnum "$WORK/tx.json" tx_packets)
-  if [ -z "$pgot" ]; then
-    echo "testpmd ${size} B: no RX-packets line; log:"; tail -30 "$WORK/pmd.log"; PMD[$size]=0
-  else
-    PMD[$size]=$(awk -v n="$pgot" -v s="$SECS" 'BEGIN{printf "%.3f", n/s/1e6}')
-    echo "testpmd af_xdp ${size} B: received $pgot of $psent sent in ${SECS} s = ${PMD[$size]} Mpps"
+  SENTN=$(jnum "$WORK/tx.json" tx_packets)
+  DROPS="RX-missed $(sed -n 's/.*RX-missed: *\([0-9]*\).*/\1/p' "$WORK/pmd.log" | tail -1)"
+  if [ -z "$GOT" ]; then
+    echo "testpmd ${1} B: no RX-packets line; log:"; tail -30 "$WORK/pmd.log"; GOT=0
   fi
+}
+
+mpps() { awk -v n="$1" -v s="$SECS" 'BEGIN{printf "%.3f", n/s/1e6}'; }
+
+# testpmd's RX ring: 2048 entries, as the daqiri socket's RX ring with RXBUFS=4096 (see
+# rx.yaml; the PMD's fill ring holds 2048 buffers whatever --rxd says).
+PMD_RXD=${PMD_RXD:-2048}
+declare -A RATIOS
+txcfg 0
+echo "rings: daqiri num_bufs $RXBUFS, testpmd --rxd $PMD_RXD; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+for round in $(seq "$ROUNDS"); do
+  for size in 64 1500; do
+    daqiri "$size"
+    ours=$(mpps "$GOT")
+    echo "round $round  daqiri xdp     ${size} B: received $GOT of $SENTN sent in ${SECS} s = $ours Mpps (offered $(mpps "$SENTN") Mpps; drops: $DROPS)"
+    testpmd "$size"
+    pmd=$(mpps "$GOT")
+    echo "round $round  testpmd af_xdp ${size} B: received $GOT of $SENTN sent in ${SECS} s = $pmd Mpps (offered $(mpps "$SENTN") Mpps; $DROPS)"
+    r=$(awk -v a="$ours" -v b="$pmd" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "n/a"}')
+    echo "round $round  ${size} B ratio ${r}x"
+    RATIOS[$size]="${RATIOS[$size]:-} $r"
+  done
 done
 
 echo
-printf "%-8s %14s %14s %8s\n" "frame" "daqiri Mpps" "testpmd Mpps" "ratio"
+printf "%-8s %-40s %8s\n" "frame" "ratio daqiri/testpmd per round" "median"
 for size in 64 1500; do
-  printf "%-8s %14s %14s %8s\n" "${size} B" "${OURS[$size]}" "${PMD[$size]}" \
-    "$(awk -v a="${OURS[$size]}" -v b="${PMD[$size]}" 'BEGIN{ if (b > 0) printf "%.2fx", a/b; else print "n/a"}')"
+  med=$(echo ${RATIOS[$size]} | tr ' ' '\n' | grep -v n/a | sort -g | awk '{a[NR]=$1} END{ if (NR == 0) print "n/a"; else if (NR % 2) printf "%.2fx", a[(NR+1)/2]; else printf "%.2fx", (a[NR/2]+a[NR/2+1])/2 }')
+  printf "%-8s %-40s %8s\n" "${size} B" "${RATIOS[$size]}" "$med"
 done
+echo "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # Pacer: 1500-byte frames at pacing_mbps 200 and 1000; the achieved rate is the frames the
 # TX queue put on the wire (its counter) × bits over the sending time.
