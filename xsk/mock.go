@@ -125,6 +125,10 @@ func (m *Mock) CountDrops(dropped, fillEmpty, ringFull uint64) {
 	m.ringFull.Add(ringFull)
 }
 
+// SetZeroCopy makes the Socket report a zero-copy bind (ZeroCopy), so code that treats the
+// modes differently (TX kicks only on need_wakeup) can be tested in both.
+func (m *Mock) SetZeroCopy(zc bool) { m.s.zc = zc }
+
 // FillLen is the number of buffers on the fill ring that the kernel has not taken.
 func (m *Mock) FillLen() int {
 	return int(atomic.LoadUint32(m.s.fill.prod) - atomic.LoadUint32(m.s.fill.cons))
