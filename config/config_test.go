@@ -297,12 +297,12 @@ func TestWarnings(t *testing.T) {
 			t.Errorf("warning %q, want prefix %q", c.Warnings[i], w)
 		}
 	}
-	c = mustParse(t, strings.Replace(roceBase, "          batch_size: 1\n", "          batch_size: 1\n          memory_regions: [m]\n", 1)+"    memory_regions: [{name: m, kind: host, affinity: 0, num_bufs: 1, buf_size: 64}]\n")
-	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "interfaces[0].tx.queues[0].memory_regions: upstream's RoCE engine ignores") {
+	c = mustParse(t, roceBase)
+	if len(c.Warnings) != 2 || !strings.Contains(c.Warnings[0], "interfaces[0].tx.queues[0].memory_regions: the roce engine receives into and sends from") {
 		t.Errorf("roce warnings %q", c.Warnings)
 	}
 	// Validate recomputes warnings rather than appending.
-	if err := c.Validate(); err != nil || len(c.Warnings) != 1 {
+	if err := c.Validate(); err != nil || len(c.Warnings) != 2 {
 		t.Errorf("revalidate: %v %q", err, c.Warnings)
 	}
 }

@@ -510,13 +510,13 @@ func (v *validator) queueRegions(p string, q *Queue, proto Protocol) {
 	mp := p + ".memory_regions"
 	switch n := len(q.MemoryRegions); {
 	case n == 0 && proto == ProtoRoCE:
+		// Upstream's RoCE engine ignores queue regions (the application names regions per
+		// burst); daqiri-go's registers and posts from them, so Open will refuse this.
+		v.warnf(mp, "the roce engine receives into and sends from the queue's memory_regions; add them or opening fails")
 	case n == 0:
 		v.errf(mp, "a queue needs memory_regions (one per packet segment)")
 	case n > MaxSegments:
 		v.errf(mp, "a queue has at most %d memory regions (segments), got %d", MaxSegments, n)
-	}
-	if proto == ProtoRoCE && len(q.MemoryRegions) > 0 {
-		v.warnf(mp, "upstream's RoCE engine ignores queue memory_regions")
 	}
 	for j, name := range q.MemoryRegions {
 		jp := indexPath(mp, j)
