@@ -95,7 +95,10 @@ func (c Conversion) Whole(n int) bool { return !c.Active() || n*8%c.inBits == 0 
 
 // Convert converts the whole samples of src into dst, which must hold OutputLen(len(src))
 // bytes, and returns the bytes written. Without conversion it copies.
-func (c Conversion) Convert(dst, src []byte) int {
+func (c Conversion) Convert(dst, src []byte) int { return c.convert(dst, src) }
+
+// convert is Convert without copying the Conversion (the plans' per-packet path).
+func (c *Conversion) convert(dst, src []byte) int {
 	if !c.Active() {
 		return copy(dst, src)
 	}

@@ -85,7 +85,8 @@ type window struct {
 	deadline int64 // service clock; 0: none
 	ts       int64 // receive time of the first packet
 	flow     uint32
-	gpu      int // GPU plans: descriptor set held by this window
+	gpu      int    // GPU plans: descriptor set held by this window
+	dst      []byte // CPU plans: the output buffer
 }
 
 // backend moves payloads: the CPU one copies as packets arrive, the GPU one gathers
@@ -151,6 +152,17 @@ type Plan struct {
 	cacheOK   bool    // batch numbers are plentiful enough that an open window's number is unambiguous
 	infos     []*engine.ReorderInfo
 
+	// The per-packet path's constants, compiled from the configuration.
+	seqR, batchR fieldReader
+	minLen       int  // bytes a packet needs to hold its fields
+	fastLen      int  // packets at least this long take addRun's fast path (fields read by 8-byte loads, some payload)
+	wholeMask    int  // payload lengths with one of these bits set are not whole samples
+	cpu          bool // a cpuBackend: payloads are placed without going through the interface
+	// bulkFree: the service frees the plan's packets with the rest of each burst, in bulk
+	// (every plan of the queue is a CPU plan); the plan frees none of them itself.
+	bulkFree bool
+	slowOnly bool // tests: every packet through add, to compare with the fast path
+
 	st statCounters
 }
 
@@ -193,6 +205,9 @@ func newPlan(rc *config.Reorder, q *engine.RxQueue, out *engine.Region, opt Opti
 		return fail("%v", err)
 	}
 	p.conv, p.copyOnly = conv, !conv.Active()
+	if conv.InBits() > 8 {
+		p.wholeMask = conv.InBits()/8 - 1 // int16, int32: whole samples are whole 2 or 4 bytes
+	}
 	m := rc.Method
 	width := func(f config.BitField, what string) error {
 		if f.Width < 1 || f.Width > 32 || f.Offset < 0 {
@@ -204,6 +219,8 @@ func newPlan(rc *config.Reorder, q *engine.RxQueue, out *engine.Region, opt Opti
 		return fail("%v", err)
 	}
 	p.seq = m.Seq
+	p.seqR = newFieldReader(m.Seq)
+	p.minLen = p.seqR.need
 	switch m.Kind {
 	case config.MethodSeqBatchNumber:
 		if err := width(m.Batch, "batch_number"); err != nil {
@@ -213,6 +230,8 @@ func newPlan(rc *config.Reorder, q *engine.RxQueue, out *engine.Region, opt Opti
 			return fail("batch_number (%d bits) is wider than sequence_number (%d bits)", m.Batch.Width, m.Seq.Width)
 		}
 		p.byBatch, p.batch = true, m.Batch
+		p.batchR = newFieldReader(m.Batch)
+		p.minLen = max(p.minLen, p.batchR.need)
 		p.ppb = 1 << (m.Seq.Width - m.Batch.Width)
 		if m.PacketsPerBatch != 0 && m.PacketsPerBatch != p.ppb {
 			return fail("packets_per_batch %d disagrees with 2^%d / 2^%d", m.PacketsPerBatch, m.Seq.Width, m.Batch.Width)
@@ -230,6 +249,10 @@ func newPlan(rc *config.Reorder, q *engine.RxQueue, out *engine.Region, opt Opti
 		return fail("unknown method %q", m.Kind)
 	}
 	p.lateSpan = (p.keys - 1) / 2
+	p.fastLen = max(p.minLen, p.seqR.first+8, p.offset+1)
+	if p.byBatch {
+		p.fastLen = max(p.fastLen, p.batchR.first+8)
+	}
 	if p.offset < 0 || p.offset >= p.src.BufSize {
 		return fail("payload_byte_offset %d must be smaller than the source region's buf_size %d", p.offset, p.src.BufSize)
 	}
@@ -268,21 +291,83 @@ func newPlan(rc *config.Reorder, q *engine.RxQueue, out *engine.Region, opt Opti
 	return p, nil
 }
 
-// add takes packet i of b (which the plan now owns).
-func (p *Plan) add(b *engine.Burst, i int, now int64) {
-	p.received++
-	pkt := b.Packet(i)
-	seq, ok := readField(pkt, p.seq)
-	var key uint32
-	if ok && p.byBatch {
-		key, ok = readField(pkt, p.batch)
-	} else {
-		key = seq >> p.seqShift
+// packetBytes is packet i of b given its region's bytes (nil: the CPU cannot read them),
+// what b.Packet(i) gives with fewer checks.
+func packetBytes(b *engine.Burst, buf []byte, i int) []byte {
+	if buf == nil {
+		return nil
 	}
+	o := b.SegmentOffset(0, i)
+	e := o + uint64(b.SegmentLen(0, i))
+	return buf[o:e:e]
+}
+
+// addRun takes packets lo..hi-1 of b (which the plan now owns); buf is the bytes of b's
+// region (nil when the CPU cannot read them).
+//
+// A CPU plan places the common packet itself: long enough for 8-byte field loads, whole
+// samples, of the batch the previous packet went to, payload as long as the batch's, slot
+// not yet filled. Everything else goes through add, which handles every case; both give the
+// same result for the packets the fast path takes.
+func (p *Plan) addRun(b *engine.Burst, lo, hi int, buf []byte, now int64) {
+	p.received += uint64(hi - lo)
+	if !p.cpu || !p.cacheOK || buf == nil || p.slowOnly {
+		for i := lo; i < hi; i++ {
+			p.add(b, i, packetBytes(b, buf, i), now)
+		}
+		return
+	}
+	seqFirst, seqShift, seqMask := p.seqR.first, p.seqR.shift, p.seqR.mask
+	batchFirst, batchShift, batchMask := p.batchR.first, p.batchR.shift, p.batchR.mask
+	slotMask := p.ppb - 1
+	for i := lo; i < hi; i++ {
+		pkt := packetBytes(b, buf, i)
+		if w := p.last; len(pkt) >= p.fastLen && w != nil && w.open {
+			n := len(pkt) - p.offset
+			seq := uint32(binary.BigEndian.Uint64(pkt[seqFirst:])>>seqShift) & seqMask
+			key := seq >> p.seqShift
+			if p.byBatch {
+				key = uint32(binary.BigEndian.Uint64(pkt[batchFirst:])>>batchShift) & batchMask
+			}
+			slot := int(seq) & slotMask
+			word, bit := slot>>6, uint64(1)<<(slot&63)
+			if w.key == uint64(key) && n == w.inLen && n&p.wholeMask == 0 && w.present[word]&bit == 0 {
+				w.present[word] |= bit
+				w.count++
+				// n == w.inLen: the slot is filled exactly, nothing to clear.
+				dst := w.dst[slot*w.outLen:][:w.outLen]
+				if p.copyOnly {
+					copy(dst, pkt[p.offset:])
+				} else {
+					p.conv.convert(dst, pkt[p.offset:])
+				}
+				if !p.bulkFree {
+					b.FreePacket(i)
+				}
+				if w.count == p.ppb {
+					p.emit(w, false, false)
+				}
+				continue
+			}
+		}
+		p.add(b, i, pkt, now)
+	}
+}
+
+// add takes packet i of b (which the plan now owns); pkt is its bytes (nil when the CPU
+// cannot read them). The caller counts it as received.
+func (p *Plan) add(b *engine.Burst, i int, pkt []byte, now int64) {
 	n := len(pkt) - p.offset
-	if !ok || n <= 0 || !p.conv.Whole(n) {
+	if len(pkt) < p.minLen || n <= 0 || n&p.wholeMask != 0 {
 		p.drop(b, i, engine.DropMalformed, &p.st.malformed)
 		return
+	}
+	seq := p.seqR.read(pkt)
+	var key uint32
+	if p.byBatch {
+		key = p.batchR.read(pkt)
+	} else {
+		key = seq >> p.seqShift
 	}
 	if p.gpu && b.SegmentRegion(0) != p.src {
 		// The kernels address payloads relative to the plan's source region; a packet in
@@ -310,7 +395,25 @@ func (p *Plan) add(b *engine.Burst, i int, now int64) {
 	}
 	w.present[word] |= bit
 	w.count++
-	p.be.place(w, slot, b, i, pkt[p.offset:], n)
+	if p.cpu {
+		// cpuBackend.place without the interface call.
+		dst := w.dst[slot*w.outLen:][:w.outLen]
+		src := pkt[p.offset:][:n]
+		var k int
+		if p.copyOnly {
+			k = copy(dst, src)
+		} else {
+			k = p.conv.convert(dst, src)
+		}
+		if k < len(dst) {
+			clear(dst[k:])
+		}
+		if !p.bulkFree {
+			b.FreePacket(i)
+		}
+	} else {
+		p.be.place(w, slot, b, i, pkt[p.offset:], n)
+	}
 	if w.count == p.ppb {
 		p.emit(w, false, false)
 	}
@@ -319,7 +422,9 @@ func (p *Plan) add(b *engine.Burst, i int, now int64) {
 func (p *Plan) drop(b *engine.Burst, i int, r engine.DropReason, c *atomic.Uint64) {
 	c.Add(1)
 	p.q.Stats.Drop(r, 1)
-	b.FreePacket(i)
+	if !p.bulkFree {
+		b.FreePacket(i)
+	}
 }
 
 // window finds or opens the batch for a packet with batch number key and payload length n.
@@ -533,7 +638,10 @@ func (p *Plan) discard() {
 // packet at once.
 type cpuBackend struct{ p *Plan }
 
-func (c *cpuBackend) start(*window) bool { return true }
+func (c *cpuBackend) start(w *window) bool {
+	w.dst = c.p.out.Buf(w.outIdx)
+	return true
+}
 
 func (c *cpuBackend) slotBytes(w *window, slot int) []byte {
 	buf := c.p.out.Buf(w.outIdx)
@@ -546,7 +654,7 @@ func (c *cpuBackend) place(w *window, slot int, b *engine.Burst, i int, payload 
 	if c.p.copyOnly {
 		k = copy(dst, payload[:n])
 	} else {
-		k = c.p.conv.Convert(dst, payload[:n])
+		k = c.p.conv.convert(dst, payload[:n])
 	}
 	if k < len(dst) {
 		clear(dst[k:])

@@ -40,10 +40,14 @@ type group struct {
 	byFlow  map[uint32]*Plan
 	regions []*engine.Region
 	keep    []kept
+	// bulkFree: every plan is a CPU plan, so every packet a plan takes can go back to its
+	// region with the rest of its burst, in bulk, once the burst has been through the plans.
+	bulkFree bool
 }
 
 // kept is a packet no plan takes, to be delivered as an ordinary one.
 type kept struct {
+	i    int // index in the burst
 	off  uint64
 	len  uint32
 	flow uint32
@@ -92,7 +96,7 @@ func (s *Service) Add(q *engine.RxQueue, rc *config.Reorder, out *engine.Region,
 		if !out.CPU() {
 			return nil, fmt.Errorf("reorder plan %s: a cpu plan writes with the CPU, but output region %s is %s memory (use host, huge or host_pinned)", p.name, out.Name, out.Kind)
 		}
-		p.be = &cpuBackend{p: p}
+		p.be, p.cpu = &cpuBackend{p: p}, true
 	case config.ReorderGPU:
 		be, err := newGPUBackend(p, opt)
 		if err != nil {
@@ -131,6 +135,13 @@ func (s *Service) Plans() []*Plan {
 func (s *Service) Start() {
 	s.start.Do(func() {
 		for _, g := range s.groups {
+			g.bulkFree = true
+			for _, p := range g.plans {
+				g.bulkFree = g.bulkFree && p.cpu
+			}
+			for _, p := range g.plans {
+				p.bulkFree = g.bulkFree
+			}
 			g.q.Intercept = g.intercept
 		}
 		if s.timed {
@@ -237,20 +248,31 @@ func (g *group) intercept(b *engine.Burst) {
 		p.expire(now, false)
 	}
 	keep := g.keep[:0]
-	single := len(g.plans) == 1
-	for i := 0; i < n; i++ {
-		var p *Plan
-		if single {
-			p = g.plans[0]
-		} else {
-			p = g.byFlow[b.FlowID(i)]
+	// The packets' bytes, sliced here rather than through b.Packet (which checks more).
+	var buf []byte
+	if r := b.SegmentRegion(0); r != nil {
+		buf = r.Bytes()
+	}
+	if len(g.plans) == 1 {
+		g.plans[0].addRun(b, 0, n, buf, now)
+	} else {
+		// Flows mostly come in runs: one plan lookup per run.
+		for i := 0; i < n; {
+			flow := b.FlowID(i)
+			j := i + 1
+			for j < n && b.FlowID(j) == flow {
+				j++
+			}
+			if p := g.byFlow[flow]; p != nil {
+				p.addRun(b, i, j, buf, now)
+			} else {
+				for ; i < j; i++ {
+					ts, _ := b.RxTimestamp(i)
+					keep = append(keep, kept{i, b.SegmentOffset(0, i), uint32(b.SegmentLen(0, i)), flow, ts})
+				}
+			}
+			i = j
 		}
-		if p == nil {
-			ts, _ := b.RxTimestamp(i)
-			keep = append(keep, kept{b.SegmentOffset(0, i), uint32(b.SegmentLen(0, i)), b.FlowID(i), ts})
-			continue
-		}
-		p.add(b, i, now)
 	}
 	g.keep = keep
 	for _, p := range g.plans {
@@ -259,10 +281,27 @@ func (g *group) intercept(b *engine.Burst) {
 	g.mu.Unlock()
 	switch {
 	case len(keep) == 0:
-		b.FreeMeta() // every packet went to a plan, which owns or freed it
+		// Every packet went to a plan, which owns or freed it; with bulkFree the plans left
+		// them all to be freed here.
+		if g.bulkFree {
+			b.Free()
+		} else {
+			b.FreeMeta()
+		}
 	case len(keep) == n:
 		g.q.DeliverDirect(b)
 	default:
+		if g.bulkFree {
+			// The packets the plans took go back now: the burst is rebuilt without them.
+			k := 0
+			for i := 0; i < n; i++ {
+				if k < len(keep) && keep[k].i == i {
+					k++
+					continue
+				}
+				b.FreePacket(i)
+			}
+		}
 		// Rebuild the burst from the packets no plan took, keeping what the engine set. The
 		// burst's own region, not the queue's: a loopback engine hands over TX buffers.
 		conn, flags, eng := b.ConnID(), b.Flags(), b.Engine
