@@ -67,7 +67,7 @@ func newMockRx(tb testing.TB, direct bool, numBufs, batch int) *mockRx {
 	r := &rxq{pt: pt, q: q, region: region, direct: direct}
 	pt.rxqs = []*rxq{r}
 	fill := min(maxRingSize, pow2Floor(max(numBufs/2, 8)))
-	x, m, err := xsk.NewMock(xsk.Options{Mem: region.Bytes(), ChunkSize: 2048, FillSize: fill, CompSize: 64, RxSize: fill})
+	x, m, err := xsk.NewMock(xsk.Options{Mem: region.Bytes(), ChunkSize: 2048, Unaligned: true, FillSize: fill, CompSize: 64, RxSize: fill})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -50,7 +50,12 @@ func (pt *port) openSock(k int, r *engine.Region, rx, tx bool, users int) (*sock
 	fill := min(maxRingSize, pow2Floor(max(r.NumBufs/(2*max(users, 1)), 8)))
 	o := xsk.Options{
 		Ifindex: pt.ifindex, Queue: k, Mem: r.Bytes(), ChunkSize: r.BufSize,
-		Unaligned: r.BufSize&(r.BufSize-1) != 0,
+		// Unaligned chunks for every buffer size: in aligned mode the kernel's copy-mode
+		// allocator takes the buffer head indexed by the chunk (xp_aligned_extract_idx), a
+		// cache miss per frame across the whole UMEM; in unaligned mode it reuses recently
+		// freed heads from a stack. Measured on veth: xp_alloc from ~6 % to ~1 % of the
+		// receiving softirq's core. The addresses are the same chunk offsets either way.
+		Unaligned: true,
 		FillSize:  fill, CompSize: 64, NeedWakeup: true, TxBudget: 256,
 	}
 	if rx {

@@ -34,7 +34,7 @@ func newMockTx(tb testing.TB, zeroCopy bool) (*Engine, *txq, *xsk.Mock, *engine.
 	p.Tx = []*engine.TxQueue{q}
 	pt := &port{e: e, p: p}
 	e.byID[0] = pt
-	x, m, err := xsk.NewMock(xsk.Options{Mem: region.Bytes(), ChunkSize: 2048, FillSize: 8, CompSize: 64, TxSize: 64})
+	x, m, err := xsk.NewMock(xsk.Options{Mem: region.Bytes(), ChunkSize: 2048, Unaligned: true, FillSize: 8, CompSize: 64, TxSize: 64})
 	if err != nil {
 		tb.Fatal(err)
 	}
