@@ -2,8 +2,9 @@
 # make bench-xdp: RX Mpps of daqiri's xdp engine next to DPDK testpmd (af_xdp vdev, rxonly)
 # on the same veth, with the same traffic source (daqiri-bench --mode tx, engine xdp AF_XDP
 # TX in the peer namespace), for 64-byte and 1500-byte frames. ROUNDS rounds (default 3), each
-# running daqiri and then testpmd back to back per frame size; prints every round and the
-# median ratio. Then measures the software pacer (pacing_mbps) over the same veth.
+# running daqiri and testpmd back to back per frame size (in alternating order); prints every
+# round, the median ratio and the median share of the offered frames each received. Then
+# measures the software pacer (pacing_mbps) over the same veth.
 #
 # The daqiri receiver is bench/xdp/rxonly (built by make bench-xdp as $BIN/xdp-rxonly): one
 # goroutine polling RxBurst and freeing each burst, as testpmd's rxonly lcore does.
@@ -118,28 +119,44 @@ mpps() { awk -v n="$1" -v s="$SECS" 'BEGIN{printf "%.3f", n/s/1e6}'; }
 # testpmd's RX ring: 2048 entries, as the daqiri socket's RX ring with RXBUFS=4096 (see
 # rx.yaml; the PMD's fill ring holds 2048 buffers whatever --rxd says).
 PMD_RXD=${PMD_RXD:-2048}
-declare -A RATIOS
+declare -A RATIOS DQPCT PMDPCT
 txcfg 0
 echo "rings: daqiri num_bufs $RXBUFS, testpmd --rxd $PMD_RXD; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+# median FORMAT: the median of the numbers on stdin (n/a skipped), printed with FORMAT.
+median() { tr ' ' '\n' | grep -v -e n/a -e '^$' | sort -g | awk -v f="$1" '{a[NR]=$1} END{ if (NR == 0) print "n/a"; else printf f, (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2 }'; }
+pct() { awk -v n="$1" -v s="$2" 'BEGIN{ if (s > 0) printf "%.1f", 100*n/s; else print "n/a"}'; }
 for round in $(seq "$ROUNDS"); do
   for size in 64 1500; do
-    daqiri "$size"
-    ours=$(mpps "$GOT")
-    echo "round $round  daqiri xdp     ${size} B: received $GOT of $SENTN sent in ${SECS} s = $ours Mpps (offered $(mpps "$SENTN") Mpps; drops: $DROPS)"
-    testpmd "$size"
-    pmd=$(mpps "$GOT")
-    echo "round $round  testpmd af_xdp ${size} B: received $GOT of $SENTN sent in ${SECS} s = $pmd Mpps (offered $(mpps "$SENTN") Mpps; $DROPS)"
+    # Alternate which receiver goes first, so a drift in the machine's load during a round
+    # does not always favour the same one.
+    order="daqiri testpmd"
+    [ $((round % 2)) = 0 ] && order="testpmd daqiri"
+    for who in $order; do
+      "$who" "$size"
+      if [ "$who" = daqiri ]; then
+        ours=$(mpps "$GOT")
+        DQPCT[$size]="${DQPCT[$size]:-} $(pct "$GOT" "$SENTN")"
+        echo "round $round  daqiri xdp     ${size} B: received $GOT of $SENTN sent in ${SECS} s = $ours Mpps (offered $(mpps "$SENTN") Mpps; drops: $DROPS)"
+      else
+        pmd=$(mpps "$GOT")
+        PMDPCT[$size]="${PMDPCT[$size]:-} $(pct "$GOT" "$SENTN")"
+        echo "round $round  testpmd af_xdp ${size} B: received $GOT of $SENTN sent in ${SECS} s = $pmd Mpps (offered $(mpps "$SENTN") Mpps; $DROPS)"
+      fi
+    done
     r=$(awk -v a="$ours" -v b="$pmd" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "n/a"}')
     echo "round $round  ${size} B ratio ${r}x"
     RATIOS[$size]="${RATIOS[$size]:-} $r"
   done
 done
 
+# The ratio is of received Mpps. Where both receivers keep up, it is the ratio of what the
+# shared sender core managed to offer in the two runs; the share of the offered frames each
+# received shows which receiver lost frames.
 echo
-printf "%-8s %-40s %8s\n" "frame" "ratio daqiri/testpmd per round" "median"
+printf "%-8s %-32s %8s %18s %18s\n" "frame" "ratio daqiri/testpmd per round" "median" "daqiri received" "testpmd received"
 for size in 64 1500; do
-  med=$(echo ${RATIOS[$size]} | tr ' ' '\n' | grep -v n/a | sort -g | awk '{a[NR]=$1} END{ if (NR == 0) print "n/a"; else if (NR % 2) printf "%.2fx", a[(NR+1)/2]; else printf "%.2fx", (a[NR/2]+a[NR/2+1])/2 }')
-  printf "%-8s %-40s %8s\n" "${size} B" "${RATIOS[$size]}" "$med"
+  printf "%-8s %-32s %8s %17s%% %17s%%\n" "${size} B" "${RATIOS[$size]}" "$(echo ${RATIOS[$size]} | median %.2fx)" \
+    "$(echo ${DQPCT[$size]} | median %.1f)" "$(echo ${PMDPCT[$size]} | median %.1f)"
 done
 echo "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
