@@ -31,6 +31,26 @@ func BenchmarkConvert(b *testing.B) {
 	}
 }
 
+// BenchmarkConvertRandom16 is int16 → fp16/bf16 (table lookups) on random samples, which
+// touch the whole 128 KiB table rather than the part BenchmarkConvert's pattern reaches.
+func BenchmarkConvertRandom16(b *testing.B) {
+	src := make([]byte, 8192)
+	r := newRand()
+	for i := range src {
+		src[i] = byte(r.Uint32())
+	}
+	dst := make([]byte, 8192)
+	for _, out := range []config.DataType{config.TypeFP16, config.TypeBF16} {
+		c, _ := NewConversion(&config.DataTypes{Input: config.TypeInt16, Output: out, Endianness: config.EndianNetwork})
+		b.Run(fmt.Sprintf("int16-%s", out), func(b *testing.B) {
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				c.Convert(dst, src)
+			}
+		})
+	}
+}
+
 // BenchmarkPlan measures the CPU plan per packet, engine share (taking buffers, writing the
 // sequence number, building bursts) included; the engine cases measure that share alone (a
 // queue whose bursts are freed as they arrive), and 64-byte payloads show the plan's fixed

@@ -25,7 +25,39 @@ type Conversion struct {
 	Big    bool            // input samples are big-endian (network order); ignored for int4/int8
 	inBits int
 	outB   int // output bytes per sample
+	op     convOp
+	// The lookup table op needs (built on first use, shared, read-only).
+	int4x16 *[2][256]uint64 // int4 → fp16, bf16: both results of a byte, at bit 0 and at bit 32
+	int4x32 *[256]uint64    // int4 → fp32, int32: both results of a byte
+	int4x64 *[256][2]uint64 // int4 → fp64
+	int8x16 *[4][256]uint64 // int8 → fp16, bf16: the result at bit 0, 16, 32 and 48
+	int8x32 *[2][256]uint64 // int8 → fp32, int32: the result at bit 0 and 32
+	int8x64 *[256]uint64    // int8 → fp64
+	int16x  *[65536]uint16  // int16 → fp16, bf16
 }
+
+// convOp is the loop that converts one input type to one output type.
+type convOp uint8
+
+const (
+	opNone convOp = iota
+	opInt4To16
+	opInt4To32
+	opInt4To64
+	opInt8To16
+	opInt8To32
+	opInt8To64
+	opInt16ToF16
+	opInt16ToBF16
+	opInt16ToF32
+	opInt16ToF64
+	opInt16ToI32
+	opInt32ToF16
+	opInt32ToBF16
+	opInt32ToF32
+	opInt32ToF64
+	opInt32ToI32
+)
 
 // NewConversion checks and compiles a plan's data_types (nil: byte copy).
 func NewConversion(dt *config.DataTypes) (Conversion, error) {
@@ -54,7 +86,39 @@ func NewConversion(dt *config.DataTypes) (Conversion, error) {
 	if c.In == config.TypeInt32 && c.Out == config.TypeInt32 && !c.Big {
 		return Conversion{}, nil
 	}
+	c.compile()
 	return c, nil
+}
+
+// compile picks the conversion loop and its table.
+func (c *Conversion) compile() {
+	switch c.In {
+	case config.TypeInt4:
+		switch c.outB {
+		case 2:
+			c.op, c.int4x16 = opInt4To16, tables.int4x16(c.Out)
+		case 4:
+			c.op, c.int4x32 = opInt4To32, tables.int4x32(c.Out)
+		default:
+			c.op, c.int4x64 = opInt4To64, tables.int4x64()
+		}
+	case config.TypeInt8:
+		switch c.outB {
+		case 2:
+			c.op, c.int8x16 = opInt8To16, tables.int8x16(c.Out)
+		case 4:
+			c.op, c.int8x32 = opInt8To32, tables.int8x32(c.Out)
+		default:
+			c.op, c.int8x64 = opInt8To64, tables.int8x64()
+		}
+	case config.TypeInt16:
+		c.op = [...]convOp{opInt16ToF16, opInt16ToBF16, opInt16ToF32, opInt16ToF64, opInt16ToI32}[outIndex(c.Out)]
+		if c.outB == 2 {
+			c.int16x = tables.int16x(c.Out)
+		}
+	case config.TypeInt32:
+		c.op = [...]convOp{opInt32ToF16, opInt32ToBF16, opInt32ToF32, opInt32ToF64, opInt32ToI32}[outIndex(c.Out)]
+	}
 }
 
 // Active reports whether samples are converted (false: bytes are copied).
@@ -104,201 +168,88 @@ func (c *Conversion) convert(dst, src []byte) int {
 	}
 	n := c.Elements(len(src))
 	out := dst[:n*c.outB]
-	switch c.In {
-	case config.TypeInt4:
-		c.fromInt4(out, src[:n/2])
-	case config.TypeInt8:
-		c.fromInt8(out, src[:n])
-	case config.TypeInt16:
-		c.fromInt16(out, src[:2*n])
-	case config.TypeInt32:
-		c.fromInt32(out, src[:4*n])
+	in := src[:n*c.inBits/8]
+	big := c.Big
+	switch c.op {
+	case opInt4To16:
+		int4To16(out, in, c.int4x16)
+	case opInt4To32:
+		int4To32(out, in, c.int4x32)
+	case opInt4To64:
+		int4To64(out, in, c.int4x64)
+	case opInt8To16:
+		int8To16(out, in, c.int8x16)
+	case opInt8To32:
+		int8To32(out, in, c.int8x32)
+	case opInt8To64:
+		int8To64(out, in, c.int8x64)
+	case opInt16ToF16:
+		int16ToF16(out, in, c.int16x, big)
+	case opInt16ToBF16:
+		int16ToBF16(out, in, c.int16x, big)
+	case opInt16ToF32:
+		int16ToF32(out, in, big)
+	case opInt16ToF64:
+		int16ToF64(out, in, big)
+	case opInt16ToI32:
+		int16ToI32(out, in, big)
+	case opInt32ToF16:
+		int32ToF16(out, in, big)
+	case opInt32ToBF16:
+		int32ToBF16(out, in, big)
+	case opInt32ToF32:
+		int32ToF32(out, in, big)
+	case opInt32ToF64:
+		int32ToF64(out, in, big)
+	case opInt32ToI32:
+		int32ToI32(out, in) // network order only: host order is a copy
 	}
-	return n * c.outB
+	return len(out)
 }
 
-// The loops below read several samples per load and write eight bytes per store; narrow
-// inputs go through lookup tables of whole results (per byte for int4 and int8, per sample
-// for int16 to 16-bit outputs).
+// The loops (convert_loops.go, written by convert_loops_gen.go) take exactly the input and
+// output of whole samples.
+//
+//go:generate go run convert_loops_gen.go
 
-func (c Conversion) fromInt4(out, src []byte) {
-	le := binary.LittleEndian
-	switch c.outB {
-	case 2:
-		t := tables.pairs16(c.Out) // both samples of a byte, already in output order
-		out = out[:4*len(src)]
-		for j, x := range src {
-			le.PutUint32(out[4*j:], t[x])
-		}
-	case 4:
-		t := tables.pairs32(c.Out)
-		out = out[:8*len(src)]
-		for j, x := range src {
-			le.PutUint64(out[8*j:], t[x])
-		}
-	default:
-		out = out[:16*len(src)]
-		for j, x := range src {
-			le.PutUint64(out[16*j:], math.Float64bits(float64(int8(x)>>4)))
-			le.PutUint64(out[16*j+8:], math.Float64bits(float64(int8(x<<4)>>4)))
-		}
-	}
-}
+var (
+	le = binary.LittleEndian
+	be = binary.BigEndian
+)
 
-func (c Conversion) fromInt8(out, src []byte) {
-	le := binary.LittleEndian
-	j := 0
-	switch c.outB {
-	case 2:
-		t := tables.bytes16(c.Out)
-		for ; j+4 <= len(src); j += 4 {
-			x := le.Uint32(src[j:])
-			le.PutUint64(out[2*j:], uint64(t[uint8(x)])|uint64(t[uint8(x>>8)])<<16|uint64(t[uint8(x>>16)])<<32|uint64(t[uint8(x>>24)])<<48)
-		}
-		for ; j < len(src); j++ {
-			le.PutUint16(out[2*j:], t[src[j]])
-		}
-	case 4:
-		t := tables.bytes32(c.Out)
-		for ; j+2 <= len(src); j += 2 {
-			le.PutUint64(out[4*j:], uint64(t[src[j]])|uint64(t[src[j+1]])<<32)
-		}
-		for ; j < len(src); j++ {
-			le.PutUint32(out[4*j:], t[src[j]])
-		}
-	default:
-		out = out[:8*len(src)]
-		for j, x := range src {
-			le.PutUint64(out[8*j:], math.Float64bits(float64(int8(x))))
-		}
-	}
-}
-
-// swap16 reverses the bytes of each 16-bit lane of x (network → host order for int16).
-func swap16(x uint64) uint64 {
-	return (x>>8)&0x00ff00ff00ff00ff | (x&0x00ff00ff00ff00ff)<<8
-}
-
-func (c Conversion) fromInt16(out, src []byte) {
-	le := binary.LittleEndian
-	n := len(src) / 2
-	j := 0 // sample index
-	// Four samples per 8-byte load, in host order.
-	for ; j+4 <= n; j += 4 {
-		x := le.Uint64(src[2*j:])
-		if c.Big {
-			x = swap16(x)
-		}
-		a, b, d, e := int16(x), int16(x>>16), int16(x>>32), int16(x>>48)
-		switch c.Out {
-		case config.TypeFP16, config.TypeBF16:
-			t := tables.samples16(c.Out)
-			le.PutUint64(out[2*j:], uint64(t[uint16(a)])|uint64(t[uint16(b)])<<16|uint64(t[uint16(d)])<<32|uint64(t[uint16(e)])<<48)
-		case config.TypeFP32:
-			le.PutUint64(out[4*j:], uint64(math.Float32bits(float32(a)))|uint64(math.Float32bits(float32(b)))<<32)
-			le.PutUint64(out[4*j+8:], uint64(math.Float32bits(float32(d)))|uint64(math.Float32bits(float32(e)))<<32)
-		case config.TypeInt32:
-			le.PutUint64(out[4*j:], uint64(uint32(int32(a)))|uint64(uint32(int32(b)))<<32)
-			le.PutUint64(out[4*j+8:], uint64(uint32(int32(d)))|uint64(uint32(int32(e)))<<32)
-		default:
-			le.PutUint64(out[8*j:], math.Float64bits(float64(a)))
-			le.PutUint64(out[8*j+8:], math.Float64bits(float64(b)))
-			le.PutUint64(out[8*j+16:], math.Float64bits(float64(d)))
-			le.PutUint64(out[8*j+24:], math.Float64bits(float64(e)))
-		}
-	}
-	for ; j < n; j++ {
-		u := le.Uint16(src[2*j:])
-		if c.Big {
-			u = u>>8 | u<<8
-		}
-		c.put(out, j, int32(int16(u)))
-	}
-}
-
-func (c Conversion) fromInt32(out, src []byte) {
-	le := binary.LittleEndian
-	n := len(src) / 4
-	load := func(j int) int32 {
-		u := le.Uint32(src[4*j:])
-		if c.Big {
-			u = bits.ReverseBytes32(u)
-		}
-		return int32(u)
-	}
-	switch c.Out {
-	case config.TypeFP16:
-		for j := 0; j < n; j++ {
-			le.PutUint16(out[2*j:], f16FromF32(float32(load(j))))
-		}
-	case config.TypeBF16:
-		for j := 0; j < n; j++ {
-			le.PutUint16(out[2*j:], bf16FromF64(float64(load(j))))
-		}
-	case config.TypeFP32:
-		for j := 0; j < n; j++ {
-			le.PutUint32(out[4*j:], math.Float32bits(float32(load(j))))
-		}
-	case config.TypeInt32:
-		for j := 0; j < n; j++ {
-			le.PutUint32(out[4*j:], uint32(load(j)))
-		}
-	default:
-		for j := 0; j < n; j++ {
-			le.PutUint64(out[8*j:], math.Float64bits(float64(load(j))))
-		}
-	}
-}
-
-// f16FromF32 rounds float32(v) of an int32 v to binary16, ties to even: add half an ulp
+// f16FromI32 rounds an int32 to binary16, ties to even, through float32(v): add half an ulp
 // minus one plus the lowest kept bit, drop the 13 extra fraction bits (a carry rolls into the
 // exponent), rebias. float32(v) is exact below 2^24, and every larger magnitude overflows
 // binary16 to infinity whichever way float32 rounded it, so the result equals
 // IntToFloatBits(v, 5, 10) for every int32 (the kernels' float_to_f16_bits does the same).
-func f16FromF32(f float32) uint16 {
-	u := math.Float32bits(f)
-	sign := (u >> 16) & 0x8000
+// Zero and infinity are picked without branches on the data.
+func f16FromI32(v int32) uint16 {
+	u := math.Float32bits(float32(v))
 	a := u & 0x7fffffff
+	a = (a + 0xfff + (a>>13)&1) >> 13 // float32 exponent (bias 127) << 10 | 10-bit fraction
+	r := a - (127-15)<<10
+	if a >= (127-15+31)<<10 {
+		r = 0x7c00 // past binary16's largest finite value: infinity
+	}
 	if a == 0 {
-		return uint16(sign)
+		r = 0
 	}
-	a = (a + 0xfff + (a>>13)&1) >> 13
-	e := int32(a>>10) - 127 + 15
-	if e >= 31 {
-		return uint16(sign | 0x7c00)
-	}
-	return uint16(sign | uint32(e)<<10 | a&0x3ff)
+	return uint16(u>>16&0x8000 | r)
 }
 
-// bf16FromF64 rounds float64(v) of an int32 v (exact) to bfloat16, ties to even, the same
-// way on the float64 bits: one rounding of the exact value, so it equals
-// IntToFloatBits(v, 8, 7). Through float32 it could round twice.
-func bf16FromF64(f float64) uint16 {
-	b := math.Float64bits(f)
-	sign := uint16(b>>48) & 0x8000
+// bf16FromI32 rounds an int32 to bfloat16, ties to even, the same way on the bits of
+// float64(v), which is exact: one rounding of the exact value, so it equals
+// IntToFloatBits(v, 8, 7). Through float32 it could round twice. No int32 comes near
+// bfloat16's largest exponent; zero is picked without a branch on the data.
+func bf16FromI32(v int32) uint16 {
+	b := math.Float64bits(float64(v))
 	a := b &^ (1 << 63)
-	if a == 0 {
-		return sign
-	}
 	a = (a + (1<<44 - 1) + (a>>45)&1) >> 45 // float64 exponent (bias 1023) << 7 | 7-bit fraction
-	e := int(a>>7) - 1023 + 127             // at most 127+31: no int32 overflows bfloat16
-	return sign | uint16(e)<<7 | uint16(a&0x7f)
-}
-
-// put writes sample j (the slow path for leftovers).
-func (c Conversion) put(out []byte, j int, v int32) {
-	le := binary.LittleEndian
-	switch c.Out {
-	case config.TypeFP16, config.TypeBF16:
-		e, f := formatBits(c.Out)
-		le.PutUint16(out[2*j:], uint16(IntToFloatBits(v, e, f)))
-	case config.TypeFP32:
-		le.PutUint32(out[4*j:], math.Float32bits(float32(v)))
-	case config.TypeInt32:
-		le.PutUint32(out[4*j:], uint32(v))
-	default:
-		le.PutUint64(out[8*j:], math.Float64bits(float64(v)))
+	r := uint16(a - (1023-127)<<7)
+	if a == 0 {
+		r = 0
 	}
+	return uint16(b>>48)&0x8000 | r
 }
 
 // formatBits gives the exponent and fraction widths of a 16-bit output: IEEE 754 binary16
@@ -350,16 +301,19 @@ func IntToFloatBits(v int32, expBits, fracBits int) uint32 {
 	return sign<<uint(expBits+fracBits) | e<<uint(fracBits) | q&(1<<uint(fracBits)-1)
 }
 
-// convTables hold whole results for the narrow inputs, built on first use and read-only
-// afterwards.
+// convTables hold whole results for the narrow inputs, each already shifted to its place in
+// an output word, built on first use (from IntToFloatBits) and read-only afterwards.
 type convTables struct {
-	once       [5]sync.Once
-	pairs16Tab [5]*[256]uint32   // int4: the two 16-bit results of a byte, high nibble first
-	pairs32Tab [5]*[256]uint64   // int4: the two 32-bit results of a byte
-	bytes16Tab [5]*[256]uint16   // int8 → 16-bit
-	bytes32Tab [5]*[256]uint32   // int8 → 32-bit
-	once16     [5]sync.Once      //
-	samp16Tab  [5]*[65536]uint16 // int16 → fp16/bf16
+	once   [5]sync.Once
+	i4x16  [5]*[2][256]uint64
+	i4x32  [5]*[256]uint64
+	i8x16  [5]*[4][256]uint64
+	i8x32  [5]*[2][256]uint64
+	once64 sync.Once
+	i4x64  *[256][2]uint64
+	i8x64  *[256]uint64
+	once16 [2]sync.Once
+	i16    [2]*[65536]uint16 // int16 → fp16, bf16: 128 KiB each, faster than rounding (BenchmarkConvert)
 }
 
 var tables convTables
@@ -395,47 +349,72 @@ func result(v int32, out config.DataType) uint64 {
 func (t *convTables) build(out config.DataType) {
 	k := outIndex(out)
 	t.once[k].Do(func() {
-		p16, p32 := new([256]uint32), new([256]uint64)
-		b16, b32 := new([256]uint16), new([256]uint32)
+		i4x16, i4x32 := new([2][256]uint64), new([256]uint64)
+		i8x16, i8x32 := new([4][256]uint64), new([2][256]uint64)
 		for x := 0; x < 256; x++ {
-			hi, lo := result(int32(int8(x)>>4), out), result(int32(int8(x<<4)>>4), out)
-			p16[x] = uint32(hi&0xffff) | uint32(lo&0xffff)<<16
-			p32[x] = hi&0xffffffff | (lo&0xffffffff)<<32
+			hi, lo := result(int32(int8(x)>>4), out), result(int32(int8(x<<4)>>4), out) // high nibble first
+			p16 := hi&0xffff | (lo&0xffff)<<16
+			i4x16[0][x], i4x16[1][x] = p16, p16<<32
+			i4x32[x] = hi&0xffffffff | (lo&0xffffffff)<<32
 			r := result(int32(int8(x)), out)
-			b16[x], b32[x] = uint16(r), uint32(r)
+			for j := range i8x16 {
+				i8x16[j][x] = (r & 0xffff) << (16 * j)
+			}
+			i8x32[0][x], i8x32[1][x] = r&0xffffffff, (r&0xffffffff)<<32
 		}
-		t.pairs16Tab[k], t.pairs32Tab[k], t.bytes16Tab[k], t.bytes32Tab[k] = p16, p32, b16, b32
+		t.i4x16[k], t.i4x32[k], t.i8x16[k], t.i8x32[k] = i4x16, i4x32, i8x16, i8x32
 	})
 }
 
-func (t *convTables) pairs16(out config.DataType) *[256]uint32 {
+func (t *convTables) int4x16(out config.DataType) *[2][256]uint64 {
 	t.build(out)
-	return t.pairs16Tab[outIndex(out)]
+	return t.i4x16[outIndex(out)]
 }
 
-func (t *convTables) pairs32(out config.DataType) *[256]uint64 {
+func (t *convTables) int4x32(out config.DataType) *[256]uint64 {
 	t.build(out)
-	return t.pairs32Tab[outIndex(out)]
+	return t.i4x32[outIndex(out)]
 }
 
-func (t *convTables) bytes16(out config.DataType) *[256]uint16 {
+func (t *convTables) int8x16(out config.DataType) *[4][256]uint64 {
 	t.build(out)
-	return t.bytes16Tab[outIndex(out)]
+	return t.i8x16[outIndex(out)]
 }
 
-func (t *convTables) bytes32(out config.DataType) *[256]uint32 {
+func (t *convTables) int8x32(out config.DataType) *[2][256]uint64 {
 	t.build(out)
-	return t.bytes32Tab[outIndex(out)]
+	return t.i8x32[outIndex(out)]
 }
 
-func (t *convTables) samples16(out config.DataType) *[65536]uint16 {
-	k := outIndex(out)
+func (t *convTables) build64() {
+	t.once64.Do(func() {
+		i4, i8 := new([256][2]uint64), new([256]uint64)
+		for x := range 256 {
+			i4[x] = [2]uint64{result(int32(int8(x)>>4), config.TypeFP64), result(int32(int8(x<<4)>>4), config.TypeFP64)}
+			i8[x] = result(int32(int8(x)), config.TypeFP64)
+		}
+		t.i4x64, t.i8x64 = i4, i8
+	})
+}
+
+func (t *convTables) int4x64() *[256][2]uint64 {
+	t.build64()
+	return t.i4x64
+}
+
+func (t *convTables) int8x64() *[256]uint64 {
+	t.build64()
+	return t.i8x64
+}
+
+func (t *convTables) int16x(out config.DataType) *[65536]uint16 {
+	k := outIndex(out) // fp16 or bf16: 0 or 1
 	t.once16[k].Do(func() {
 		tb := new([65536]uint16)
 		for x := range tb {
 			tb[x] = uint16(result(int32(int16(uint16(x))), out))
 		}
-		t.samp16Tab[k] = tb
+		t.i16[k] = tb
 	})
-	return t.samp16Tab[k]
+	return t.i16[k]
 }

@@ -269,7 +269,7 @@ func TestNewConversionBadInput(t *testing.T) {
 	}
 }
 
-// TestFastRoundingsMatchReference checks the int32 fast paths (through float32 for fp16,
+// TestFastRoundingsMatchReference checks the int32 roundings (through float32 for fp16,
 // through float64 for bf16) against IntToFloatBits at the edges and on random values.
 func TestFastRoundingsMatchReference(t *testing.T) {
 	r := newRand()
@@ -279,11 +279,72 @@ func TestFastRoundingsMatchReference(t *testing.T) {
 		vals = append(vals, int32(r.Uint32())>>r.IntN(32))
 	}
 	for _, v := range vals {
-		if got, want := uint32(f16FromF32(float32(v))), IntToFloatBits(v, 5, 10); got != want {
-			t.Fatalf("f16FromF32(%d) = %#x, want %#x", v, got, want)
+		if got, want := uint32(f16FromI32(v)), IntToFloatBits(v, 5, 10); got != want {
+			t.Fatalf("f16FromI32(%d) = %#x, want %#x", v, got, want)
 		}
-		if got, want := uint32(bf16FromF64(float64(v))), IntToFloatBits(v, 8, 7); got != want {
-			t.Fatalf("bf16FromF64(%d) = %#x, want %#x", v, got, want)
+		if got, want := uint32(bf16FromI32(v)), IntToFloatBits(v, 8, 7); got != want {
+			t.Fatalf("bf16FromI32(%d) = %#x, want %#x", v, got, want)
+		}
+	}
+}
+
+// TestConvertEveryNarrowValue converts every int4 and int8 byte and every int16 sample, in
+// both byte orders, to every output type, and checks each result against the math/big
+// reference; then every length up to a few chunks, so that each loop's chunked part and its
+// tail meet at every boundary.
+func TestConvertEveryNarrowValue(t *testing.T) {
+	all16 := make([]byte, 2*65536)
+	for v := range 65536 {
+		binary.LittleEndian.PutUint16(all16[2*v:], uint16(v))
+	}
+	all8 := all16[:0:0]
+	for v := range 256 {
+		all8 = append(all8, byte(v))
+	}
+	r := newRand()
+	var edges32 []byte
+	for _, v := range []int32{0, 1, -1, 2047, 2048, 2049, 2051, 65504, 65519, 65520, -65520, 1 << 24, 1<<24 + 1,
+		1<<25 + 1<<17 + 1, math.MaxInt32, math.MinInt32, math.MaxInt32 - 64} {
+		edges32 = binary.LittleEndian.AppendUint32(edges32, uint32(v))
+	}
+	for range 4096 {
+		edges32 = binary.LittleEndian.AppendUint32(edges32, uint32(int32(r.Uint32())>>r.IntN(32)))
+	}
+	for _, in := range inTypes {
+		src := map[config.DataType][]byte{config.TypeInt4: all8, config.TypeInt8: all8, config.TypeInt16: all16, config.TypeInt32: edges32}[in]
+		for _, out := range outTypes {
+			for _, end := range []config.Endianness{config.EndianHost, config.EndianNetwork} {
+				c, err := NewConversion(&config.DataTypes{Input: in, Output: out, Endianness: end})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !c.Active() {
+					continue
+				}
+				big := end == config.EndianNetwork
+				want := refEncode(refSamples(src, in, big), out)
+				got := make([]byte, len(want))
+				if c.Convert(got, src) != len(want) || !bytes.Equal(got, want) {
+					for j := range want {
+						if got[j] != want[j] {
+							t.Fatalf("%s→%s %s: first difference at output byte %d", in, out, end, j)
+						}
+					}
+					t.Fatalf("%s→%s %s: wrote the wrong length", in, out, end)
+				}
+				// Every length from nothing to three chunks and a bit, at every start alignment
+				// the first 8 bytes give.
+				for off := range 8 {
+					for n := 0; n <= 3*16*c.InBits()/8+9 && off+n <= len(src); n++ {
+						part := src[off : off+n]
+						want := refEncode(refSamples(part[:c.InputBytes(n)], in, big), out)
+						got := make([]byte, len(want)+4)
+						if k := c.Convert(got, part); k != len(want) || !bytes.Equal(got[:k], want) || !bytes.Equal(got[k:], make([]byte, 4)) {
+							t.Fatalf("%s→%s %s: %d bytes at %d: %x, want %x", in, out, end, n, off, got, want)
+						}
+					}
+				}
+			}
 		}
 	}
 }
