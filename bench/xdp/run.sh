@@ -16,7 +16,7 @@
 # daqiri queue 4096-entry rings, which testpmd's PMD cannot be configured to match.
 #
 # Needs root, iproute2, dpdk-testpmd (Debian dpdk-dev) with the af_xdp PMD
-# (librte-net-af-xdp23). Hugepages and a hugetlbfs mount for testpmd are set up here and
+# (librte-net-af-xdp23). Hugepages (for testpmd and the daqiri regions) are set up here and
 # restored on exit. BENCH_SECONDS (default 5) is the length of each sending period. The load
 # average is printed before and after: other work on the receiver's core makes it miss its
 # rings for milliseconds at a time, and both receivers then drop what their rings cannot hold.
@@ -49,7 +49,8 @@ cleanup() {
 trap cleanup EXIT
 [ -n "${KEEP_LOG:-}" ] && trap "cp \"\$WORK/pmd.log\" /tmp/pmd.log 2>/dev/null; cleanup" EXIT
 
-# testpmd: 256 × 2 MiB hugepages and a hugetlbfs mount of our own.
+# 256 × 2 MiB hugepages for testpmd (through a hugetlbfs mount of our own) and the daqiri
+# regions (rx.yaml, tx.yaml: kind huge).
 echo $((HP_OLD + 256)) > $HP
 MOUNTED=$WORK/huge
 mkdir -p "$MOUNTED"
