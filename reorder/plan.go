@@ -317,29 +317,29 @@ func (p *Plan) addRun(b *engine.Burst, lo, hi int, buf []byte, now int64) {
 		}
 		return
 	}
-	seqFirst, seqShift, seqMask := p.seqR.first, p.seqR.shift, p.seqR.mask
-	batchFirst, batchShift, batchMask := p.batchR.first, p.batchR.shift, p.batchR.mask
 	slotMask := p.ppb - 1
 	for i := lo; i < hi; i++ {
-		pkt := packetBytes(b, buf, i)
-		if w := p.last; len(pkt) >= p.fastLen && w != nil && w.open {
-			n := len(pkt) - p.offset
-			seq := uint32(binary.BigEndian.Uint64(pkt[seqFirst:])>>seqShift) & seqMask
-			key := seq >> p.seqShift
+		// The packet is bytes [o, o+l) of buf. Every slot of a batch holds w.inLen bytes, a
+		// whole number of samples, so a packet with that payload is whole and fills its slot
+		// exactly: nothing to cut, pad or clear.
+		o, l := int(b.SegmentOffset(0, i)), b.SegmentLen(0, i)
+		if w := p.last; l >= p.fastLen && w != nil && w.open && l-p.offset == w.inLen && o <= len(buf)-l {
+			// The shift counts are below 64: masking them spares the compiler's checks.
+			seq := uint32(binary.BigEndian.Uint64(buf[o+p.seqR.first:])>>(p.seqR.shift&63)) & p.seqR.mask
+			key := uint32(uint64(seq) >> (p.seqShift & 63))
 			if p.byBatch {
-				key = uint32(binary.BigEndian.Uint64(pkt[batchFirst:])>>batchShift) & batchMask
+				key = uint32(binary.BigEndian.Uint64(buf[o+p.batchR.first:])>>(p.batchR.shift&63)) & p.batchR.mask
 			}
 			slot := int(seq) & slotMask
 			word, bit := slot>>6, uint64(1)<<(slot&63)
-			if w.key == uint64(key) && n == w.inLen && n&p.wholeMask == 0 && w.present[word]&bit == 0 {
+			if w.key == uint64(key) && w.present[word]&bit == 0 {
 				w.present[word] |= bit
 				w.count++
-				// n == w.inLen: the slot is filled exactly, nothing to clear.
 				dst := w.dst[slot*w.outLen:][:w.outLen]
 				if p.copyOnly {
-					copy(dst, pkt[p.offset:])
+					copy(dst, buf[o+p.offset:o+l])
 				} else {
-					p.conv.convert(dst, pkt[p.offset:])
+					p.conv.convert(dst, buf[o+p.offset:o+l])
 				}
 				if !p.bulkFree {
 					b.FreePacket(i)
@@ -350,7 +350,7 @@ func (p *Plan) addRun(b *engine.Burst, lo, hi int, buf []byte, now int64) {
 				continue
 			}
 		}
-		p.add(b, i, pkt, now)
+		p.add(b, i, packetBytes(b, buf, i), now)
 	}
 }
 
