@@ -27,13 +27,14 @@ type Conversion struct {
 	outB   int // output bytes per sample
 	op     convOp
 	// The lookup table op needs (built on first use, shared, read-only).
-	int4x16 *[2][256]uint64 // int4 → fp16, bf16: both results of a byte, at bit 0 and at bit 32
-	int4x32 *[256]uint64    // int4 → fp32, int32: both results of a byte
-	int4x64 *[256][2]uint64 // int4 → fp64
-	int8x16 *[4][256]uint64 // int8 → fp16, bf16: the result at bit 0, 16, 32 and 48
-	int8x32 *[2][256]uint64 // int8 → fp32, int32: the result at bit 0 and 32
-	int8x64 *[256]uint64    // int8 → fp64
-	int16x  *[65536]uint16  // int16 → fp16, bf16
+	int4x16 *[2][256]uint64  // int4 → fp16, bf16: both results of a byte, at bit 0 and at bit 32
+	int4x32 *[256]uint64     // int4 → fp32, int32: both results of a byte
+	int4x64 *[256][2]uint64  // int4 → fp64
+	int8x16 *[4][256]uint64  // int8 → fp16, bf16: the result at bit 0, 16, 32 and 48
+	int8x32 *[2][256]uint64  // int8 → fp32, int32: the result at bit 0 and 32
+	int8x64 *[256]uint64     // int8 → fp64
+	int16x  *[65536]uint16   // int16 → fp16, bf16
+	int32x  *[1 << 17]uint16 // int32 → fp16, by f16Index
 }
 
 // convOp is the loop that converts one input type to one output type.
@@ -118,6 +119,9 @@ func (c *Conversion) compile() {
 		}
 	case config.TypeInt32:
 		c.op = [...]convOp{opInt32ToF16, opInt32ToBF16, opInt32ToF32, opInt32ToF64, opInt32ToI32}[outIndex(c.Out)]
+		if c.op == opInt32ToF16 {
+			c.int32x = tables.int32f16()
+		}
 	}
 }
 
@@ -194,7 +198,7 @@ func (c *Conversion) convert(dst, src []byte) int {
 	case opInt16ToI32:
 		int16ToI32(out, in, big)
 	case opInt32ToF16:
-		int32ToF16(out, in, big)
+		int32ToF16(out, in, c.int32x, big)
 	case opInt32ToBF16:
 		int32ToBF16(out, in, big)
 	case opInt32ToF32:
@@ -217,24 +221,11 @@ var (
 	be = binary.BigEndian
 )
 
-// f16FromI32 rounds an int32 to binary16, ties to even, through float32(v): add half an ulp
-// minus one plus the lowest kept bit, drop the 13 extra fraction bits (a carry rolls into the
-// exponent), rebias. float32(v) is exact below 2^24, and every larger magnitude overflows
-// binary16 to infinity whichever way float32 rounded it, so the result equals
-// IntToFloatBits(v, 5, 10) for every int32 (the kernels' float_to_f16_bits does the same).
-// Zero and infinity are picked without branches on the data.
-func f16FromI32(v int32) uint16 {
-	u := math.Float32bits(float32(v))
-	a := u & 0x7fffffff
-	a = (a + 0xfff + (a>>13)&1) >> 13 // float32 exponent (bias 127) << 10 | 10-bit fraction
-	r := a - (127-15)<<10
-	if a >= (127-15+31)<<10 {
-		r = 0x7c00 // past binary16's largest finite value: infinity
-	}
-	if a == 0 {
-		r = 0
-	}
-	return uint16(u>>16&0x8000 | r)
+// f16Index is where an int32's binary16 lies in the int32 → fp16 table: its entries are the
+// results for -65536 … 65535, and every magnitude from 65520 up rounds to infinity, so larger
+// ones share the entries at the ends.
+func f16Index(v int32) uint32 {
+	return uint32(min(max(v, -1<<16), 1<<16-1)+1<<16) & (1<<17 - 1)
 }
 
 // bf16FromI32 rounds an int32 to bfloat16, ties to even, the same way on the bits of
@@ -314,6 +305,8 @@ type convTables struct {
 	i8x64  *[256]uint64
 	once16 [2]sync.Once
 	i16    [2]*[65536]uint16 // int16 → fp16, bf16: 128 KiB each, faster than rounding (BenchmarkConvert)
+	once32 sync.Once
+	i32f16 *[1 << 17]uint16 // int32 → fp16 (f16Index): 256 KiB, faster than rounding
 }
 
 var tables convTables
@@ -417,4 +410,15 @@ func (t *convTables) int16x(out config.DataType) *[65536]uint16 {
 		t.i16[k] = tb
 	})
 	return t.i16[k]
+}
+
+func (t *convTables) int32f16() *[1 << 17]uint16 {
+	t.once32.Do(func() {
+		tb := new([1 << 17]uint16)
+		for x := range tb {
+			tb[x] = uint16(result(int32(x)-1<<16, config.TypeFP16))
+		}
+		t.i32f16 = tb
+	})
+	return t.i32f16
 }

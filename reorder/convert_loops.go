@@ -7,11 +7,11 @@ import "math"
 // The conversion loops. Each one walks its input in chunks of a fixed size, sliced to arrays
 // so that every offset inside a chunk is a constant and the compiler checks bounds once per
 // chunk; within a chunk one statement per output word, so that loads and stores use
-// constant displacements. int4 and int8 (and int16 to fp16 or bf16) are table lookups, the
-// narrow tables holding results already shifted to their place in a 64-bit output word (one
-// OR per sample); int16 and int32 to fp32, fp64 and int32 go through the hardware's integer
-// to float conversion, which rounds to nearest even like IntToFloatBits, and int32 to fp16 or
-// bf16 round with f16FromI32 and bf16FromI32. Network byte order has loops of its own. The
+// constant displacements. int4 and int8, int16 to fp16 or bf16 and int32 to fp16 are table
+// lookups, the narrow tables holding results already shifted to their place in a 64-bit
+// output word (one OR per sample); int16 and int32 to fp32, fp64 and int32 go through the
+// hardware's integer to float conversion, which rounds to nearest even like IntToFloatBits,
+// and int32 to bf16 rounds with bf16FromI32. Network byte order has loops of its own. The
 // samples after the last whole chunk go one at a time.
 
 func int8To16(out, src []byte, t *[4][256]uint64) {
@@ -455,60 +455,60 @@ func int16ToI32Big(out, src []byte) {
 	}
 }
 
-func int32ToF16(out, src []byte, big bool) {
+func int32ToF16(out, src []byte, t *[1 << 17]uint16, big bool) {
 	if big {
-		int32ToF16Big(out, src)
+		int32ToF16Big(out, src, t)
 		return
 	}
 	for len(src) >= 64 && len(out) >= 32 {
 		s, o := (*[64]byte)(src), (*[32]byte)(out)
-		le.PutUint16(o[0:], f16FromI32(int32(le.Uint32(s[0:]))))
-		le.PutUint16(o[2:], f16FromI32(int32(le.Uint32(s[4:]))))
-		le.PutUint16(o[4:], f16FromI32(int32(le.Uint32(s[8:]))))
-		le.PutUint16(o[6:], f16FromI32(int32(le.Uint32(s[12:]))))
-		le.PutUint16(o[8:], f16FromI32(int32(le.Uint32(s[16:]))))
-		le.PutUint16(o[10:], f16FromI32(int32(le.Uint32(s[20:]))))
-		le.PutUint16(o[12:], f16FromI32(int32(le.Uint32(s[24:]))))
-		le.PutUint16(o[14:], f16FromI32(int32(le.Uint32(s[28:]))))
-		le.PutUint16(o[16:], f16FromI32(int32(le.Uint32(s[32:]))))
-		le.PutUint16(o[18:], f16FromI32(int32(le.Uint32(s[36:]))))
-		le.PutUint16(o[20:], f16FromI32(int32(le.Uint32(s[40:]))))
-		le.PutUint16(o[22:], f16FromI32(int32(le.Uint32(s[44:]))))
-		le.PutUint16(o[24:], f16FromI32(int32(le.Uint32(s[48:]))))
-		le.PutUint16(o[26:], f16FromI32(int32(le.Uint32(s[52:]))))
-		le.PutUint16(o[28:], f16FromI32(int32(le.Uint32(s[56:]))))
-		le.PutUint16(o[30:], f16FromI32(int32(le.Uint32(s[60:]))))
+		le.PutUint16(o[0:], t[f16Index(int32(le.Uint32(s[0:])))])
+		le.PutUint16(o[2:], t[f16Index(int32(le.Uint32(s[4:])))])
+		le.PutUint16(o[4:], t[f16Index(int32(le.Uint32(s[8:])))])
+		le.PutUint16(o[6:], t[f16Index(int32(le.Uint32(s[12:])))])
+		le.PutUint16(o[8:], t[f16Index(int32(le.Uint32(s[16:])))])
+		le.PutUint16(o[10:], t[f16Index(int32(le.Uint32(s[20:])))])
+		le.PutUint16(o[12:], t[f16Index(int32(le.Uint32(s[24:])))])
+		le.PutUint16(o[14:], t[f16Index(int32(le.Uint32(s[28:])))])
+		le.PutUint16(o[16:], t[f16Index(int32(le.Uint32(s[32:])))])
+		le.PutUint16(o[18:], t[f16Index(int32(le.Uint32(s[36:])))])
+		le.PutUint16(o[20:], t[f16Index(int32(le.Uint32(s[40:])))])
+		le.PutUint16(o[22:], t[f16Index(int32(le.Uint32(s[44:])))])
+		le.PutUint16(o[24:], t[f16Index(int32(le.Uint32(s[48:])))])
+		le.PutUint16(o[26:], t[f16Index(int32(le.Uint32(s[52:])))])
+		le.PutUint16(o[28:], t[f16Index(int32(le.Uint32(s[56:])))])
+		le.PutUint16(o[30:], t[f16Index(int32(le.Uint32(s[60:])))])
 		src, out = src[64:], out[32:]
 	}
 	for len(src) >= 4 && len(out) >= 2 {
-		le.PutUint16(out, f16FromI32(int32(le.Uint32(src))))
+		le.PutUint16(out, t[f16Index(int32(le.Uint32(src)))])
 		src, out = src[4:], out[2:]
 	}
 }
 
-func int32ToF16Big(out, src []byte) {
+func int32ToF16Big(out, src []byte, t *[1 << 17]uint16) {
 	for len(src) >= 64 && len(out) >= 32 {
 		s, o := (*[64]byte)(src), (*[32]byte)(out)
-		le.PutUint16(o[0:], f16FromI32(int32(be.Uint32(s[0:]))))
-		le.PutUint16(o[2:], f16FromI32(int32(be.Uint32(s[4:]))))
-		le.PutUint16(o[4:], f16FromI32(int32(be.Uint32(s[8:]))))
-		le.PutUint16(o[6:], f16FromI32(int32(be.Uint32(s[12:]))))
-		le.PutUint16(o[8:], f16FromI32(int32(be.Uint32(s[16:]))))
-		le.PutUint16(o[10:], f16FromI32(int32(be.Uint32(s[20:]))))
-		le.PutUint16(o[12:], f16FromI32(int32(be.Uint32(s[24:]))))
-		le.PutUint16(o[14:], f16FromI32(int32(be.Uint32(s[28:]))))
-		le.PutUint16(o[16:], f16FromI32(int32(be.Uint32(s[32:]))))
-		le.PutUint16(o[18:], f16FromI32(int32(be.Uint32(s[36:]))))
-		le.PutUint16(o[20:], f16FromI32(int32(be.Uint32(s[40:]))))
-		le.PutUint16(o[22:], f16FromI32(int32(be.Uint32(s[44:]))))
-		le.PutUint16(o[24:], f16FromI32(int32(be.Uint32(s[48:]))))
-		le.PutUint16(o[26:], f16FromI32(int32(be.Uint32(s[52:]))))
-		le.PutUint16(o[28:], f16FromI32(int32(be.Uint32(s[56:]))))
-		le.PutUint16(o[30:], f16FromI32(int32(be.Uint32(s[60:]))))
+		le.PutUint16(o[0:], t[f16Index(int32(be.Uint32(s[0:])))])
+		le.PutUint16(o[2:], t[f16Index(int32(be.Uint32(s[4:])))])
+		le.PutUint16(o[4:], t[f16Index(int32(be.Uint32(s[8:])))])
+		le.PutUint16(o[6:], t[f16Index(int32(be.Uint32(s[12:])))])
+		le.PutUint16(o[8:], t[f16Index(int32(be.Uint32(s[16:])))])
+		le.PutUint16(o[10:], t[f16Index(int32(be.Uint32(s[20:])))])
+		le.PutUint16(o[12:], t[f16Index(int32(be.Uint32(s[24:])))])
+		le.PutUint16(o[14:], t[f16Index(int32(be.Uint32(s[28:])))])
+		le.PutUint16(o[16:], t[f16Index(int32(be.Uint32(s[32:])))])
+		le.PutUint16(o[18:], t[f16Index(int32(be.Uint32(s[36:])))])
+		le.PutUint16(o[20:], t[f16Index(int32(be.Uint32(s[40:])))])
+		le.PutUint16(o[22:], t[f16Index(int32(be.Uint32(s[44:])))])
+		le.PutUint16(o[24:], t[f16Index(int32(be.Uint32(s[48:])))])
+		le.PutUint16(o[26:], t[f16Index(int32(be.Uint32(s[52:])))])
+		le.PutUint16(o[28:], t[f16Index(int32(be.Uint32(s[56:])))])
+		le.PutUint16(o[30:], t[f16Index(int32(be.Uint32(s[60:])))])
 		src, out = src[64:], out[32:]
 	}
 	for len(src) >= 4 && len(out) >= 2 {
-		le.PutUint16(out, f16FromI32(int32(be.Uint32(src))))
+		le.PutUint16(out, t[f16Index(int32(be.Uint32(src)))])
 		src, out = src[4:], out[2:]
 	}
 }

@@ -33,11 +33,11 @@ import "math"
 // The conversion loops. Each one walks its input in chunks of a fixed size, sliced to arrays
 // so that every offset inside a chunk is a constant and the compiler checks bounds once per
 // chunk; within a chunk one statement per output word, so that loads and stores use
-// constant displacements. int4 and int8 (and int16 to fp16 or bf16) are table lookups, the
-// narrow tables holding results already shifted to their place in a 64-bit output word (one
-// OR per sample); int16 and int32 to fp32, fp64 and int32 go through the hardware's integer
-// to float conversion, which rounds to nearest even like IntToFloatBits, and int32 to fp16 or
-// bf16 round with f16FromI32 and bf16FromI32. Network byte order has loops of its own. The
+// constant displacements. int4 and int8, int16 to fp16 or bf16 and int32 to fp16 are table
+// lookups, the narrow tables holding results already shifted to their place in a 64-bit
+// output word (one OR per sample); int16 and int32 to fp32, fp64 and int32 go through the
+// hardware's integer to float conversion, which rounds to nearest even like IntToFloatBits,
+// and int32 to bf16 rounds with bf16FromI32. Network byte order has loops of its own. The
 // samples after the last whole chunk go one at a time.`)
 
 	// Narrow inputs: tables indexed by input byte.
@@ -93,7 +93,7 @@ import "math"
 		{"int16ToF32", 2, 4, "", "le.PutUint32(%[1]s, math.Float32bits(float32(%[2]s)))", true},
 		{"int16ToF64", 2, 8, "", "le.PutUint64(%[1]s, math.Float64bits(float64(%[2]s)))", true},
 		{"int16ToI32", 2, 4, "", "le.PutUint32(%[1]s, uint32(int32(%[2]s)))", true},
-		{"int32ToF16", 4, 2, "", "le.PutUint16(%[1]s, f16FromI32(%[2]s))", true},
+		{"int32ToF16", 4, 2, "*[1 << 17]uint16", "le.PutUint16(%[1]s, t[f16Index(%[2]s)])", true},
 		{"int32ToBF16", 4, 2, "", "le.PutUint16(%[1]s, bf16FromI32(%[2]s))", true},
 		{"int32ToF32", 4, 4, "", "le.PutUint32(%[1]s, math.Float32bits(float32(%[2]s)))", true},
 		{"int32ToF64", 4, 8, "", "le.PutUint64(%[1]s, math.Float64bits(float64(%[2]s)))", true},
