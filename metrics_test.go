@@ -85,6 +85,21 @@ func compareSeries(t *testing.T, got, want map[string]int64) {
 	}
 }
 
+// stableSeries collects the metrics and the expected values from Stats, retrying (bounded)
+// while a late packet moves a counter between the two reads.
+func stableSeries(t *testing.T, r *sdkmetric.ManualReader, s *daqiri.Session) (got, want map[string]int64) {
+	t.Helper()
+	for i := 0; i < 50; i++ {
+		want = expectedSeries(s)
+		got = metricSeries(t, r)
+		if fmt.Sprint(got) == fmt.Sprint(want) && fmt.Sprint(want) == fmt.Sprint(expectedSeries(s)) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return got, want
+}
+
 // settle waits until the session's counters stop moving (traffic done), bounded.
 func settle(t *testing.T, s *daqiri.Session) {
 	t.Helper()
@@ -145,7 +160,8 @@ func TestMetricsMatchStats(t *testing.T) {
 	if st := s.Stats().Ports[srv].Rx[0]; st.Packets == 0 || st.Packets+st.Dropped > uint64(len(payloads)) {
 		t.Fatalf("server counted %+v for %d sent", st, len(payloads))
 	}
-	compareSeries(t, metricSeries(t, reader), expectedSeries(s))
+	got, want := stableSeries(t, reader, s)
+	compareSeries(t, got, want)
 
 	// Overrun the receiver (nobody reads while 20000 packets arrive), then let it catch up:
 	// what the kernel and the rings could not hold shows up as drops under their reasons.
@@ -155,8 +171,8 @@ func TestMetricsMatchStats(t *testing.T) {
 	if rx.Dropped == 0 {
 		t.Fatalf("no drops after overrunning the receiver: %+v", rx)
 	}
-	got := metricSeries(t, reader)
-	compareSeries(t, got, expectedSeries(s))
+	got, want = stableSeries(t, reader, s)
+	compareSeries(t, got, want)
 	t.Logf("drops by reason: %v", rx.Drops)
 
 	if err := reg.Unregister(); err != nil {

@@ -200,7 +200,7 @@ func (s *Session) allocRegions() error {
 		}
 		mem, err := allocMemory(rc)
 		if err != nil {
-			return s.cfg.Errorf(path, "memory region %s (%s, %d × %d bytes): %v", rc.Name, rc.Kind, rc.NumBufs, rc.BufSize, err)
+			return s.cfg.Errorf(path, "memory region %s (%s, %d × %d bytes): %w", rc.Name, rc.Kind, rc.NumBufs, rc.BufSize, err)
 		}
 		r, err := engine.NewRegion(rc, mem)
 		if err != nil {

@@ -119,8 +119,15 @@ func sortErrors(es Errors) Errors {
 // column of that key, or of its nearest parent that appears in the file when the key itself
 // does not (a missing required key points at the map that should hold it). Engines use it for
 // errors found at Open so that those, too, point into the user's file.
+//
+// A %w verb wraps its argument as with fmt.Errorf, so errors.Is and errors.As see through.
 func (c *Config) Errorf(path string, format string, args ...any) *Error {
-	e := &Error{Path: path, Msg: fmt.Sprintf(format, args...)}
+	f := fmt.Errorf(format, args...)
+	e := &Error{Path: path, Msg: f.Error()}
+	switch f.(type) {
+	case interface{ Unwrap() error }, interface{ Unwrap() []error }:
+		e.cause = f
+	}
 	if c == nil || c.src == nil {
 		return e
 	}

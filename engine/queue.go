@@ -204,7 +204,10 @@ func (q *TxQueue) NewBurst(n int) (*Burst, error) {
 				}
 				b.n = 0
 				b.FreeMeta()
-				return nil, fmt.Errorf("region %s: %d of %d buffers free: %w", r.Name, r.Available(), n, ErrNoFreePacketBuffers)
+				// The bare status: exhaustion is a normal, frequent outcome for a sender
+				// outrunning its completions, and formatting a message here costs more
+				// than the retry it prompts.
+				return nil, ErrNoFreePacketBuffers
 			}
 			for _, i := range idx[:k] {
 				seg.off = append(seg.off, uint64(i)*uint64(r.BufSize))

@@ -133,8 +133,13 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 			sender(runCtx, s, q.port, q.queue, payload, rate/float64(len(txqs)), &tx, &sendErrs, &rx, uint64(window))
 		}()
 	}
-	done := make(chan struct{})
-	go func() { txWG.Wait(); close(done) }()
+	// done closes when every sender has finished; with no senders (--mode rx) it stays nil,
+	// so the loop below waits for the duration instead of spinning on a closed channel.
+	var done chan struct{}
+	if len(txqs) > 0 {
+		done = make(chan struct{})
+		go func() { txWG.Wait(); close(done) }()
+	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var lastTx, lastRx uint64
@@ -144,9 +149,7 @@ wait:
 	for {
 		select {
 		case <-done:
-			if len(txqs) > 0 {
-				break wait
-			}
+			break wait
 		case <-runCtx.Done():
 			if len(txqs) == 0 {
 				break wait
