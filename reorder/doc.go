@@ -35,7 +35,8 @@
 // # Where it runs
 //
 // A cpu plan copies (or converts) each payload as it arrives, in the engine's worker, and
-// frees the packet at once. A gpu plan keeps the packets and, when a batch is complete,
+// frees the packet at once (when every plan of the queue is a cpu plan, with the rest of its
+// burst, in bulk, as soon as the burst has been through the plans). A gpu plan keeps the packets and, when a batch is complete,
 // runs one kernel (kernels/reorder.cu, compiled to the committed kernels/reorder.ptx and
 // loaded through package cudart) that writes the whole aggregate, zero-filling missing slots;
 // the aggregate is delivered once the kernel has finished, so an application never sees
