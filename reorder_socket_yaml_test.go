@@ -34,7 +34,7 @@ daqiri:
       socket_config: {mode: server, local_addr: "udp://127.0.0.1:%d"}
       rx:
         queues:
-        - {name: q, id: 0, cpu_core: 0, batch_size: 64, timeout_us: 500, memory_regions: [rx]}
+        - {name: q, id: 0, cpu_core: 0, batch_size: 64, timeout_us: 0, memory_regions: [rx]}
         reorder_configs:
         - name: plan
           reorder_type: cpu

@@ -47,7 +47,7 @@ func TestReorderOverUDP(t *testing.T) {
 	cfg := &config.Config{Version: 1, StreamType: config.StreamSocket, LogLevel: "error", RxMetaBuffers: 64, TxMetaBuffers: 8,
 		MemoryRegions: []config.MemoryRegion{
 			{Name: "rx", Kind: config.KindHost, Access: config.AccessLocal, NumBufs: 4096, BufSize: bufSize},
-			{Name: "agg", Kind: config.KindHost, Access: config.AccessLocal, NumBufs: 2 * inFlight, BufSize: ppb * (bufSize - offset) * 2},
+			{Name: "agg", Kind: config.KindHost, Access: config.AccessLocal, NumBufs: batches + inFlight, BufSize: ppb * (bufSize - offset) * 2},
 		},
 		Interfaces: []config.Interface{{Name: "rx", Address: "127.0.0.1",
 			Socket: &config.SocketConfig{Mode: config.ModeServer, Local: config.Endpoint{Proto: config.ProtoUDP, Host: "127.0.0.1", Port: port}, RetryConnectS: 1},
