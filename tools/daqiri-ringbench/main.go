@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/daqiri-go/daqiri/internal/osthread"
@@ -155,17 +156,14 @@ func run(c bench, items int, useChan bool, cores int) float64 {
 				}
 			})
 		}
-		var mu sync.Mutex
-		left := total
+		var left atomic.Int64
+		left.Store(int64(total))
 		for k := 0; k < c.cons; k++ {
 			spawn(func() {
 				buf := make([]uint64, c.bulk)
 				spins := 0
 				for {
-					mu.Lock()
-					done := left <= 0
-					mu.Unlock()
-					if done {
+					if left.Load() <= 0 {
 						return
 					}
 					n := r.DequeueBurst(buf)
@@ -176,9 +174,7 @@ func run(c bench, items int, useChan bool, cores int) float64 {
 						continue
 					}
 					spins = 0
-					mu.Lock()
-					left -= n
-					mu.Unlock()
+					left.Add(-int64(n))
 				}
 			})
 		}
