@@ -160,11 +160,15 @@ func (e *Engine) newEndpoint(p *engine.Port) (*endpoint, error) {
 		SendBuf:    sc.SendBufferBytes,
 		Timestamps: true,
 	}
-	if ep.opt.RecvBuf == 0 {
-		ep.opt.RecvBuf = DefaultRecvBuffer
-	}
-	if ep.opt.SendBuf == 0 {
-		ep.opt.SendBuf = DefaultSendBuffer
+	// UDP has no flow control: a deep receive buffer absorbs bursts. TCP keeps the kernel's
+	// buffer autotuning unless the configuration sets sizes (a fixed SO_RCVBUF turns it off).
+	if sc.Proto() == config.ProtoUDP {
+		if ep.opt.RecvBuf == 0 {
+			ep.opt.RecvBuf = DefaultRecvBuffer
+		}
+		if ep.opt.SendBuf == 0 {
+			ep.opt.SendBuf = DefaultSendBuffer
+		}
 	}
 	return ep, nil
 }
