@@ -183,6 +183,11 @@ func (ep *endpoint) tcpRx(c *conn) {
 				var after []byte
 				if len(into) == rest {
 					after = stage
+					if l >= len(stage)/2 {
+						// Large frames: stage only the next header, so the next payload
+						// too is read straight into its buffer instead of copied twice.
+						after = stage[:FrameHeaderLen]
+					}
 				}
 				n, err = c.tcp.Readv(into, after)
 				if errors.Is(err, sockio.ErrTimeout) {
