@@ -148,6 +148,7 @@ func TestSocketRoundTrip(t *testing.T) {
 		{config.ProtoUDP, 2048, 4, 1500},
 		{config.ProtoUDP, 65536, 8000, 8000}, // GRO-sized receive buffers, GSO-sized sends
 		{config.ProtoTCP, 9000, 1, 9000},
+		{config.ProtoTCP, 65536, 1, 65536}, // frames larger than the staging buffer, mixed with small ones
 	} {
 		t.Run(fmt.Sprintf("%s-%d", tc.proto, tc.bufSize), func(t *testing.T) {
 			port := freePort(t, string(tc.proto))

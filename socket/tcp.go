@@ -105,6 +105,11 @@ func (ep *endpoint) tcpRx(c *conn) {
 	have, pos := 0, 0 // stage[pos:have] is unparsed
 	keep := func() bool { return !ep.stopped() }
 	var scratch [4096]byte
+	// dry: the last read returned less than it asked for, so the socket had nothing more at
+	// that moment. With timeout_us 0 a burst is handed over then (once no whole frame is left
+	// in the staging buffer), whatever the frame size: a stream of large frames is delivered
+	// in bursts as large as what had arrived, not held until batch_size frames have come.
+	dry := false
 	for !ep.stopped() {
 		if pos == have {
 			pos, have = 0, 0
@@ -129,12 +134,11 @@ func (ep *endpoint) tcpRx(c *conn) {
 				}
 				return
 			}
+			dry = n < len(stage)-have
 			have += n
-			drained := n < len(stage)-(have-n)
 			if have-pos < FrameHeaderLen {
 				continue
 			}
-			_ = drained
 		}
 		l := int(binary.BigEndian.Uint32(stage[pos:]))
 		pos += FrameHeaderLen
@@ -196,6 +200,7 @@ func (ep *endpoint) tcpRx(c *conn) {
 					}
 					continue
 				}
+				dry = n < len(into)+len(after)
 				if n > len(into) {
 					have = n - len(into)
 					n = len(into)
@@ -215,10 +220,15 @@ func (ep *endpoint) tcpRx(c *conn) {
 			x.b.Append(uint64(idx)*uint64(r.BufSize), uint32(l), 0, time.Now().UnixNano())
 			x.added()
 		}
-		if x.full() || (pos == have && x.remaining() <= 0) {
+		if x.full() || ((pos == have || (dry && !frameStaged(stage[pos:have]))) && x.remaining() <= 0) {
 			x.flush()
 		}
 	}
+}
+
+// frameStaged reports whether b starts with a whole frame (header and payload).
+func frameStaged(b []byte) bool {
+	return len(b) >= FrameHeaderLen && len(b)-FrameHeaderLen >= int(binary.BigEndian.Uint32(b))
 }
 
 // sendTCP writes a burst as length-prefixed frames on its connection (the burst's ConnID, or

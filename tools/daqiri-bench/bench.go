@@ -14,6 +14,7 @@ import (
 
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/internal/osthread"
 )
 
 // benchSection is the config's optional application section `bench:`.
@@ -130,6 +131,8 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 		txWG.Add(1)
 		go func() {
 			defer txWG.Done()
+			pinSender(cfg, q.port, q.queue)
+			defer osthread.Unlock()
 			sender(runCtx, s, q.port, q.queue, payload, rate/float64(len(txqs)), &tx, &sendErrs, &rx, uint64(window))
 		}()
 	}
@@ -348,4 +351,21 @@ func reasons(m map[string]uint64) string {
 		s += fmt.Sprintf("%s %d", k, m[k])
 	}
 	return s + ")"
+}
+
+// pinSender locks the calling goroutine to its OS thread and pins that thread to the TX
+// queue's cpu_core when one is set and allowed. Engines without TX workers (socket, RoCE) do
+// their sending in the caller's thread, so this is where the queue's core takes effect; it
+// also keeps the kernel's send work off the core of the RX worker.
+func pinSender(cfg *config.Config, port, queue int) {
+	if tx := cfg.Interfaces[port].TX; tx != nil {
+		for _, q := range tx.Queues {
+			if c, ok := q.Core(); ok && q.ID == queue {
+				if _, err := osthread.LockAndPin(c); err == nil {
+					return
+				}
+			}
+		}
+	}
+	runtime.LockOSThread()
 }
