@@ -107,7 +107,9 @@ func (k *Kernel) Launch(s *cudart.Stream, table, src, out cudart.DevicePtr, slot
 	if slots <= 0 || slots > 1<<31-1 || inLen <= 0 || inLen > maxSlotLen || !k.conv.Whole(inLen) {
 		return fmt.Errorf("reorder: kernel launch with %d slots of %d bytes: %w", slots, inLen, engine.ErrInvalidParameter)
 	}
-	spb, threads := shape(k.conv.OutputLen(inLen), slots, k.sms)
+	// Sized by the wider of a slot's input and output, so that narrowing conversions (int32 →
+	// fp16/bf16) also give each block at most about 8 KiB to read.
+	spb, threads := shape(max(k.conv.OutputLen(inLen), inLen), slots, k.sms)
 	blocks := (uint32(slots) + spb - 1) / spb
 	cfg := cudart.LaunchConfig{Grid: cudart.Dim3{X: blocks}, Block: cudart.Dim3{X: threads}, Stream: s}
 	n := cudart.U32(uint32(slots))

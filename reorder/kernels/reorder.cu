@@ -265,105 +265,341 @@ __device__ __forceinline__ void encode(uint32_t *o, int j, int32_t v)
     }
 }
 
-// Converts one slot: the n_in payload bytes at s (whole samples) become samples 0..n_in*8/IN-1
-// of the slot at d; the slot's remaining samples (up to in_len*8/IN) are zero. Each thread
-// writes 16-byte output units, so stores are coalesced; the units' input is read in one
-// aligned load where the payload's alignment allows.
-template <int IN, int OUT>
-__device__ __forceinline__ void convert_slot(const unsigned char *__restrict__ s, unsigned int n_in,
-                                             unsigned char *__restrict__ d, unsigned int in_len, bool big)
+// ---- Conversion kernels ---------------------------------------------------------------------
+//
+// A block converts its slots as one flat list of output units of 16 bytes (8 for int32 →
+// fp16/bf16), slot-major: thread t takes units t, t+nt, t+2nt, ..., R at a time, loading the
+// input of all R before converting and storing any, so each thread keeps several independent
+// loads in flight, and a warp's loads and stores are contiguous even where slots are small
+// (several slots are worked on at once; no thread idles while a short slot finishes). The
+// narrow inputs convert without int → float instructions: byte permutes put each
+// (sign-flipped) sample into the fraction of an fp16 or fp32 holding 2^k + sample + bias, and
+// one exact subtraction of 2^k + bias leaves the sample (fp16 two lanes at a time); results
+// that need rounding (int16 → fp16/bf16) round the exact fp32 value once, ties to even.
+
+// Per-slot facts for the block's threads: the payload's byte offset in the source region and
+// how many of its bytes hold whole samples (0 for a slot no packet filled). Reads this block's
+// slot words (first = blockIdx.x*spb, at most spb, none past nslots) in one round trip;
+// returns how many.
+template <int IN>
+__device__ __forceinline__ unsigned int slot_info(const unsigned long long *__restrict__ slots, unsigned int nslots,
+                                                  unsigned int spb, unsigned int in_len, unsigned long long *so,
+                                                  unsigned int *sn)
 {
-    const int OB = out_bytes<OUT>::n;
-    const int E = 16 / OB;        // samples per output unit
-    const int IBU = E * IN / 8;   // input bytes per unit: 1..32
-    const int W = IBU < 4 ? 1 : IBU / 4;
-    unsigned int total = in_len * 8u / IN, present = n_in * 8u / IN;
-    unsigned int units = total / E;
-    bool in_aligned = (((uintptr_t)s) & (unsigned)((IBU < 16 ? IBU : 16) - 1)) == 0;
-    bool out_aligned = (((uintptr_t)d) & 15u) == 0;
-    for (unsigned int u = threadIdx.x; u < units; u += blockDim.x) {
-        uint32_t o[4] = {0, 0, 0, 0};
-        unsigned int e0 = u * E;
-        if (e0 + E <= present) {
-            uint32_t w[W];
-            const unsigned char *p = s + (size_t)u * IBU;
-            if (in_aligned) {
-                if (IBU == 1)
-                    w[0] = *p;
-                else if (IBU == 2)
-                    w[0] = *(const uint16_t *)p;
-                else if (IBU == 4)
+    unsigned int first = blockIdx.x * spb;
+    unsigned int n = nslots - first < spb ? nslots - first : spb;
+    if (threadIdx.x < n) {
+        unsigned long long w = slots[first + threadIdx.x], off = 0;
+        unsigned int len = 0;
+        if (w != SLOT_MISSING) {
+            len = (unsigned int)(w & ((1ull << LEN_BITS) - 1));
+            if (len > in_len)
+                len = in_len;
+            len = len * 8u / IN * IN / 8u;
+            off = w >> LEN_BITS;
+        }
+        so[threadIdx.x] = off;
+        sn[threadIdx.x] = len;
+    }
+    __syncthreads();
+    return n;
+}
+
+// Loads the IBU input bytes of one output unit at p into w (little-endian words) where all
+// are present (avail == IBU): vector loads where p is aligned to min(IBU, 16), else aligned
+// 32-bit words joined by funnel shifts (every word read holds a byte of the unit, so none
+// lies outside the payload's allocation). A unit the payload ends in (0 < avail < IBU) is
+// read byte by byte; its missing bytes, and a whole missing unit's, are zero.
+template <int IBU, int W>
+__device__ __forceinline__ void load_unit(uint32_t *w, const unsigned char *__restrict__ p, unsigned int avail)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (avail == IBU) {
+        if constexpr (IBU == 1) {
+            w[0] = *p;
+        } else if constexpr (IBU == 2) {
+            if ((a & 1u) == 0)
+                w[0] = *(const uint16_t *)p;
+            else
+                w[0] = (uint32_t)p[0] | ((uint32_t)p[1] << 8);
+        } else {
+            const unsigned int AL = IBU < 16 ? IBU : 16;
+            if ((a & (AL - 1u)) == 0) {
+                if constexpr (IBU == 4) {
                     w[0] = *(const uint32_t *)p;
-                else if (IBU == 8) {
+                } else if constexpr (IBU == 8) {
                     uint2 x = *(const uint2 *)p;
                     w[0] = x.x;
-                    w[1 % W] = x.y;
+                    w[1] = x.y;
                 } else {
 #pragma unroll
                     for (int k = 0; k < W / 4; k++) {
                         uint4 x = ((const uint4 *)p)[k];
-                        w[(4 * k) % W] = x.x;
-                        w[(4 * k + 1) % W] = x.y;
-                        w[(4 * k + 2) % W] = x.z;
-                        w[(4 * k + 3) % W] = x.w;
+                        w[4 * k] = x.x;
+                        w[4 * k + 1] = x.y;
+                        w[4 * k + 2] = x.z;
+                        w[4 * k + 3] = x.w;
                     }
                 }
             } else {
+                const uint32_t *q = (const uint32_t *)(p - (a & 3u));
+                unsigned int sh = (unsigned int)(a & 3u) * 8u;
+                uint32_t x[W + 1];
 #pragma unroll
                 for (int k = 0; k < W; k++)
-                    w[k] = 0;
+                    x[k] = q[k];
+                x[W] = sh ? q[W] : 0u;
 #pragma unroll
-                for (int k = 0; k < IBU; k++)
-                    w[k >> 2] |= (uint32_t)p[k] << ((k & 3) * 8);
+                for (int k = 0; k < W; k++)
+                    w[k] = __funnelshift_r(x[k], x[k + 1], sh);
             }
-#pragma unroll
-            for (int j = 0; j < E; j++)
-                encode<IN, OUT>(o, j, decode<IN>(w, j, big));
-        } else {
-#pragma unroll
-            for (int j = 0; j < E; j++)
-                encode<IN, OUT>(o, j, e0 + j < present ? decode_at<IN>(s, e0 + j, big) : 0);
         }
-        if (out_aligned) {
-            ((uint4 *)d)[u] = make_uint4(o[0], o[1], o[2], o[3]);
-        } else {
-            unsigned char *q = d + (size_t)u * 16u;
-#pragma unroll
-            for (int k = 0; k < 16; k++)
-                q[k] = (unsigned char)(o[k >> 2] >> ((k & 3) * 8));
-        }
+        return;
     }
-    // Samples after the last whole unit, one per thread.
-    unsigned int e = units * E + threadIdx.x;
-    if (e < total) {
-        uint32_t o[4] = {0, 0, 0, 0};
-        encode<IN, OUT>(o, 0, e < present ? decode_at<IN>(s, e, big) : 0);
-        unsigned char *q = d + (size_t)e * OB;
-        for (int k = 0; k < OB; k++)
+#pragma unroll
+    for (int k = 0; k < W; k++)
+        w[k] = 0;
+#pragma unroll
+    for (int k = 0; k < IBU; k++)
+        if ((unsigned int)k < avail)
+            w[k >> 2] |= (uint32_t)p[k] << ((k & 3) * 8);
+}
+
+// Stores a UB-byte unit (16 or 8) from o at q with the widest stores q's alignment allows.
+template <int UB>
+__device__ __forceinline__ void store_unit(unsigned char *q, const uint32_t *o)
+{
+    uintptr_t a = (uintptr_t)q;
+    if (UB == 16 && (a & 15u) == 0) {
+        *(uint4 *)q = make_uint4(o[0], o[1], o[2], o[3]);
+    } else if ((a & 7u) == 0) {
+#pragma unroll
+        for (int k = 0; k < UB / 8; k++)
+            ((uint2 *)q)[k] = make_uint2(o[2 * k], o[2 * k + 1]);
+    } else if ((a & 3u) == 0) {
+#pragma unroll
+        for (int k = 0; k < UB / 4; k++)
+            ((uint32_t *)q)[k] = o[k];
+    } else if ((a & 1u) == 0) {
+#pragma unroll
+        for (int k = 0; k < UB / 2; k++)
+            ((uint16_t *)q)[k] = (uint16_t)(o[k >> 1] >> ((k & 1) * 16));
+    } else {
+#pragma unroll
+        for (int k = 0; k < UB; k++)
             q[k] = (unsigned char)(o[k >> 2] >> ((k & 3) * 8));
     }
 }
 
+#ifndef __CUDA_ARCH__
+uint32_t reorder_host_hsub2(uint32_t a, uint32_t b); // host builds (kernel logic tests off the GPU)
+#endif
+
+// a - b on two fp16 lanes (sub.f16x2, round to nearest; used only where the result is exact).
+__device__ __forceinline__ uint32_t hsub2(uint32_t a, uint32_t b)
+{
+    uint32_t d;
+#ifdef __CUDA_ARCH__
+    asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+#else
+    d = reorder_host_hsub2(a, b);
+#endif
+    return d;
+}
+
+// The fp32 bits of x - m, where bits x is a float 2^23 + u (u < 2^23 in its fraction) and m
+// = 2^23 + bias: the sample u - bias, exactly.
+__device__ __forceinline__ uint32_t f32_unbias(uint32_t x, float m)
+{
+    return __float_as_uint(__fsub_rn(__uint_as_float(x), m));
+}
+
+#define F32_2P23 0x4b000000u // byte 4 of __byte_perm(x, F32_2P23, s) is 0x00, byte 7 is 0x4b
+
+// The bits of a float holding an integer exactly, rounded to bf16 (nearest, ties to even) in
+// the upper 16 bits.
+__device__ __forceinline__ uint32_t bf16_round(uint32_t u) { return u + 0x7fffu + ((u >> 16) & 1u); }
+
+// The work item of a conversion: UB output bytes (16; 8 where that would need more than 16
+// input bytes, int32 → fp16/bf16, so that loads stay at most 16 bytes wide and fully used)
+// holding E samples from IBU input bytes, W input words; R items in flight per thread: 8 for
+// 4-byte inputs (int4 → fp16/bf16, int8 → fp32/int32, int16 → fp64), faster on an H100; 4
+// for the rest, where 8 cost occupancy (int4 → fp32 with a mapped slot table). Building with
+// -DREORDER_IN_FLIGHT=n sets n for all.
+template <int IN, int OUT> struct unit {
+    static const int OB = out_bytes<OUT>::n;
+    static const int UB = (16 / OB) * IN / 8 > 16 ? 8 : 16;
+    static const int E = UB / OB;
+    static const int IBU = E * IN / 8; // 1..16
+    static const int W = IBU < 4 ? 1 : IBU / 4;
+#ifdef REORDER_IN_FLIGHT
+    static const int R = REORDER_IN_FLIGHT;
+#else
+    static const int R = IBU == 4 ? 8 : 4;
+#endif
+};
+
+// Converts the E samples of one output unit from its input words w into o (UB/4 words).
+template <int IN, int OUT>
+__device__ __forceinline__ void convert_unit(const uint32_t *w, uint32_t *o, bool big)
+{
+    const int E = unit<IN, OUT>::E;
+    if constexpr (IN == 4 && OUT == OUT_F16) {
+        // Byte k of x (sign-flipped nibbles u = v+8) gives word k: fp16 1024+u_hi | 1024+u_lo
+        // << 16, then minus 1032 in each lane.
+        uint32_t x = w[0] ^ 0x88888888u, y = x >> 4;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            uint32_t h = (__byte_perm(y, x, (uint32_t)(k | k << 4 | (4 + k) << 8 | (4 + k) << 12)) & 0x000f000fu) | 0x64006400u;
+            o[k] = hsub2(h, 0x64086408u);
+        }
+    } else if constexpr (IN == 4 && (OUT == OUT_BF16 || OUT == OUT_F32 || OUT == OUT_I32)) {
+        // hi/lo: the sign-flipped high and low nibbles of each byte, in that byte.
+        uint32_t x = w[0] ^ 0x88888888u;
+        uint32_t lo = x & 0x0f0f0f0fu, hi = (x >> 4) & 0x0f0f0f0fu;
+        if constexpr (OUT == OUT_BF16) {
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                uint32_t a = f32_unbias(__byte_perm(hi, F32_2P23, 0x7440u | k), 8388616.0f);
+                uint32_t b = f32_unbias(__byte_perm(lo, F32_2P23, 0x7440u | k), 8388616.0f);
+                o[k] = __byte_perm(a, b, 0x7632); // exact: the low 16 bits are zero
+            }
+        } else if constexpr (OUT == OUT_F32) {
+#pragma unroll
+            for (int k = 0; k < 2; k++) {
+                o[2 * k] = f32_unbias(__byte_perm(hi, F32_2P23, 0x7440u | k), 8388616.0f);
+                o[2 * k + 1] = f32_unbias(__byte_perm(lo, F32_2P23, 0x7440u | k), 8388616.0f);
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < 2; k++) {
+                o[2 * k] = __byte_perm(hi, 0u, 0x4440u | k) - 8u;
+                o[2 * k + 1] = __byte_perm(lo, 0u, 0x4440u | k) - 8u;
+            }
+        }
+    } else if constexpr (IN == 8 && OUT == OUT_F16) {
+        // fp16 1024+u (u = v+128) is 0x64 in the high byte and u in the low byte.
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            uint32_t x = w[i] ^ 0x80808080u;
+            o[2 * i] = hsub2(__byte_perm(x, 0x64646464u, 0x4140), 0x64806480u);
+            o[2 * i + 1] = hsub2(__byte_perm(x, 0x64646464u, 0x4342), 0x64806480u);
+        }
+    } else if constexpr (IN == 8 && OUT == OUT_BF16) {
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            uint32_t x = w[i] ^ 0x80808080u;
+#pragma unroll
+            for (int k = 0; k < 2; k++) {
+                uint32_t a = f32_unbias(__byte_perm(x, F32_2P23, 0x7440u | (2 * k)), 8388736.0f);
+                uint32_t b = f32_unbias(__byte_perm(x, F32_2P23, 0x7440u | (2 * k + 1)), 8388736.0f);
+                o[2 * i + k] = __byte_perm(a, b, 0x7632); // exact: the low 16 bits are zero
+            }
+        }
+    } else if constexpr (IN == 8 && OUT == OUT_F32) {
+        uint32_t x = w[0] ^ 0x80808080u;
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            o[k] = f32_unbias(__byte_perm(x, F32_2P23, 0x7440u | k), 8388736.0f);
+    } else if constexpr (IN == 8 && OUT == OUT_I32) {
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            o[k] = __byte_perm(w[0] ^ 0x80808080u, 0u, 0x4440u | k) - 128u;
+    } else if constexpr (IN == 16 && (OUT == OUT_F16 || OUT == OUT_BF16 || OUT == OUT_F32)) {
+        // Each sample's two bytes (sign bit flipped: u = v+32768) become the low 16 bits of the
+        // fraction of 2^23 + u.
+        const uint32_t flip = big ? 0x00800080u : 0x80008000u;
+        const uint32_t s0 = big ? 0x7401u : 0x7410u, s1 = big ? 0x7423u : 0x7432u;
+#pragma unroll
+        for (int i = 0; i < E / 2; i++) {
+            uint32_t x = w[i] ^ flip;
+            uint32_t a = f32_unbias(__byte_perm(x, F32_2P23, s0), 8421376.0f);
+            uint32_t b = f32_unbias(__byte_perm(x, F32_2P23, s1), 8421376.0f);
+            if constexpr (OUT == OUT_F32) {
+                o[2 * i] = a;
+                o[2 * i + 1] = b;
+            } else if constexpr (OUT == OUT_BF16) {
+                o[i] = __byte_perm(bf16_round(a), bf16_round(b), 0x7632);
+            } else {
+                o[i] = float_to_f16_bits(__uint_as_float(a)) | (float_to_f16_bits(__uint_as_float(b)) << 16);
+            }
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < E; j++)
+            encode<IN, OUT>(o, j, decode<IN>(w, j, big));
+    }
+}
+
+// Converts this block's slots: slot k's payload (sn[k] bytes of whole samples at src + so[k])
+// becomes its in_len*8/IN samples, zero past the payload.
 template <int IN, int OUT>
 __device__ __forceinline__ void convert_kernel(const unsigned long long *__restrict__ slots, const unsigned char *__restrict__ src,
                                                unsigned char *__restrict__ out, unsigned int in_len, unsigned int big,
                                                unsigned int nslots, unsigned int spb)
 {
-    __shared__ unsigned long long sh[MAX_SPB];
-    unsigned int ns = slot_words(slots, nslots, spb, sh);
-    unsigned int out_len = in_len * 8u / IN * out_bytes<OUT>::n;
-    for (unsigned int k = 0; k < ns; k++) {
-        unsigned long long w = sh[k];
-        unsigned char *d = out + (size_t)(blockIdx.x * spb + k) * out_len;
-        const unsigned char *s = src;
-        unsigned int n = 0;
-        if (w != SLOT_MISSING) {
-            n = (unsigned int)(w & ((1ull << LEN_BITS) - 1));
-            if (n > in_len)
-                n = in_len;
-            s = src + (w >> LEN_BITS);
+    const int OB = unit<IN, OUT>::OB, UB = unit<IN, OUT>::UB, E = unit<IN, OUT>::E;
+    const int IBU = unit<IN, OUT>::IBU, W = unit<IN, OUT>::W, R = unit<IN, OUT>::R;
+    __shared__ unsigned long long so[MAX_SPB];
+    __shared__ unsigned int sn[MAX_SPB];
+    unsigned int ns = slot_info<IN>(slots, nslots, spb, in_len, so, sn);
+    const bool bg = big != 0;
+    unsigned int total = in_len * 8u / IN; // samples per slot
+    unsigned int units = total / E;        // whole units per slot
+    unsigned int out_len = total * OB;
+    unsigned char *base = out + (size_t)(blockIdx.x * spb) * out_len;
+    unsigned int t = threadIdx.x, nt = blockDim.x;
+    if (units > 0) {
+        unsigned int items = ns * units;
+        // (k, u): slot and unit of this thread's next item; a step of nt items is qk slots and
+        // qu units.
+        unsigned int k = t / units, u = t - k * units;
+        unsigned int qk = nt / units, qu = nt - qk * units;
+        for (unsigned int i = t; i < items; i += R * nt) {
+            uint32_t w[R][W];
+            unsigned char *q[R];
+            unsigned int av[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                av[r] = 0;
+                q[r] = base;
+                if (i + r * nt < items) {
+                    unsigned int off = u * IBU, n = sn[k];
+                    av[r] = n > off ? (n - off < IBU ? n - off : IBU) : 0u;
+                    q[r] = base + (size_t)k * out_len + (size_t)u * UB;
+                    load_unit<IBU, W>(w[r], src + so[k] + off, av[r]);
+                }
+                u += qu;
+                k += qk;
+                if (u >= units) {
+                    u -= units;
+                    k++;
+                }
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                if (i + r * nt < items) {
+                    uint32_t o[4] = {0, 0, 0, 0};
+                    if (av[r] != 0)
+                        convert_unit<IN, OUT>(w[r], o, bg);
+                    store_unit<UB>(q[r], o);
+                }
+            }
         }
-        convert_slot<IN, OUT>(s, n, d, in_len, big != 0);
+    }
+    // Samples after each slot's last whole unit (fewer than E per slot), one per thread.
+    unsigned int tail = total - units * E;
+    if (tail != 0) {
+        for (unsigned int i = t; i < ns * tail; i += nt) {
+            unsigned int k = i / tail;
+            unsigned int e = units * E + (i - k * tail);
+            unsigned int present = sn[k] * 8u / IN;
+            uint32_t o[4] = {0, 0, 0, 0};
+            encode<IN, OUT>(o, 0, e < present ? decode_at<IN>(src + so[k], e, bg) : 0);
+            unsigned char *q = base + (size_t)k * out_len + (size_t)e * OB;
+            for (int b = 0; b < OB; b++)
+                q[b] = (unsigned char)(o[b >> 2] >> ((b & 3) * 8));
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 // for the conversions, convert) into device memory. The slot table is read either from
 // device memory or, as package reorder's plans do, from mapped pinned host memory.
 //
-//	bench/reorder/gpu [-sizes 1024,8192] [-batches 1024,4096,16384,65536] [-ptx file] [-json file]
+//	bench/reorder/gpu [-sizes 1024,8192] [-batches 1024,4096,16384,65536] [-convs int16-fp32,...] [-ptx file] [-json file]
 //
 // A second table runs whole GPU plans the way a session does: packets in host_pinned memory
 // (where the socket or AF_XDP engines put them), the CPU placing each one, the GPU kernel
@@ -73,8 +73,9 @@ func main() {
 	jsonOut := flag.String("json", "", "also write results as JSON lines to this file")
 	target := flag.Int("target-mb", 16384, "bytes per measurement, in MB (sets the iteration count)")
 	planBatches := flag.Int("plan-batches", 200, "batches per whole-plan measurement (0: skip)")
+	convList := flag.String("convs", "int16-fp32,int8-fp16,int16-bf16,int4-fp16,int32-fp16", "conversions to measure besides the copy, input-output (network byte order)")
 	flag.Parse()
-	if err := run(ints(*sizes), ints(*batches), *ptxFile, *jsonOut, *target); err != nil {
+	if err := run(ints(*sizes), ints(*batches), convPairs(*convList), *ptxFile, *jsonOut, *target); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/reorder/gpu:", err)
 		os.Exit(1)
 	}
@@ -86,7 +87,24 @@ func main() {
 	}
 }
 
-func run(sizes, batches []int, ptxFile, jsonOut string, targetMB int) error {
+// convPairs parses -convs: comma-separated input-output type pairs, e.g. int4-fp16.
+func convPairs(s string) [][2]config.DataType {
+	var v [][2]config.DataType
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		in, out, ok := strings.Cut(f, "-")
+		if !ok {
+			fmt.Fprintf(os.Stderr, "bad conversion %q: want input-output, e.g. int4-fp16\n", f)
+			os.Exit(2)
+		}
+		v = append(v, [2]config.DataType{config.DataType(in), config.DataType(out)})
+	}
+	return v
+}
+
+func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, jsonOut string, targetMB int) error {
 	var ptx []byte
 	if ptxFile != "" {
 		var err error
@@ -122,10 +140,7 @@ func run(sizes, batches []int, ptxFile, jsonOut string, targetMB int) error {
 	}
 	var convs []cv
 	convs = append(convs, cv{"copy", reorder.Conversion{}})
-	for _, p := range [][3]config.DataType{
-		{config.TypeInt16, config.TypeFP32}, {config.TypeInt8, config.TypeFP16},
-		{config.TypeInt16, config.TypeBF16}, {config.TypeInt4, config.TypeFP16}, {config.TypeInt32, config.TypeFP16},
-	} {
+	for _, p := range pairs {
 		c, err := reorder.NewConversion(&config.DataTypes{Input: p[0], Output: p[1], Endianness: config.EndianNetwork})
 		if err != nil {
 			return err
