@@ -267,8 +267,8 @@ __device__ __forceinline__ void encode(uint32_t *o, int j, int32_t v)
 
 // ---- Conversion kernels ---------------------------------------------------------------------
 //
-// A block converts its slots as one flat list of output units of 16 bytes (8 for int32 →
-// fp16/bf16), slot-major: thread t takes units t, t+nt, t+2nt, ..., R at a time, loading the
+// A block converts its slots as one flat list of output units of 16 bytes, slot-major:
+// thread t takes units t, t+nt, t+2nt, ..., R at a time, loading the
 // input of all R before converting and storing any, so each thread keeps several independent
 // loads in flight, and a warp's loads and stores are contiguous even where slots are small
 // (several slots are worked on at once; no thread idles while a short slot finishes). The
@@ -276,6 +276,7 @@ __device__ __forceinline__ void encode(uint32_t *o, int j, int32_t v)
 // (sign-flipped) sample into the fraction of an fp16 or fp32 holding 2^k + sample + bias, and
 // one exact subtraction of 2^k + bias leaves the sample (fp16 two lanes at a time); results
 // that need rounding (int16 → fp16/bf16) round the exact fp32 value once, ties to even.
+// int32 → fp16/bf16 take one int → float conversion (and bf16 one back) per sample.
 
 // Per-slot facts for the block's threads: the payload's byte offset in the source region and
 // how many of its bytes hold whole samples (0 for a slot no packet filled). Reads this block's
@@ -420,22 +421,46 @@ __device__ __forceinline__ uint32_t f32_unbias(uint32_t x, float m)
 // the upper 16 bits.
 __device__ __forceinline__ uint32_t bf16_round(uint32_t u) { return u + 0x7fffu + ((u >> 16) & 1u); }
 
-// The work item of a conversion: UB output bytes (16; 8 where that would need more than 16
-// input bytes, int32 → fp16/bf16, so that loads stay at most 16 bytes wide and fully used)
-// holding E samples from IBU input bytes, W input words; R items in flight per thread: 8 for
-// 4-byte inputs (int4 → fp16/bf16, int8 → fp32/int32, int16 → fp64), faster on an H100; 4
-// for the rest, where 8 cost occupancy (int4 → fp32 with a mapped slot table). Building with
+// int32 → bf16 (nearest, ties to even, directly from the integer) in the upper 16 bits (the
+// lower 16 are not part of the result): v truncated to float (exact below 2^24), with the
+// lowest bit set where the truncation dropped bits (the back-conversion differs from v), is v
+// rounded to odd at 24 bits; that keeps more than two bits beyond bf16's 8, so its one
+// rounding to nearest even gives the same bf16 as rounding v itself.
+__device__ __forceinline__ uint32_t i32_bf16_hi(int32_t v)
+{
+    float f = __int2float_rz(v);
+    return bf16_round(__float_as_uint(f) | (uint32_t)(__float2int_rz(f) != v));
+}
+
+// int32 → fp16 (nearest, ties to even; past 65504, infinity). |v| is clamped to 65520 (from
+// there up everything rounds to infinity), so its float is exact; times 2^-112 rebiases the
+// exponent from 127 to 15 (exact, |v| ≥ 1 stays normal, 0 stays 0) and the fraction rounds
+// to 10 bits with a carry into the exponent, 65520 reaching 0x7c00.
+__device__ __forceinline__ uint32_t i32_f16(int32_t v)
+{
+    uint32_t a = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+    a = a < 65520u ? a : 65520u;
+    uint32_t u = __float_as_uint(__fmul_rn(__uint2float_rn(a), 0x1p-112f));
+    return ((u + 0xfffu + ((u >> 13) & 1u)) >> 13) | (((uint32_t)v >> 16) & 0x8000u);
+}
+
+// The work item of a conversion: UB = 16 output bytes holding E samples from IBU input bytes
+// (1..32), W input words; R items in flight per thread: 8 for 4-byte inputs (int4 →
+// fp16/bf16, int8 → fp32/int32, int16 → fp64), faster on an H100; 2 for the 32-byte inputs
+// of int32 → fp16/bf16 (two 16-byte loads per item already; on an H100 at 8 KiB × 4096 this
+// beat 8-byte items with 4 in flight by 0.03–0.06 of the copy's traffic); 4 for the rest,
+// where 8 cost occupancy (int4 → fp32 with a mapped slot table). Building with
 // -DREORDER_IN_FLIGHT=n sets n for all.
 template <int IN, int OUT> struct unit {
     static const int OB = out_bytes<OUT>::n;
-    static const int UB = (16 / OB) * IN / 8 > 16 ? 8 : 16;
+    static const int UB = 16;
     static const int E = UB / OB;
-    static const int IBU = E * IN / 8; // 1..16
+    static const int IBU = E * IN / 8;
     static const int W = IBU < 4 ? 1 : IBU / 4;
 #ifdef REORDER_IN_FLIGHT
     static const int R = REORDER_IN_FLIGHT;
 #else
-    static const int R = IBU == 4 ? 8 : 4;
+    static const int R = IBU == 4 ? 8 : (IBU == 32 ? 2 : 4);
 #endif
 };
 
@@ -523,6 +548,19 @@ __device__ __forceinline__ void convert_unit(const uint32_t *w, uint32_t *o, boo
             } else {
                 o[i] = float_to_f16_bits(__uint_as_float(a)) | (float_to_f16_bits(__uint_as_float(b)) << 16);
             }
+        }
+    } else if constexpr (IN == 32 && (OUT == OUT_F16 || OUT == OUT_BF16)) {
+#pragma unroll
+        for (int i = 0; i < E / 2; i++) {
+            uint32_t a = w[2 * i], b = w[2 * i + 1];
+            if (big) {
+                a = __byte_perm(a, 0, 0x0123);
+                b = __byte_perm(b, 0, 0x0123);
+            }
+            if constexpr (OUT == OUT_BF16)
+                o[i] = __byte_perm(i32_bf16_hi((int32_t)a), i32_bf16_hi((int32_t)b), 0x7632);
+            else
+                o[i] = __byte_perm(i32_f16((int32_t)a), i32_f16((int32_t)b), 0x5410);
         }
     } else {
 #pragma unroll
