@@ -35,6 +35,15 @@ type Conversion struct {
 	int8x64 *[256]uint64     // int8 → fp64
 	int16x  *[65536]uint16   // int16 → fp16, bf16
 	int32x  *[1 << 17]uint16 // int32 → fp16, by f16Index
+	vec     *vecLoop         // the vector loop for whole blocks, if the CPU has one
+}
+
+// vecLoop is a vector conversion loop (convert_amd64.s) with its block size: it converts
+// whole blocks of in input bytes into out output bytes, and the scalar loop the rest.
+type vecLoop struct {
+	fn      func(dst, src *byte, blocks int, aux *[32]byte)
+	in, out int
+	aux     *[32]byte
 }
 
 // convOp is the loop that converts one input type to one output type.
@@ -123,6 +132,7 @@ func (c *Conversion) compile() {
 			c.int32x = tables.int32f16()
 		}
 	}
+	c.vectorize()
 }
 
 // Active reports whether samples are converted (false: bytes are copied).
@@ -173,6 +183,16 @@ func (c *Conversion) convert(dst, src []byte) int {
 	n := c.Elements(len(src))
 	out := dst[:n*c.outB]
 	in := src[:n*c.inBits/8]
+	written := len(out)
+	if v := c.vec; v != nil && len(in) >= v.in {
+		// Whole blocks in vector registers, the samples after them in the scalar loop.
+		blocks := len(in) / v.in
+		v.fn(&out[0], &in[0], blocks, v.aux)
+		if len(in) == blocks*v.in {
+			return written
+		}
+		in, out = in[blocks*v.in:], out[blocks*v.out:]
+	}
 	big := c.Big
 	switch c.op {
 	case opInt4To16:
@@ -208,7 +228,7 @@ func (c *Conversion) convert(dst, src []byte) int {
 	case opInt32ToI32:
 		int32ToI32(out, in) // network order only: host order is a copy
 	}
-	return len(out)
+	return written
 }
 
 // The loops (convert_loops.go, written by convert_loops_gen.go) take exactly the input and
