@@ -68,7 +68,7 @@ var opErrorNames = map[int]string{
 	5017: "beyond the mapped size", 5018: "unsupported file type", 5019: "unsupported file open flags",
 	5020: "file descriptor not opened with O_DIRECT", 5022: "invalid API arguments",
 	5023: "device pointer already registered", 5024: "device pointer lookup failure",
-	5025: "driver or file access error", 5026: "driver already open", 5027: "file descriptor not registered (cufile.log says why; on a block device without udev properties cuFile refuses every file: where no udev runs, as in some VMs, writing E:ID_FS_USAGE=filesystem to /run/udev/data/b<major>:<minor> of the file system's device lets it through)",
+	5025: "driver or file access error", 5026: "driver already open", 5027: "file descriptor not registered (cufile.log says why; on a block device without udev properties cuFile refuses every file: where no udev runs, as in some VMs, the lines E:ID_FS_USAGE=filesystem and E:ID_FS_TYPE=<fstype> in /run/udev/data/b<major>:<minor> of the file system's device let it through)",
 	5028: "file descriptor already registered", 5029: "GPU device not found", 5030: "internal error",
 	5031: "failed to obtain a new file descriptor", 5033: "nvidia-fs initialization error",
 	5034: "GDS disabled by configuration for this file", 5043: "out of memory", 5044: "I/O error",

@@ -65,9 +65,10 @@ func openDriver(t *testing.T, dev *cudart.Device) *Driver {
 // gdsDir finds a directory where cuFile accepts files: $DAQIRI_GDS_DIR when set, the test's
 // temporary directory, then a directory in /dev/shm. libcufile 1.15 refuses to register files
 // on block devices whose udev properties it cannot read (HANDLE_NOT_REGISTERED, 5027, with
-// "udev property not found: ID_FS_USAGE" in cufile.log) — as in a VM without a udev
-// database, where NVIDIA's own Python binding fails the same way. Where no directory works
-// the test skips, saying so.
+// "udev property not found: ID_FS_USAGE", then ID_FS_TYPE, in cufile.log) — as in a VM
+// without a udev database, where NVIDIA's own Python binding fails the same way. Both lines
+// in /run/udev/data/b<major>:<minor> let it through (how it ran on the H100 VM). Where no
+// directory works the test skips, saying so.
 func gdsDir(t *testing.T, drv *Driver) string {
 	t.Helper()
 	var dirs []string
