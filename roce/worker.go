@@ -440,7 +440,9 @@ func (c *conn) post(b *engine.Burst, h Header) error {
 	}
 	c.sqMu.Lock()
 	defer c.sqMu.Unlock()
-	if c.sqClosed {
+	// A connection that failed but is not torn down yet (the worker closes its send queue a
+	// little later) is as dead as a closed one: its error, not "still connecting".
+	if c.sqClosed || c.errNow() != nil {
 		err := c.errNow()
 		c.txStatsQ(b).Drop(engine.DropNotConnected, n)
 		c.txReasons().add(ReasonTxEnqueueFailure, n)
