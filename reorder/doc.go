@@ -36,9 +36,18 @@
 //
 // A cpu plan copies (or converts) each payload as it arrives, in the engine's worker, and
 // frees the packet at once (when every plan of the queue is a cpu plan, with the rest of its
-// burst, in bulk, as soon as the burst has been through the plans). A gpu plan keeps the packets and, when a batch is complete,
-// runs one kernel (kernels/reorder.cu, compiled to the committed kernels/reorder.ptx and
-// loaded through package cudart) that writes the whole aggregate, zero-filling missing slots;
-// the aggregate is delivered once the kernel has finished, so an application never sees
-// unfinished GPU output and needs no CUDA stream of its own. Both produce the same bytes.
+// burst, in bulk, as soon as the burst has been through the plans). A gpu plan keeps the
+// packets and, when a batch is complete, runs one kernel (kernels/reorder.cu, compiled to the
+// committed kernels/reorder.ptx and loaded through package cudart) that writes the whole
+// aggregate, zero-filling missing slots; the aggregate is delivered once the kernel has
+// finished, so an application never sees unfinished GPU output and needs no CUDA stream of
+// its own. Both produce the same bytes.
+//
+// # Conversions
+//
+// Every conversion rounds once, to nearest with ties to even, straight from the integer
+// (see Conversion). On amd64 CPUs with AVX2 and F16C the cpu plans convert whole blocks of
+// 16 samples with vector loops (convert_amd64.s) and the rest with the generated scalar loops
+// (convert_loops.go), which are all that other architectures and builds tagged purego use; the
+// two give the same bytes.
 package reorder
