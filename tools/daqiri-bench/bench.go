@@ -145,7 +145,9 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	var lastTx, lastRx uint64
+	// The live line shows the last interval's rates, bits and packets alike; the final table
+	// shows the whole run's.
+	var lastTx, lastRx, lastTxP, lastRxP uint64
 	last := start
 	live := !o.quiet && !o.json
 wait:
@@ -163,12 +165,13 @@ wait:
 				tb, rb := tx.bytes.Load(), rx.bytes.Load()
 				st := s.Stats()
 				rxs, txs := st.Totals()
+				tp, rp := txs.Packets, rx.packets.Load()
 				fmt.Fprintf(progress, "\r%6.1fs  tx %7.2f Gb/s %7.3f Mpps | rx %7.2f Gb/s %7.3f Mpps | dropped %d   ",
 					now.Sub(start).Seconds(),
-					float64(tb-lastTx)*8/dt/1e9, float64(txs.Packets)/now.Sub(start).Seconds()/1e6,
-					float64(rb-lastRx)*8/dt/1e9, float64(rx.packets.Load())/now.Sub(start).Seconds()/1e6,
+					float64(tb-lastTx)*8/dt/1e9, float64(tp-lastTxP)/dt/1e6,
+					float64(rb-lastRx)*8/dt/1e9, float64(rp-lastRxP)/dt/1e6,
 					rxs.Dropped+txs.Dropped)
-				lastTx, lastRx, last = tb, rb, now
+				lastTx, lastRx, lastTxP, lastRxP, last = tb, rb, tp, rp, now
 			}
 		}
 	}
