@@ -2,6 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
 
 	"github.com/daqiri-go/daqiri/ring"
 )
@@ -15,6 +18,8 @@ type MetaPool struct {
 	tx    bool
 	name  string
 	empty uint64
+	// stalls counts puts that waited for a preempted taker (see put).
+	stalls atomic.Uint64
 }
 
 // NewMetaPool makes n bursts, each ready for capacity packets.
@@ -42,6 +47,13 @@ func (m *MetaPool) Available() int { return m.r.Len() }
 // when none is left.
 func (m *MetaPool) Get(port, queue int, regions []*Region, raw bool, capacity int) (*Burst, error) {
 	b, ok := m.r.Dequeue()
+	// Bursts counted in the ring but not handed out: the next one's returner was preempted
+	// before marking its slot full (see package ring). It runs again soon; wait a little
+	// rather than report an exhaustion that is not there (callers drop packets on it).
+	for i := 0; !ok && i < 64 && m.r.Len() > 0; i++ {
+		runtime.Gosched()
+		b, ok = m.r.Dequeue()
+	}
 	if !ok {
 		return nil, ErrNoFreeBurstBuffers
 	}
@@ -50,8 +62,32 @@ func (m *MetaPool) Get(port, queue int, regions []*Region, raw bool, capacity in
 	return b, nil
 }
 
+// put returns a burst. The pool never holds more than its own bursts, so a full ring here
+// is not an overflow: it is a goroutine that was preempted while taking a burst from the
+// slot this one goes to, a lap of the ring ago, and has not marked the slot free yet (see
+// package ring). The slot frees as soon as that goroutine runs again, so put waits for it;
+// only a slot still taken after a second means something else (a burst freed twice, whose
+// extra copy fills the ring), and that panics rather than losing a burst.
 func (m *MetaPool) put(b *Burst) {
-	if !m.r.Enqueue(b) {
-		panic("engine: metadata pool overflow: a burst was freed twice")
+	if m.r.Enqueue(b) {
+		return
 	}
+	var deadline time.Time
+	for i := 0; !m.r.Enqueue(b); i++ {
+		switch {
+		case i < 64:
+			runtime.Gosched()
+		case deadline.IsZero():
+			deadline = time.Now().Add(time.Second)
+		case time.Now().After(deadline):
+			panic(fmt.Sprintf("engine: %s metadata pool: no free slot for a returned burst after 1 s (a burst freed twice?)", m.name))
+		default:
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	m.stalls.Add(1)
 }
+
+// Stalls counts returns that found their slot still being emptied by a preempted goroutine
+// and had to wait (diagnostics; see put).
+func (m *MetaPool) Stalls() uint64 { return m.stalls.Load() }

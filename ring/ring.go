@@ -7,7 +7,11 @@
 // slot full by storing its sequence; a consumer does the mirror image. No thread ever waits
 // for another thread to finish: a producer preempted between claiming and filling a slot only
 // makes that slot look not-yet-ready to consumers, which see the ring as empty there instead
-// of spinning. That keeps the rings well behaved when there are more threads than cores, which
+// of spinning; likewise a consumer preempted between claiming and emptying a slot makes
+// producers that reach the slot a lap later see the ring as full. With several consumers
+// (MPMC, SPMC) that can happen while the ring holds few values, so a caller that knows a
+// value must fit (a pool returning its own items) retries instead of giving up, as
+// engine.MetaPool does. That keeps the rings well behaved when there are more threads than cores, which
 // is common on small machines (a ring that publishes in claim order, like DPDK's rte_ring,
 // stalls every other thread behind a preempted one).
 package ring
