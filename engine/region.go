@@ -104,6 +104,27 @@ func (r *Region) Share(idx uint32, n int32) { r.refs[idx].Store(n) }
 // Release drops one owner of the buffer containing byte off; the last owner returns it.
 func (r *Region) Release(off uint64) { r.release(off) }
 
+// ReleaseBulk is Release for every offset in offs, returning the buffers whose last owner
+// that was to the pool in one operation (a consumer freeing a whole batch then costs the
+// pool's head one compare-and-swap instead of one per packet, which matters when an engine
+// thread takes buffers from the same pool at the same time). scratch holds the buffer indices
+// on the way; with capacity len(offs) it needs no allocation. It returns scratch.
+func (r *Region) ReleaseBulk(offs []uint64, scratch []uint32) []uint32 {
+	scratch = scratch[:0]
+	for _, off := range offs {
+		idx := uint32(off / uint64(r.BufSize))
+		if r.refs != nil {
+			if n := r.refs[idx].Add(-1); n > 0 {
+				continue
+			}
+			r.refs[idx].Store(0)
+		}
+		scratch = append(scratch, idx)
+	}
+	r.pool.PutBulk(scratch)
+	return scratch
+}
+
 // release drops one owner of the buffer containing byte off.
 func (r *Region) release(off uint64) {
 	idx := uint32(off / uint64(r.BufSize))

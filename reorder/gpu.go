@@ -156,6 +156,7 @@ type gpuSet struct {
 	table []byte           // CPU view: ppb words, little-endian
 	ptr   cudart.DevicePtr // the GPU's view of the same bytes
 	held  []uint64         // source offsets of the packets to release after the kernel
+	idx   []uint32         // scratch for releasing them in bulk
 	ev    *cudart.Event
 }
 
@@ -238,6 +239,7 @@ func newGPUBackend(p *Plan, opt Options) (backend, error) {
 		s.table = b.tables.Bytes()[i*tableBytes : (i+1)*tableBytes]
 		s.ptr = b.tables.DevicePtr() + cudart.DevicePtr(i*tableBytes)
 		s.held = make([]uint64, 0, p.ppb)
+		s.idx = make([]uint32, 0, p.ppb)
 		if s.ev, err = dev.NewEvent(false, true); err != nil {
 			return fail("%v", err)
 		}
@@ -309,9 +311,9 @@ func (b *gpuBackend) complete() {
 // releaseSet frees a set's packets and returns the set.
 func (b *gpuBackend) releaseSet(k int) {
 	s := &b.sets[k]
-	for _, off := range s.held {
-		b.p.src.Release(off)
-	}
+	// In bulk: per packet, each release would contend with the engine taking buffers from
+	// the same pool.
+	s.idx = b.p.src.ReleaseBulk(s.held, s.idx)
 	s.held = s.held[:0]
 	b.free <- k
 }
