@@ -25,6 +25,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -74,10 +76,25 @@ func main() {
 	target := flag.Int("target-mb", 16384, "bytes per measurement, in MB (sets the iteration count)")
 	planBatches := flag.Int("plan-batches", 200, "batches per whole-plan measurement (0: skip)")
 	convList := flag.String("convs", "int16-fp32,int8-fp16,int16-bf16,int4-fp16,int32-fp16", "conversions to measure besides the copy, input-output (network byte order)")
+	kernels := flag.Bool("kernels", true, "measure the kernels against the device copy (false: whole plans only)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole-plan runs to this file")
 	flag.Parse()
-	if err := run(ints(*sizes), ints(*batches), convPairs(*convList), *ptxFile, *jsonOut, *target); err != nil {
-		fmt.Fprintln(os.Stderr, "bench/reorder/gpu:", err)
-		os.Exit(1)
+	if *kernels {
+		if err := run(ints(*sizes), ints(*batches), convPairs(*convList), *ptxFile, *jsonOut, *target); err != nil {
+			fmt.Fprintln(os.Stderr, "bench/reorder/gpu:", err)
+			os.Exit(1)
+		}
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench/reorder/gpu:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if *planBatches > 0 {
 		if err := runPlans(ints(*sizes), *planBatches, *ptxFile, *jsonOut); err != nil {
@@ -280,7 +297,7 @@ func runPlans(sizes []int, batches int, ptxFile, jsonOut string) error {
 	defer dev.Close()
 	var w *os.File
 	if jsonOut != "" {
-		if w, err = os.OpenFile(jsonOut, os.O_APPEND|os.O_WRONLY, 0o644); err != nil {
+		if w, err = os.OpenFile(jsonOut, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err != nil {
 			return err
 		}
 		defer w.Close()
@@ -358,6 +375,7 @@ func planOnce(d *cudart.Driver, dev *cudart.Device, ptx []byte, size, ppb, inFli
 	}
 	svc.Start()
 	perm := rand.New(rand.NewPCG(1, 2)).Perm(ppb)
+	idxs := make([]uint32, 64)
 	got := 0
 	take := func(block bool) {
 		for i := 0; i < 100000; i++ {
@@ -386,11 +404,15 @@ func planOnce(d *cudart.Driver, dev *cudart.Device, ptx []byte, size, ppb, inFli
 				take(false)
 				continue
 			}
-			for k := 0; k < 64 && i < ppb; k++ {
-				idx, ok := src.Get()
-				if !ok {
-					break // the GPU still holds packets: hand over what we have, then wait
-				}
+			// The burst's buffers in one pool operation, as the socket and AF_XDP engines take
+			// them; fewer when the GPU still holds packets: hand over what we have, then wait.
+			k := src.GetBurst(idxs[:min(len(idxs), ppb-i)])
+			if k == 0 {
+				burst.Free()
+				take(false)
+				continue
+			}
+			for _, idx := range idxs[:k] {
 				binary.BigEndian.PutUint32(src.Buf(idx), base+uint32(perm[i]))
 				burst.Append(uint64(idx)*uint64(src.BufSize), uint32(bufSize), 1, 0)
 				i++
@@ -400,9 +422,10 @@ func planOnce(d *cudart.Driver, dev *cudart.Device, ptx []byte, size, ppb, inFli
 		}
 		// Keep at most inFlight batches queued on the GPU, as a receiver pacing itself would;
 		// past that the plan drops packets for want of slot tables (counted no_packet_buffers).
+		// Polling, as an engine worker does: a sleep would cost tens of microseconds a batch.
 		for got < b-inFlight+1 && time.Now().Before(deadline) {
 			take(false)
-			time.Sleep(5 * time.Microsecond)
+			runtime.Gosched()
 		}
 	}
 	for i := 0; i < 100000 && got < batches; i++ {
