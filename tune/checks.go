@@ -22,6 +22,7 @@ var Checks = []Check{
 	{"gpu-clock", "GPU SM and memory clocks run at their maximum", (*System).CheckGPUClock},
 	{"bar1-size", "GPU BAR1 aperture is large (Resizable BAR on)", (*System).CheckBAR1},
 	{"topo", "each discrete GPU shares a PCIe switch (PIX/PXB) with an NVIDIA NIC", (*System).CheckTopo},
+	{"schematic", "PCIe tree as an SVG picture (--schematic-output FILE) and each GPU's path to NICs and NVMe", (*System).CheckSchematic},
 	{"cmdline", "kernel boot line isolates worker cores (isolcpus, rcu_nocbs, irqaffinity)", (*System).CheckCmdline},
 	{"mtu", "MTU of NVIDIA NIC interfaces allows jumbo frames", (*System).CheckMTU},
 	{"gpudirect", "GPUs support GPUDirect RDMA (or are integrated: use host_pinned)", (*System).CheckGPUDirect},

@@ -7,6 +7,7 @@ package tune
 // disagree, and `go test ./tune -run TestFixturesUpToDate -update` rewrites them.
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"flag"
@@ -114,7 +115,24 @@ type pcie struct {
 	mpsCap   int // DevCap Max_Payload_Size Supported code (0 = 128 B … 5 = 4096 B)
 	mps      int // DevCtl Max_Payload_Size code
 	mrrs     int // DevCtl Max_Read_Request_Size code
-	gen, lns int // link speed generation and width
+	gen, lns int // link speed generation and width, as trained (LnkSta)
+	// capGen and capLns are what the function supports (LnkCap); 0 means the same as the
+	// trained link.
+	capGen, capLns int
+}
+
+// maxGen and maxLns are the supported link speed generation and width.
+func (e pcie) maxGen() int { return cmp.Or(e.capGen, e.gen) }
+func (e pcie) maxLns() int { return cmp.Or(e.capLns, e.lns) }
+
+// linkSpeed formats a PCIe generation as sysfs current_link_speed does (linux
+// drivers/pci/pci.h PCIE_SPEED2STR).
+func linkSpeed(gen int) string {
+	s := [...]string{"Unknown", "2.5 GT/s PCIe", "5.0 GT/s PCIe", "8.0 GT/s PCIe", "16.0 GT/s PCIe", "32.0 GT/s PCIe", "64.0 GT/s PCIe"}
+	if gen < 0 || gen >= len(s) {
+		return "Unknown\n"
+	}
+	return s[gen] + "\n"
 }
 
 // configSpace builds a 4096-byte config space image (what root reads from sysfs) with a
@@ -141,7 +159,7 @@ func configSpace(vendor, device uint16, class uint32, bridge bool, e pcie) []byt
 	// Keep unrelated Device Control bits set (relaxed ordering, extended tags, no snoop) so
 	// set mrrs must preserve them.
 	le.PutUint16(b[0x70+expDevCtl:], uint16(e.mrrs<<12|e.mps<<5)|0x0910)
-	le.PutUint32(b[0x70+expLnkCap:], uint32(e.lns<<4|e.gen))
+	le.PutUint32(b[0x70+expLnkCap:], uint32(e.maxLns()<<4|e.maxGen()))
 	le.PutUint16(b[0x70+expLnkSta:], uint16(e.lns<<4|e.gen))
 	return b
 }
@@ -159,6 +177,7 @@ type dev struct {
 	rdma     []string
 	exp      *pcie // nil: conventional PCI function without a PCIe capability
 	resource string
+	block    []string // block devices: NVMe namespaces (nvme0n1) below nvme/nvme0/, others below block/
 }
 
 // dir is the function's sysfs directory.
@@ -175,6 +194,9 @@ func (t *tree) pci(d dev) {
 	if d.exp != nil {
 		t.files[dir+"/config"] = configSpace(d.vendor, d.device, d.class, bridge, *d.exp)
 		t.file(dir+"/current_link_width", fmt.Sprintf("%d\n", d.exp.lns))
+		t.file(dir+"/current_link_speed", linkSpeed(d.exp.gen))
+		t.file(dir+"/max_link_width", fmt.Sprintf("%d\n", d.exp.maxLns()))
+		t.file(dir+"/max_link_speed", linkSpeed(d.exp.maxGen()))
 	} else {
 		b := make([]byte, 256)
 		binary.LittleEndian.PutUint16(b[0:], d.vendor)
@@ -199,6 +221,15 @@ func (t *tree) pci(d dev) {
 	}
 	for _, r := range d.rdma {
 		t.file(dir+"/infiniband/"+r+"/node_type", "1: CA\n")
+		t.link("/sys/class/infiniband/"+r, dir+"/infiniband/"+r)
+	}
+	for _, b := range d.block {
+		bd := dir + "/block/" + b
+		if ctrl, _, ok := strings.Cut(strings.TrimPrefix(b, "nvme"), "n"); ok && strings.HasPrefix(b, "nvme") {
+			bd = dir + "/nvme/nvme" + ctrl + "/" + b
+		}
+		t.file(bd+"/size", "1953525168\n")
+		t.link("/sys/block/"+b, bd)
 	}
 }
 
@@ -327,7 +358,8 @@ func sparkTree() *tree {
 }
 
 // x86Tree is a plain x86 box with no NVIDIA hardware: 8 CPUs on two NUMA nodes, powersave
-// governors, a bare boot line, no hugepages, an Intel iGPU, an Intel NIC and an NVMe drive.
+// governors, a bare boot line, no hugepages, an Intel iGPU, an Intel NIC and an NVMe drive
+// whose x4 link trained at x2.
 func x86Tree() *tree {
 	t := newTree()
 	t.cpus("0-7", "", func(int) string { return "powersave" }, "performance powersave")
@@ -344,7 +376,7 @@ func x86Tree() *tree {
 	rp := dev{parent: h, bdf: "0000:00:1d.0", vendor: 0x8086, device: 0xa330, class: 0x060400, numa: 0, driver: "pcieport",
 		exp: &pcie{typ: expTypeRootPort, mpsCap: 1, mps: 1, gen: 3, lns: 4}}
 	nvme := dev{parent: rp.dir(), bdf: "0000:01:00.0", vendor: 0x144d, device: 0xa808, class: 0x010802, numa: 0, driver: "nvme",
-		exp: &pcie{typ: expTypeEndpoint, mpsCap: 1, mps: 1, mrrs: 2, gen: 3, lns: 4}}
+		exp: &pcie{typ: expTypeEndpoint, mpsCap: 1, mps: 1, mrrs: 2, gen: 3, lns: 2, capLns: 4}, block: []string{"nvme0n1"}}
 	for _, d := range []dev{host, igpu, eth, rp, nvme} {
 		t.pci(d)
 	}

@@ -134,6 +134,11 @@ func (s *System) pciDevice(bdf string) (PCIDevice, error) {
 	if err != nil {
 		return PCIDevice{}, err
 	}
+	return pciDeviceAt(bdf, dir)
+}
+
+// pciDeviceAt reads one function's attributes from its (resolved) sysfs directory.
+func pciDeviceAt(bdf, dir string) (PCIDevice, error) {
 	d := PCIDevice{BDF: bdf, Dir: dir, NUMANode: -1}
 	rd := func(name string) (uint64, error) {
 		b, err := os.ReadFile(filepath.Join(dir, name))

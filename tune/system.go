@@ -31,6 +31,12 @@ type System struct {
 	// means os.OpenFile. Tests replace it to simulate writes that do not stick.
 	OpenConfig func(path string) (ConfigFile, error)
 
+	// SchematicOutput is where the schematic check writes its SVG picture of the PCIe tree
+	// (a path relative to the working directory, not to Root); "" writes nothing and the
+	// check only reports the GPU↔I/O paths. `check all` leaves it empty unless asked, so
+	// that a routine run never drops files in the working directory.
+	SchematicOutput string
+
 	gpuOnce  sync.Once
 	gpuCache GPUFacts
 	gpuErr   error

@@ -1,12 +1,15 @@
 // Command daqiri-tune checks whether this machine is set up for line-rate packet I/O with
 // daqiri, and sets PCIe MRRS on NVIDIA NICs.
 //
-//	daqiri-tune check [all|cpu-freq|mrrs|mps|hugepages|numa|gpu-clock|bar1-size|topo|cmdline|mtu|gpudirect|peermem] [--json]
+//	daqiri-tune check [all|cpu-freq|mrrs|mps|hugepages|numa|gpu-clock|bar1-size|topo|schematic|cmdline|mtu|gpudirect|peermem] [--json]
+//	daqiri-tune check schematic [--schematic-output FILE]
 //	daqiri-tune check config FILE [--json]
 //	daqiri-tune set mrrs [BDF|IFNAME ...] [--json]
 //
 // --root DIR reads sysfs/procfs below DIR instead of / (GPU facts then come from
-// DIR/gpu-facts.json when present). Exit status: 0 when no finding is FAIL, 1 when one is,
+// DIR/gpu-facts.json when present). check schematic writes an SVG picture of the PCIe tree
+// to FILE (default pcie_schematic.svg in the working directory); check all writes it only
+// when --schematic-output is given. Exit status: 0 when no finding is FAIL, 1 when one is,
 // 2 for usage errors and refusals.
 package main
 
@@ -30,6 +33,7 @@ func main() {
 func usage(w io.Writer) {
 	fmt.Fprintf(w, `usage:
   daqiri-tune check [CHECK] [--json] [--root DIR]     CHECK: %s (default all)
+  daqiri-tune check schematic|all [--schematic-output FILE.svg]
   daqiri-tune check config FILE [--json] [--root DIR]
   daqiri-tune set mrrs [BDF|IFNAME ...] [--json] [--root DIR]
 
@@ -50,7 +54,7 @@ func splitFlags(args []string) (flags, words []string) {
 		switch {
 		case a == "--":
 			return flags, append(words, args[i+1:]...)
-		case a == "--root" || a == "-root":
+		case a == "--root" || a == "-root" || a == "--schematic-output" || a == "-schematic-output":
 			flags = append(flags, a)
 			if i+1 < len(args) {
 				flags = append(flags, args[i+1])
@@ -71,6 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() { usage(stderr) }
 	jsonOut := fs.Bool("json", false, "print findings as JSON")
 	root := fs.String("root", "/", "read sysfs/procfs below this directory (a fixture tree) instead of /")
+	schematicOut := fs.String("schematic-output", "", "write the PCIe tree as an SVG picture to this file (check schematic: default "+tune.SchematicFile+"; check all: only when given)")
 	flags, words := splitFlags(args)
 	if err := fs.Parse(flags); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -87,6 +92,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		sys = &tune.System{Root: *root}
 		if p := filepath.Join(*root, tune.FixtureGPUFile); fileExists(p) {
 			sys.GPU = tune.FileSource(p)
+		}
+	}
+
+	if *schematicOut != "" {
+		if words[0] != "check" || (len(words) > 1 && words[1] != "all" && words[1] != "schematic") {
+			fmt.Fprintf(stderr, "daqiri-tune: --schematic-output applies to check schematic and check all, not %s\n", strings.Join(words, " "))
+			return 2
 		}
 	}
 
@@ -113,6 +125,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if len(words) > 2 {
 			fmt.Fprintf(stderr, "daqiri-tune: check takes one check name, got %q\n", strings.Join(words[1:], " "))
 			return 2
+		}
+		// Only an explicit check schematic writes the default file: check all is run
+		// routinely and must not leave pictures in whatever directory it was run from.
+		switch {
+		case *schematicOut != "":
+			sys.SchematicOutput = *schematicOut
+		case what == "schematic":
+			sys.SchematicOutput = tune.SchematicFile
 		}
 		var err error
 		findings, err = sys.Run(what)

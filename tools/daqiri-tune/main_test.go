@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -88,5 +91,84 @@ func TestSetMRRSRefusal(t *testing.T) {
 	rc, out, errs := runCLI("set", "mrrs", "eno1", "--root", x86)
 	if rc != 2 || out != "" || !(strings.Contains(errs, "must run as root") || strings.Contains(errs, "not an NVIDIA NIC")) {
 		t.Errorf("rc %d stdout %q stderr %q", rc, out, errs)
+	}
+}
+
+// check schematic writes a well-formed SVG where told, or pcie_schematic.svg in the working
+// directory; check all writes nothing unless --schematic-output is given.
+func TestCheckSchematic(t *testing.T) {
+	root, err := filepath.Abs(igx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "igx.svg")
+	rc, stdout, errs := runCLI("check", "schematic", "--root", root, "--schematic-output", out)
+	if rc != 0 || errs != "" || !strings.Contains(stdout, "wrote "+out+" (9 devices)") ||
+		!strings.Contains(stdout, "PIX to enP5p4s0f0np0 mlx5_0 0005:04:00.0") {
+		t.Fatalf("rc %d stderr %q\n%s", rc, errs, stdout)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		XMLName xml.Name
+		Texts   []string `xml:",any"`
+	}
+	if err := xml.Unmarshal(b, &doc); err != nil || doc.XMLName.Local != "svg" {
+		t.Fatalf("not an SVG document (%v, root %q)", err, doc.XMLName.Local)
+	}
+	for _, bdf := range []string{"0005:03:00.0", "0005:04:00.0", "0005:04:00.1", "0001:01:00.0"} {
+		if !bytes.Contains(b, []byte(bdf)) {
+			t.Errorf("SVG does not mention %s", bdf)
+		}
+	}
+
+	// The --flag=value form and JSON output.
+	rc, stdout, _ = runCLI("--json", "check", "schematic", "--root="+root, "--schematic-output="+out)
+	var js struct {
+		Findings []struct{ Check, Subject, Status, Measured string } `json:"findings"`
+	}
+	if rc != 0 || json.Unmarshal([]byte(stdout), &js) != nil || len(js.Findings) != 2 ||
+		js.Findings[0].Check != "schematic" || js.Findings[1].Measured != "PIX to enP5p4s0f0np0 mlx5_0 0005:04:00.0" {
+		t.Errorf("json: rc %d\n%s", rc, stdout)
+	}
+
+	// Default file name in the working directory for check schematic; nothing for check all.
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if rc, stdout, _ := runCLI("check", "all", "--root", root); rc != 0 || !strings.Contains(stdout, "no picture written") {
+		t.Errorf("check all: rc %d\n%s", rc, stdout)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("check all left files in the working directory: %v", ents)
+	}
+	if rc, stdout, _ := runCLI("check", "schematic", "--root", root); rc != 0 || !strings.Contains(stdout, "wrote pcie_schematic.svg (9 devices)") {
+		t.Errorf("check schematic: rc %d\n%s", rc, stdout)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pcie_schematic.svg")); err != nil {
+		t.Error(err)
+	}
+	all := filepath.Join(dir, "all.svg")
+	if rc, stdout, _ := runCLI("check", "all", "--root", root, "--schematic-output", all); rc != 0 || !strings.Contains(stdout, "wrote "+all) {
+		t.Errorf("check all with an output: rc %d\n%s", rc, stdout)
+	}
+
+	// The flag means nothing to other commands; an unwritable file is a FAIL (exit 1).
+	for _, args := range [][]string{
+		{"check", "mtu", "--root", root, "--schematic-output", all},
+		{"check", "config", cfgs + "igx-good.yaml", "--root", root, "--schematic-output", all},
+		{"set", "mrrs", "--root", root, "--schematic-output", all},
+	} {
+		if rc, _, errs := runCLI(args...); rc != 2 || !strings.Contains(errs, "--schematic-output applies to") {
+			t.Errorf("%q: rc %d stderr %q", args, rc, errs)
+		}
+	}
+	if rc, stdout, _ := runCLI("check", "schematic", "--root", root, "--schematic-output", filepath.Join(dir, "no", "dir", "x.svg")); rc != 1 || !strings.Contains(stdout, "cannot write the schematic") {
+		t.Errorf("unwritable output: rc %d\n%s", rc, stdout)
+	}
+	// A tree without sysfs: SKIP, exit 0.
+	if rc, stdout, _ := runCLI("check", "schematic", "--root", dir, "--schematic-output", all); rc != 0 || !strings.Contains(stdout, "/sys/bus/pci/devices does not exist") {
+		t.Errorf("no sysfs: rc %d\n%s", rc, stdout)
 	}
 }
