@@ -72,20 +72,18 @@ func (m *MetaPool) put(b *Burst) {
 	if m.r.Enqueue(b) {
 		return
 	}
-	var deadline time.Time
-	for i := 0; !m.r.Enqueue(b); i++ {
-		switch {
-		case i < 64:
-			runtime.Gosched()
-		case deadline.IsZero():
-			deadline = time.Now().Add(time.Second)
-		case time.Now().After(deadline):
-			panic(fmt.Sprintf("engine: %s metadata pool: no free slot for a returned burst after 1 s (a burst freed twice?)", m.name))
-		default:
-			time.Sleep(50 * time.Microsecond)
-		}
-	}
 	m.stalls.Add(1)
+	deadline := time.Now().Add(time.Second)
+	for i := 0; !m.r.Enqueue(b); i++ {
+		if i < 64 {
+			runtime.Gosched()
+			continue
+		}
+		if time.Now().After(deadline) {
+			panic(fmt.Sprintf("engine: %s metadata pool: no free slot for a returned burst after 1 s (a burst freed twice?)", m.name))
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
 }
 
 // Stalls counts returns that found their slot still being emptied by a preempted goroutine

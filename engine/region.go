@@ -112,14 +112,9 @@ func (r *Region) Release(off uint64) { r.release(off) }
 func (r *Region) ReleaseBulk(offs []uint64, scratch []uint32) []uint32 {
 	scratch = scratch[:0]
 	for _, off := range offs {
-		idx := uint32(off / uint64(r.BufSize))
-		if r.refs != nil {
-			if n := r.refs[idx].Add(-1); n > 0 {
-				continue
-			}
-			r.refs[idx].Store(0)
+		if idx, last := r.dropOwner(off); last {
+			scratch = append(scratch, idx)
 		}
-		scratch = append(scratch, idx)
 	}
 	r.pool.PutBulk(scratch)
 	return scratch
@@ -127,14 +122,22 @@ func (r *Region) ReleaseBulk(offs []uint64, scratch []uint32) []uint32 {
 
 // release drops one owner of the buffer containing byte off.
 func (r *Region) release(off uint64) {
-	idx := uint32(off / uint64(r.BufSize))
+	if idx, last := r.dropOwner(off); last {
+		r.pool.Put(idx)
+	}
+}
+
+// dropOwner drops one owner of the buffer containing byte off and reports the buffer and
+// whether that was its last owner (always, for a region without sharing).
+func (r *Region) dropOwner(off uint64) (idx uint32, last bool) {
+	idx = uint32(off / uint64(r.BufSize))
 	if r.refs != nil {
 		if n := r.refs[idx].Add(-1); n > 0 {
-			return
+			return idx, false
 		}
 		r.refs[idx].Store(0)
 	}
-	r.pool.Put(idx)
+	return idx, true
 }
 
 // Close releases the backing memory. It refuses while buffers are outstanding, because

@@ -38,10 +38,14 @@ type Conversion struct {
 	vec     *vecLoop         // the vector loop for whole blocks, if the CPU has one
 }
 
+// vecFunc converts blocks ≥ 1 whole blocks from src to dst; aux is its byte-swap mask or
+// table.
+type vecFunc func(dst, src *byte, blocks int, aux *[32]byte)
+
 // vecLoop is a vector conversion loop (convert_amd64.s) with its block size: it converts
 // whole blocks of in input bytes into out output bytes, and the scalar loop the rest.
 type vecLoop struct {
-	fn      func(dst, src *byte, blocks int, aux *[32]byte)
+	fn      vecFunc
 	in, out int
 	aux     *[32]byte
 }

@@ -126,19 +126,19 @@ func (c *Conversion) vectorize() {
 		}
 	case config.TypeInt8:
 		v.in = 16
-		v.fn = [...]func(dst, src *byte, blocks int, aux *[32]byte){int8ToF16AVX2, int8ToBF16AVX2, int8ToF32AVX2, int8ToF64AVX2, int8ToI32AVX2}[outIndex(c.Out)]
+		v.fn = [...]vecFunc{int8ToF16AVX2, int8ToBF16AVX2, int8ToF32AVX2, int8ToF64AVX2, int8ToI32AVX2}[outIndex(c.Out)]
 	case config.TypeInt16:
 		v.in = 32
 		if c.Big {
 			swap = swap16
 		}
-		v.fn = [...]func(dst, src *byte, blocks int, aux *[32]byte){int16ToF16AVX2, int16ToBF16AVX2, int16ToF32AVX2, int16ToF64AVX2, int16ToI32AVX2}[outIndex(c.Out)]
+		v.fn = [...]vecFunc{int16ToF16AVX2, int16ToBF16AVX2, int16ToF32AVX2, int16ToF64AVX2, int16ToI32AVX2}[outIndex(c.Out)]
 	case config.TypeInt32:
 		v.in = 64
 		if c.Big {
 			swap = swap32
 		}
-		v.fn = [...]func(dst, src *byte, blocks int, aux *[32]byte){int32ToF16AVX2, int32ToBF16AVX2, int32ToF32AVX2, int32ToF64AVX2, int32ToI32AVX2}[outIndex(c.Out)]
+		v.fn = [...]vecFunc{int32ToF16AVX2, int32ToBF16AVX2, int32ToF32AVX2, int32ToF64AVX2, int32ToI32AVX2}[outIndex(c.Out)]
 	}
 	if v.fn == nil {
 		return

@@ -114,9 +114,10 @@ func (k *Kernel) Launch(s *cudart.Stream, table, src, out cudart.DevicePtr, slot
 	// in mapped host memory makes slow (int32 → bf16/fp16 at 8 KiB × 4096 on an H100 with a
 	// mapped table: 0.89–0.90 → 0.92 of the copy's traffic; at 1 KiB the same rule cost
 	// 0.01–0.02, so smaller slots keep the input-sized shape).
-	spb, threads := shape(max(k.conv.OutputLen(inLen), inLen), slots, k.sms)
-	if ol := k.conv.OutputLen(inLen); ol < inLen && inLen >= 8192 {
-		spb, _ = shape(ol, slots, k.sms)
+	outLen := k.conv.OutputLen(inLen)
+	spb, threads := shape(max(outLen, inLen), slots, k.sms)
+	if outLen < inLen && inLen >= 8192 {
+		spb, _ = shape(outLen, slots, k.sms)
 	}
 	blocks := (uint32(slots) + spb - 1) / spb
 	cfg := cudart.LaunchConfig{Grid: cudart.Dim3{X: blocks}, Block: cudart.Dim3{X: threads}, Stream: s}
