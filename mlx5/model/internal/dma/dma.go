@@ -1,0 +1,159 @@
+// Package dma is the device model's view of host memory: an I/O virtual address space in which
+// the driver maps buffers (as a VFIO container maps them for a real device, or as UMEM
+// registration pins them for DevX) and through which the model reads and writes, the way a
+// device's DMA engine reaches memory through the IOMMU. An access outside every mapping is an
+// error the model turns into what hardware would do (a completion with error, an event), never
+// a panic.
+package dma
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// ErrFault is returned for an access that is not wholly inside one mapping: the IOMMU fault a
+// real device would take.
+var ErrFault = errors.New("dma: access outside the mapped I/O address space")
+
+// Perm says what the device may do with a mapping.
+type Perm uint8
+
+// Perm bits, as VFIO_DMA_MAP_FLAG_READ/WRITE give them (device reads, device writes).
+const (
+	Read Perm = 1 << iota
+	Write
+)
+
+type mapping struct {
+	iova uint64
+	mem  []byte
+	perm Perm
+}
+
+// Space is one I/O virtual address space. Its methods are safe for concurrent use; the bytes
+// it hands out alias the mapped memory, as a device and its driver share it.
+type Space struct {
+	mu   sync.RWMutex
+	maps []mapping // sorted by iova, never overlapping
+}
+
+// Map makes mem reachable at iova. mem must stay valid (not freed or unmapped by its owner)
+// until Unmap; the space does not copy it.
+func (s *Space) Map(iova uint64, mem []byte, perm Perm) error {
+	if len(mem) == 0 {
+		return fmt.Errorf("dma: map of zero bytes at %#x", iova)
+	}
+	end := iova + uint64(len(mem))
+	if end < iova {
+		return fmt.Errorf("dma: mapping at %#x of %d bytes wraps the address space", iova, len(mem))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(s.maps, iova, func(m mapping, v uint64) int {
+		switch {
+		case m.iova < v:
+			return -1
+		case m.iova > v:
+			return 1
+		}
+		return 0
+	})
+	if i > 0 {
+		if p := s.maps[i-1]; p.iova+uint64(len(p.mem)) > iova {
+			return fmt.Errorf("dma: mapping at %#x overlaps the one at %#x", iova, p.iova)
+		}
+	}
+	if i < len(s.maps) && s.maps[i].iova < end {
+		return fmt.Errorf("dma: mapping at %#x overlaps the one at %#x", iova, s.maps[i].iova)
+	}
+	s.maps = slices.Insert(s.maps, i, mapping{iova: iova, mem: mem, perm: perm})
+	return nil
+}
+
+// Unmap removes the mapping that starts at iova.
+func (s *Space) Unmap(iova uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, m := range s.maps {
+		if m.iova == iova {
+			s.maps = slices.Delete(s.maps, i, i+1)
+			return nil
+		}
+	}
+	return fmt.Errorf("dma: no mapping starts at %#x", iova)
+}
+
+// Slice returns the n bytes at iova, aliasing the mapped memory, if they lie within one
+// mapping that allows perm.
+func (s *Space) Slice(iova uint64, n int, perm Perm) ([]byte, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("%w: negative length at %#x", ErrFault, iova)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	i, found := slices.BinarySearchFunc(s.maps, iova, func(m mapping, v uint64) int {
+		switch {
+		case m.iova < v:
+			return -1
+		case m.iova > v:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		i--
+	}
+	if i < 0 {
+		return nil, fmt.Errorf("%w: %d bytes at %#x", ErrFault, n, iova)
+	}
+	m := s.maps[i]
+	off := iova - m.iova
+	if off > uint64(len(m.mem)) || uint64(n) > uint64(len(m.mem))-off {
+		return nil, fmt.Errorf("%w: %d bytes at %#x", ErrFault, n, iova)
+	}
+	if m.perm&perm != perm {
+		return nil, fmt.Errorf("%w: %d bytes at %#x: mapping at %#x does not allow %v", ErrFault, n, iova, m.iova, perm)
+	}
+	return m.mem[off : off+uint64(n) : off+uint64(n)], nil
+}
+
+// Read copies len(p) bytes at iova into p.
+func (s *Space) Read(iova uint64, p []byte) error {
+	b, err := s.Slice(iova, len(p), Read)
+	if err != nil {
+		return err
+	}
+	copy(p, b)
+	return nil
+}
+
+// Write copies p to iova.
+func (s *Space) Write(iova uint64, p []byte) error {
+	b, err := s.Slice(iova, len(p), Write)
+	if err != nil {
+		return err
+	}
+	copy(b, p)
+	return nil
+}
+
+// Len is the number of mappings, for leak checks.
+func (s *Space) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.maps)
+}
+
+func (p Perm) String() string {
+	switch p {
+	case Read:
+		return "read"
+	case Write:
+		return "write"
+	case Read | Write:
+		return "read/write"
+	}
+	return fmt.Sprintf("perm(%d)", uint8(p))
+}

@@ -1,0 +1,129 @@
+package prm
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Field is one PRM field: where it is in its layout, in bits, and what the headers call it.
+type Field struct {
+	// Layout is the header's name of the structure: for mlx5_ifc.h layouts the part of
+	// `struct mlx5_ifc_<layout>_bits` between the prefix and the suffix ("cqc",
+	// "create_cq_in"); for mlx5dv.h structures the whole struct name ("mlx5_cqe64").
+	Layout string
+	// Name is the C member designator inside Layout ("log_cq_size",
+	// "cq_context.log_cq_size", "pas[0]").
+	Name string
+	// Off is the bit offset from the start of the layout, Width the width in bits.
+	Off, Width uint32
+}
+
+// ifcField names a field of an mlx5_ifc.h layout. The layout test finds every call of it in
+// this package's source and checks off and width against offsetof/sizeof of
+// struct mlx5_ifc_<layout>_bits, so the arguments must be literals.
+func ifcField(layout, name string, off, width uint32) Field {
+	return Field{Layout: layout, Name: name, Off: off, Width: width}
+}
+
+// dvField names a byte-aligned field of a C structure in mlx5dv.h (the datapath: CQEs, WQE
+// segments), given as byte offset and byte size; checked like ifcField with offsetof/sizeof.
+func dvField(layout, name string, byteOff, byteSize uint32) Field {
+	return Field{Layout: layout, Name: name, Off: byteOff * 8, Width: byteSize * 8}
+}
+
+// Bytes is the field's size in bytes, rounded up.
+func (f Field) Bytes() int { return int(f.Width+7) / 8 }
+
+// ByteOff is the byte that holds the field's first bit.
+func (f Field) ByteOff() int { return int(f.Off / 8) }
+
+// End is the bit just past the field.
+func (f Field) End() uint32 { return f.Off + f.Width }
+
+// At returns the field moved by base bits: a field of a layout embedded at bit base of
+// another (a context inside a command, a capability page inside query_hca_cap_out).
+func (f Field) At(base uint32) Field {
+	f.Off += base
+	return f
+}
+
+func (f Field) String() string {
+	return fmt.Sprintf("%s.%s[bit %d, %d bits]", f.Layout, f.Name, f.Off, f.Width)
+}
+
+// fits reports whether a buffer of n bytes holds the whole field.
+func (f Field) fits(n int) bool { return uint64(f.End()) <= uint64(n)*8 }
+
+// Get reads the field from b with MLX5_GET semantics. A field beyond b reads as zero, so a
+// short output (a device that returns fewer bytes than the layout) never panics; use In to
+// tell the two apart. Widths above 64 bits read their last 64 bits; use Slice for them.
+func (f Field) Get(b []byte) uint64 {
+	if f.Width == 0 || !f.fits(len(b)) {
+		return 0
+	}
+	width := f.Width
+	off := f.Off
+	if width > 64 {
+		off += width - 64
+		width = 64
+	}
+	// Whole 32-bit words: MLX5_GET on a dword, and MLX5_GET64 on two (the PRM puts 64-bit
+	// values big-endian, high word first).
+	if off%32 == 0 && (width == 32 || width == 64) {
+		if width == 32 {
+			return uint64(binary.BigEndian.Uint32(b[off/8:]))
+		}
+		return binary.BigEndian.Uint64(b[off/8:])
+	}
+	var v uint64
+	for i := uint32(0); i < width; i++ {
+		bit := off + i
+		v = v<<1 | uint64(b[bit/8]>>(7-bit%8)&1)
+	}
+	return v
+}
+
+// Set writes v into the field with MLX5_SET semantics: bits of v above the width are
+// dropped, as the C macro masks them. A field beyond b is not written and Set returns false.
+func (f Field) Set(b []byte, v uint64) bool {
+	if f.Width == 0 || !f.fits(len(b)) {
+		return false
+	}
+	width := f.Width
+	off := f.Off
+	if width > 64 {
+		off += width - 64
+		width = 64
+	}
+	if off%32 == 0 && (width == 32 || width == 64) {
+		if width == 32 {
+			binary.BigEndian.PutUint32(b[off/8:], uint32(v))
+		} else {
+			binary.BigEndian.PutUint64(b[off/8:], v)
+		}
+		return true
+	}
+	for i := width; i > 0; i-- {
+		bit := off + i - 1
+		mask := byte(1) << (7 - bit%8)
+		if v&1 != 0 {
+			b[bit/8] |= mask
+		} else {
+			b[bit/8] &^= mask
+		}
+		v >>= 1
+	}
+	return true
+}
+
+// In reports whether b is long enough to hold the whole field.
+func (f Field) In(b []byte) bool { return f.fits(len(b)) }
+
+// Slice returns the bytes of a byte-aligned field (a MAC address, a Toeplitz key, an array of
+// physical addresses), aliasing b, or nil when the field is not byte-aligned or beyond b.
+func (f Field) Slice(b []byte) []byte {
+	if f.Off%8 != 0 || f.Width%8 != 0 || !f.fits(len(b)) {
+		return nil
+	}
+	return b[f.Off/8 : f.End()/8]
+}
