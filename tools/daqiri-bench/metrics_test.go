@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/daqiri-go/daqiri/metrics"
+	"github.com/daqiri-go/daqiri/metrics/promexport"
 )
 
 // helperEnv makes this test binary run daqiri-bench's main instead of the tests (the
@@ -145,7 +145,7 @@ func TestMetricsScrapeMatchesTable(t *testing.T) {
 		return string(b)
 	}
 	value := func(text, name, ifc string) uint64 {
-		v, _ := metrics.ScrapeValue(text, name, map[string]string{"daqiri_interface_name": ifc, "daqiri_queue_id": "0", "daqiri_engine": "socket"})
+		v, _ := promexport.ScrapeValue(text, name, map[string]string{"daqiri_interface_name": ifc, "daqiri_queue_id": "0", "daqiri_engine": "socket"})
 		return uint64(v)
 	}
 	// Scrape while it runs: the server's received count only grows.
