@@ -281,10 +281,10 @@ func TestCompletionAccessors(t *testing.T) {
 		t.Error("nil completion")
 	}
 	c = &Completion{}
-	c.reset(OpReceive, 7)
+	c.Reset(OpReceive, 7)
 	v := rand.Uint32()
-	c.add(0, false, 0)
-	c.add(v, true, 1234)
+	c.Append(0, false, 0)
+	c.Append(v, true, 1234)
 	if _, ok := c.Imm(0); ok {
 		t.Error("packet 0 has no immediate")
 	}
