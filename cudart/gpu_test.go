@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/daqiri-go/daqiri/cudart/dynlib"
 	"github.com/daqiri-go/daqiri/hugepage"
+	"github.com/daqiri-go/daqiri/internal/dynlib"
 )
 
 // The tests in this file need an NVIDIA GPU and driver. Elsewhere they skip; `make gpu-test`

@@ -34,8 +34,8 @@ import (
 
 	"github.com/daqiri-go/daqiri/capture"
 	"github.com/daqiri-go/daqiri/cudart"
-	"github.com/daqiri-go/daqiri/cudart/dynlib"
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/internal/dynlib"
 )
 
 // LibraryEnv names an environment variable that, when set, is the only libcufile path tried.
