@@ -12,6 +12,7 @@ import (
 	"github.com/daqiri-go/daqiri/capture"
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/cudart"
+	"github.com/daqiri-go/daqiri/cudart/cufile"
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/hugepage"
 )
@@ -99,7 +100,7 @@ func gdsDir(t *testing.T, drv *Driver) string {
 		os.Remove(f.Name())
 		why = append(why, err.Error())
 		var e *Error
-		if !errors.As(err, &e) || e.Code != opHandleNotRegistered {
+		if !errors.As(err, &e) || e.Code != cufile.OpHandleNotRegistered {
 			t.Fatalf("cuFile refused a file in %s: %v", dir, err)
 		}
 	}
