@@ -10,6 +10,7 @@ import (
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/flow"
+	"github.com/daqiri-go/daqiri/flow/xdp"
 	"github.com/daqiri-go/daqiri/xsk"
 	"golang.org/x/sys/unix"
 )
@@ -93,10 +94,10 @@ func newMockRx(tb testing.TB, direct bool, numBufs, batch int) *mockRx {
 
 // metaFor is the metadata the XDP program writes for a frame steered to queue position q.
 func metaFor(flowID uint32, q int) []byte {
-	b := make([]byte, flow.MetaLen)
+	b := make([]byte, xdp.MetaLen)
 	binary.NativeEndian.PutUint32(b[0:], flowID)
 	b[4] = byte(q)
-	binary.NativeEndian.PutUint16(b[6:], flow.MetaMagic)
+	binary.NativeEndian.PutUint16(b[6:], xdp.MetaMagic)
 	return b
 }
 

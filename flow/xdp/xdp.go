@@ -1,4 +1,10 @@
-package flow
+// Package xdp is the XDP backend of package flow: it compiles flow's neutral rules into an
+// eBPF program (built in Go with cilium/ebpf's assembler) that parses each frame, matches it
+// against rule slots in a map, and steers it with metadata to an AF_XDP socket. The Go
+// reference classifier (flow.Table.Classify) is its specification: tests run both on the
+// same random frames. Other backends (a NIC flow-table compiler for mlx5) sit beside it as
+// siblings of this package.
+package xdp
 
 import (
 	"encoding/binary"
@@ -8,6 +14,14 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+
+	"github.com/daqiri-go/daqiri/flow"
+)
+
+// IP protocol numbers (IANA) the program tests.
+const (
+	protoUDP = 17
+	protoGRE = 47
 )
 
 // XDP program limits.
@@ -33,7 +47,7 @@ type Meta struct {
 	FlowID  uint32
 	Queue   int
 	VLANPop bool
-	Decap   Decap
+	Decap   flow.Decap
 }
 
 // ParseMeta decodes the MetaLen bytes in front of a frame; ok is false when they do not carry
@@ -43,7 +57,7 @@ func ParseMeta(b []byte) (m Meta, ok bool) {
 		return Meta{}, false
 	}
 	x := b[5]
-	return Meta{FlowID: binary.NativeEndian.Uint32(b[0:]), Queue: int(b[4]), VLANPop: x&1 != 0, Decap: Decap(x >> 1 & 3)}, true
+	return Meta{FlowID: binary.NativeEndian.Uint32(b[0:]), Queue: int(b[4]), VLANPop: x&1 != 0, Decap: flow.Decap(x >> 1 & 3)}, true
 }
 
 // Rule slot layout in the rules map (native byte order; addresses as the program loads them
@@ -332,8 +346,8 @@ func instructions(m *maps) asm.Instructions {
 		asm.LoadMem(asm.R5, asm.R2, 12, asm.Half),
 		be(asm.R5, asm.Half),
 		asm.Mov.Imm(asm.R7, 14),
-		asm.JEq.Imm(asm.R5, EtherTypeVLAN, "tag1"),
-		asm.JNE.Imm(asm.R5, EtherTypeQinQ, "tags_done"),
+		asm.JEq.Imm(asm.R5, flow.EtherTypeVLAN, "tag1"),
+		asm.JNE.Imm(asm.R5, flow.EtherTypeQinQ, "tags_done"),
 	)
 	b.label("tag1")
 	b.emit(
@@ -344,8 +358,8 @@ func instructions(m *maps) asm.Instructions {
 		asm.LoadMem(asm.R5, asm.R2, 16, asm.Half),
 		be(asm.R5, asm.Half),
 		asm.Mov.Imm(asm.R7, 18),
-		asm.JEq.Imm(asm.R5, EtherTypeVLAN, "tag2"),
-		asm.JNE.Imm(asm.R5, EtherTypeQinQ, "tags_done"),
+		asm.JEq.Imm(asm.R5, flow.EtherTypeVLAN, "tag2"),
+		asm.JNE.Imm(asm.R5, flow.EtherTypeQinQ, "tags_done"),
 	)
 	b.label("tag2")
 	b.emit(
@@ -355,13 +369,13 @@ func instructions(m *maps) asm.Instructions {
 		asm.LoadMem(asm.R5, asm.R2, 20, asm.Half),
 		be(asm.R5, asm.Half),
 		asm.Mov.Imm(asm.R7, 22),
-		asm.JEq.Imm(asm.R5, EtherTypeVLAN, "parsed"),
-		asm.JEq.Imm(asm.R5, EtherTypeQinQ, "parsed"),
+		asm.JEq.Imm(asm.R5, flow.EtherTypeVLAN, "parsed"),
+		asm.JEq.Imm(asm.R5, flow.EtherTypeQinQ, "parsed"),
 	)
 	b.label("tags_done")
 	b.emit(
-		asm.JEq.Imm(asm.R5, EtherTypeECPRI, "ecpri"),
-		asm.JNE.Imm(asm.R5, EtherTypeIPv4, "parsed"),
+		asm.JEq.Imm(asm.R5, flow.EtherTypeECPRI, "ecpri"),
+		asm.JNE.Imm(asm.R5, flow.EtherTypeIPv4, "parsed"),
 	)
 	ipv4(b, sOut, "outer_done")
 
@@ -417,10 +431,10 @@ func instructions(m *maps) asm.Instructions {
 		be(asm.R1, asm.Word),
 		asm.RSh.Imm32(asm.R1, 8),
 		stStack(sTunKey, asm.R1),
-		stStackImm(sTun, int64(DecapVXLAN)),
+		stStackImm(sTun, int64(flow.DecapVXLAN)),
 		asm.LoadMem(asm.R1, asm.R4, 28, asm.Half),
 		be(asm.R1, asm.Half),
-		asm.JNE.Imm(asm.R1, EtherTypeIPv4, "parsed"),
+		asm.JNE.Imm(asm.R1, flow.EtherTypeIPv4, "parsed"),
 		asm.Add.Imm(asm.R7, 30),
 	)
 	ipv4(b, sIn, "parsed")
@@ -458,10 +472,10 @@ func instructions(m *maps) asm.Instructions {
 		asm.Mov.Reg(asm.R1, asm.R4),
 		asm.Add.Reg(asm.R1, asm.R0),
 		asm.JGT.Reg(asm.R1, asm.R3, "parsed"),
-		asm.JEq.Imm(asm.R5, EtherTypeTEB, "nvgre"),
+		asm.JEq.Imm(asm.R5, flow.EtherTypeTEB, "nvgre"),
 		stStack(sTunKey, asm.R5),
-		stStackImm(sTun, int64(DecapGRE)),
-		asm.JNE.Imm(asm.R5, EtherTypeIPv4, "parsed"),
+		stStackImm(sTun, int64(flow.DecapGRE)),
+		asm.JNE.Imm(asm.R5, flow.EtherTypeIPv4, "parsed"),
 		asm.Add.Reg(asm.R7, asm.R0),
 	)
 	ipv4(b, sIn, "parsed")
@@ -484,10 +498,10 @@ func instructions(m *maps) asm.Instructions {
 		asm.Add.Imm(asm.R8, 14),
 		asm.JGT.Reg(asm.R8, asm.R3, "parsed"),
 		stStack(sTunKey, asm.R5),
-		stStackImm(sTun, int64(DecapNVGRE)),
+		stStackImm(sTun, int64(flow.DecapNVGRE)),
 		asm.LoadMem(asm.R5, asm.R1, 12, asm.Half),
 		be(asm.R5, asm.Half),
-		asm.JNE.Imm(asm.R5, EtherTypeIPv4, "parsed"),
+		asm.JNE.Imm(asm.R5, flow.EtherTypeIPv4, "parsed"),
 		asm.Add.Reg(asm.R7, asm.R0),
 		asm.Add.Imm(asm.R7, 14),
 	)
@@ -720,7 +734,7 @@ func instructions(m *maps) asm.Instructions {
 		)
 	}
 	b.emit(
-		asm.And.Imm(asm.R9, RETASize-1),
+		asm.And.Imm(asm.R9, flow.RETASize-1),
 		ldStack(asm.R1, sNQ),
 		asm.Mod.Reg(asm.R9, asm.R1),
 		asm.And.Imm(asm.R9, MaxQueues-1),
@@ -808,7 +822,7 @@ type Conf struct {
 // default key). The verifier log is included in errors.
 func NewProgram(key []byte) (*Program, error) {
 	if key == nil {
-		key = DefaultRSSKey[:]
+		key = flow.DefaultRSSKey[:]
 	}
 	if len(key) < 16 {
 		return nil, fmt.Errorf("flow: Toeplitz key of %d bytes; the 12-byte IPv4/UDP input needs at least 16", len(key))
@@ -836,7 +850,7 @@ func NewProgram(key []byte) (*Program, error) {
 		p.m.close()
 		return nil, err
 	}
-	tbl := toeplitzTable(key)
+	tbl := flow.ToeplitzTable(key)
 	buf := make([]byte, len(tbl)*4)
 	for i, v := range tbl {
 		binary.NativeEndian.PutUint32(buf[i*4:], v)
@@ -910,7 +924,7 @@ func addrWord(a netip.Addr) uint32 {
 }
 
 // encode lays a rule out as its map value, with or without the valid bit.
-func encode(r *Rule, valid bool) ([]byte, error) {
+func encode(r *flow.Rule, valid bool) ([]byte, error) {
 	v := make([]byte, ruleSize)
 	ne := binary.NativeEndian
 	var fl uint32
@@ -958,7 +972,7 @@ func encode(r *Rule, valid bool) ([]byte, error) {
 	if r.VLANPop {
 		fl |= fVLANPop
 	}
-	if r.Decap != DecapNone {
+	if r.Decap != flow.DecapNone {
 		fl |= uint32(r.Decap) << fDecapSh
 		ne.PutUint32(v[rTunKey:], r.TunnelKey)
 		if r.OuterSrc.IsValid() {
@@ -987,7 +1001,7 @@ func encode(r *Rule, valid bool) ([]byte, error) {
 // fields with the valid bit clear, then the same value with it set — so a packet classified
 // during the update sees either the old state of the slot or the complete new rule, never a
 // mix of the two (a map update is a plain copy, not atomic for readers).
-func (p *Program) SetRule(slot int, r *Rule) error {
+func (p *Program) SetRule(slot int, r *flow.Rule) error {
 	if slot < 0 || slot >= MaxRules {
 		return fmt.Errorf("flow: slot %d out of range (0..%d)", slot, MaxRules-1)
 	}
