@@ -1,0 +1,159 @@
+// Package testutil holds the helpers the module's tests share: requirements (root, network
+// namespaces, hugepages, tools) that skip a test where they are missing and fail it under
+// CI, and leak checks run at cleanup.
+//
+// A green CI run must mean the privileged tests ran. So under CI (the environment variable
+// CI set to "true" or "1", as .ci/run and most CI systems set it) a missing requirement is a
+// test failure naming what is missing, never a skip. GPU tests are the exception: CI has no
+// GPU, so they skip everywhere (package testutil/gputest).
+//
+// It imports only the standard library, so the tests of every package, substrate included,
+// can use it; helpers that need the library's own packages are in subpackages (regiontest
+// for memory regions, gputest for a GPU).
+package testutil
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// CIEnv is the environment variable that marks a CI run.
+const CIEnv = "CI"
+
+// CI reports whether the tests run under CI (CI=true or CI=1).
+func CI() bool {
+	v := strings.ToLower(os.Getenv(CIEnv))
+	return v == "true" || v == "1"
+}
+
+// Missing reports a requirement the test cannot do without: it skips the test with the
+// message, or under CI fails it, since a CI run must not pass without running the test.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if CI() {
+		t.Fatalf("%s (%s=%s: a test that needs this must run in CI, not skip; install or enable what is missing)", msg, CIEnv, os.Getenv(CIEnv))
+	}
+	t.Skip(msg)
+}
+
+// RequireRoot needs an effective user id of 0; why says what root is for (for example
+// "CAP_BPF and CAP_NET_ADMIN to load XDP programs").
+func RequireRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Missing(t, "needs root (%s)", why)
+	}
+}
+
+// RequireNetns needs root and a kernel with network namespaces, to create namespaces and
+// veth pairs.
+func RequireNetns(t testing.TB) {
+	t.Helper()
+	RequireRoot(t, "CAP_NET_ADMIN to create network namespaces and veth pairs")
+	if _, err := os.Stat("/proc/self/ns/net"); err != nil {
+		Missing(t, "kernel without network namespaces: %v", err)
+	}
+}
+
+// RequireTool finds a program on PATH; hint says how to install it (for example "Debian:
+// apt-get install tshark; CI installs it from .ci/apt.d/capture.txt").
+func RequireTool(t testing.TB, name, hint string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Missing(t, "%s is not installed (%s)", name, hint)
+	}
+	return p
+}
+
+// NrHugepages is the kernel's knob for the number of reserved default-size hugepages.
+const NrHugepages = "/proc/sys/vm/nr_hugepages"
+
+// ReserveHugepages raises the reservation of default-size hugepages by n (root) and restores
+// the previous value at cleanup. The kernel may grant fewer than asked (fragmented memory):
+// callers check what is free (hugepage.ReadInfo) and call Missing when it is not enough.
+func ReserveHugepages(t testing.TB, n int) {
+	t.Helper()
+	old, err := os.ReadFile(NrHugepages)
+	if err != nil {
+		Missing(t, "no %s: kernel without hugepages (%v)", NrHugepages, err)
+	}
+	RequireRoot(t, "to reserve hugepages through "+NrHugepages)
+	cur, err := strconv.Atoi(strings.TrimSpace(string(old)))
+	if err != nil {
+		t.Fatalf("%s holds %q", NrHugepages, old)
+	}
+	t.Cleanup(func() {
+		if err := os.WriteFile(NrHugepages, old, 0o644); err != nil {
+			t.Errorf("restoring %s to %s: %v", NrHugepages, strings.TrimSpace(string(old)), err)
+		}
+	})
+	if err := os.WriteFile(NrHugepages, []byte(strconv.Itoa(cur+n)), 0o644); err != nil {
+		Missing(t, "cannot reserve %d more hugepages: %v", n, err)
+	}
+}
+
+// FreeHugepages is HugePages_Free from /proc/meminfo (0 when the kernel has none).
+func FreeHugepages(t testing.TB) int {
+	t.Helper()
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for s := bufio.NewScanner(f); s.Scan(); {
+		if v, ok := strings.CutPrefix(s.Text(), "HugePages_Free:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}
+
+// NoGoroutineLeak fails the test if goroutines started during it are still running once it
+// is done (polling for up to 3 s, since exiting goroutines take a moment to go away). Call it
+// first, so its cleanup runs after the test's others.
+func NoGoroutineLeak(t testing.TB) {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		for i := 0; i < 300; i++ {
+			if runtime.NumGoroutine() <= before {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		buf := make([]byte, 1<<20)
+		n := runtime.Stack(buf, true)
+		t.Errorf("goroutine leak: %d running, %d before the test\n%s", runtime.NumGoroutine(), before, buf[:n])
+	})
+}
+
+// CountsUnchanged snapshots counts (kernel objects, open files, ...) now and checks at
+// cleanup that those named in keys (all of the first snapshot's when keys is empty) are
+// back to their values. Call it first, so its cleanup runs after the test's others.
+func CountsUnchanged(t testing.TB, what string, snapshot func(testing.TB) map[string]uint64, keys ...string) {
+	t.Helper()
+	before := snapshot(t)
+	if len(keys) == 0 {
+		for k := range before {
+			keys = append(keys, k)
+		}
+	}
+	t.Cleanup(func() {
+		after := snapshot(t)
+		for _, k := range keys {
+			if after[k] != before[k] {
+				t.Errorf("%s %s count %d after the test, %d before", what, k, after[k], before[k])
+			}
+		}
+	})
+}
