@@ -31,13 +31,7 @@ var (
 
 func requireGuest(t testing.TB) {
 	t.Helper()
-	guest.Require(t)
-	dev, _, addr := guest.Rxe(t)
-	a, err := netip.ParseAddr(addr)
-	if err != nil {
-		t.Fatalf("harness address %q: %v", addr, err)
-	}
-	guestDev, guestAddr = dev, a
+	guestDev, guestAddr = guest.RxeAddr(t)
 }
 
 // explicit reports whether -test.run asks for the running test by a word of

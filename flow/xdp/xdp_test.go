@@ -2,10 +2,8 @@ package xdp
 
 import (
 	"encoding/binary"
-	"errors"
 	"math/rand/v2"
 	"net/netip"
-	"os"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -13,19 +11,16 @@ import (
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/flow"
 	"github.com/daqiri-go/daqiri/flow/internal/frametest"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 )
 
-// loadProgram loads the XDP program or skips when this process may not.
+// loadProgram loads the XDP program. It needs root; as root a refusal (EPERM included) is a
+// failure, not a reason to skip.
 func loadProgram(t *testing.T) *Program {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CAP_BPF, CAP_NET_ADMIN) to load XDP programs")
-	}
+	testutil.RequireRoot(t, "CAP_BPF and CAP_NET_ADMIN to load XDP programs")
 	p, err := NewProgram(nil)
 	if err != nil {
-		if errors.Is(err, os.ErrPermission) {
-			t.Skipf("loading BPF programs is not permitted here: %v", err)
-		}
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })

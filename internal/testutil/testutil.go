@@ -13,13 +13,15 @@
 package testutil
 
 import (
-	"bufio"
+	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -101,23 +103,6 @@ func ReserveHugepages(t testing.TB, n int) {
 	}
 }
 
-// FreeHugepages is HugePages_Free from /proc/meminfo (0 when the kernel has none).
-func FreeHugepages(t testing.TB) int {
-	t.Helper()
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for s := bufio.NewScanner(f); s.Scan(); {
-		if v, ok := strings.CutPrefix(s.Text(), "HugePages_Free:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(v))
-			return n
-		}
-	}
-	return 0
-}
-
 // NoGoroutineLeak fails the test if goroutines started during it are still running once it
 // is done (polling for up to 3 s, since exiting goroutines take a moment to go away). Call it
 // first, so its cleanup runs after the test's others.
@@ -156,4 +141,49 @@ func CountsUnchanged(t testing.TB, what string, snapshot func(testing.TB) map[st
 			}
 		}
 	})
+}
+
+// SyncBuffer is a bytes.Buffer that a test reads while another goroutine (a tool's output,
+// a logger) writes to it.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// WriteString appends str.
+func (s *SyncBuffer) WriteString(str string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.WriteString(str)
+}
+
+// String is everything written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// CloseOK closes c and reports an error from Close as a test error naming c's type.
+func CloseOK(t testing.TB, c interface{ Close() error }) {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Errorf("%T.Close: %v", c, err)
+	}
+}
+
+// RandBytes is n random bytes.
+func RandBytes(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rand.Uint32())
+	}
+	return b
 }

@@ -13,11 +13,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/daqiri-go/daqiri/internal/testutil"
 	"github.com/daqiri-go/daqiri/metrics/promexport"
 )
 
@@ -76,7 +76,7 @@ func TestMetricsScrapeMatchesTable(t *testing.T) {
 	defer cmd.Process.Kill()
 
 	urlc := make(chan string, 1)
-	var errLog lockedBuffer
+	var errLog testutil.SyncBuffer
 	errDone := make(chan struct{})
 	go func() {
 		defer close(errDone)
@@ -92,7 +92,7 @@ func TestMetricsScrapeMatchesTable(t *testing.T) {
 		}
 	}()
 	rows := map[string]tableRow{}
-	var outLog lockedBuffer
+	var outLog testutil.SyncBuffer
 	tableDone := make(chan struct{})
 	outDone := make(chan struct{})
 	go func() {
@@ -218,22 +218,4 @@ func TestMetricsScrapeMatchesTable(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("daqiri-bench did not exit after Ctrl-C")
 	}
-}
-
-// lockedBuffer is a bytes.Buffer written by a reader goroutine and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) WriteString(s string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b.WriteString(s)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
