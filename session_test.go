@@ -17,7 +17,7 @@ import (
 // twoServers is a config with two UDP server ports (one rx queue each) and one client that
 // sends to the first; a second client interface sends to the second.
 func twoServers(t *testing.T, kind config.MemoryKind) *config.Config {
-	p1, p2 := freePort(t, "udp"), freePort(t, "udp")
+	p1, p2 := testutil.FreePort(t, "udp"), testutil.FreePort(t, "udp")
 	ep := func(p int) config.Endpoint {
 		return config.Endpoint{Proto: config.ProtoUDP, Host: "127.0.0.1", Port: p}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/internal/testutil"
 	"github.com/daqiri-go/daqiri/internal/testutil/regiontest"
+	"strconv"
 )
 
 type record struct {
@@ -349,7 +350,7 @@ func TestPcapRotation(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		p := path
 		if i > 0 {
-			p = filepath.Join(dir, "rot."+itoa(i)+".pcap")
+			p = filepath.Join(dir, "rot."+strconv.Itoa(i)+".pcap")
 		}
 		st, err := os.Stat(p)
 		if err != nil {
@@ -374,14 +375,6 @@ func TestPcapRotation(t *testing.T) {
 			t.Fatalf("record %d differs", i)
 		}
 	}
-}
-
-func itoa(i int) string {
-	b := []byte{}
-	for ; i > 0; i /= 10 {
-		b = append([]byte{byte('0' + i%10)}, b...)
-	}
-	return string(b)
 }
 
 // TestPcapAsyncOrder submits many bursts asynchronously and checks the records come out in

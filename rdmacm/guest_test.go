@@ -59,10 +59,6 @@ func openCh(t *testing.T) *Channel {
 	return ch
 }
 
-// randPort picks a port for a listener; collisions only happen between
-// tests of this package, which run one after another.
-func randPort() uint16 { return uint16(20000 + rand.IntN(20000)) }
-
 // expect reads the next event from ch (bounded) and checks its type and ID.
 func expect(t *testing.T, ch *Channel, typ EventType, id *ID) Event {
 	t.Helper()
@@ -84,7 +80,7 @@ func TestGuestBindAndQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := randPort()
+	port := uint16(testutil.RandPort())
 	if err := id.Bind(netip.AddrPortFrom(guestAddr, port)); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +261,7 @@ func connectPair(t *testing.T, srvCh, cliCh *Channel, ps PortSpace, typ verbs.QP
 	if lis, err = srvCh.CreateID(ps, typ); err != nil {
 		t.Fatal(err)
 	}
-	addr := netip.AddrPortFrom(guestAddr, randPort())
+	addr := netip.AddrPortFrom(guestAddr, uint16(testutil.RandPort()))
 	if err := lis.Bind(addr); err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +412,7 @@ func TestGuestReject(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lis.Destroy()
-	addr := netip.AddrPortFrom(guestAddr, randPort())
+	addr := netip.AddrPortFrom(guestAddr, uint16(testutil.RandPort()))
 	if err := lis.Bind(addr); err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +466,7 @@ func TestGuestNoListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := netip.AddrPortFrom(guestAddr, randPort())
+	addr := netip.AddrPortFrom(guestAddr, uint16(testutil.RandPort()))
 	if err := cid.ResolveAddr(netip.AddrPort{}, addr, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}

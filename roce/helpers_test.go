@@ -43,8 +43,6 @@ func explicit(t *testing.T, word string) bool {
 	return f != nil && strings.Contains(f.Value.String(), word) && strings.Contains(t.Name(), word)
 }
 
-func randPort() int { return 20000 + rand.IntN(20000) }
-
 func region(name string, bufs, size int, access config.Access) config.MemoryRegion {
 	return config.MemoryRegion{Name: name, Kind: config.KindHost, Access: access, NumBufs: bufs, BufSize: size}
 }

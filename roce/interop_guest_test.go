@@ -37,7 +37,7 @@ func lookTool(t *testing.T, name, pkg string) string {
 func TestGuestRpingServer(t *testing.T) {
 	requireGuest(t)
 	rping := lookTool(t, "rping", "rdmacm-utils")
-	port := randPort()
+	port := testutil.RandPort()
 	size := 64 + rand.IntN(8000)
 	count := 10 + rand.IntN(10)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
-	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -17,25 +16,6 @@ import (
 	"github.com/daqiri-go/daqiri/internal/testutil/enginetest"
 	"github.com/daqiri-go/daqiri/internal/testutil/regiontest"
 )
-
-// freePort is a loopback port nobody listens on right now.
-func freePort(t *testing.T, proto config.Protocol) int {
-	t.Helper()
-	if proto == config.ProtoUDP {
-		c, err := net.ListenPacket("udp4", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		return c.LocalAddr().(*net.UDPAddr).Port
-	}
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // pair is a server (RX queue) and a client (TX queue) on one loopback port.
 func pair(proto config.Protocol, port, bufSize int) *config.Config {
@@ -61,7 +41,7 @@ func pair(proto config.Protocol, port, bufSize int) *config.Config {
 // roundTrip sends random payloads of 1..maxLen bytes from the client and checks the server
 // receives each one whole, in order, with its connection id.
 func roundTrip(t *testing.T, proto config.Protocol, maxLen int) {
-	cfg := pair(proto, freePort(t, proto), maxLen)
+	cfg := pair(proto, testutil.FreePort(t, string(proto)), maxLen)
 	e, ports := enginetest.Open(t, cfg, Open)
 	srv, cli := ports[0], ports[1]
 	r := rand.New(rand.NewPCG(rand.Uint64(), 5))

@@ -14,7 +14,7 @@ import (
 
 var loopback = netip.MustParseAddrPort("127.0.0.1:0")
 
-func listenUDP(t *testing.T, remote netip.AddrPort, o Options) *UDP {
+func openUDP(t *testing.T, remote netip.AddrPort, o Options) *UDP {
 	t.Helper()
 	u, err := ListenUDP(loopback, remote, o)
 	if err != nil {
@@ -25,7 +25,7 @@ func listenUDP(t *testing.T, remote netip.AddrPort, o Options) *UDP {
 }
 
 // recvAll receives until want bytes arrived (bounded), returning the messages.
-func recvAll(t *testing.T, u *UDP, b *RecvBatch, want int) []RecvMsg {
+func recvBytes(t *testing.T, u *UDP, b *RecvBatch, want int) []RecvMsg {
 	t.Helper()
 	var got []RecvMsg
 	have := 0
@@ -54,8 +54,8 @@ func recvAll(t *testing.T, u *UDP, b *RecvBatch, want int) []RecvMsg {
 // size that splits them back.
 func TestUDPBatch(t *testing.T) {
 	for _, gro := range []bool{false, true} {
-		rx := listenUDP(t, netip.AddrPort{}, Options{Timestamps: true, GRO: gro, RecvBuf: 4 << 20})
-		tx := listenUDP(t, rx.LocalAddr(), Options{})
+		rx := openUDP(t, netip.AddrPort{}, Options{Timestamps: true, GRO: gro, RecvBuf: 4 << 20})
+		tx := openUDP(t, rx.LocalAddr(), Options{})
 		r := rand.New(rand.NewPCG(rand.Uint64(), 1))
 		var msgs []SendMsg
 		var want [][]byte // datagrams as the receiver must see them
@@ -87,7 +87,7 @@ func TestUDPBatch(t *testing.T) {
 		}
 		var gotAll []byte
 		var split [][]byte
-		for _, m := range recvAll(t, rx, NewRecvBatch(16), len(wantAll)) {
+		for _, m := range recvBytes(t, rx, NewRecvBatch(16), len(wantAll)) {
 			if m.From != tx.LocalAddr() || m.Trunc {
 				t.Fatalf("from %v (want %v), truncated %v", m.From, tx.LocalAddr(), m.Trunc)
 			}
@@ -124,8 +124,8 @@ func TestUDPBatch(t *testing.T) {
 // TestUDPDropCounter overflows a small receive buffer: the kernel's drop count (SO_MEMINFO)
 // rises, and datagrams received afterwards carry the same cumulative count (SO_RXQ_OVFL).
 func TestUDPDropCounter(t *testing.T) {
-	rx := listenUDP(t, netip.AddrPort{}, Options{RecvBuf: 16 << 10})
-	tx := listenUDP(t, rx.LocalAddr(), Options{})
+	rx := openUDP(t, netip.AddrPort{}, Options{RecvBuf: 16 << 10})
+	tx := openUDP(t, rx.LocalAddr(), Options{})
 	p := make([]byte, 1400)
 	msgs := make([]SendMsg, 200)
 	for i := range msgs {
@@ -170,8 +170,8 @@ func TestUDPDropCounter(t *testing.T) {
 // TestUDPTruncated: a datagram larger than its buffer is cut and flagged; a receive with
 // nothing queued returns 0 at once.
 func TestUDPTruncated(t *testing.T) {
-	rx := listenUDP(t, netip.AddrPort{}, Options{PollTimeout: 10 * time.Millisecond})
-	tx := listenUDP(t, rx.LocalAddr(), Options{})
+	rx := openUDP(t, netip.AddrPort{}, Options{PollTimeout: 10 * time.Millisecond})
+	tx := openUDP(t, rx.LocalAddr(), Options{})
 	b := NewRecvBatch(2)
 	b.Msgs[0].Buf = make([]byte, 8)
 	if n, err := rx.Recv(b, 1, false); n != 0 || err != nil {
@@ -205,7 +205,7 @@ func TestBadAddresses(t *testing.T) {
 	if _, err := DialTCP(netip.AddrPort{}, v6, time.Second, Options{}); err == nil {
 		t.Error("DialTCP to IPv6 accepted")
 	}
-	u := listenUDP(t, netip.MustParseAddrPort("127.0.0.1:9"), Options{})
+	u := openUDP(t, netip.MustParseAddrPort("127.0.0.1:9"), Options{})
 	if err := u.Connect(v6); err == nil {
 		t.Error("Connect to IPv6 accepted")
 	}

@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -186,4 +187,100 @@ func RandBytes(n int) []byte {
 		b[i] = byte(rand.Uint32())
 	}
 	return b
+}
+
+// FreePort is a loopback port (network "udp" or "tcp") nobody listens on at the moment of
+// the call.
+func FreePort(t testing.TB, network string) int {
+	t.Helper()
+	if network == "udp" {
+		c, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.LocalAddr().(*net.UDPAddr).Port
+	}
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// RandPort is a random port in 20000..39999, for listeners in a VM or namespace where no
+// other program takes ports.
+func RandPort() int { return 20000 + rand.IntN(20000) }
+
+// FirstDiff is the index of the first byte where a and b differ (the shorter length when one
+// is a prefix of the other), or -1 when they are equal.
+func FirstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
+}
+
+// FakeTB stands in for a test when testing a helper: it records a skip or failure and, like
+// the real ones, Skip and Fatal end the goroutine that called them. Use it through RunFake.
+type FakeTB struct {
+	testing.TB
+	SkipCalled, FailCalled bool
+	Msg                    string
+	cleanups               []func()
+}
+
+// Helper does nothing.
+func (f *FakeTB) Helper() {}
+
+// Cleanup records fn for RunCleanups.
+func (f *FakeTB) Cleanup(fn func()) { f.cleanups = append(f.cleanups, fn) }
+
+// Skip records a skip and ends the goroutine.
+func (f *FakeTB) Skip(args ...any) {
+	f.SkipCalled, f.Msg = true, fmt.Sprint(args...)
+	runtime.Goexit()
+}
+
+// Skipf records a skip and ends the goroutine.
+func (f *FakeTB) Skipf(format string, args ...any) { f.Skip(fmt.Sprintf(format, args...)) }
+
+// Fatalf records a failure and ends the goroutine.
+func (f *FakeTB) Fatalf(format string, args ...any) {
+	f.FailCalled, f.Msg = true, fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// Fatal records a failure and ends the goroutine.
+func (f *FakeTB) Fatal(args ...any) { f.Fatalf("%s", fmt.Sprint(args...)) }
+
+// Errorf records a failure.
+func (f *FakeTB) Errorf(format string, args ...any) {
+	f.FailCalled, f.Msg = true, fmt.Sprintf(format, args...)
+}
+
+// RunCleanups runs the recorded cleanups, last first.
+func (f *FakeTB) RunCleanups() {
+	for i := len(f.cleanups) - 1; i >= 0; i-- {
+		f.cleanups[i]()
+	}
+}
+
+// RunFake calls fn with a FakeTB on a goroutine of its own, as the testing package runs a
+// test, and returns the record once fn returned, skipped or failed.
+func RunFake(fn func(testing.TB)) *FakeTB {
+	f := &FakeTB{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(f)
+	}()
+	<-done
+	return f
 }
