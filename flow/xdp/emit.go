@@ -154,19 +154,6 @@ func count(b *builder, counters *ebpf.Map, global bool, reason int, pfx string) 
 	b.label(pfx + "_cnt_done")
 }
 
-// maps of one program instance.
-type maps struct {
-	rules, conf, rss, xsks, counters, scratch *ebpf.Map
-}
-
-func (m *maps) close() {
-	for _, x := range []*ebpf.Map{m.rules, m.conf, m.rss, m.xsks, m.counters, m.scratch} {
-		if x != nil {
-			x.Close()
-		}
-	}
-}
-
 // instructions builds the XDP program against the maps, one stage after another in program
 // order; stages reach each other through the labels named in their comments.
 func instructions(m *maps) asm.Instructions {

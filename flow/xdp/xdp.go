@@ -163,6 +163,19 @@ const (
 	scrSize  = scrConf + confSize + 4 // + padding to a multiple of 8
 )
 
+// maps of one program instance.
+type maps struct {
+	rules, conf, rss, xsks, counters, scratch *ebpf.Map
+}
+
+func (m *maps) close() {
+	for _, x := range []*ebpf.Map{m.rules, m.conf, m.rss, m.xsks, m.counters, m.scratch} {
+		if x != nil {
+			x.Close()
+		}
+	}
+}
+
 // Program is one port's XDP steering program and its maps.
 type Program struct {
 	prog *ebpf.Program
