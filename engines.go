@@ -1,18 +1,40 @@
 package daqiri
 
 import (
+	"github.com/daqiri-go/daqiri/afxdp"
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/roce"
+	"github.com/daqiri-go/daqiri/socket"
+	"github.com/daqiri-go/daqiri/swloop"
 )
 
-// openers maps resolved engine names to their implementations. Each engine's file adds its
-// entry in init (engines_<name>.go), so the set is fixed at build time.
-var openers = map[string]engine.Opener{}
+// builtin is the table of engines this library has, by resolved engine name
+// (config.ResolveEngine). A new engine plugs in here with one line: its package's Open, which
+// returns an engine.Engine plus whichever capabilities it has (engine.FlowEngine,
+// engine.Connector, engine.RDMA, ...).
+func builtin(name string) engine.Opener {
+	switch name {
+	case config.EngineSocket:
+		return socket.Open
+	case config.EngineXDP:
+		return afxdp.Open
+	case config.EngineLoopback:
+		return swloop.Open
+	case config.EngineRoCE:
+		return roce.Open
+	}
+	return nil
+}
 
-// opener picks the engine implementation for a resolved engine name.
-func opener(cfg *config.Config, name string, ports []*engine.Port) (engine.Opener, error) {
+// opener picks the engine implementation for a resolved engine name: the session's override
+// (withEngine) or the built-in one.
+func opener(cfg *config.Config, name string, ports []*engine.Port, override map[string]engine.Opener) (engine.Opener, error) {
 	path := ports[0].Path()
-	if o, ok := openers[name]; ok {
+	if o := override[name]; o != nil {
+		return o, nil
+	}
+	if o := builtin(name); o != nil {
 		return o, nil
 	}
 	switch name {
@@ -32,5 +54,12 @@ type sessionHook struct {
 	close func(*Session)
 }
 
-// hooks are registered in init by the services' files, so the set is fixed at build time.
-var hooks []sessionHook
+// services are the optional services every session attaches, in the order they open
+// (metrics first, then reorder; they close in reverse). Each keeps its per-session state in
+// the Session (fields metricsReg, reorder).
+func services() []sessionHook {
+	return []sessionHook{
+		{name: "metrics", open: openGlobalMetrics, close: closeGlobalMetrics},
+		{name: "reorder", open: openReorder, close: closeReorder},
+	}
+}

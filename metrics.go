@@ -2,7 +2,6 @@ package daqiri
 
 import (
 	"fmt"
-	"sync"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -21,29 +20,23 @@ import (
 // until one is set, nothing is collected and the cost is a few idle objects).
 // RegisterMetrics reports to any other provider.
 
-func init() {
-	hooks = append(hooks, sessionHook{name: "metrics", open: openGlobalMetrics, close: closeGlobalMetrics})
-}
-
-// globalRegs holds each open session's registration with the global provider, so the close
-// hook can remove it (a session has no field for it, and the hook signature carries only
-// the session). Sessions are independent: each has its own entry.
-var globalRegs sync.Map // *Session → metric.Registration
-
+// openGlobalMetrics registers the session with the global provider; the session keeps the
+// registration (metricsReg) for closeGlobalMetrics to remove.
 func openGlobalMetrics(s *Session) error {
 	reg, err := s.RegisterMetrics(otel.GetMeterProvider())
 	if err != nil {
 		return err
 	}
-	globalRegs.Store(s, reg)
+	s.metricsReg = reg
 	return nil
 }
 
 func closeGlobalMetrics(s *Session) {
-	if reg, ok := globalRegs.LoadAndDelete(s); ok {
-		if err := reg.(metric.Registration).Unregister(); err != nil {
-			s.log.Warn("unregistering metrics", "err", err)
-		}
+	if s.metricsReg == nil {
+		return
+	}
+	if err := s.metricsReg.Unregister(); err != nil {
+		s.log.Warn("unregistering metrics", "err", err)
 	}
 }
 

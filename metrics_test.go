@@ -13,6 +13,7 @@ import (
 
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 	"github.com/daqiri-go/daqiri/metrics"
 )
 
@@ -136,7 +137,7 @@ func drain(t *testing.T, s *daqiri.Session, port int) {
 // receiver to cause drops, and checks that every OpenTelemetry series equals the session's
 // Stats, per port, queue and drop reason, with upstream's names and attributes.
 func TestMetricsMatchStats(t *testing.T) {
-	port := freePort(t, "udp")
+	port := testutil.FreePort(t, "udp")
 	cfg := pairConfig(config.ProtoUDP, port, 9000, 32, 200)
 	// A small kernel receive buffer, so that a receiver that falls behind drops.
 	cfg.Interfaces[0].Socket.RecvBufferBytes = 64 << 10
@@ -197,7 +198,7 @@ func TestMetricsGlobalProvider(t *testing.T) {
 		otel.SetMeterProvider(prev)
 		mp.Shutdown(context.Background())
 	}()
-	port := freePort(t, "udp")
+	port := testutil.FreePort(t, "udp")
 	s, err := daqiri.Open(context.Background(), pairConfig(config.ProtoUDP, port, 2048, 8, 100))
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/daqiri-go/daqiri/config"
-	"github.com/daqiri-go/daqiri/roce"
+	"github.com/daqiri-go/daqiri/engine"
 )
 
 // RDMA connections (roce:// interfaces): the Go form of upstream's rdma_*
@@ -15,56 +15,57 @@ import (
 // burst goes out as a SEND unless RDMASetHeader gives it another opcode
 // (WRITE, WRITE with immediate, READ) and remote memory; received bursts and
 // finished READs come back through RxBurst, and RDMAOp / RDMACompletionOf
-// say what they are.
+// say what they are. Every call reaches its engine through engine.RDMA, the RDMA
+// capability, so the session names no engine.
 
 // RDMAOpcode is what an RDMA burst does (upstream RDMAOpCode).
-type RDMAOpcode = roce.Opcode
+type RDMAOpcode = engine.RDMAOpcode
 
 // RDMA opcodes.
 const (
-	RDMAConnect  = roce.OpConnect
-	RDMASend     = roce.OpSend
-	RDMAReceive  = roce.OpReceive
-	RDMAWrite    = roce.OpWrite
-	RDMAWriteImm = roce.OpWriteImm
-	RDMARead     = roce.OpRead
-	RDMAReadImm  = roce.OpReadImm
-	RDMAInvalid  = roce.OpInvalid
+	RDMAConnect  = engine.RDMAConnect
+	RDMASend     = engine.RDMASend
+	RDMAReceive  = engine.RDMAReceive
+	RDMAWrite    = engine.RDMAWrite
+	RDMAWriteImm = engine.RDMAWriteImm
+	RDMARead     = engine.RDMARead
+	RDMAReadImm  = engine.RDMAReadImm
+	RDMAInvalid  = engine.RDMAInvalid
 )
 
 // RDMAHeader is what a TX burst asks its connection to do: opcode, remote
 // memory (a region the peer advertised, or an address and rkey), immediate
 // value, application tag.
-type RDMAHeader = roce.Header
+type RDMAHeader = engine.RDMAHeader
 
 // RDMACompletion describes a burst the RoCE engine handed to the
 // application: its opcode, connection and per-packet immediate values.
-type RDMACompletion = roce.Completion
+type RDMACompletion = engine.RDMACompletion
 
 // RDMALocalMR is a memory region as this side registered it (address, keys,
 // remote access).
-type RDMALocalMR = roce.LocalMR
+type RDMALocalMR = engine.RDMALocalMR
 
 // RDMARemoteMR is a memory region a connection's peer advertised.
-type RDMARemoteMR = roce.RemoteMR
+type RDMARemoteMR = engine.RDMARemoteMR
 
 // RDMA errors.
 var (
 	// ErrDisconnected: the RDMA connection is gone (peer disconnected or
 	// died, or the session is closing). It matches ErrConnectFailure.
-	ErrDisconnected = roce.ErrDisconnected
+	ErrDisconnected = engine.ErrDisconnected
 	// ErrNoDMABuf: a device memory region cannot be registered because the
 	// RDMA driver lacks DMA-BUF MRs. It matches ErrNotSupported.
-	ErrNoDMABuf = roce.ErrNoDMABuf
+	ErrNoDMABuf = engine.ErrNoDMABuf
 )
 
-// rdma returns the RoCE engine of a port.
-func (s *Session) rdma(port int) (*roce.Engine, error) {
+// rdma returns the RDMA engine of a port.
+func (s *Session) rdma(port int) (engine.RDMA, error) {
 	p, err := s.port(port)
 	if err != nil {
 		return nil, err
 	}
-	e, ok := s.byPort[port].(*roce.Engine)
+	e, ok := s.byPort[port].(engine.RDMA)
 	if !ok {
 		return nil, fmt.Errorf("port %d (%s) is served by engine %s, not %s: %w", port, p.Name, p.Engine, config.EngineRoCE, ErrInvalidParameter)
 	}
@@ -72,8 +73,8 @@ func (s *Session) rdma(port int) (*roce.Engine, error) {
 }
 
 // rdmaEngine is the session's RoCE engine (nil when no port uses one).
-func (s *Session) rdmaEngine() *roce.Engine {
-	e, _ := s.engines[config.EngineRoCE].(*roce.Engine)
+func (s *Session) rdmaEngine() engine.RDMA {
+	e, _ := s.engines[config.EngineRoCE].(engine.RDMA)
 	return e
 }
 
@@ -132,7 +133,7 @@ func RDMAOp(b *Burst) RDMAOpcode {
 	if b == nil {
 		return RDMAInvalid
 	}
-	return roce.OpOf(b)
+	return engine.RDMAOpOf(b)
 }
 
 // RDMACompletionOf describes a burst the RoCE engine handed over (nil for
@@ -141,7 +142,7 @@ func RDMACompletionOf(b *Burst) *RDMACompletion {
 	if b == nil {
 		return nil
 	}
-	return roce.CompletionOf(b)
+	return engine.RDMACompletionOf(b)
 }
 
 // RDMAConnErr is nil while an RDMA connection lives and the reason it ended

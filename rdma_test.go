@@ -8,13 +8,14 @@ import (
 
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 )
 
 // The RDMA helpers on a session without RoCE interfaces (and with bad
 // arguments) fail cleanly; the RoCE engine itself is tested in the VM
 // (roce/*_guest_test.go).
 func TestRDMAOnSocketSession(t *testing.T) {
-	s := mustOpen(t, pairConfig(config.ProtoUDP, freePort(t, "udp"), 2048, 4, 0))
+	s := mustOpen(t, pairConfig(config.ProtoUDP, testutil.FreePort(t, "udp"), 2048, 4, 0))
 	for name, err := range map[string]error{
 		"RDMAConnect":           second(s.RDMAConnect(1, netip.MustParseAddrPort("127.0.0.1:1"), time.Second)),
 		"RDMAServerConn":        second(s.RDMAServerConn(0)),

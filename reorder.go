@@ -2,7 +2,6 @@ package daqiri
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
@@ -18,15 +17,6 @@ import (
 // CUDA stream of its own and delivers an aggregate only after its kernel has finished, so the
 // application never needs to synchronise with the GPU before reading (or launching work on)
 // an aggregate, and get_reorder_burst_info never answers "not ready".
-
-func init() {
-	hooks = append(hooks, sessionHook{name: "reorder", open: openReorder, close: closeReorder})
-}
-
-// reorderServices maps each open session to its reorder service. The hook interface passes
-// only the *Session, whose fields belong to session.go; this side table is the service's
-// per-session state, removed when the session closes.
-var reorderServices sync.Map // *Session → *reorder.Service
 
 // ReorderStats are a reorder plan's counters (see Session.ReorderStats).
 type ReorderStats = reorder.Stats
@@ -65,17 +55,18 @@ func openReorder(s *Session) error {
 	}
 	if svc != nil {
 		svc.Start()
-		reorderServices.Store(s, svc)
+		s.reorder = svc
 	}
 	return nil
 }
 
 func closeReorder(s *Session) {
-	v, ok := reorderServices.LoadAndDelete(s)
-	if !ok {
+	// s.reorder stays set: it is written only while Open runs, so calls racing with Close
+	// read it without a lock (they then see the session closed).
+	if s.reorder == nil {
 		return
 	}
-	if err := v.(*reorder.Service).Close(); err != nil {
+	if err := s.reorder.Close(); err != nil {
 		s.log.Error("closing reorder plans", "err", err)
 	}
 }
@@ -122,11 +113,10 @@ func (s *Session) reorderPlan(port int, name string) (*reorder.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, ok := reorderServices.Load(s)
-	if !ok {
+	if s.reorder == nil {
 		return nil, fmt.Errorf("port %d (%s) has no reorder plan %q: %w", port, p.Name, name, ErrInvalidParameter)
 	}
-	for _, pl := range v.(*reorder.Service).Plans() {
+	for _, pl := range s.reorder.Plans() {
 		if pl.Name() == name && pl.Port() == port {
 			return pl, nil
 		}
@@ -153,10 +143,9 @@ func (s *Session) FlushReorder() error {
 	if s.closed.Load() {
 		return fmt.Errorf("session closed: %w", ErrNotReady)
 	}
-	v, ok := reorderServices.Load(s)
-	if !ok {
+	if s.reorder == nil {
 		return fmt.Errorf("session has no reorder plans: %w", ErrNotSupported)
 	}
-	v.(*reorder.Service).Flush()
+	s.reorder.Flush()
 	return nil
 }

@@ -11,13 +11,14 @@ import (
 
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 )
 
 // TestReorderFromYAMLOverUDP opens a UDP server with a CPU reorder plan straight from YAML
 // (upstream accepts reorder only on raw streams) and checks that shuffled datagrams come out
 // as one ordered aggregate per batch.
 func TestReorderFromYAMLOverUDP(t *testing.T) {
-	port := freePort(t, "udp")
+	port := testutil.FreePort(t, "udp")
 	doc := fmt.Sprintf(`
 daqiri:
   cfg:

@@ -22,22 +22,13 @@ type fakeEngine struct{ ports []*engine.Port }
 func (f *fakeEngine) Send(*engine.Burst) error { return ErrNotSupported }
 func (f *fakeEngine) Close() error             { return nil }
 
-// withFakeLoopback routes the software-loopback engine name to a fake for one test.
-func withFakeLoopback(t *testing.T) *fakeEngine {
+// withFakeLoopback is an Open option that routes the software-loopback engine name to a fake.
+func withFakeLoopback() (*fakeEngine, Option) {
 	f := &fakeEngine{}
-	old, had := openers[config.EngineLoopback]
-	openers[config.EngineLoopback] = func(_ context.Context, env *engine.Env) (engine.Engine, error) {
+	return f, withEngine(config.EngineLoopback, func(_ context.Context, env *engine.Env) (engine.Engine, error) {
 		f.ports = env.Ports
 		return f, nil
-	}
-	t.Cleanup(func() {
-		if had {
-			openers[config.EngineLoopback] = old
-		} else {
-			delete(openers, config.EngineLoopback)
-		}
 	})
-	return f
 }
 
 // rawReorderConfig: one raw port, one queue, flows 10 and 20 to it, plan "a" (cpu, 8 slots,
@@ -72,8 +63,8 @@ func rawReorderConfig() *config.Config {
 // packets of both flows plus unrelated ones, and checks the aggregates, the passed-through
 // burst, ReorderStats, FlushReorder and that Close gets every buffer back.
 func TestSessionReorder(t *testing.T) {
-	f := withFakeLoopback(t)
-	s, err := Open(context.Background(), rawReorderConfig())
+	f, fake := withFakeLoopback()
+	s, err := Open(context.Background(), rawReorderConfig(), fake)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,10 +193,10 @@ func TestSessionReorder(t *testing.T) {
 // TestSessionReorderBadPlan: a plan that cannot work fails Open with the plan's key path,
 // and nothing stays allocated.
 func TestSessionReorderBadPlan(t *testing.T) {
-	withFakeLoopback(t)
+	_, fake := withFakeLoopback()
 	cfg := rawReorderConfig()
 	cfg.MemoryRegions[1].Kind = config.KindHostPinned // needs a GPU
-	_, err := Open(context.Background(), cfg)
+	_, err := Open(context.Background(), cfg, fake)
 	if _, drvErr := cudart.Open(); drvErr == nil {
 		t.Skip("a GPU is present: host_pinned allocates; the no-driver error cannot be checked here")
 	}
@@ -215,10 +206,10 @@ func TestSessionReorderBadPlan(t *testing.T) {
 }
 
 func TestSessionWithoutReorder(t *testing.T) {
-	withFakeLoopback(t)
+	_, fake := withFakeLoopback()
 	cfg := rawReorderConfig()
 	cfg.Interfaces[0].RX.Reorders = nil
-	s, err := Open(context.Background(), cfg)
+	s, err := Open(context.Background(), cfg, fake)
 	if err != nil {
 		t.Fatal(err)
 	}

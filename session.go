@@ -13,21 +13,36 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/hugepage"
+	"github.com/daqiri-go/daqiri/reorder"
 )
 
 // Option adjusts how a session is opened.
 type Option func(*options)
 
 type options struct {
-	log *slog.Logger
+	log     *slog.Logger
+	engines map[string]engine.Opener // replaces builtin engines by name (tests)
 }
 
 // WithLogger sends the session's and engines' logs to l (default: stderr at the configured
 // log_level).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// withEngine opens engine name with open instead of the built-in one (for tests, which stand
+// a fake engine in for a real one).
+func withEngine(name string, open engine.Opener) Option {
+	return func(o *options) {
+		if o.engines == nil {
+			o.engines = map[string]engine.Opener{}
+		}
+		o.engines[name] = open
+	}
+}
 
 // Session is an open configuration: allocated memory, running queues and engines.
 type Session struct {
@@ -42,6 +57,10 @@ type Session struct {
 
 	rrPort []atomic.Uint32 // round-robin cursor per port (RxBurstPort)
 	rrAll  atomic.Uint32   // round-robin cursor over ports (RxBurstAny)
+
+	// Services' per-session state (see services in engines.go).
+	metricsReg metric.Registration // registration with the global meter provider
+	reorder    *reorder.Service    // nil without reorder plans
 
 	opened    []sessionHook // hooks whose open succeeded, closed in reverse order
 	closeOnce sync.Once
@@ -113,7 +132,7 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (s *Session, 
 	}
 	s.rrPort = make([]atomic.Uint32, len(s.ports))
 	s.byPort = make([]engine.Engine, len(s.ports))
-	for _, h := range hooks {
+	for _, h := range services() {
 		if h.open == nil {
 			continue
 		}
@@ -133,7 +152,7 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (s *Session, 
 		groups[p.Engine] = append(groups[p.Engine], p)
 	}
 	for _, name := range names {
-		open, err := opener(cfg, name, groups[name])
+		open, err := opener(cfg, name, groups[name], o.engines)
 		if err != nil {
 			return nil, err
 		}

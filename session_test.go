@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,12 +11,13 @@ import (
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/hugepage"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 )
 
 // twoServers is a config with two UDP server ports (one rx queue each) and one client that
 // sends to the first; a second client interface sends to the second.
 func twoServers(t *testing.T, kind config.MemoryKind) *config.Config {
-	p1, p2 := freePort(t, "udp"), freePort(t, "udp")
+	p1, p2 := testutil.FreePort(t, "udp"), testutil.FreePort(t, "udp")
 	ep := func(p int) config.Endpoint {
 		return config.Endpoint{Proto: config.ProtoUDP, Host: "127.0.0.1", Port: p}
 	}
@@ -119,14 +119,12 @@ func TestTxExhaustion(t *testing.T) {
 // TestHugeRegion opens a session whose region is hugepage-backed: without hugepages the error
 // says how many to reserve; with them (root) traffic flows.
 func TestHugeRegion(t *testing.T) {
-	const knob = "/proc/sys/vm/nr_hugepages"
-	old, err := os.ReadFile(knob)
-	if err != nil {
-		t.Skip("no /proc/sys/vm/nr_hugepages")
+	if _, err := os.Stat(testutil.NrHugepages); err != nil {
+		testutil.Missing(t, "kernel without hugepages: %v", err)
 	}
 	in, err := hugepage.ReadInfo()
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	need := hugepage.PagesFor(1024*2048, in.PageSize)
 	if in.Available() < need {
@@ -134,14 +132,7 @@ func TestHugeRegion(t *testing.T) {
 		if !errors.Is(err, hugepage.ErrNotEnough) || !strings.Contains(err.Error(), "nr_hugepages") || !strings.Contains(err.Error(), "memory_regions[0]") {
 			t.Fatalf("want a hugepage error naming the region and the fix, got %v", err)
 		}
-		if os.Geteuid() != 0 {
-			t.Skip("needs root to reserve hugepages for the rest of the test")
-		}
-		defer os.WriteFile(knob, old, 0o644)
-		cur, _ := strconv.Atoi(strings.TrimSpace(string(old)))
-		if err := os.WriteFile(knob, []byte(strconv.Itoa(cur+need)), 0o644); err != nil {
-			t.Skipf("cannot reserve hugepages: %v", err)
-		}
+		testutil.ReserveHugepages(t, need)
 	}
 	s := mustOpen(t, twoServers(t, config.KindHuge))
 	if k := s.Region("m").Kind; k != config.KindHuge {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -51,7 +52,7 @@ func waitBurst(t *testing.T, s *daqiri.Session, port int, bound time.Duration) *
 // TestSocketBatchAndTimeout checks that a partial batch is handed over after timeout_us and
 // full batches at batch_size: 10 packets with batch_size 4 arrive as bursts of 4, 4 and 2.
 func TestSocketBatchAndTimeout(t *testing.T) {
-	cfg := pairConfig(config.ProtoUDP, freePort(t, "udp"), 2048, 4, 50_000)
+	cfg := pairConfig(config.ProtoUDP, testutil.FreePort(t, "udp"), 2048, 4, 50_000)
 	s := mustOpen(t, cfg)
 	sendAll(t, s, 1, randomPayloads(10, 10, 100), 10)
 	var sizes []int
@@ -71,7 +72,7 @@ func TestSocketBatchAndTimeout(t *testing.T) {
 // sends report ErrNotReady (the burst stays the caller's), and once a server appears the
 // client connects by itself and traffic flows.
 func TestSocketTCPBackgroundConnect(t *testing.T) {
-	port := freePort(t, "tcp")
+	port := testutil.FreePort(t, "tcp")
 	full := pairConfig(config.ProtoTCP, port, 2048, 8, 100)
 	cliCfg := *full
 	cliCfg.Interfaces = full.Interfaces[1:]
@@ -144,7 +145,7 @@ func TestSocketTCPBackgroundConnect(t *testing.T) {
 // TestSocketTCPPeerLoss: when the client goes away the server drops the connection, sends to
 // it fail with ErrConnectFailure, and a new client is served.
 func TestSocketTCPPeerLoss(t *testing.T) {
-	port := freePort(t, "tcp")
+	port := testutil.FreePort(t, "tcp")
 	full := pairConfig(config.ProtoTCP, port, 2048, 8, 100)
 	srvCfg, cliCfg := *full, *full
 	srvCfg.Interfaces, srvCfg.MemoryRegions = full.Interfaces[:1], full.MemoryRegions[:2]
@@ -185,7 +186,7 @@ func TestSocketTCPPeerLoss(t *testing.T) {
 // TestSocketBadInput covers oversized and truncated packets on both protocols.
 func TestSocketBadInput(t *testing.T) {
 	t.Run("udp", func(t *testing.T) {
-		port := freePort(t, "udp")
+		port := testutil.FreePort(t, "udp")
 		cfg := pairConfig(config.ProtoUDP, port, 2048, 1, 0)
 		cfg.MemoryRegions[3].BufSize = 65536 // client TX buffers big enough for the test
 		cfg.MemoryRegions[3].NumBufs = 16
@@ -217,7 +218,7 @@ func TestSocketBadInput(t *testing.T) {
 		}
 	})
 	t.Run("tcp", func(t *testing.T) {
-		port := freePort(t, "tcp")
+		port := testutil.FreePort(t, "tcp")
 		cfg := pairConfig(config.ProtoTCP, port, 2048, 1, 0)
 		cfg.Interfaces, cfg.MemoryRegions = cfg.Interfaces[:1], cfg.MemoryRegions[:2] // server only
 		s := mustOpen(t, cfg)
@@ -263,7 +264,7 @@ func TestSocketBadInput(t *testing.T) {
 // leaks) and that no goroutine is left behind.
 func TestSessionReopenAndCloseUnderTraffic(t *testing.T) {
 	base := runtime.NumGoroutine()
-	port := freePort(t, "udp")
+	port := testutil.FreePort(t, "udp")
 	for round := 0; round < 3; round++ {
 		s, err := daqiri.Open(context.Background(), pairConfig(config.ProtoUDP, port, 2048, 16, 100))
 		if err != nil {

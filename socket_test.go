@@ -7,32 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 )
-
-// freePort finds a currently unused loopback port for proto.
-func freePort(t *testing.T, proto string) int {
-	t.Helper()
-	if proto == "udp" {
-		c, err := net.ListenPacket("udp4", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		return c.LocalAddr().(*net.UDPAddr).Port
-	}
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // pairConfig is a server (rx+tx) and a client (rx+tx) on loopback.
 func pairConfig(proto config.Protocol, port, bufSize, batch, timeoutUs int) *config.Config {
@@ -151,7 +132,7 @@ func TestSocketRoundTrip(t *testing.T) {
 		{config.ProtoTCP, 65536, 1, 65536}, // frames larger than the staging buffer, mixed with small ones
 	} {
 		t.Run(fmt.Sprintf("%s-%d", tc.proto, tc.bufSize), func(t *testing.T) {
-			port := freePort(t, string(tc.proto))
+			port := testutil.FreePort(t, string(tc.proto))
 			cfg := pairConfig(tc.proto, port, tc.bufSize, 32, 200)
 			s, err := daqiri.Open(context.Background(), cfg)
 			if err != nil {

@@ -36,6 +36,7 @@ import (
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/flow"
+	"github.com/daqiri-go/daqiri/flow/xdp"
 	"github.com/daqiri-go/daqiri/xsk"
 	"github.com/vishvananda/netlink"
 )
@@ -73,7 +74,7 @@ type port struct {
 	mtu     int
 	nicRx   int // NIC RX queues
 	nicTx   int
-	prog    *flow.Program
+	prog    *xdp.Program
 	xdpLink link.Link
 	mode    string // "native" or "generic"
 
@@ -89,7 +90,7 @@ type port struct {
 	nStatic int
 	slotOf  map[uint32]int // dynamic flow id → slot
 	txRules []*flow.TxRule
-	xdpCnt  [flow.MaxQueues + 1][3]uint64
+	xdpCnt  [xdp.MaxQueues + 1][3]uint64
 }
 
 // Open starts the xdp ports of env.
@@ -187,9 +188,9 @@ func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 	if ch, err := xsk.GetChannels(p.Config.Address); err == nil && ch.RxQueues() > 0 {
 		pt.nicRx, pt.nicTx = ch.RxQueues(), max(ch.TxQueues(), 1)
 	}
-	pt.nicRx = min(pt.nicRx, flow.MaxNICQueues)
-	if len(p.Rx) > flow.MaxQueues {
-		return nil, cfg.Errorf(path+".rx.queues", "engine xdp steers to at most %d RX queues per interface", flow.MaxQueues)
+	pt.nicRx = min(pt.nicRx, xdp.MaxNICQueues)
+	if len(p.Rx) > xdp.MaxQueues {
+		return nil, cfg.Errorf(path+".rx.queues", "engine xdp steers to at most %d RX queues per interface", xdp.MaxQueues)
 	}
 	for _, q := range p.Rx {
 		if err := e.checkRegion(q.Path(), q.Regions, true, pt.mtu); err != nil {
@@ -218,7 +219,7 @@ func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 		pt.timeouts = pt.timeouts || r.timeout() > 0
 	}
 	if len(p.Rx) > 0 {
-		if pt.prog, err = flow.NewProgram(nil); err != nil {
+		if pt.prog, err = xdp.NewProgram(nil); err != nil {
 			return nil, cfg.Errorf(path, "interface %s: %v", p.Name, err)
 		}
 		if err := pt.installStatic(); err != nil {

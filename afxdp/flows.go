@@ -6,6 +6,7 @@ import (
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/flow"
+	"github.com/daqiri-go/daqiri/flow/xdp"
 )
 
 func (pt *port) rxQueueIDs() []int {
@@ -36,8 +37,8 @@ func (pt *port) compileFlows() error {
 			}
 			tb.Slots = append(tb.Slots, r)
 		}
-		if len(tb.Slots) > flow.MaxRules {
-			return cfg.Errorf(pt.p.Path()+".rx.flows", "engine xdp holds at most %d flows per interface, %d configured", flow.MaxRules, len(tb.Slots))
+		if len(tb.Slots) > xdp.MaxRules {
+			return cfg.Errorf(pt.p.Path()+".rx.flows", "engine xdp holds at most %d flows per interface, %d configured", xdp.MaxRules, len(tb.Slots))
 		}
 		if err := checkTable(tb); err != nil {
 			return cfg.Errorf(pt.p.Path()+".rx.flows", "%v", err)
@@ -94,7 +95,7 @@ func (pt *port) writeConf(tb *flow.Table) error {
 	if pt.prog == nil {
 		return nil
 	}
-	return pt.prog.SetConf(flow.Conf{NRules: pt.nRules(tb), Isolation: tb.Isolation, DefaultQueue: tb.DefaultQueue, DropAll: tb.DropAll, VXLANPort: tb.VXLANPort()})
+	return pt.prog.SetConf(xdp.Conf{NRules: pt.nRules(tb), Isolation: tb.Isolation, DefaultQueue: tb.DefaultQueue, DropAll: tb.DropAll, VXLANPort: tb.VXLANPort()})
 }
 
 func (pt *port) installStatic() error {
@@ -125,7 +126,7 @@ func (e *Engine) allocID() (uint32, error) {
 
 // AddRxFlows installs dynamic RX flows on a port while traffic runs: each is compiled,
 // checked against the port's flow class, written into a free rule slot of the XDP program's
-// map and only then made visible (see flow.Program.SetRule), so other flows keep steering.
+// map and only then made visible (see xdp.Program.SetRule), so other flows keep steering.
 func (e *Engine) AddRxFlows(portID int, flows []config.Flow) ([]uint32, error) {
 	ids := make([]uint32, len(flows))
 	pt := e.byID[portID]
@@ -156,8 +157,8 @@ func (e *Engine) AddRxFlows(portID int, flows []config.Flow) ([]uint32, error) {
 			}
 		}
 		if slot < 0 {
-			if len(tb.Slots) >= flow.MaxRules {
-				return ids, fmt.Errorf("port %d: all %d flow slots are in use: %w", portID, flow.MaxRules, engine.ErrNoSpaceAvailable)
+			if len(tb.Slots) >= xdp.MaxRules {
+				return ids, fmt.Errorf("port %d: all %d flow slots are in use: %w", portID, xdp.MaxRules, engine.ErrNoSpaceAvailable)
 			}
 			slot = len(tb.Slots)
 			tb.Slots = append(tb.Slots, nil)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/flow"
+	"github.com/daqiri-go/daqiri/flow/xdp"
 	"github.com/daqiri-go/daqiri/xsk"
 )
 
@@ -84,7 +85,7 @@ func (r *rxq) receive(s *sock, max int, now time.Time, hold *rxq) int {
 	buf := s.region.Bytes()
 	var t byte
 	for _, d := range descs {
-		if off := xsk.FrameAddr(d.Addr); off >= flow.MetaLen && off <= uint64(len(buf)) {
+		if off := xsk.FrameAddr(d.Addr); off >= xdp.MetaLen && off <= uint64(len(buf)) {
 			t ^= buf[off-1]
 		}
 	}
@@ -103,12 +104,12 @@ func (r *rxq) frame(s *sock, d xsk.Desc, now time.Time, hold *rxq) {
 	s.given[idx] = false
 	n := int(d.Len)
 	buf := s.region.Bytes()
-	if off < flow.MetaLen || off+uint64(n) > uint64(len(buf)) || n == 0 {
+	if off < xdp.MetaLen || off+uint64(n) > uint64(len(buf)) || n == 0 {
 		s.region.Put(idx)
 		s.owner.drop(engine.DropMalformed, 1)
 		return
 	}
-	m, ok := flow.ParseMeta(buf[off-flow.MetaLen : off])
+	m, ok := xdp.ParseMeta(buf[off-xdp.MetaLen : off])
 	if !ok {
 		// The driver gave no metadata room: classify here with the same rules.
 		v := pt.table.Load().Classify(buf[off : off+uint64(n)])
@@ -117,7 +118,7 @@ func (r *rxq) frame(s *sock, d xsk.Desc, now time.Time, hold *rxq) {
 			s.owner.drop(engine.DropFiltered, 1)
 			return
 		}
-		m = flow.Meta{FlowID: v.FlowID, Queue: v.Queue, VLANPop: v.VLANPop, Decap: v.Decap}
+		m = xdp.Meta{FlowID: v.FlowID, Queue: v.Queue, VLANPop: v.VLANPop, Decap: v.Decap}
 	}
 	if m.Queue >= len(pt.rxqs) {
 		s.region.Put(idx)

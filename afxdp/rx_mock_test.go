@@ -5,24 +5,18 @@ import (
 	"io"
 	"log/slog"
 	"testing"
-	"unsafe"
 
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/flow"
+	"github.com/daqiri-go/daqiri/flow/xdp"
+	"github.com/daqiri-go/daqiri/internal/testutil/regiontest"
 	"github.com/daqiri-go/daqiri/xsk"
-	"golang.org/x/sys/unix"
 )
 
 // The RX path over an xsk.Mock: the rings in ordinary memory, the test playing the kernel.
 // No root, no netdev, no XDP program; the metadata the program would write is written by
 // the mock in front of each frame.
-
-type mmapMem struct{ b []byte }
-
-func (m *mmapMem) Bytes() []byte { return m.b }
-func (m *mmapMem) Addr() uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(m.b))) }
-func (m *mmapMem) Close() error  { return unix.Munmap(m.b) }
 
 type mockRx struct {
 	r      *rxq
@@ -40,14 +34,7 @@ func newMockRx(tb testing.TB, direct bool, numBufs, batch int) *mockRx {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e := &Engine{env: &engine.Env{Log: log}, w: engine.NewWorkers(log)}
 	rc := &config.MemoryRegion{Name: "rx_mem", Kind: config.KindHost, NumBufs: numBufs, BufSize: 2048}
-	b, err := unix.Mmap(-1, 0, numBufs*2048, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	region, err := engine.NewRegion(rc, &mmapMem{b})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	region := regiontest.New(tb, rc)
 	meta, err := engine.NewMetaPool("rx", 64, max(batch, directMaxPkts), false)
 	if err != nil {
 		tb.Fatal(err)
@@ -84,19 +71,16 @@ func newMockRx(tb testing.TB, direct bool, numBufs, batch int) *mockRx {
 		r.flushAll()
 		q.Drain()
 		s.close()
-		if err := region.Close(); err != nil {
-			tb.Error(err)
-		}
 	})
 	return &mockRx{r: r, s: s, m: m, region: region, meta: meta}
 }
 
 // metaFor is the metadata the XDP program writes for a frame steered to queue position q.
 func metaFor(flowID uint32, q int) []byte {
-	b := make([]byte, flow.MetaLen)
+	b := make([]byte, xdp.MetaLen)
 	binary.NativeEndian.PutUint32(b[0:], flowID)
 	b[4] = byte(q)
-	binary.NativeEndian.PutUint16(b[6:], flow.MetaMagic)
+	binary.NativeEndian.PutUint16(b[6:], xdp.MetaMagic)
 	return b
 }
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/flow"
-	"github.com/daqiri-go/daqiri/ring"
+	"github.com/daqiri-go/daqiri/internal/ring"
 	"github.com/daqiri-go/daqiri/xsk"
 )
 

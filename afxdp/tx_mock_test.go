@@ -7,8 +7,8 @@ import (
 
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/internal/testutil/regiontest"
 	"github.com/daqiri-go/daqiri/xsk"
-	"golang.org/x/sys/unix"
 )
 
 // newMockTx builds a port with one direct TX queue whose own socket (zero-copy from the
@@ -17,14 +17,7 @@ func newMockTx(tb testing.TB, zeroCopy bool) (*Engine, *txq, *xsk.Mock, *engine.
 	tb.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e := &Engine{env: &engine.Env{Log: log}, w: engine.NewWorkers(log), byID: map[int]*port{}}
-	b, err := unix.Mmap(-1, 0, 256*2048, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	region, err := engine.NewRegion(&config.MemoryRegion{Name: "tx_mem", Kind: config.KindHost, NumBufs: 256, BufSize: 2048}, &mmapMem{b})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	region := regiontest.Host(tb, "tx_mem", 256, 2048)
 	meta, err := engine.NewMetaPool("tx", 8, 64, true)
 	if err != nil {
 		tb.Fatal(err)
@@ -46,9 +39,6 @@ func newMockTx(tb testing.TB, zeroCopy bool) (*Engine, *txq, *xsk.Mock, *engine.
 	pt.socks = []*sock{s}
 	tb.Cleanup(func() {
 		s.close()
-		if err := region.Close(); err != nil {
-			tb.Error(err)
-		}
 	})
 	return e, t, m, region
 }

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/internal/testutil/regiontest"
 )
 
 // benchBurst is a burst of n packets of size bytes in host memory, kept for the whole
 // benchmark (the writers never modify it).
 func benchBurst(b *testing.B, n, size int) *engine.Burst {
-	r := hostRegion(b, "bench", n, size)
+	r := regiontest.Host(b, "bench", n, size)
 	lens := make([][]int, n)
 	for i := range lens {
 		lens[i] = []int{size}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -13,27 +12,7 @@ import (
 
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
-	"github.com/daqiri-go/daqiri/hugepage"
 )
-
-// hostRegion is a region of off-heap host memory, checked for leaked buffers at cleanup.
-func hostRegion(t testing.TB, name string, n, size int) *engine.Region {
-	t.Helper()
-	m, err := hugepage.Map(n*size, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := engine.NewRegion(&config.MemoryRegion{Name: name, Kind: config.KindHost, NumBufs: n, BufSize: size}, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := r.Close(); err != nil {
-			t.Errorf("leak: %v", err)
-		}
-	})
-	return r
-}
 
 // fakeDeviceMem stands in for GPU memory in unit tests (the GPU tests in capture/gds use the
 // real thing): the CPU cannot address it through the region (Bytes is nil), only through
@@ -199,24 +178,6 @@ func randLens(n, lo, hi int) [][]int {
 		out[i] = []int{lo + rand.IntN(hi-lo+1)}
 	}
 	return out
-}
-
-// checkNoLeak fails the test if goroutines started during it are still running once it is
-// done (polling for a bounded while, since exiting goroutines take a moment to go away).
-func checkNoLeak(t *testing.T) {
-	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		for i := 0; i < 200; i++ {
-			if runtime.NumGoroutine() <= before {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		buf := make([]byte, 1<<20)
-		n := runtime.Stack(buf, true)
-		t.Errorf("goroutine leak: %d running, %d before the test\n%s", runtime.NumGoroutine(), before, buf[:n])
-	})
 }
 
 // fileState is a file's bytes and modification time, to prove a refused append left it alone.

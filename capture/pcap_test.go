@@ -15,6 +15,9 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/internal/testutil"
+	"github.com/daqiri-go/daqiri/internal/testutil/regiontest"
+	"strconv"
 )
 
 type record struct {
@@ -56,7 +59,7 @@ func readPcap(t *testing.T, path string) (*pcapgo.Reader, []record) {
 // segments, and reads them back: header fields, lengths, bytes, and timestamps (the RX
 // timestamp to the nanosecond, or the receive time given to the write).
 func TestPcapRecords(t *testing.T) {
-	checkNoLeak(t)
+	testutil.NoGoroutineLeak(t)
 	for _, micro := range []bool{false, true} {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "c.pcap")
@@ -64,9 +67,9 @@ func TestPcapRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hdr := hostRegion(t, "hdr", 64, 128)
-		data := hostRegion(t, "data", 64, 9000)
-		one := hostRegion(t, "one", 64, 9000)
+		hdr := regiontest.Host(t, "hdr", 64, 128)
+		data := regiontest.Host(t, "data", 64, 9000)
+		one := regiontest.Host(t, "one", 64, 9000)
 		meta := metaPool(t, 4, 32)
 		var want []record
 		base := time.Now().Add(-time.Hour)
@@ -141,7 +144,7 @@ func TestPcapRecords(t *testing.T) {
 // TestPcapSnapLenAndDevice truncates records at a small snaplen (keeping the original length)
 // and copies a device segment through the DeviceIO.
 func TestPcapSnapLenAndDevice(t *testing.T) {
-	checkNoLeak(t)
+	testutil.NoGoroutineLeak(t)
 	dev := &fakeDevice{}
 	path := filepath.Join(t.TempDir(), "s.pcap")
 	snap := 64 + rand.IntN(64)
@@ -151,7 +154,7 @@ func TestPcapSnapLenAndDevice(t *testing.T) {
 	}
 	meta := metaPool(t, 2, 16)
 	lens := [][]int{{14, 10}, {42, 500}, {0, 300}, {snap, 0}}
-	b, pkts := makeBurst(t, dev, meta, []*engine.Region{hostRegion(t, "h", 8, 128), dev.region(t, "d", 8, 1024)}, lens, nil)
+	b, pkts := makeBurst(t, dev, meta, []*engine.Region{regiontest.Host(t, "h", 8, 128), dev.region(t, "d", 8, 1024)}, lens, nil)
 	if _, err := w.Write(b); err != nil {
 		t.Fatal(err)
 	}
@@ -171,9 +174,9 @@ func TestPcapSnapLenAndDevice(t *testing.T) {
 
 // TestPcapAppend closes and reopens a file and appends: one valid file with every record.
 func TestPcapAppend(t *testing.T) {
-	checkNoLeak(t)
+	testutil.NoGoroutineLeak(t)
 	path := filepath.Join(t.TempDir(), "a.pcap")
-	r := hostRegion(t, "rx", 64, 2048)
+	r := regiontest.Host(t, "rx", 64, 2048)
 	meta := metaPool(t, 2, 16)
 	total := 0
 	for round := 0; round < 3; round++ {
@@ -214,7 +217,7 @@ func TestPcapAppend(t *testing.T) {
 // TestPcapAppendRefused offers files that must not be appended to and checks each is refused
 // with an error naming why, and left byte-for-byte and timestamp untouched.
 func TestPcapAppendRefused(t *testing.T) {
-	checkNoLeak(t)
+	testutil.NoGoroutineLeak(t)
 	dir := t.TempDir()
 	good := func(magic uint32, link uint32) []byte {
 		h := make([]byte, FileHeaderLen)
@@ -317,11 +320,11 @@ func TestPcapAppendRefused(t *testing.T) {
 // record), every file is a valid pcap, and the records across files are all there in order.
 // Reopening continues the last file.
 func TestPcapRotation(t *testing.T) {
-	checkNoLeak(t)
+	testutil.NoGoroutineLeak(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rot.pcap")
 	limit := int64(4096 + rand.IntN(4096))
-	r := hostRegion(t, "rx", 128, 2048)
+	r := regiontest.Host(t, "rx", 128, 2048)
 	meta := metaPool(t, 4, 32)
 	var want [][]byte
 	write := func() {
@@ -347,7 +350,7 @@ func TestPcapRotation(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		p := path
 		if i > 0 {
-			p = filepath.Join(dir, "rot."+itoa(i)+".pcap")
+			p = filepath.Join(dir, "rot."+strconv.Itoa(i)+".pcap")
 		}
 		st, err := os.Stat(p)
 		if err != nil {
@@ -374,24 +377,16 @@ func TestPcapRotation(t *testing.T) {
 	}
 }
 
-func itoa(i int) string {
-	b := []byte{}
-	for ; i > 0; i /= 10 {
-		b = append([]byte{byte('0' + i%10)}, b...)
-	}
-	return string(b)
-}
-
 // TestPcapAsyncOrder submits many bursts asynchronously and checks the records come out in
 // submission order.
 func TestPcapAsyncOrder(t *testing.T) {
-	checkNoLeak(t)
+	testutil.NoGoroutineLeak(t)
 	path := filepath.Join(t.TempDir(), "o.pcap")
 	w, err := OpenPcap(path, PcapOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := hostRegion(t, "rx", 512, 256)
+	r := regiontest.Host(t, "rx", 512, 256)
 	meta := metaPool(t, 32, 16)
 	var want [][]byte
 	var hs []*Handle

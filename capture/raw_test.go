@@ -11,16 +11,18 @@ import (
 	"testing"
 
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/internal/testutil"
+	"github.com/daqiri-go/daqiri/internal/testutil/regiontest"
 )
 
 // TestRawConsecutiveBurstsDistinctFiles writes 3 bursts of N packets with the same prefix and
 // checks that 3×N distinct files hold exactly each packet's bytes: upstream names files by
 // packet index only, so its second burst overwrites the first.
 func TestRawConsecutiveBurstsDistinctFiles(t *testing.T) {
-	checkNoLeak(t)
+	testutil.NoGoroutineLeak(t)
 	dir := t.TempDir()
 	n := 5 + rand.IntN(20)
-	r := hostRegion(t, "rx", 3*n, 2048)
+	r := regiontest.Host(t, "rx", 3*n, 2048)
 	meta := metaPool(t, 4, n)
 	w, err := NewRawWriter(RawOptions{Dir: dir, Prefix: "cap"})
 	if err != nil {
@@ -91,7 +93,7 @@ func TestRawConsecutiveBurstsDistinctFiles(t *testing.T) {
 // payload segment in host or device memory) with offsets before, at, inside and past the
 // segment boundary, and checks each file holds the logical packet minus the offset.
 func TestRawDataOffsetAcrossSegments(t *testing.T) {
-	checkNoLeak(t)
+	testutil.NoGoroutineLeak(t)
 	dev := &fakeDevice{}
 	for _, tc := range []struct {
 		name    string
@@ -110,7 +112,7 @@ func TestRawDataOffsetAcrossSegments(t *testing.T) {
 				if tc.devSegs[s] {
 					regions[s] = dev.region(t, "dev", 64, 4096)
 				} else {
-					regions[s] = hostRegion(t, "host", 64, 4096)
+					regions[s] = regiontest.Host(t, "host", 64, 4096)
 				}
 			}
 			meta := metaPool(t, 2, 8)
@@ -160,7 +162,7 @@ func TestRawDataOffsetAcrossSegments(t *testing.T) {
 }
 
 func TestRawBadInput(t *testing.T) {
-	checkNoLeak(t)
+	testutil.NoGoroutineLeak(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "plain")
 	os.WriteFile(file, []byte("x"), 0o644)
@@ -190,7 +192,7 @@ func TestRawBadInput(t *testing.T) {
 	// A device segment with no DeviceIO is refused before anything is written.
 	dev := &fakeDevice{}
 	meta := metaPool(t, 2, 4)
-	b, _ := makeBurst(t, dev, meta, []*engine.Region{hostRegion(t, "h", 4, 256), dev.region(t, "d", 4, 256)}, [][]int{{10, 20}}, nil)
+	b, _ := makeBurst(t, dev, meta, []*engine.Region{regiontest.Host(t, "h", 4, 256), dev.region(t, "d", 4, 256)}, [][]int{{10, 20}}, nil)
 	defer b.Free()
 	if _, err := w.Write(b); !errors.Is(err, engine.ErrNotSupported) {
 		t.Errorf("device segment without DeviceIO: %v, want ErrNotSupported", err)
@@ -201,7 +203,7 @@ func TestRawBadInput(t *testing.T) {
 
 	// A file already holding a name this writer is about to use is never replaced: that
 	// packet fails, the others are written.
-	r := hostRegion(t, "rx", 8, 256)
+	r := regiontest.Host(t, "rx", 8, 256)
 	b2, pkts := makeBurst(t, nil, meta, []*engine.Region{r}, randLens(3, 1, 100), nil)
 	defer b2.Free()
 	squat := filepath.Join(dir, w.FileName(w.NextBurst(), 1))
@@ -240,9 +242,9 @@ func TestRawBadInput(t *testing.T) {
 // TestRawAsync submits several bursts without waiting, checks Poll/Wait/Close and that files
 // come out in submission order with the right contents.
 func TestRawAsync(t *testing.T) {
-	checkNoLeak(t)
+	testutil.NoGoroutineLeak(t)
 	dir := t.TempDir()
-	r := hostRegion(t, "rx", 256, 4096)
+	r := regiontest.Host(t, "rx", 256, 4096)
 	meta := metaPool(t, 16, 16)
 	w, err := NewRawWriter(RawOptions{Dir: dir, Prefix: "a"})
 	if err != nil {

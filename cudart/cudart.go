@@ -36,7 +36,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/daqiri-go/daqiri/cudart/dynlib"
+	"github.com/daqiri-go/daqiri/internal/dynlib"
 )
 
 // ErrNoDriver is wrapped by the error Open returns when the NVIDIA driver library

@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"unsafe"
 
-	"github.com/daqiri-go/daqiri/cudart/dynlib"
+	"github.com/daqiri-go/daqiri/internal/dynlib"
 )
 
 // Attribute is a CUdevice_attribute. The values below are from cuda.h (CUDA 12.6, enum

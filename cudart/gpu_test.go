@@ -2,7 +2,6 @@ package cudart
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,8 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/daqiri-go/daqiri/cudart/dynlib"
 	"github.com/daqiri-go/daqiri/hugepage"
+	"github.com/daqiri-go/daqiri/internal/dynlib"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 )
 
 // The tests in this file need an NVIDIA GPU and driver. Elsewhere they skip; `make gpu-test`
@@ -47,19 +47,6 @@ func gpu(t testing.TB) *Device {
 		}
 	})
 	return dev
-}
-
-func randBytes(n int) []byte {
-	b := make([]byte, n)
-	rand.Read(b)
-	return b
-}
-
-func closeOK(t testing.TB, c interface{ Close() error }) {
-	t.Helper()
-	if err := c.Close(); err != nil {
-		t.Errorf("Close: %v", err)
-	}
 }
 
 func TestGPUInfo(t *testing.T) {
@@ -125,7 +112,7 @@ func TestGPUDeviceMemory(t *testing.T) {
 		if err != nil || pi.Type != MemoryDevice || pi.Ordinal != dev.Ordinal() {
 			t.Fatalf("PointerInfo(device) = %+v, %v", pi, err)
 		}
-		src := randBytes(n)
+		src := testutil.RandBytes(n)
 		if err := dev.CopyHtoD(a.Ptr(), src); err != nil {
 			t.Fatal(err)
 		}
@@ -149,9 +136,9 @@ func TestGPUDeviceMemory(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("HtoD, DtoD, memset [%d,+%d) and DtoH of %d random bytes did not round-trip", off, cnt, n)
 		}
-		closeOK(t, a)
-		closeOK(t, b)
-		closeOK(t, a) // idempotent
+		testutil.CloseOK(t, a)
+		testutil.CloseOK(t, b)
+		testutil.CloseOK(t, a) // idempotent
 	}
 	// Asking for far more than any GPU has fails with the driver's own name for it.
 	_, err := dev.AllocDevice(1 << 50)
@@ -168,7 +155,7 @@ func TestGPUHostPinned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeOK(t, h)
+	defer testutil.CloseOK(t, h)
 	if len(h.Bytes()) != n || h.Size() != n || h.DevicePtr() == 0 || h.Registered() {
 		t.Fatalf("HostMem: len %d dptr %v registered %v", len(h.Bytes()), h.DevicePtr(), h.Registered())
 	}
@@ -177,13 +164,13 @@ func TestGPUHostPinned(t *testing.T) {
 		t.Fatalf("PointerInfo(host pinned) = %+v, %v", pi, err)
 	}
 	// The CPU writes through Bytes, the GPU copies through DevicePtr.
-	src := randBytes(n)
+	src := testutil.RandBytes(n)
 	copy(h.Bytes(), src)
 	d, err := dev.AllocDevice(n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeOK(t, d)
+	defer testutil.CloseOK(t, d)
 	if err := dev.CopyDtoD(d.Ptr(), h.DevicePtr(), n); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +219,7 @@ func TestGPURegisterHost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer closeOK(t, m)
+			defer testutil.CloseOK(t, m)
 			h, err := dev.RegisterHost(m.Bytes())
 			if err != nil {
 				t.Fatal(err)
@@ -248,19 +235,19 @@ func TestGPURegisterHost(t *testing.T) {
 			if err != nil || pi.Type != MemoryHost {
 				t.Fatalf("PointerInfo(registered) = %+v, %v", pi, err)
 			}
-			src := randBytes(len(m.Bytes()))
+			src := testutil.RandBytes(len(m.Bytes()))
 			copy(m.Bytes(), src)
 			d, err := dev.AllocDevice(len(src))
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer closeOK(t, d)
+			defer testutil.CloseOK(t, d)
 			// Pinned memory lets the async copies really run asynchronously.
 			s, err := dev.NewStream(true)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer closeOK(t, s)
+			defer testutil.CloseOK(t, s)
 			if err := dev.CopyHtoDAsync(d.Ptr(), h.Bytes(), s); err != nil {
 				t.Fatal(err)
 			}
@@ -301,7 +288,7 @@ func TestGPUDriverAlloc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := randBytes(n)
+	src := testutil.RandBytes(n)
 	copy(hm.Bytes(), src)
 	got := make([]byte, n)
 	if err := errors.Join(dm.Device().CopyDtoD(dm.Ptr(), hm.DevicePtr(), n), dev.CopyDtoH(got, dm.Ptr())); err != nil {
@@ -314,13 +301,13 @@ func TestGPUDriverAlloc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeOK(t, m)
+	defer testutil.CloseOK(t, m)
 	rm, err := d.RegisterHost(dev.Ordinal(), m.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []interface{ Close() error }{dm, hm, rm, dm, hm, rm} { // second round: idempotent
-		closeOK(t, c)
+		testutil.CloseOK(t, c)
 	}
 	if dm.Device().ctx != 0 || hm.Device().ctx != 0 || rm.Device().ctx != 0 {
 		t.Fatal("Close did not release the allocation's own Device")
@@ -349,7 +336,7 @@ func TestGPUExportDMABuf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeOK(t, m)
+	defer testutil.CloseOK(t, m)
 	fd, err := dev.ExportDMABuf(m.Ptr(), size)
 	if err != nil {
 		t.Fatal(err)
@@ -395,7 +382,7 @@ func loadKernels(t *testing.T, dev *Device) *Module {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeOK(t, m) })
+	t.Cleanup(func() { testutil.CloseOK(t, m) })
 	return m
 }
 
@@ -417,25 +404,25 @@ func TestGPUKernels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeOK(t, s)
+	defer testutil.CloseOK(t, s)
 
 	t.Run("affine_u32", func(t *testing.T) {
 		for range 5 {
 			n := 1 + mrand.IntN(1<<20)
 			a, b, shift := mrand.Uint32(), mrand.Uint32(), uint8(mrand.Uint32())
-			x := randBytes(4 * n)
+			x := testutil.RandBytes(4 * n)
 			dx, err := dev.AllocDevice(4 * n)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer closeOK(t, dx)
+			defer testutil.CloseOK(t, dx)
 			// The output is host-pinned memory written by the kernel through its device
 			// pointer: zero-copy, read by the CPU straight after the stream is done.
 			y, err := dev.AllocHostPinned(4 * n)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer closeOK(t, y)
+			defer testutil.CloseOK(t, y)
 			if err := dev.CopyHtoDAsync(dx.Ptr(), x, s); err != nil {
 				t.Fatal(err)
 			}
@@ -468,12 +455,12 @@ func TestGPUKernels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer closeOK(t, dx)
+		defer testutil.CloseOK(t, dx)
 		dy, err := dev.AllocDevice(8 * n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer closeOK(t, dy)
+		defer testutil.CloseOK(t, dy)
 		if err := dev.CopyHtoD(dx.Ptr(), x); err != nil {
 			t.Fatal(err)
 		}
@@ -540,32 +527,32 @@ func TestGPUStreamEventOrdering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeOK(t, s1)
+	defer testutil.CloseOK(t, s1)
 	s2, err := dev.NewStream(true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeOK(t, s2)
+	defer testutil.CloseOK(t, s2)
 	flag, err := dev.AllocDevice(4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeOK(t, flag)
+	defer testutil.CloseOK(t, flag)
 	host, err := dev.AllocHostPinned(4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeOK(t, host)
+	defer testutil.CloseOK(t, host)
 	start, err := dev.NewEvent(true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeOK(t, start)
+	defer testutil.CloseOK(t, start)
 	done, err := dev.NewEvent(true, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeOK(t, done)
+	defer testutil.CloseOK(t, done)
 
 	for range 3 {
 		v := mrand.Uint32() | 1
@@ -614,7 +601,7 @@ func TestGPUStreamEventOrdering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeOK(t, noTiming)
+	defer testutil.CloseOK(t, noTiming)
 	if _, err := noTiming.Elapsed(start); err == nil {
 		t.Fatal("Elapsed accepted an event created without timing")
 	}
@@ -638,7 +625,7 @@ func TestGPUConcurrentUse(t *testing.T) {
 					errs <- err
 					return
 				}
-				src := randBytes(n)
+				src := testutil.RandBytes(n)
 				got := make([]byte, n)
 				err = errors.Join(dev.CopyHtoD(m.Ptr(), src), dev.CopyDtoH(got, m.Ptr()), m.Close())
 				if err == nil && !bytes.Equal(got, src) {
@@ -675,7 +662,7 @@ func TestGPUContextBinding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeOK(t, m)
+	defer testutil.CloseOK(t, m)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if r := dynlib.Call(f.cuCtxSetCurrent, 0); r != 0 {

@@ -6,7 +6,7 @@ import (
 	"os"
 	"unsafe"
 
-	"github.com/daqiri-go/daqiri/cudart/dynlib"
+	"github.com/daqiri-go/daqiri/internal/dynlib"
 )
 
 // Flag and enum values from cuda.h (CUDA 12.6): CU_MEMHOSTALLOC_* lines 3010-3025,

@@ -5,7 +5,7 @@ import (
 	"math"
 	"unsafe"
 
-	"github.com/daqiri-go/daqiri/cudart/dynlib"
+	"github.com/daqiri-go/daqiri/internal/dynlib"
 )
 
 // Module is loaded GPU code (PTX, compiled by the driver's JIT at load time, or a cubin).

@@ -6,7 +6,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/daqiri-go/daqiri/cudart/dynlib"
+	"github.com/daqiri-go/daqiri/internal/dynlib"
 )
 
 // Stream and event flags from cuda.h (CUDA 12.6): CUstream_flags lines 415-416, CUevent_flags

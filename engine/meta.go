@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/daqiri-go/daqiri/ring"
+	"github.com/daqiri-go/daqiri/internal/ring"
 )
 
 // MetaPool is a fixed set of burst metadata blocks (upstream rx_meta_buffers /

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/daqiri-go/daqiri/config"
-	"github.com/daqiri-go/daqiri/ring"
+	"github.com/daqiri-go/daqiri/internal/ring"
 )
 
 // Port is one configured interface as an engine sees it.

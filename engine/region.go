@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/daqiri-go/daqiri/config"
-	"github.com/daqiri-go/daqiri/ring"
+	"github.com/daqiri-go/daqiri/internal/ring"
 )
 
 // Memory is the backing store of a region: host memory the CPU can address (Bytes non-nil) or

@@ -83,10 +83,10 @@ func RSSIndex(hash uint32, n int) int {
 	return int(hash&(RETASize-1)) % n
 }
 
-// toeplitzTable returns, for each of the 12 input byte positions and each byte value, the
+// ToeplitzTable returns, for each of the 12 input byte positions and each byte value, the
 // XOR contribution of that byte to the hash: the hash of the tuple is the XOR of the 12
 // entries its bytes select. The XDP program looks this table up instead of looping over bits.
-func toeplitzTable(key []byte) []uint32 {
+func ToeplitzTable(key []byte) []uint32 {
 	t := make([]uint32, 12*256)
 	var in [12]byte
 	for p := 0; p < 12; p++ {

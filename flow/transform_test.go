@@ -1,4 +1,4 @@
-package flow
+package flow_test
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/flow"
+	"github.com/daqiri-go/daqiri/flow/internal/frametest"
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 )
@@ -20,7 +22,7 @@ func randInner(r *rand.Rand) ([]byte, netip.Addr, netip.Addr, uint16, uint16) {
 	for i := range pl {
 		pl[i] = byte(r.Uint32())
 	}
-	return eth(EtherTypeIPv4, ipv4Pkt(s, d, protoUDP, 0, 0, udpPkt(sp, dp, pl))), s, d, sp, dp
+	return frametest.Eth(flow.EtherTypeIPv4, frametest.IPv4(s, d, 17, 0, 0, frametest.UDP(sp, dp, pl))), s, d, sp, dp
 }
 
 // TestEncapParsesInGopacket encapsulates random frames with each tunnel and VLAN push and
@@ -37,11 +39,11 @@ func TestEncapParsesInGopacket(t *testing.T) {
 				VNI: uint32(r.IntN(1 << 24)), TNI: uint32(r.IntN(1 << 24)), FlowID: uint8(r.IntN(256)), OuterUDPDst: 4789, GREProtocol: 0x0800}
 			buf := make([]byte, 4096)
 			copy(buf, inner)
-			m, err := Encapsulate(buf, len(inner), &tun)
+			m, err := flow.Encapsulate(buf, len(inner), &tun)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := len(inner) + Overhead(&config.Action{Type: config.ActionTunnelEncap, Tunnel: tun}); m != want {
+			if want := len(inner) + flow.Overhead(&config.Action{Type: config.ActionTunnelEncap, Tunnel: tun}); m != want {
 				t.Fatalf("%s: %d bytes, want %d", kind, m, want)
 			}
 			pkt := gopacket.NewPacket(buf[:m], layers.LayerTypeEthernet, gopacket.Default)
@@ -66,8 +68,8 @@ func TestEncapParsesInGopacket(t *testing.T) {
 			// gopacket verifies nothing by default; recompute the checksum it should carry.
 			hdr := append([]byte{}, buf[14:34]...)
 			hdr[10], hdr[11] = 0, 0
-			if got := uint16(buf[24])<<8 | uint16(buf[25]); got != ipChecksum(hdr) {
-				t.Fatalf("%s: outer IPv4 checksum %#x, want %#x", kind, got, ipChecksum(hdr))
+			if got := uint16(buf[24])<<8 | uint16(buf[25]); got != flow.IPChecksum(hdr) {
+				t.Fatalf("%s: outer IPv4 checksum %#x, want %#x", kind, got, flow.IPChecksum(hdr))
 			}
 			switch kind {
 			case config.TunnelVXLAN:
@@ -101,7 +103,7 @@ func TestEncapParsesInGopacket(t *testing.T) {
 			if in == nil || u == nil || !in.SrcIP.Equal(s.AsSlice()) || !in.DstIP.Equal(d.AsSlice()) || uint16(u.SrcPort) != sp || uint16(u.DstPort) != dp {
 				t.Fatalf("%s: inner flow lost: %v %v", kind, in, u)
 			}
-			start, l, ok := Decapsulate(buf[:m], decapOf(kind))
+			start, l, ok := flow.Decapsulate(buf[:m], flow.DecapOf(kind))
 			if !ok {
 				t.Fatalf("%s: decapsulate failed", kind)
 			}
@@ -119,7 +121,7 @@ func TestEncapParsesInGopacket(t *testing.T) {
 		buf := make([]byte, 4096)
 		copy(buf, inner)
 		v := config.VLAN{ID: uint16(r.IntN(4096)), PCP: uint8(r.IntN(8)), DEI: uint8(r.IntN(2))}
-		m, err := PushVLAN(buf, len(inner), &v)
+		m, err := flow.PushVLAN(buf, len(inner), &v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +130,7 @@ func TestEncapParsesInGopacket(t *testing.T) {
 		if !ok || q.VLANIdentifier != v.ID || q.Priority != v.PCP || q.DropEligible != (v.DEI == 1) {
 			t.Fatalf("dot1q %+v want %+v", q, v)
 		}
-		shift, ok := PopVLAN(buf[:m])
+		shift, ok := flow.PopVLAN(buf[:m])
 		if !ok || !bytes.Equal(buf[shift:m], inner) {
 			t.Fatalf("pop: %x", buf[shift:m])
 		}
@@ -136,22 +138,22 @@ func TestEncapParsesInGopacket(t *testing.T) {
 }
 
 func TestTransformBadInput(t *testing.T) {
-	if _, ok := PopVLAN(make([]byte, 17)); ok {
+	if _, ok := flow.PopVLAN(make([]byte, 17)); ok {
 		t.Fatal("pop of a short frame")
 	}
-	if _, ok := PopVLAN(eth(EtherTypeIPv4, make([]byte, 30))); ok {
+	if _, ok := flow.PopVLAN(frametest.Eth(flow.EtherTypeIPv4, make([]byte, 30))); ok {
 		t.Fatal("pop of an untagged frame")
 	}
-	for _, k := range []Decap{DecapVXLAN, DecapGRE, DecapNVGRE} {
-		if _, _, ok := Decapsulate(eth(EtherTypeIPv4, make([]byte, 10)), k); ok {
+	for _, k := range []flow.Decap{flow.DecapVXLAN, flow.DecapGRE, flow.DecapNVGRE} {
+		if _, _, ok := flow.Decapsulate(frametest.Eth(flow.EtherTypeIPv4, make([]byte, 10)), k); ok {
 			t.Fatalf("decap %d of a short frame", k)
 		}
 	}
 	buf := make([]byte, 60)
-	if _, err := Encapsulate(buf, 40, &config.Tunnel{Type: config.TunnelVXLAN}); err == nil {
+	if _, err := flow.Encapsulate(buf, 40, &config.Tunnel{Type: config.TunnelVXLAN}); err == nil {
 		t.Fatal("encap without room")
 	}
-	if _, err := PushVLAN(buf, 58, &config.VLAN{}); err == nil {
+	if _, err := flow.PushVLAN(buf, 58, &config.VLAN{}); err == nil {
 		t.Fatal("push without room")
 	}
 }

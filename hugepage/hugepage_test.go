@@ -2,9 +2,9 @@ package hugepage
 
 import (
 	"errors"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -43,26 +43,20 @@ func TestMapHost(t *testing.T) {
 	}
 }
 
-// TestMapHuge needs root to reserve pages; it restores the previous reservation.
+// TestMapHuge needs root to reserve pages; the previous reservation is restored.
 func TestMapHuge(t *testing.T) {
-	const knob = "/proc/sys/vm/nr_hugepages"
-	old, err := os.ReadFile(knob)
-	if err != nil || os.Geteuid() != 0 {
-		t.Skip("needs root and /proc/sys/vm/nr_hugepages to reserve hugepages")
+	testutil.ReserveHugepages(t, 4)
+	in, err := ReadInfo()
+	if err != nil {
+		t.Fatal(err)
 	}
-	defer os.WriteFile(knob, old, 0o644)
-	in, _ := ReadInfo()
+	if in.Available() < 2 {
+		testutil.Missing(t, "kernel granted only %d free hugepages", in.Available())
+	}
 	// Ask for more than can be had: the error must say how many pages to reserve.
 	_, err = Map((in.Available()+3)*in.PageSize, true)
 	if !errors.Is(err, ErrNotEnough) || !strings.Contains(err.Error(), "nr_hugepages") {
 		t.Fatalf("want ErrNotEnough with the fix, got %v", err)
-	}
-	n, _ := strconv.Atoi(strings.TrimSpace(string(old)))
-	if err := os.WriteFile(knob, []byte(strconv.Itoa(n+4)), 0o644); err != nil {
-		t.Skipf("cannot reserve hugepages: %v", err)
-	}
-	if in, _ = ReadInfo(); in.Available() < 2 {
-		t.Skipf("kernel granted only %d free hugepages", in.Available())
 	}
 	m, err := Map(in.PageSize+1, true)
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/daqiri-go/daqiri/capture"
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/integration/netns"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 )
 
 // captureFrame is an Ethernet/IPv4/UDP frame carrying seq and random bytes, built with
@@ -109,11 +110,7 @@ type tsharkPacket struct {
 
 func needTool(t *testing.T, name string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		t.Skipf("%s is not installed (Debian: apt-get install tshark; CI installs it from .ci/apt.d/capture.txt)", name)
-	}
-	return p
+	return testutil.RequireTool(t, name, "Debian: apt-get install tshark; CI installs it from .ci/apt.d/capture.txt")
 }
 
 // parseEpoch parses "seconds.nanoseconds" exactly (no float rounding).

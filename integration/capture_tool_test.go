@@ -20,6 +20,7 @@ import (
 	"github.com/daqiri-go/daqiri/capture"
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/integration/netns"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 )
 
 // TestCaptureToolCtrlCInNetns builds daqiri-capture, runs it inside a namespace as the UDP
@@ -30,10 +31,7 @@ func TestCaptureToolCtrlCInNetns(t *testing.T) {
 	p := netns.NewPair(t)
 	tshark, capinfos := needTool(t, "tshark"), needTool(t, "capinfos")
 	ipCmd := needTool(t, "ip")
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("the go command is needed to build daqiri-capture")
-	}
+	goCmd := testutil.RequireTool(t, "go", "the go command builds daqiri-capture")
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "daqiri-capture")
 	build := exec.Command(goCmd, "build", "-o", bin, "github.com/daqiri-go/daqiri/tools/daqiri-capture")

@@ -14,7 +14,7 @@ import (
 
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
-	"github.com/daqiri-go/daqiri/hugepage"
+	"github.com/daqiri-go/daqiri/internal/testutil/regiontest"
 	"github.com/daqiri-go/daqiri/reorder"
 	"github.com/daqiri-go/daqiri/socket"
 )
@@ -56,19 +56,7 @@ func TestReorderOverUDP(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	region := func(i int) *engine.Region {
-		rc := &cfg.MemoryRegions[i]
-		mem, err := hugepage.Map(rc.NumBufs*rc.BufSize, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := engine.NewRegion(rc, mem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	src, out := region(0), region(1)
+	src, out := regiontest.New(t, &cfg.MemoryRegions[0]), regiontest.New(t, &cfg.MemoryRegions[1])
 	meta, err := engine.NewMetaPool("rx", 64, 32, false)
 	if err != nil {
 		t.Fatal(err)

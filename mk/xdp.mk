@@ -1,4 +1,4 @@
-# AF_XDP engine (afxdp/), flow steering and its XDP program (flow/), the substrate (xsk/) and
+# AF_XDP engine (afxdp/), flow steering (flow/) and its XDP program (flow/xdp/), the substrate (xsk/) and
 # the software loopback engine (swloop/). Root-only tests skip with a message elsewhere.
 .PHONY: test-xdp bench-xdp
 

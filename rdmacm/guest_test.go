@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/daqiri-go/daqiri/integration/vm/guest"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 	"github.com/daqiri-go/daqiri/verbs"
 )
 
@@ -23,18 +24,12 @@ var (
 	guestAddr netip.Addr
 )
 
-func requireGuest(t *testing.T) {
+func requireGuest(t testing.TB) {
 	t.Helper()
-	guest.Require(t)
-	dev, _, addr := guest.Rxe(t)
-	a, err := netip.ParseAddr(addr)
-	if err != nil {
-		t.Fatalf("harness address %q: %v", addr, err)
-	}
-	guestDev, guestAddr = dev, a
+	guestDev, guestAddr = guest.RxeAddr(t)
 }
 
-func resources(t *testing.T) map[string]uint64 {
+func resources(t testing.TB) map[string]uint64 {
 	t.Helper()
 	all, err := verbs.ResourceSummary()
 	if err != nil {
@@ -43,19 +38,11 @@ func resources(t *testing.T) map[string]uint64 {
 	return all[guestDev]
 }
 
-// checkNoLeak compares the kernel's object counts at cleanup with those at
-// the start (register it before anything else, cleanups run in reverse).
+// checkNoLeak compares the kernel's object counts at cleanup with those at the start
+// (register it before anything else, cleanups run in reverse).
 func checkNoLeak(t *testing.T) {
 	t.Helper()
-	before := resources(t)
-	t.Cleanup(func() {
-		after := resources(t)
-		for _, k := range []string{"cm_id", "qp", "cq", "mr", "pd", "ctx"} {
-			if after[k] != before[k] {
-				t.Errorf("kernel %s count %d after the test, %d before", k, after[k], before[k])
-			}
-		}
-	})
+	testutil.CountsUnchanged(t, "kernel", resources, "cm_id", "qp", "cq", "mr", "pd", "ctx")
 }
 
 func openCh(t *testing.T) *Channel {
@@ -70,18 +57,6 @@ func openCh(t *testing.T) *Channel {
 		}
 	})
 	return ch
-}
-
-// randPort picks a port for a listener; collisions only happen between
-// tests of this package, which run one after another.
-func randPort() uint16 { return uint16(20000 + rand.IntN(20000)) }
-
-func randBytes(n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(rand.Uint32())
-	}
-	return b
 }
 
 // expect reads the next event from ch (bounded) and checks its type and ID.
@@ -105,7 +80,7 @@ func TestGuestBindAndQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := randPort()
+	port := uint16(testutil.RandPort())
 	if err := id.Bind(netip.AddrPortFrom(guestAddr, port)); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +261,7 @@ func connectPair(t *testing.T, srvCh, cliCh *Channel, ps PortSpace, typ verbs.QP
 	if lis, err = srvCh.CreateID(ps, typ); err != nil {
 		t.Fatal(err)
 	}
-	addr := netip.AddrPortFrom(guestAddr, randPort())
+	addr := netip.AddrPortFrom(guestAddr, uint16(testutil.RandPort()))
 	if err := lis.Bind(addr); err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +286,7 @@ func connectPair(t *testing.T, srvCh, cliCh *Channel, ps PortSpace, typ verbs.QP
 	} else if typ != verbs.QPTypeRC && !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("SetAckTimeout on a %v ID = %v, want EINVAL (RC only)", typ, err)
 	}
-	req := randBytes(MaxConnectPrivateData)
+	req := testutil.RandBytes(MaxConnectPrivateData)
 	rr := uint8(0)
 	if typ == verbs.QPTypeRC {
 		rr = 1
@@ -328,7 +303,7 @@ func connectPair(t *testing.T, srvCh, cliCh *Channel, ps PortSpace, typ verbs.QP
 	}
 	srv = newEnd(t, ev.ID, typ)
 	srv.toRTS(t)
-	rep := randBytes(MaxAcceptPrivateData)
+	rep := testutil.RandBytes(MaxAcceptPrivateData)
 	if err := ev.ID.Accept(ConnParam{PrivateData: rep, QPNum: srv.qp.Num(), ResponderResources: rr, InitiatorDepth: rr, RetryCount: 7, RNRRetryCount: 7}); err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +325,7 @@ func exchange(t *testing.T, a, b *end) {
 	for _, p := range [][2]*end{{a, b}, {b, a}} {
 		from, to := p[0], p[1]
 		n := 1 + rand.IntN(4096)
-		copy(from.buf, randBytes(n))
+		copy(from.buf, testutil.RandBytes(n))
 		clear(to.buf[4096:])
 		rs, _ := to.mr.Slice(4096, 4096)
 		if _, err := to.qp.PostRecv(verbs.RecvWR{ID: 2, SGL: []verbs.SGE{rs}}); err != nil {
@@ -437,7 +412,7 @@ func TestGuestReject(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lis.Destroy()
-	addr := netip.AddrPortFrom(guestAddr, randPort())
+	addr := netip.AddrPortFrom(guestAddr, uint16(testutil.RandPort()))
 	if err := lis.Bind(addr); err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +436,7 @@ func TestGuestReject(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := expect(t, srvCh, EventConnectRequest, nil)
-	why := randBytes(1 + rand.IntN(MaxRejectPrivateData))
+	why := testutil.RandBytes(1 + rand.IntN(MaxRejectPrivateData))
 	if err := ev.ID.Reject(why); err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +466,7 @@ func TestGuestNoListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := netip.AddrPortFrom(guestAddr, randPort())
+	addr := netip.AddrPortFrom(guestAddr, uint16(testutil.RandPort()))
 	if err := cid.ResolveAddr(netip.AddrPort{}, addr, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 )
 
 // TestVectorLoopsMatchScalar runs every conversion through its vector loop and through the
@@ -83,7 +84,7 @@ func TestVectorLoopsMatchScalar(t *testing.T) {
 				if n := c.Convert(got, src); n != len(want) {
 					t.Fatalf("%s: wrote %d bytes, want %d", name, n, len(want))
 				}
-				if k := firstDiff(got[:len(want)], want); k >= 0 {
+				if k := testutil.FirstDiff(got[:len(want)], want); k >= 0 {
 					t.Fatalf("%s: output byte %d (sample %d) = %#x, scalar %#x", name, k, k/c.OutBytes(), got[k], want[k])
 				}
 				if !bytes.Equal(got[len(want):], bytes.Repeat([]byte{0x5a}, 16)) {
@@ -92,13 +93,4 @@ func TestVectorLoopsMatchScalar(t *testing.T) {
 			}
 		}
 	}
-}
-
-func firstDiff(a, b []byte) int {
-	for i := range a {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return -1
 }

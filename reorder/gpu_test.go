@@ -3,7 +3,6 @@ package reorder
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -12,32 +11,12 @@ import (
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/cudart"
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/internal/testutil/gputest"
 )
 
 // The tests in this file need an NVIDIA GPU and driver; elsewhere they skip. `make gpu-test`
 // builds them into bin/gpu/reorder.test. DAQIRI_REORDER_PTX names a PTX file to load instead
 // of the embedded kernels (for kernel development).
-
-// gpuDev opens GPU 0 or skips.
-func gpuDev(t testing.TB) *cudart.Device {
-	t.Helper()
-	d, err := cudart.Open()
-	if errors.Is(err, cudart.ErrNoDriver) {
-		t.Skip("no NVIDIA driver (libcuda.so.1)")
-	}
-	if errors.Is(err, cudart.ResultNoDevice) || errors.Is(err, cudart.ResultStubLibrary) {
-		t.Skipf("no usable CUDA device: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := d.Device(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dev.Close() })
-	return dev
-}
 
 func testPTX(t testing.TB) []byte {
 	p := os.Getenv("DAQIRI_REORDER_PTX")
@@ -56,7 +35,7 @@ func testPTX(t testing.TB) []byte {
 // and compares each aggregate bit for bit with the CPU conversion, including the zero fill
 // and the bytes after the aggregate (which must stay untouched).
 func TestGPUKernelsMatchCPU(t *testing.T) {
-	dev := gpuDev(t)
+	dev := gputest.Device(t)
 	ks, err := LoadKernels(dev, testPTX(t))
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +233,7 @@ func (g *rig) next() *engine.Burst {
 // wrapping batch numbers, every conversion) to a cpu plan and to a gpu plan and checks that
 // every aggregate is the same: info, bitmap and every byte (device output copied back).
 func TestGPUPlanMatchesCPUPlan(t *testing.T) {
-	dev := gpuDev(t)
+	dev := gputest.Device(t)
 	r := newRand()
 	for trial := 0; trial < 24; trial++ {
 		s := randomScenario(r)

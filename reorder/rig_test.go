@@ -7,7 +7,7 @@ import (
 
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
-	"github.com/daqiri-go/daqiri/hugepage"
+	"github.com/daqiri-go/daqiri/internal/testutil/regiontest"
 )
 
 // rig is one RX queue with a source region, an output region and a metadata pool, fed by the
@@ -28,19 +28,6 @@ type rigSpec struct {
 	batch            int // queue batch_size (default 64)
 }
 
-func newRegion(t testing.TB, name string, kind config.MemoryKind, n, size int) *engine.Region {
-	t.Helper()
-	mem, err := hugepage.Map(n*size, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := engine.NewRegion(&config.MemoryRegion{Name: name, Kind: kind, NumBufs: n, BufSize: size}, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 func newRig(t testing.TB, s rigSpec) *rig {
 	t.Helper()
 	if s.meta == 0 {
@@ -50,8 +37,8 @@ func newRig(t testing.TB, s rigSpec) *rig {
 		s.batch = 64
 	}
 	g := &rig{t: t, metaN: s.meta}
-	g.src = newRegion(t, "src", config.KindHost, s.srcBufs, s.srcSize)
-	g.out = newRegion(t, "out", config.KindHost, s.outBufs, s.outSize)
+	g.src = regiontest.Host(t, "src", s.srcBufs, s.srcSize)
+	g.out = regiontest.Host(t, "out", s.outBufs, s.outSize)
 	var err error
 	g.meta, err = engine.NewMetaPool("rx", s.meta, s.batch, false)
 	if err != nil {
@@ -68,8 +55,6 @@ func newRig(t testing.TB, s rigSpec) *rig {
 	t.Cleanup(func() {
 		g.svc.Close()
 		g.q.Drain()
-		g.src.Close()
-		g.out.Close()
 	})
 	return g
 }

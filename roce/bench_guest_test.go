@@ -16,6 +16,7 @@ import (
 
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 )
 
 // TestGuestBenchRoCE measures the engine next to perftest on the same
@@ -91,7 +92,7 @@ func perftest(t *testing.T, tool string, size, n int) float64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	port := strconv.Itoa(randPort())
+	port := strconv.Itoa(testutil.RandPort())
 	// Bandwidth in MB/s, which perftest prints with more digits than Gb/s;
 	// its MB is 2^20 bytes (perftest_parameters.c, format_factor 0x100000).
 	args := []string{"-d", guestDev, "-s", strconv.Itoa(size), "-n", strconv.Itoa(n), "-F", "-p", port}
@@ -134,7 +135,7 @@ func perftest(t *testing.T, tool string, size, n int) float64 {
 // Gb/s and messages/s as the receiver saw them.
 func goSend(t *testing.T, size, n int) (float64, float64) {
 	t.Helper()
-	srvCfg, cliCfg := sendRecvConfigs("RC", randPort(), size, 64)
+	srvCfg, cliCfg := sendRecvConfigs("RC", testutil.RandPort(), size, 64)
 	p := connect(t, srvCfg, cliCfg)
 	done := make(chan error, 1)
 	t0 := time.Now()
@@ -182,7 +183,7 @@ func goWrite(t *testing.T, size, n int) (float64, float64) {
 			region(pre+"_rx", 16, 256, config.AccessLocal), region(pre+"_src", 64, size, config.AccessLocal),
 			region(pre+"_window", 64, size, config.AccessLocal|config.AccessRDMAWrite))
 	}
-	port := randPort()
+	port := testutil.RandPort()
 	p := connect(t, mk(config.ModeServer, netip.AddrPortFrom(guestAddr, uint16(port)), "srv"), mk(config.ModeClient, netip.AddrPortFrom(guestAddr, 0), "cli"))
 	t0 := time.Now()
 	off := 0

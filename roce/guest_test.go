@@ -13,6 +13,7 @@ import (
 
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 	"github.com/daqiri-go/daqiri/roce"
 )
 
@@ -62,7 +63,7 @@ func exchangeMessages(t *testing.T, p *pair, count, maxMsg int, bound time.Durat
 
 func TestGuestSendRecv(t *testing.T) {
 	requireGuest(t)
-	srvCfg, cliCfg := sendRecvConfigs("RC", randPort(), mib, 16)
+	srvCfg, cliCfg := sendRecvConfigs("RC", testutil.RandPort(), mib, 16)
 	p := connect(t, srvCfg, cliCfg)
 	if p.srvConn == 0 || p.cliConn == 0 {
 		t.Fatal("zero connection id")
@@ -105,7 +106,7 @@ func TestGuestFullSendRecv(t *testing.T) {
 	if s := os.Getenv("DAQIRI_ROCE_FULL_MESSAGES"); s != "" {
 		count, _ = strconv.Atoi(s)
 	}
-	srvCfg, cliCfg := sendRecvConfigs("RC", randPort(), mib, 32)
+	srvCfg, cliCfg := sendRecvConfigs("RC", testutil.RandPort(), mib, 32)
 	p := connect(t, srvCfg, cliCfg)
 	data := newPool(2 * mib)
 	deadline := time.Now().Add(2 * time.Hour)
@@ -285,7 +286,7 @@ func checkRead(t *testing.T, p *pair, want pool) int {
 func TestGuestWriteRead(t *testing.T) {
 	requireGuest(t)
 	const window = 16 * mib
-	srvCfg, cliCfg := writeReadConfigs("RC", randPort(), window, config.AccessLocal|config.AccessRDMAWrite|config.AccessRDMARead)
+	srvCfg, cliCfg := writeReadConfigs("RC", testutil.RandPort(), window, config.AccessLocal|config.AccessRDMAWrite|config.AccessRDMARead)
 	p := connect(t, srvCfg, cliCfg)
 	wrote, read := moveWindow(t, p, window)
 	t.Logf("RDMA WRITE %d MiB in %v, READ %d MiB in %v (content checked on both ends)", window/mib, wrote.Round(time.Millisecond), window/mib, read.Round(time.Millisecond))
@@ -335,7 +336,7 @@ func TestGuestFullWriteRead(t *testing.T) {
 		t.Skip("full-size run: make test-roce-full (or -test.run TestGuestFullWriteRead)")
 	}
 	const window = 64 * mib
-	srvCfg, cliCfg := writeReadConfigs("RC", randPort(), window, config.AccessLocal|config.AccessRDMAWrite|config.AccessRDMARead)
+	srvCfg, cliCfg := writeReadConfigs("RC", testutil.RandPort(), window, config.AccessLocal|config.AccessRDMAWrite|config.AccessRDMARead)
 	p := connect(t, srvCfg, cliCfg)
 	wrote, read := moveWindow(t, p, window)
 	t.Logf("FULL WRITE/READ: RDMA WRITE 64 MiB in %v (%.1f MB/s), READ 64 MiB in %v (%.1f MB/s), content checked on both ends",
@@ -347,7 +348,7 @@ func TestGuestFullWriteRead(t *testing.T) {
 func TestGuestUC(t *testing.T) {
 	requireGuest(t)
 	const window = 2 * mib
-	srvCfg, cliCfg := writeReadConfigs("UC", randPort(), window, config.AccessLocal|config.AccessRDMAWrite)
+	srvCfg, cliCfg := writeReadConfigs("UC", testutil.RandPort(), window, config.AccessLocal|config.AccessRDMAWrite)
 	p := connect(t, srvCfg, cliCfg)
 	// SEND, one message at a time: UC drops a message that finds no
 	// receive buffer posted (it has no RNR retry), so the test waits for
@@ -400,7 +401,7 @@ func TestGuestBadConfig(t *testing.T) {
 		want []string
 	}{
 		{"server on an address no interface has",
-			roceConfig(config.ModeServer, "RC", netip.AddrPortFrom(absent, uint16(randPort())), []string{"rx"}, []string{"tx"},
+			roceConfig(config.ModeServer, "RC", netip.AddrPortFrom(absent, uint16(testutil.RandPort())), []string{"rx"}, []string{"tx"},
 				region("rx", 4, 4*kib, config.AccessLocal), region("tx", 4, 4*kib, config.AccessLocal)),
 			[]string{"interfaces[0].socket_config.local_addr", absent.String(), "cannot assign requested address"}},
 		{"client on an address no interface has",
@@ -408,11 +409,11 @@ func TestGuestBadConfig(t *testing.T) {
 				region("rx", 4, 4*kib, config.AccessLocal), region("tx", 4, 4*kib, config.AccessLocal)),
 			[]string{"interfaces[0].socket_config.local_addr", absent.String()}},
 		{"UC with a READ-able region",
-			roceConfig(config.ModeServer, "UC", netip.AddrPortFrom(guestAddr, uint16(randPort())), []string{"rx"}, []string{"tx"},
+			roceConfig(config.ModeServer, "UC", netip.AddrPortFrom(guestAddr, uint16(testutil.RandPort())), []string{"rx"}, []string{"tx"},
 				region("rx", 4, 4*kib, config.AccessLocal), region("tx", 4, 4*kib, config.AccessLocal|config.AccessRDMARead)),
 			[]string{"interfaces[0].roce_config.transport_mode", "UC cannot serve RDMA READ", "region tx"}},
 		{"UD",
-			roceConfig(config.ModeServer, "UD", netip.AddrPortFrom(guestAddr, uint16(randPort())), []string{"rx"}, nil,
+			roceConfig(config.ModeServer, "UD", netip.AddrPortFrom(guestAddr, uint16(testutil.RandPort())), []string{"rx"}, nil,
 				region("rx", 4, 4*kib, config.AccessLocal)),
 			[]string{"transport_mode UD is not supported"}},
 	}
@@ -441,7 +442,7 @@ func TestGuestBadConfig(t *testing.T) {
 		// TEST-NET-1: no peer ever answers (the guest may even lack a
 		// route); the connect timeout bounds the wait.
 		{netip.MustParseAddrPort("192.0.2.1:4791"), "connecting to 192.0.2.1:4791"},
-		{netip.AddrPortFrom(guestAddr, uint16(randPort())), "nothing listens"},
+		{netip.AddrPortFrom(guestAddr, uint16(testutil.RandPort())), "nothing listens"},
 	} {
 		_, err := cli.RDMAConnect(0, c.to, 2*time.Second)
 		if !errors.Is(err, daqiri.ErrConnectFailure) || !strings.Contains(err.Error(), c.want) {
@@ -473,7 +474,7 @@ func TestGuestBadConfig(t *testing.T) {
 func TestGuestSignalEvery(t *testing.T) {
 	requireGuest(t)
 	t.Setenv(roce.EnvSignalEvery, "8")
-	srvCfg, cliCfg := sendRecvConfigs("RC", randPort(), 4*kib, 64)
+	srvCfg, cliCfg := sendRecvConfigs("RC", testutil.RandPort(), 4*kib, 64)
 	p := connect(t, srvCfg, cliCfg)
 	data := newPool(8 * kib)
 	count := 8*rand.IntN(5) + 1 + rand.IntN(7) // never a multiple of 8
@@ -494,7 +495,7 @@ func TestGuestSignalEvery(t *testing.T) {
 // while makes the sender's messages wait (RNR) and resume, losing nothing.
 func TestGuestRNRBackpressure(t *testing.T) {
 	requireGuest(t)
-	srvCfg, cliCfg := sendRecvConfigs("RC", randPort(), 4*kib, 8)
+	srvCfg, cliCfg := sendRecvConfigs("RC", testutil.RandPort(), 4*kib, 8)
 	p := connect(t, srvCfg, cliCfg)
 	data := newPool(8 * kib)
 	count := 40
@@ -535,7 +536,7 @@ func TestGuestRNRBackpressure(t *testing.T) {
 func TestGuestCloseUnderTraffic(t *testing.T) {
 	requireGuest(t)
 	before := resources(t)
-	srvCfg, cliCfg := sendRecvConfigs("RC", randPort(), 64*kib, 16)
+	srvCfg, cliCfg := sendRecvConfigs("RC", testutil.RandPort(), 64*kib, 16)
 	srv, err := daqiri.Open(t.Context(), srvCfg)
 	if err != nil {
 		t.Fatal(err)

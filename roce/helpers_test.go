@@ -31,13 +31,7 @@ var (
 
 func requireGuest(t testing.TB) {
 	t.Helper()
-	guest.Require(t)
-	dev, _, addr := guest.Rxe(t)
-	a, err := netip.ParseAddr(addr)
-	if err != nil {
-		t.Fatalf("harness address %q: %v", addr, err)
-	}
-	guestDev, guestAddr = dev, a
+	guestDev, guestAddr = guest.RxeAddr(t)
 }
 
 // explicit reports whether -test.run asks for the running test by a word of
@@ -48,8 +42,6 @@ func explicit(t *testing.T, word string) bool {
 	f := flag.Lookup("test.run")
 	return f != nil && strings.Contains(f.Value.String(), word) && strings.Contains(t.Name(), word)
 }
-
-func randPort() int { return 20000 + rand.IntN(20000) }
 
 func region(name string, bufs, size int, access config.Access) config.MemoryRegion {
 	return config.MemoryRegion{Name: name, Kind: config.KindHost, Access: access, NumBufs: bufs, BufSize: size}

@@ -10,46 +10,19 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/integration/vm/guest"
+	"github.com/daqiri-go/daqiri/internal/testutil/enginetest"
 	"github.com/daqiri-go/daqiri/verbs"
 )
 
 // These guest tests look inside the engine (QP attributes, registration of
-// device memory), so they build its environment by hand instead of through
+// device memory), so they open it on what enginetest builds instead of through
 // a session.
-
-func guestAddr(t *testing.T) (string, netip.Addr) {
-	t.Helper()
-	guest.Require(t)
-	dev, _, addr := guest.Rxe(t)
-	a, err := netip.ParseAddr(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dev, a
-}
-
-// mmapMem is anonymous host memory for a region.
-type mmapMem []byte
-
-func (m mmapMem) Bytes() []byte { return m }
-func (m mmapMem) Addr() uintptr { return unsafeAddr(m) }
-func (m mmapMem) Close() error  { return unix.Munmap(m) }
-
-func newMmap(t *testing.T, n int) mmapMem {
-	t.Helper()
-	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // testEnv is what a session would give the engine for one RoCE interface
 // with one RX and one TX queue.
@@ -65,27 +38,7 @@ func testEnv(t *testing.T, mode config.SocketMode, local netip.AddrPort) *engine
 		RX:     &config.RxConfig{Queues: []config.Queue{{Name: "q", CPUCore: "0", BatchSize: 4, MemoryRegions: []string{"rx"}}}},
 		TX:     &config.TxConfig{Queues: []config.Queue{{Name: "q", CPUCore: "0", BatchSize: 4, MemoryRegions: []string{"tx"}}}}}
 	cfg := &config.Config{Version: 1, StreamType: config.StreamSocket, MemoryRegions: mrs, Interfaces: []config.Interface{ifc}}
-	var regs []*engine.Region
-	for i := range mrs {
-		m := newMmap(t, mrs[i].NumBufs*mrs[i].BufSize)
-		r, err := engine.NewRegion(&cfg.MemoryRegions[i], m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { r.Close() })
-		regs = append(regs, r)
-	}
-	rxMeta, _ := engine.NewMetaPool("rx", 16, 4, false)
-	txMeta, _ := engine.NewMetaPool("tx", 16, 4, true)
-	p := &engine.Port{ID: 0, Name: ifc.Name, Config: &cfg.Interfaces[0], Engine: config.EngineRoCE}
-	rq, err := engine.NewRxQueue(p, 0, &cfg.Interfaces[0].RX.Queues[0], regs[:1], rxMeta, 16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Rx = []*engine.RxQueue{rq}
-	p.Tx = []*engine.TxQueue{engine.NewTxQueue(p, 0, &cfg.Interfaces[0].TX.Queues[0], regs[1:], txMeta)}
-	t.Cleanup(func() { rq.Drain() })
-	return &engine.Env{Config: cfg, Ports: []*engine.Port{p}, Log: slog.Default()}
+	return &engine.Env{Config: cfg, Ports: enginetest.Ports(t, cfg), Log: slog.Default()}
 }
 
 func openEngine(t *testing.T, env *engine.Env) *Engine {
@@ -106,7 +59,7 @@ func openEngine(t *testing.T, env *engine.Env) *Engine {
 // by default, DAQIRI_RDMA_MIN_RNR_TIMER otherwise), the 67 ms ACK timeout,
 // infinite RNR retries and READ resources.
 func TestGuestQPAttributes(t *testing.T) {
-	_, addr := guestAddr(t)
+	_, addr := guest.RxeAddr(t)
 	for _, rnr := range []int{-1, rand.IntN(32)} {
 		name := "default"
 		if rnr >= 0 {
@@ -166,7 +119,7 @@ func (m *dmabufMem) DMABuf() (int, uint64, error) {
 // the device, the key path and what to use instead; nothing is left
 // registered.
 func TestGuestDeviceMemoryNeedsDMABuf(t *testing.T) {
-	dev, _ := guestAddr(t)
+	dev, _ := guest.RxeAddr(t)
 	info, err := verbs.LookupDevice(dev)
 	if err != nil {
 		t.Fatal(err)
@@ -202,5 +155,3 @@ func TestGuestDeviceMemoryNeedsDMABuf(t *testing.T) {
 		t.Errorf("unexportable device memory: %v", err)
 	}
 }
-
-func unsafeAddr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }

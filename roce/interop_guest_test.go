@@ -14,6 +14,7 @@ import (
 
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 )
 
 // rping's protocol (rdma-core librdmacm/examples/rping.c): after the
@@ -27,11 +28,7 @@ import (
 // install when it is absent (the guest runs the host's binaries).
 func lookTool(t *testing.T, name, pkg string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		t.Skipf("%s not found: install Debian package %s on the host (.ci/apt.d/roce.txt)", name, pkg)
-	}
-	return p
+	return testutil.RequireTool(t, name, "install Debian package "+pkg+" on the host (.ci/apt.d/roce.txt)")
 }
 
 // TestGuestRpingServer: the Go client pings rdma-core's rping server (which
@@ -40,7 +37,7 @@ func lookTool(t *testing.T, name, pkg string) string {
 func TestGuestRpingServer(t *testing.T) {
 	requireGuest(t)
 	rping := lookTool(t, "rping", "rdmacm-utils")
-	port := randPort()
+	port := testutil.RandPort()
 	size := 64 + rand.IntN(8000)
 	count := 10 + rand.IntN(10)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 )
 
 // envChildServer tells a re-executed test binary to act as the peer that
@@ -50,7 +51,7 @@ func TestGuestPeerLossChild(t *testing.T) {
 // rdma_cm ID, and its other connection keeps carrying traffic.
 func TestGuestPeerLoss(t *testing.T) {
 	requireGuest(t)
-	port := randPort()
+	port := testutil.RandPort()
 	addr := netip.AddrPortFrom(guestAddr, uint16(port))
 	// Two slots: two RX queues (and two TX queues).
 	srvCfg := roceConfig(config.ModeServer, "RC", addr, []string{"srv_rx", "srv_rx"}, []string{"srv_tx", "srv_tx"},

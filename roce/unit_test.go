@@ -123,8 +123,8 @@ func TestTunables(t *testing.T) {
 	}
 	n := 1 + rand.IntN(sqDepth/2)
 	r := rand.IntN(32)
-	t.Setenv(EnvSignalEvery, itoa(n))
-	t.Setenv(EnvMinRNRTimer, itoa(r))
+	t.Setenv(EnvSignalEvery, strconv.Itoa(n))
+	t.Setenv(EnvMinRNRTimer, strconv.Itoa(r))
 	if every, rnr, err := tunables(); err != nil || every != n || int(rnr) != r {
 		t.Errorf("%d/%d: %d %d %v", n, r, every, rnr, err)
 	}
@@ -137,8 +137,6 @@ func TestTunables(t *testing.T) {
 		}
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestOpcodesAndReasons(t *testing.T) {
 	want := []string{"CONNECT", "SEND", "RECEIVE", "RDMA_WRITE", "RDMA_WRITE_IMM", "RDMA_READ", "RDMA_READ_IMM", "INVALID"}
@@ -281,10 +279,10 @@ func TestCompletionAccessors(t *testing.T) {
 		t.Error("nil completion")
 	}
 	c = &Completion{}
-	c.reset(OpReceive, 7)
+	c.Reset(OpReceive, 7)
 	v := rand.Uint32()
-	c.add(0, false, 0)
-	c.add(v, true, 1234)
+	c.Append(0, false, 0)
+	c.Append(v, true, 1234)
 	if _, ok := c.Imm(0); ok {
 		t.Error("packet 0 has no immediate")
 	}

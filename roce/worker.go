@@ -165,7 +165,7 @@ func (c *conn) onRecv(wc *verbs.WorkCompletion) {
 	}
 	b.Append(idx*uint64(c.rxRegion.BufSize), length, 0, 0)
 	st := b.Engine.(*burstState)
-	st.comp.add(wc.Imm, wc.Flags&verbs.WCFlagWithImm != 0, wlen)
+	st.comp.Append(wc.Imm, wc.Flags&verbs.WCFlagWithImm != 0, wlen)
 	if b.Len() >= c.rxq.BatchSize() {
 		c.deliverCurrent()
 	}
@@ -184,7 +184,7 @@ func (c *conn) rxBurst(op Opcode) *engine.Burst {
 		}
 		st := c.e.st.of(b)
 		st.done = true
-		st.comp.reset(op, c.id)
+		st.comp.Reset(op, c.id)
 		b.SetConnID(c.id)
 		c.cur, c.curOp, c.curSince = b, op, time.Now()
 	}
@@ -330,10 +330,10 @@ func (c *conn) finish(f flight) {
 	}
 	st := c.e.st.of(f.b)
 	st.done = true
-	st.comp.reset(f.op, c.id)
+	st.comp.Reset(f.op, c.id)
 	st.comp.Tag = f.tag
 	for range f.n {
-		st.comp.add(0, false, 0)
+		st.comp.Append(0, false, 0)
 	}
 	if c.rxq == nil {
 		// Nowhere to hand it: the data was read (or sent) all the same.

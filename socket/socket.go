@@ -29,7 +29,7 @@ import (
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/internal/osthread"
-	"github.com/daqiri-go/daqiri/sockio"
+	"github.com/daqiri-go/daqiri/internal/sockio"
 )
 
 // Defaults for kernel socket buffers: large enough that a burst of a few thousand 8 KB

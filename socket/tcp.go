@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/daqiri-go/daqiri/engine"
-	"github.com/daqiri-go/daqiri/sockio"
+	"github.com/daqiri-go/daqiri/internal/sockio"
 )
 
 // FrameHeaderLen is the TCP framing: each packet is sent as a 4-byte big-endian length

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/daqiri-go/daqiri/engine"
-	"github.com/daqiri-go/daqiri/sockio"
+	"github.com/daqiri-go/daqiri/internal/sockio"
 )
 
 // rxBatcher accumulates packets into bursts and hands them over on batch_size, on timeout_us

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 	"math/rand/v2"
 	"syscall"
 	"testing"
@@ -27,12 +28,12 @@ func newPair(t *testing.T, c *Context, typ QPType, ch *CompChannel) *pair {
 	if p.pd, err = c.AllocPD(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeOK(t, p.pd) })
+	t.Cleanup(func() { testutil.CloseOK(t, p.pd) })
 	for i := range 2 {
 		if p.cq[i], err = c.CreateCQ(16, ch, 0); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { closeOK(t, p.cq[i]) })
+		t.Cleanup(func() { testutil.CloseOK(t, p.cq[i]) })
 	}
 	for i := range 2 {
 		p.qp[i], err = p.pd.CreateQP(QPInit{Type: typ, SendCQ: p.cq[i], RecvCQ: p.cq[i],
@@ -40,19 +41,12 @@ func newPair(t *testing.T, c *Context, typ QPType, ch *CompChannel) *pair {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { closeOK(t, p.qp[i]) })
+		t.Cleanup(func() { testutil.CloseOK(t, p.qp[i]) })
 		if p.qp[i].Num() == 0 || p.qp[i].Cap().MaxSendWR < 8 || p.qp[i].Cap().MaxInlineData < 64 {
 			t.Fatalf("QP %d: num %d cap %+v", i, p.qp[i].Num(), p.qp[i].Cap())
 		}
 	}
 	return p
-}
-
-func closeOK(t *testing.T, c interface{ Close() error }) {
-	t.Helper()
-	if err := c.Close(); err != nil {
-		t.Errorf("%T.Close: %v", c, err)
-	}
 }
 
 // connect walks both QPs RESET→INIT→RTR→RTS, checking each state with Query.
@@ -156,7 +150,7 @@ func TestGuestSendRecv(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { closeOK(t, mr) })
+			t.Cleanup(func() { testutil.CloseOK(t, mr) })
 			src, dst := mem[:size], mem[size:]
 			send := func(op WROpcode, n int, imm uint32) {
 				t.Helper()
@@ -257,14 +251,14 @@ func TestGuestUDSend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeOK(t, ah) })
+	t.Cleanup(func() { testutil.CloseOK(t, ah) })
 	const grh = 40 // UD receives start with the 40-byte GRH slot
 	mem := offHeap(t, 4096)
 	mr, err := p.pd.RegMR(mem, AccessLocalWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeOK(t, mr) })
+	t.Cleanup(func() { testutil.CloseOK(t, mr) })
 	n := 1 + rand.IntN(512)
 	for i := range mem[:n] {
 		mem[i] = byte(rand.Uint32())
@@ -299,7 +293,7 @@ func TestGuestCompChannel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeOK(t, ch) })
+	t.Cleanup(func() { testutil.CloseOK(t, ch) })
 	p := newPair(t, c, QPTypeRC, ch)
 	p.connect(t, AccessLocalWrite)
 	// Nothing armed, nothing pending: the wait times out.
@@ -316,7 +310,7 @@ func TestGuestCompChannel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeOK(t, mr) })
+	t.Cleanup(func() { testutil.CloseOK(t, mr) })
 	if _, err := p.qp[1].PostRecv(RecvWR{ID: 1, SGL: []SGE{mr.SGE()}}); err != nil {
 		t.Fatal(err)
 	}
@@ -348,12 +342,12 @@ func TestGuestAsyncEventCQOverrun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeOK(t, small) })
+	t.Cleanup(func() { testutil.CloseOK(t, small) })
 	qp, err := p.pd.CreateQP(QPInit{Type: QPTypeRC, SendCQ: small, RecvCQ: p.cq[1], Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInlineData: 16}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeOK(t, qp) })
+	t.Cleanup(func() { testutil.CloseOK(t, qp) })
 	p.qp[0].Close()
 	p.qp[0] = qp
 	p.connect(t, AccessLocalWrite)
@@ -362,7 +356,7 @@ func TestGuestAsyncEventCQOverrun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeOK(t, mr) })
+	t.Cleanup(func() { testutil.CloseOK(t, mr) })
 	want := small.CQE() + 1
 	for i := range want {
 		if _, err := p.qp[1].PostRecv(RecvWR{ID: uint64(i), SGL: []SGE{mr.SGE()}}); err != nil {
@@ -390,7 +384,7 @@ func TestGuestBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeOK(t, pd)
+	defer testutil.CloseOK(t, pd)
 	mem := offHeap(t, 4096)
 
 	// A PD handle the kernel never issued.
@@ -404,7 +398,7 @@ func TestGuestBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeOK(t, cq)
+	defer testutil.CloseOK(t, cq)
 	if _, err := bogus.CreateQP(QPInit{Type: QPTypeRC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}}); !isErrno(err) || !errors.Is(err, syscall.ENOENT) {
 		t.Errorf("CreateQP with a bad PD handle = %v, want the kernel's ENOENT", err)
 	} else {
@@ -428,7 +422,7 @@ func TestGuestBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeOK(t, qp)
+	defer testutil.CloseOK(t, qp)
 	if err := qp.ToRTS(1); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("RESET→RTS = %v, want EINVAL", err)
 	}
@@ -549,7 +543,7 @@ func TestGuestAtomics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeOK(t, mr) })
+	t.Cleanup(func() { testutil.CloseOK(t, mr) })
 	le := func(off int) uint64 {
 		var v uint64
 		for i := 7; i >= 0; i-- {
@@ -602,7 +596,7 @@ func TestGuestManySends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeOK(t, mr) })
+	t.Cleanup(func() { testutil.CloseOK(t, mr) })
 	rx := func(i int) []byte { return mem[(slots+i%slots)*slot : (slots+i%slots+1)*slot] }
 	tx := func(i int) []byte { return mem[(i%slots)*slot : (i%slots+1)*slot] }
 	lengths := make([]int, total)

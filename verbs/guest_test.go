@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/daqiri-go/daqiri/integration/vm/guest"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 )
 
 // The tests in this file need a kernel with rdma_rxe and the Soft-RoCE
@@ -25,15 +26,9 @@ var (
 	guestAddr netip.Addr
 )
 
-func requireGuest(t *testing.T) {
+func requireGuest(t testing.TB) {
 	t.Helper()
-	guest.Require(t)
-	dev, _, addr := guest.Rxe(t)
-	a, err := netip.ParseAddr(addr)
-	if err != nil || !a.Is4() {
-		t.Fatalf("harness rxe address %q is not IPv4: %v", addr, err)
-	}
-	guestDev, guestAddr = dev, a
+	guestDev, guestAddr = guest.RxeAddr(t)
 }
 
 // offHeap maps n bytes of anonymous memory outside the Go heap, as MRs
@@ -73,7 +68,7 @@ func guestGIDIndex(t *testing.T, c *Context) uint8 {
 	return uint8(e.Index)
 }
 
-func resources(t *testing.T) map[string]uint64 {
+func resources(t testing.TB) map[string]uint64 {
 	t.Helper()
 	requireGuest(t)
 	all, err := ResourceSummary()
@@ -87,19 +82,11 @@ func resources(t *testing.T) map[string]uint64 {
 	return m
 }
 
-// checkNoLeak records the kernel's object counts and, at cleanup, checks
-// they came back (cleanups run in reverse, so register it first).
+// checkNoLeak records the kernel's object counts and, at cleanup, checks they came back
+// (cleanups run in reverse, so register it first).
 func checkNoLeak(t *testing.T) {
 	t.Helper()
-	before := resources(t)
-	t.Cleanup(func() {
-		after := resources(t)
-		for k, v := range before {
-			if after[k] != v {
-				t.Errorf("kernel %s count %d after the test, %d before", k, after[k], v)
-			}
-		}
-	})
+	testutil.CountsUnchanged(t, "kernel", resources)
 }
 
 func TestGuestDevices(t *testing.T) {

@@ -12,36 +12,14 @@ import (
 	"github.com/daqiri-go/daqiri/capture"
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/cudart"
+	"github.com/daqiri-go/daqiri/cudart/cufile"
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/hugepage"
+	"github.com/daqiri-go/daqiri/internal/testutil/gputest"
 )
 
 // The tests in this file need an NVIDIA GPU, its driver and libcufile. Elsewhere they skip;
 // `make gpu-test` builds them into bin/gpu/capture_gds.test for a GPU machine.
-
-func gpu(t *testing.T) *cudart.Device {
-	t.Helper()
-	d, err := cudart.Open()
-	if errors.Is(err, cudart.ErrNoDriver) {
-		t.Skip("no NVIDIA driver (libcuda.so.1)")
-	}
-	if errors.Is(err, cudart.ResultNoDevice) || errors.Is(err, cudart.ResultStubLibrary) {
-		t.Skipf("no usable CUDA device: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := d.Device(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := dev.Close(); err != nil {
-			t.Errorf("Device.Close: %v", err)
-		}
-	})
-	return dev
-}
 
 func openDriver(t *testing.T, dev *cudart.Device) *Driver {
 	t.Helper()
@@ -99,7 +77,7 @@ func gdsDir(t *testing.T, drv *Driver) string {
 		os.Remove(f.Name())
 		why = append(why, err.Error())
 		var e *Error
-		if !errors.As(err, &e) || e.Code != opHandleNotRegistered {
+		if !errors.As(err, &e) || e.Code != cufile.OpHandleNotRegistered {
 			t.Fatalf("cuFile refused a file in %s: %v", dir, err)
 		}
 	}
@@ -114,7 +92,7 @@ func gdsDir(t *testing.T, drv *Driver) string {
 // and, for the payload-only files, through cuFileRead into fresh device memory, and compares
 // with what was put in.
 func TestGPUWriteDeviceBurst(t *testing.T) {
-	dev := gpu(t)
+	dev := gputest.Device(t)
 	drv := openDriver(t, dev)
 	const n, hdrLen, hdrBuf, payBuf = 64, 42, 64, 9000
 	mem, err := dev.AllocDevice(n * payBuf)
@@ -272,7 +250,7 @@ func readBack(t *testing.T, drv *Driver, dir string, w *capture.RawWriter, seq u
 // TestGPULargeAlignedWrite moves 16 MiB, page-aligned, device → file → device through
 // cuFile: the shape GPUDirect Storage serves directly when nvidia-fs is present.
 func TestGPULargeAlignedWrite(t *testing.T) {
-	dev := gpu(t)
+	dev := gputest.Device(t)
 	drv := openDriver(t, dev)
 	const size = 16 << 20
 	src, err := dev.AllocDevice(size)

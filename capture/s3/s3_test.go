@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -19,28 +18,10 @@ import (
 
 	"github.com/daqiri-go/daqiri/capture"
 	"github.com/daqiri-go/daqiri/capture/s3/s3test"
-	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
-	"github.com/daqiri-go/daqiri/hugepage"
+	"github.com/daqiri-go/daqiri/internal/testutil"
+	"github.com/daqiri-go/daqiri/internal/testutil/regiontest"
 )
-
-func region(t *testing.T, name string, n, size int) *engine.Region {
-	t.Helper()
-	m, err := hugepage.Map(n*size, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := engine.NewRegion(&config.MemoryRegion{Name: name, Kind: config.KindHost, NumBufs: n, BufSize: size}, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := r.Close(); err != nil {
-			t.Errorf("leak: %v", err)
-		}
-	})
-	return r
-}
 
 // burst builds a received burst over regions with random segment lengths up to the buffer
 // size and random bytes; some packets get RX timestamps. It returns each packet's logical
@@ -76,22 +57,6 @@ func burst(t *testing.T, meta *engine.MetaPool, regions []*engine.Region, n int)
 		}
 	}
 	return b, pkts, ts
-}
-
-func checkNoLeak(t *testing.T) {
-	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		for i := 0; i < 300; i++ {
-			if runtime.NumGoroutine() <= before {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		buf := make([]byte, 1<<20)
-		n := runtime.Stack(buf, true)
-		t.Errorf("goroutine leak: %d running, %d before\n%s", runtime.NumGoroutine(), before, buf[:n])
-	})
 }
 
 func newWriter(t *testing.T, srv *s3test.Server, bucket string, mod func(*Config)) *Writer {
@@ -148,11 +113,11 @@ func get(t *testing.T, c *awss3.Client, bucket, key string) []byte {
 // S3 server, then lists and downloads everything: keys, contents and (for burst objects)
 // the index must equal what was sent.
 func TestRoundTrip(t *testing.T) {
-	checkNoLeak(t)
+	testutil.NoGoroutineLeak(t)
 	srv := s3test.Start(t)
 	srv.CreateBucket(t, "caps")
 	w := newWriter(t, srv, "caps", nil)
-	hdr, pay := region(t, "hdr", 256, 64), region(t, "pay", 256, 4096)
+	hdr, pay := regiontest.Host(t, "hdr", 256, 64), regiontest.Host(t, "pay", 256, 4096)
 	meta, _ := engine.NewMetaPool("rx", 8, 32, false)
 	want := map[string][]byte{}
 	wantBursts := map[string][][]byte{}
@@ -245,7 +210,7 @@ func TestRoundTrip(t *testing.T) {
 // with a status (uploaded, or an error naming it), Wait must return, staging must drain,
 // Close must return, and no goroutine may be left behind.
 func TestServerKilledMidRun(t *testing.T) {
-	checkNoLeak(t)
+	testutil.NoGoroutineLeak(t)
 	srv := s3test.Start(t)
 	srv.CreateBucket(t, "bucket")
 	w := newWriter(t, srv, "bucket", func(c *Config) {
@@ -255,7 +220,7 @@ func TestServerKilledMidRun(t *testing.T) {
 		c.MaxBackoff = 4 * time.Millisecond
 		c.AttemptTimeout = 3 * time.Second
 	})
-	r := region(t, "r", 1024, 16384)
+	r := regiontest.Host(t, "r", 1024, 16384)
 	meta, _ := engine.NewMetaPool("rx", 64, 16, false)
 	var ups []*Upload
 	total := 0
@@ -351,9 +316,9 @@ func blackHole(t *testing.T) string {
 // TestHungServer: each attempt has a deadline, so a server that never answers yields
 // per-object errors; and Close with a deadline aborts what is still trying.
 func TestHungServer(t *testing.T) {
-	checkNoLeak(t)
+	testutil.NoGoroutineLeak(t)
 	ep := blackHole(t)
-	r := region(t, "r", 16, 256)
+	r := regiontest.Host(t, "r", 16, 256)
 	meta, _ := engine.NewMetaPool("rx", 4, 4, false)
 	w, err := New(context.Background(), Config{Bucket: "b", Region: "us-east-1", Endpoint: ep, PathStyle: true, AccessKey: "a", SecretKey: "s",
 		MaxAttempts: 2, AttemptTimeout: 100 * time.Millisecond, RetryBackoff: time.Millisecond})
@@ -401,7 +366,7 @@ func TestHungServer(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	checkNoLeak(t)
+	testutil.NoGoroutineLeak(t)
 	for _, c := range []Config{
 		{Region: "r"},
 		{Bucket: "b"},
@@ -416,7 +381,7 @@ func TestBadInput(t *testing.T) {
 	srv := s3test.Start(t)
 	srv.CreateBucket(t, "bucket")
 	w := newWriter(t, srv, "bucket", func(c *Config) { c.MaxStagedBytes = 10000 })
-	r := region(t, "r", 64, 4096)
+	r := regiontest.Host(t, "r", 64, 4096)
 	meta, _ := engine.NewMetaPool("rx", 4, 16, false)
 	b, _, _ := burst(t, meta, []*engine.Region{r}, 1)
 	for b.TotalBytes() == 0 {
@@ -461,7 +426,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestDecodeBurstBadInput(t *testing.T) {
-	r := region(t, "r", 8, 512)
+	r := regiontest.Host(t, "r", 8, 512)
 	meta, _ := engine.NewMetaPool("rx", 2, 8, false)
 	b, pkts, _ := burst(t, meta, []*engine.Region{r}, 5)
 	defer b.Free()

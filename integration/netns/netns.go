@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"runtime"
 	"testing"
 
+	"github.com/daqiri-go/daqiri/internal/testutil"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
@@ -48,15 +48,11 @@ type Pair struct {
 	MACA, MACB   net.HardwareAddr
 }
 
-// Require skips the test unless it runs as root on a kernel with network namespaces.
+// Require skips the test (fails it under CI) unless it runs as root on a kernel with network
+// namespaces.
 func Require(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (CAP_NET_ADMIN) to create network namespaces and veth pairs")
-	}
-	if _, err := os.Stat("/proc/self/ns/net"); err != nil {
-		t.Skip("kernel without network namespaces")
-	}
+	testutil.RequireNetns(t)
 }
 
 func suffix() string {

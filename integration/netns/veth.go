@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/daqiri-go/daqiri/internal/testutil"
 	"github.com/vishvananda/netlink"
 )
 
@@ -109,12 +110,13 @@ func NewPairWith(t testing.TB, o PairOptions) *Pair {
 // such as a pyenv shim, may lack it).
 const Python = "/usr/bin/python3"
 
-// RequireScapy skips the test unless Debian's python3-scapy is importable.
+// RequireScapy skips the test (fails it under CI) unless Debian's python3-scapy is
+// importable.
 func RequireScapy(t testing.TB) {
 	t.Helper()
 	out, err := exec.Command(Python, "-c", "import scapy.all").CombinedOutput()
 	if err != nil {
-		t.Skipf("needs python3-scapy (apt-get install python3-scapy): %v %s", err, bytes.TrimSpace(out))
+		testutil.Missing(t, "needs python3-scapy (apt-get install python3-scapy; CI installs it from .ci/apt.d/xdp.txt): %v %s", err, bytes.TrimSpace(out))
 	}
 }
 

@@ -313,8 +313,10 @@ func Run(ctx context.Context, h *Host, o Options) (*Report, error) {
 	for _, p := range pkgs {
 		fmt.Fprintf(&list, "%s %s/bin/%s %s\n", p.Name, guestWork, filepath.Base(p.Binary), p.Dir)
 	}
-	conf := fmt.Sprintf("MODULES=%s\nTEST_TIMEOUT=%d\nRUN=%s\nHUGEPAGES=%d\n",
-		shellQuote(strings.Join(GuestModules, " ")), int(o.TestTimeout.Seconds()), shellQuote(o.Run), o.HugePages)
+	// CI passes through, so a guest test whose requirement is missing fails under CI as it
+	// would on the host (internal/testutil).
+	conf := fmt.Sprintf("MODULES=%s\nTEST_TIMEOUT=%d\nRUN=%s\nHUGEPAGES=%d\nCI=%s\n",
+		shellQuote(strings.Join(GuestModules, " ")), int(o.TestTimeout.Seconds()), shellQuote(o.Run), o.HugePages, shellQuote(os.Getenv("CI")))
 	for name, data := range map[string]string{"tests.list": list.String(), "guest.conf": conf, "guest.sh": string(guestScript)} {
 		if err := os.WriteFile(filepath.Join(o.WorkDir, name), []byte(data), 0o644); err != nil {
 			return nil, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/daqiri-go/daqiri/integration/vm/guest"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 )
 
 // Environment variables that steer TestGuest (see doc.go).
@@ -30,7 +31,7 @@ func TestGuest(t *testing.T) {
 	}
 	h, err := FindHost()
 	if err != nil {
-		t.Skip(err.Error())
+		testutil.Missing(t, "%v", err)
 	}
 	root := moduleRoot(t)
 	o := Options{ModuleRoot: root, Logf: t.Logf, Run: os.Getenv(envRun)}
@@ -56,7 +57,7 @@ func TestGuest(t *testing.T) {
 	if dl, ok := t.Deadline(); ok {
 		if left := time.Until(dl) - 30*time.Second; left < o.Timeout {
 			if left < 20*time.Second {
-				t.Skipf("only %v left before the go test deadline; the VM needs more", time.Until(dl).Round(time.Second))
+				testutil.Missing(t, "only %v left before the go test deadline; the VM needs more", time.Until(dl).Round(time.Second))
 			}
 			o.Timeout = left
 		}

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/daqiri-go/daqiri"
-	"github.com/daqiri-go/daqiri/metrics"
+	"github.com/daqiri-go/daqiri/metrics/promexport"
 )
 
 // metricsServer serves the session's counters in Prometheus text format (--metrics-addr):
@@ -17,8 +17,8 @@ import (
 // It is started before the session opens and outlives it, so a scrape after the run reads
 // the same final counters as the table (--metrics-linger).
 type metricsServer struct {
-	prom   *metrics.Prometheus
-	srv    *metrics.Server
+	prom   *promexport.Prometheus
+	srv    *promexport.Server
 	reg    metric.Registration
 	linger time.Duration
 }
@@ -28,11 +28,11 @@ func startMetrics(o *options, stderr io.Writer) (*metricsServer, error) {
 	if o.metricsAddr == "" {
 		return nil, nil
 	}
-	p, err := metrics.NewPrometheus()
+	p, err := promexport.NewPrometheus()
 	if err != nil {
 		return nil, err
 	}
-	srv, err := metrics.Serve(o.metricsAddr, p.Handler())
+	srv, err := promexport.Serve(o.metricsAddr, p.Handler())
 	if err != nil {
 		p.Shutdown(context.Background())
 		return nil, err

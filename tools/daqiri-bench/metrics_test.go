@@ -13,12 +13,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/daqiri-go/daqiri/metrics"
+	"github.com/daqiri-go/daqiri/internal/testutil"
+	"github.com/daqiri-go/daqiri/metrics/promexport"
 )
 
 // helperEnv makes this test binary run daqiri-bench's main instead of the tests (the
@@ -76,7 +76,7 @@ func TestMetricsScrapeMatchesTable(t *testing.T) {
 	defer cmd.Process.Kill()
 
 	urlc := make(chan string, 1)
-	var errLog lockedBuffer
+	var errLog testutil.SyncBuffer
 	errDone := make(chan struct{})
 	go func() {
 		defer close(errDone)
@@ -92,7 +92,7 @@ func TestMetricsScrapeMatchesTable(t *testing.T) {
 		}
 	}()
 	rows := map[string]tableRow{}
-	var outLog lockedBuffer
+	var outLog testutil.SyncBuffer
 	tableDone := make(chan struct{})
 	outDone := make(chan struct{})
 	go func() {
@@ -145,7 +145,7 @@ func TestMetricsScrapeMatchesTable(t *testing.T) {
 		return string(b)
 	}
 	value := func(text, name, ifc string) uint64 {
-		v, _ := metrics.ScrapeValue(text, name, map[string]string{"daqiri_interface_name": ifc, "daqiri_queue_id": "0", "daqiri_engine": "socket"})
+		v, _ := promexport.ScrapeValue(text, name, map[string]string{"daqiri_interface_name": ifc, "daqiri_queue_id": "0", "daqiri_engine": "socket"})
 		return uint64(v)
 	}
 	// Scrape while it runs: the server's received count only grows.
@@ -218,22 +218,4 @@ func TestMetricsScrapeMatchesTable(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("daqiri-bench did not exit after Ctrl-C")
 	}
-}
-
-// lockedBuffer is a bytes.Buffer written by a reader goroutine and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) WriteString(s string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b.WriteString(s)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

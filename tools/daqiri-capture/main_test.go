@@ -31,6 +31,7 @@ import (
 	"github.com/daqiri-go/daqiri/capture"
 	"github.com/daqiri-go/daqiri/capture/s3"
 	"github.com/daqiri-go/daqiri/capture/s3/s3test"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 )
 
 // helperEnv makes this test binary run daqiri-capture's main (arguments JSON-encoded in the
@@ -148,23 +149,6 @@ func frame(seq int) []byte {
 	return f
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // pcapRecords counts whole records in a pcap file that is being written (0 when unreadable).
 func pcapRecords(path string) int {
 	b, err := os.ReadFile(path)
@@ -205,7 +189,7 @@ func TestCaptureToPcapRawAndS3(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCaptureProcess$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+string(args), "AWS_ACCESS_KEY_ID="+srv.AccessKey, "AWS_SECRET_ACCESS_KEY="+srv.SecretKey,
 		"AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null")
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testutil.SyncBuffer
 	cmd.Stdout = &stdout
 	errPipe, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/daqiri-go/daqiri/internal/osthread"
-	"github.com/daqiri-go/daqiri/ring"
+	"github.com/daqiri-go/daqiri/internal/ring"
 )
 
 type bench struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/daqiri-go/daqiri/hugepage"
 	"github.com/daqiri-go/daqiri/integration/vm/guest"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 	"github.com/daqiri-go/daqiri/vfio"
 )
 
@@ -182,20 +183,11 @@ func TestEduDMA(t *testing.T) {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(dst[:n], want) {
-					t.Fatalf("%d bytes at buffer offset %d: the round trip changed them (first differing byte %d)", n, off, firstDiff(dst[:n], want))
+					t.Fatalf("%d bytes at buffer offset %d: the round trip changed them (first differing byte %d)", n, off, testutil.FirstDiff(dst[:n], want))
 				}
 			}
 		})
 	}
-}
-
-func firstDiff(a, b []byte) int {
-	for i := range min(len(a), len(b)) {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return min(len(a), len(b))
 }
 
 // TestEduDMAInterrupt checks that DMA completion arrives as an interrupt

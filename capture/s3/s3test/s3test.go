@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 	"net"
 	"net/http"
 	"os"
@@ -65,12 +66,13 @@ func randHex(n int) string {
 }
 
 // Start runs a server on a free loopback port with fresh random credentials and waits until
-// it answers HTTP. The test's cleanup stops it. Skips when versitygw cannot be built here.
+// it answers HTTP. The test's cleanup stops it. Skips (fails under CI) when versitygw cannot
+// be built here.
 func Start(t testing.TB) *Server {
 	t.Helper()
 	bin, err := binary()
 	if err != nil {
-		t.Skipf("S3 test server unavailable: %v", err)
+		testutil.Missing(t, "S3 test server unavailable: %v", err)
 	}
 	s := &Server{AccessKey: "AK" + randHex(8), SecretKey: randHex(20), Region: "us-east-1", Dir: t.TempDir(), done: make(chan struct{})}
 	// A free port: bind, note it, close. Another process could take it in between; the

@@ -8,6 +8,7 @@
 package guest
 
 import (
+	"net/netip"
 	"os"
 	"strconv"
 	"testing"
@@ -78,4 +79,16 @@ func Edu(t testing.TB) (bdf string, group int) {
 func Rxe(t testing.TB) (dev, netdev, addr string) {
 	t.Helper()
 	return Getenv(t, EnvRxe), Getenv(t, EnvRxeNetdev), Getenv(t, EnvRxeAddr)
+}
+
+// RxeAddr returns the Soft-RoCE device and its netdev's IPv4 address, parsed; t fails when
+// the harness set an address that is not IPv4.
+func RxeAddr(t testing.TB) (dev string, addr netip.Addr) {
+	t.Helper()
+	dev, _, a := Rxe(t)
+	addr, err := netip.ParseAddr(a)
+	if err != nil || !addr.Is4() {
+		t.Fatalf("harness rxe address %q is not IPv4: %v", a, err)
+	}
+	return dev, addr
 }

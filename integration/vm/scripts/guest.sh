@@ -75,6 +75,7 @@ fi
 
 {
 	echo "export DAQIRI_VM_GUEST=1 HOME=/tmp TMPDIR=/tmp GOTRACEBACK=all"
+	echo "export CI='$CI'"
 	echo "export DAQIRI_VM_SETUP_ERRORS='$errors'"
 	echo "$env_rxe"
 	echo "$env_edu"

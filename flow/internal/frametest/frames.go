@@ -1,4 +1,8 @@
-package flow
+// Package frametest builds Ethernet frames byte by byte and random frames and flow rules for
+// the tests of package flow and its backends (flow/xdp), which compare a backend with the Go
+// reference classifier on the same inputs. The integration tests use scapy as an independent
+// generator instead.
+package frametest
 
 import (
 	"encoding/binary"
@@ -6,29 +10,28 @@ import (
 	"net/netip"
 
 	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/flow"
 )
 
-// Test frames are assembled byte by byte here (the integration tests use scapy as the
-// independent generator).
+// IP protocol numbers (IANA).
+const (
+	protoUDP = 17
+	protoGRE = 47
+)
 
 var (
 	macA = []byte{0x02, 0, 0, 0, 0, 1}
 	macB = []byte{0x02, 0, 0, 0, 0, 2}
 )
 
-func eth(et uint16, payload []byte) []byte {
+// Eth is an Ethernet frame from macA to macB with EtherType et.
+func Eth(et uint16, payload []byte) []byte {
 	b := append(append(append([]byte{}, macB...), macA...), byte(et>>8), byte(et))
 	return append(b, payload...)
 }
 
-func vlanTag(et uint16, id uint16, inner uint16, payload []byte) []byte {
-	b := []byte{byte(id >> 8), byte(id), byte(inner >> 8), byte(inner)}
-	_ = et
-	return append(b, payload...)
-}
-
-// ipv4Hdr builds an IPv4 header with optLen bytes of options (multiple of 4) and the payload.
-func ipv4Pkt(src, dst netip.Addr, proto uint8, optLen int, frag uint16, payload []byte) []byte {
+// IPv4 builds an IPv4 header with optLen bytes of options (multiple of 4) and the payload.
+func IPv4(src, dst netip.Addr, proto uint8, optLen int, frag uint16, payload []byte) []byte {
 	ihl := 20 + optLen
 	h := make([]byte, ihl)
 	h[0] = 0x40 | byte(ihl/4)
@@ -44,7 +47,8 @@ func ipv4Pkt(src, dst netip.Addr, proto uint8, optLen int, frag uint16, payload 
 	return append(h, payload...)
 }
 
-func udpPkt(sport, dport uint16, payload []byte) []byte {
+// UDP is a UDP header and payload.
+func UDP(sport, dport uint16, payload []byte) []byte {
 	h := make([]byte, 8)
 	binary.BigEndian.PutUint16(h[0:], sport)
 	binary.BigEndian.PutUint16(h[2:], dport)
@@ -52,14 +56,16 @@ func udpPkt(sport, dport uint16, payload []byte) []byte {
 	return append(h, payload...)
 }
 
-func vxlan(vni uint32, inner []byte) []byte {
+// VXLAN is a VXLAN header (valid-VNI flag set) and the inner frame.
+func VXLAN(vni uint32, inner []byte) []byte {
 	h := make([]byte, 8)
 	h[0] = 0x08
 	binary.BigEndian.PutUint32(h[4:], vni<<8)
 	return append(h, inner...)
 }
 
-func gre(proto uint16, key *uint32, csum, seq bool, inner []byte) []byte {
+// GRE is a GRE header with the optional checksum, key and sequence words and the payload.
+func GRE(proto uint16, key *uint32, csum, seq bool, inner []byte) []byte {
 	var fl uint16
 	h := []byte{0, 0, byte(proto >> 8), byte(proto)}
 	if csum {
@@ -78,17 +84,24 @@ func gre(proto uint16, key *uint32, csum, seq bool, inner []byte) []byte {
 	return append(h, inner...)
 }
 
+// Flex are flex items (UDP destination port, payload offset) for rules that match payload
+// words.
+var Flex = []config.FlexItem{{Name: "f1", ID: 1, UDPDstPort: 4096, Offset: 0}, {Name: "f2", ID: 2, UDPDstPort: 5000, Offset: 12}, {Name: "f3", ID: 3, UDPDstPort: 4097, Offset: 28}}
+
 // pools keep random frames and random rules likely to meet.
 var (
 	ipPool   = []string{"10.0.0.1", "10.0.0.2", "192.168.1.7", "172.16.5.9"}
 	portPool = []uint16{4096, 4097, 4098, 5000, 53, 4789, 9999}
 )
 
-func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
+// Pick is a random element of xs.
+func Pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
 
-func randIP(r *rand.Rand) netip.Addr { return netip.MustParseAddr(pick(r, ipPool)) }
+// RandIP is one of a few IPv4 addresses, so random frames and rules meet.
+func RandIP(r *rand.Rand) netip.Addr { return netip.MustParseAddr(Pick(r, ipPool)) }
 
-func randPayload(r *rand.Rand) []byte {
+// RandPayload is up to 47 bytes of few distinct values, so flex matches happen.
+func RandPayload(r *rand.Rand) []byte {
 	p := make([]byte, r.IntN(48))
 	for i := range p {
 		p[i] = byte(r.IntN(4)) // few values: flex matches happen
@@ -96,7 +109,8 @@ func randPayload(r *rand.Rand) []byte {
 	return p
 }
 
-func randUDPIPv4(r *rand.Rand) []byte {
+// RandUDPIPv4 is an IPv4 packet, sometimes with options, a later fragment or TCP, around UDP.
+func RandUDPIPv4(r *rand.Rand) []byte {
 	opt := 0
 	if r.IntN(4) == 0 {
 		opt = 4 * r.IntN(11)
@@ -109,40 +123,40 @@ func randUDPIPv4(r *rand.Rand) []byte {
 	if r.IntN(8) == 0 {
 		proto = 6
 	}
-	return ipv4Pkt(randIP(r), randIP(r), proto, opt, frag, udpPkt(pick(r, portPool), pick(r, portPool), randPayload(r)))
+	return IPv4(RandIP(r), RandIP(r), proto, opt, frag, UDP(Pick(r, portPool), Pick(r, portPool), RandPayload(r)))
 }
 
-// randFrame makes a random frame of one of many shapes, sometimes damaged.
-func randFrame(r *rand.Rand) []byte {
+// RandFrame makes a random frame of one of many shapes, sometimes damaged.
+func RandFrame(r *rand.Rand) []byte {
 	var f []byte
 	switch r.IntN(10) {
 	case 0, 1, 2:
-		f = eth(EtherTypeIPv4, randUDPIPv4(r))
+		f = Eth(flow.EtherTypeIPv4, RandUDPIPv4(r))
 	case 3:
 		tag := []byte{0, byte(r.IntN(4)), 0x08, 0x00}
-		f = eth(pick(r, []uint16{EtherTypeVLAN, EtherTypeQinQ}), append(tag, randUDPIPv4(r)...))
+		f = Eth(Pick(r, []uint16{flow.EtherTypeVLAN, flow.EtherTypeQinQ}), append(tag, RandUDPIPv4(r)...))
 	case 4:
-		inner := append([]byte{0, 7, 0x08, 0x00}, randUDPIPv4(r)...)
-		f = eth(EtherTypeQinQ, append([]byte{0, 3, 0x81, 0x00}, inner...))
+		inner := append([]byte{0, 7, 0x08, 0x00}, RandUDPIPv4(r)...)
+		f = Eth(flow.EtherTypeQinQ, append([]byte{0, 3, 0x81, 0x00}, inner...))
 	case 5:
-		in := eth(EtherTypeIPv4, randUDPIPv4(r))
-		f = eth(EtherTypeIPv4, ipv4Pkt(randIP(r), randIP(r), protoUDP, 0, 0, udpPkt(49152, pick(r, []uint16{4789, 4789, 8472}), vxlan(uint32(r.IntN(3)), in))))
+		in := Eth(flow.EtherTypeIPv4, RandUDPIPv4(r))
+		f = Eth(flow.EtherTypeIPv4, IPv4(RandIP(r), RandIP(r), protoUDP, 0, 0, UDP(49152, Pick(r, []uint16{4789, 4789, 8472}), VXLAN(uint32(r.IntN(3)), in))))
 	case 6:
 		var key *uint32
 		if r.IntN(2) == 0 {
 			k := uint32(r.IntN(3))
 			key = &k
 		}
-		f = eth(EtherTypeIPv4, ipv4Pkt(randIP(r), randIP(r), protoGRE, 0, 0, gre(pick(r, []uint16{0x0800, 0x0800, 0x86dd}), key, r.IntN(2) == 0, r.IntN(2) == 0, randUDPIPv4(r))))
+		f = Eth(flow.EtherTypeIPv4, IPv4(RandIP(r), RandIP(r), protoGRE, 0, 0, GRE(Pick(r, []uint16{0x0800, 0x0800, 0x86dd}), key, r.IntN(2) == 0, r.IntN(2) == 0, RandUDPIPv4(r))))
 	case 7:
 		k := uint32(r.IntN(3))<<8 | uint32(r.IntN(256))
-		in := eth(EtherTypeIPv4, randUDPIPv4(r))
-		f = eth(EtherTypeIPv4, ipv4Pkt(randIP(r), randIP(r), protoGRE, 0, 0, gre(EtherTypeTEB, &k, r.IntN(2) == 0, false, in)))
+		in := Eth(flow.EtherTypeIPv4, RandUDPIPv4(r))
+		f = Eth(flow.EtherTypeIPv4, IPv4(RandIP(r), RandIP(r), protoGRE, 0, 0, GRE(flow.EtherTypeTEB, &k, r.IntN(2) == 0, false, in)))
 	case 8:
 		p := []byte{0x10, byte(r.IntN(3)), 0, 8, 0, byte(r.IntN(3)), 0, 1}
-		f = eth(EtherTypeECPRI, append(p, randPayload(r)...))
+		f = Eth(flow.EtherTypeECPRI, append(p, RandPayload(r)...))
 	default:
-		f = eth(pick(r, []uint16{0x0806, 0x86dd, 0x88cc}), randPayload(r))
+		f = Eth(Pick(r, []uint16{0x0806, 0x86dd, 0x88cc}), RandPayload(r))
 	}
 	switch r.IntN(10) {
 	case 0: // truncate anywhere from 14 bytes on (PROG_TEST_RUN needs an Ethernet header)
@@ -158,38 +172,39 @@ func randFrame(r *rand.Rand) []byte {
 	return f
 }
 
-func u8p(v uint8) *uint8    { return &v }
-func u16p(v uint16) *uint16 { return &v }
+// U8 and U16 point at a copy of v (optional config fields).
+func U8(v uint8) *uint8    { return &v }
+func U16(v uint16) *uint16 { return &v }
 
-// randRule makes a random RX flow over queues 0..nq-1 (queue ids = positions).
-func randRule(r *rand.Rand, id, nq int, flex []config.FlexItem) config.Flow {
+// RandRule makes a random RX flow over queues 0..nq-1 (queue ids = positions).
+func RandRule(r *rand.Rand, id, nq int, flex []config.FlexItem) config.Flow {
 	f := config.Flow{Name: "r", ID: id}
 	var m config.Match
 	switch r.IntN(4) {
 	case 0: // flex
-		m.Flex = &config.FlexMatch{ItemID: flex[r.IntN(len(flex))].ID, Value: uint32(r.IntN(4)), Mask: pick(r, []uint32{0xff, 0xffff, 0x3})}
+		m.Flex = &config.FlexMatch{ItemID: flex[r.IntN(len(flex))].ID, Value: uint32(r.IntN(4)), Mask: Pick(r, []uint32{0xff, 0xffff, 0x3})}
 	case 1: // eCPRI
 		e := &config.ECPRIMatch{}
 		if r.IntN(2) == 0 {
-			e.MsgType = u8p(uint8(r.IntN(3)))
+			e.MsgType = U8(uint8(r.IntN(3)))
 			if r.IntN(2) == 0 {
-				e.PCID = u16p(uint16(r.IntN(3)))
+				e.PCID = U16(uint16(r.IntN(3)))
 			}
 		}
 		m.ECPRI = e
 	default:
 		if r.IntN(2) == 0 {
-			m.IPv4Src = randIP(r)
+			m.IPv4Src = RandIP(r)
 		}
 		if r.IntN(2) == 0 {
-			m.IPv4Dst = randIP(r)
+			m.IPv4Dst = RandIP(r)
 		}
 		if r.IntN(2) == 0 {
-			p := pick(r, portPool)
+			p := Pick(r, portPool)
 			m.UDPSrc = config.PortRange{Lo: p, Hi: p + uint16(r.IntN(3))}
 		}
 		if r.IntN(2) == 0 {
-			p := pick(r, portPool)
+			p := Pick(r, portPool)
 			m.UDPDst = config.PortRange{Lo: p, Hi: p}
 		}
 		if r.IntN(6) == 0 {
@@ -203,7 +218,7 @@ func randRule(r *rand.Rand, id, nq int, flex []config.FlexItem) config.Flow {
 		case 2:
 			t := config.Tunnel{Type: config.TunnelGRE, GREProtocol: 0x0800}
 			if r.IntN(2) == 0 {
-				t.OuterIPv4Src = randIP(r)
+				t.OuterIPv4Src = RandIP(r)
 			}
 			f.Actions = append(f.Actions, config.Action{Type: config.ActionTunnelDecap, Tunnel: t})
 		case 3:

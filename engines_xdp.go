@@ -1,8 +1,0 @@
-package daqiri
-
-import (
-	"github.com/daqiri-go/daqiri/afxdp"
-	"github.com/daqiri-go/daqiri/config"
-)
-
-func init() { openers[config.EngineXDP] = afxdp.Open }

@@ -1,0 +1,102 @@
+package flow_test
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/flow"
+	"github.com/daqiri-go/daqiri/flow/internal/frametest"
+)
+
+// TestToeplitzVectors checks the Go Toeplitz hash against the IPv4 table of Microsoft's "Verifying
+// the RSS Hash Calculation" (Windows driver documentation): the "IPv4 with TCP" column hashes
+// the 4-tuple (the ports are the same fields for UDP), the "IPv4 only" column the addresses.
+func TestToeplitzVectors(t *testing.T) {
+	for _, v := range []struct {
+		dst, src       string
+		dport, sport   uint16
+		ipOnly, withL4 uint32
+	}{
+		{"161.142.100.80", "66.9.149.187", 1766, 2794, 0x323e8fc2, 0x51ccc178},
+		{"65.69.140.83", "199.92.111.2", 4739, 14230, 0xd718262a, 0xc626b0ea},
+		{"12.22.207.184", "24.19.198.95", 38024, 12898, 0xd2d0a5de, 0x5c2b394a},
+		{"209.142.163.6", "38.27.205.30", 2217, 48228, 0x82989176, 0xafc7327f},
+		{"202.188.127.2", "153.39.163.191", 1303, 44251, 0x5d1809c5, 0x10e828a2},
+	} {
+		tu := flow.Tuple{Src: netip.MustParseAddr(v.src), Dst: netip.MustParseAddr(v.dst), SrcPort: v.sport, DstPort: v.dport}
+		if h := tu.Hash(flow.DefaultRSSKey[:]); h != v.withL4 {
+			t.Errorf("%s:%d → %s:%d: hash %#x, want %#x", v.src, v.sport, v.dst, v.dport, h, v.withL4)
+		}
+		b := tu.Bytes()
+		if h := flow.Toeplitz(flow.DefaultRSSKey[:], b[:8]); h != v.ipOnly {
+			t.Errorf("%s → %s addresses only: hash %#x, want %#x", v.src, v.dst, h, v.ipOnly)
+		}
+	}
+}
+
+// TestToeplitzTableLinear checks the per-byte table the XDP program uses against the bitwise
+// hash on random tuples (Toeplitz is linear over GF(2)).
+func TestToeplitzTableLinear(t *testing.T) {
+	r := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	var key [40]byte
+	for i := range key {
+		key[i] = byte(r.Uint32())
+	}
+	tbl := flow.ToeplitzTable(key[:])
+	for n := 0; n < 1000; n++ {
+		var in [12]byte
+		for i := range in {
+			in[i] = byte(r.Uint32())
+		}
+		var h uint32
+		for p, v := range in {
+			h ^= tbl[p*256+int(v)]
+		}
+		if want := flow.Toeplitz(key[:], in[:]); h != want {
+			t.Fatalf("input %x: table %#x, bitwise %#x", in, h, want)
+		}
+	}
+}
+
+func TestRSSIndexSpread(t *testing.T) {
+	seen := map[int]int{}
+	for h := uint32(0); h < 1024; h++ {
+		i := flow.RSSIndex(h*2654435761, 3)
+		if i < 0 || i >= 3 {
+			t.Fatalf("index %d out of range", i)
+		}
+		seen[i]++
+	}
+	if len(seen) != 3 || flow.RSSIndex(12345, 1) != 0 {
+		t.Fatalf("spread %v", seen)
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	ids := []int{0, 5}
+	q := func(ids ...int) config.Action { return config.Action{Type: config.ActionQueue, Queues: ids} }
+	for _, c := range []struct {
+		f    config.Flow
+		want string
+	}{
+		{config.Flow{Name: "a"}, "at least one action"},
+		{config.Flow{Name: "a", Actions: []config.Action{q(1)}}, "queue id 1 is not an RX queue"},
+		{config.Flow{Name: "a", Actions: []config.Action{q(0, 0)}}, "listed twice"},
+		{config.Flow{Name: "a", Actions: []config.Action{q(0), {Type: config.ActionVLANPop}}}, "must be the last"},
+		{config.Flow{Name: "a", Actions: []config.Action{{Type: config.ActionVLANPush}, q(0)}}, "cannot use vlan_push"},
+		{config.Flow{Name: "a", Actions: []config.Action{{Type: config.ActionVLANPop}}}, "must end with a queue action"},
+		{config.Flow{Name: "a", Actions: []config.Action{q(0)}, Match: config.Match{Flex: &config.FlexMatch{ItemID: 9}}}, "flex item 9 is not defined"},
+		{config.Flow{Name: "a", Actions: []config.Action{q(0, 5)}, Match: config.Match{ECPRI: &config.ECPRIMatch{}}}, "no RSS"},
+		{config.Flow{Name: "a", Actions: []config.Action{q(0)}, Match: config.Match{ECPRI: &config.ECPRIMatch{PCID: frametest.U16(1)}}}, "needs msg_type"},
+		{config.Flow{Name: "a", ID: config.MaxFlowID + 1, Actions: []config.Action{q(0)}}, "flow id must be"},
+		{config.Flow{Name: "a", Actions: []config.Action{q(0)}, Match: config.Match{UDPSrc: config.PortRange{Lo: 9, Hi: 3}}}, "is empty"},
+	} {
+		_, err := flow.Compile(nil, "rule", &c.f, ids, frametest.Flex)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.f, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,290 @@
+package sockio
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/daqiri-go/daqiri/internal/testutil"
+)
+
+var loopback = netip.MustParseAddrPort("127.0.0.1:0")
+
+func openUDP(t *testing.T, remote netip.AddrPort, o Options) *UDP {
+	t.Helper()
+	u, err := ListenUDP(loopback, remote, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { testutil.CloseOK(t, u) })
+	return u
+}
+
+// recvAll receives until want bytes arrived (bounded), returning the messages.
+func recvBytes(t *testing.T, u *UDP, b *RecvBatch, want int) []RecvMsg {
+	t.Helper()
+	var got []RecvMsg
+	have := 0
+	for tries := 0; have < want && tries < 50; tries++ {
+		for i := range b.Msgs {
+			b.Msgs[i].Buf = make([]byte, 65536)
+		}
+		n, err := u.Recv(b, len(b.Msgs), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range b.Msgs[:n] {
+			got = append(got, m)
+			have += m.N
+		}
+	}
+	if have != want {
+		t.Fatalf("received %d of %d bytes", have, want)
+	}
+	return got
+}
+
+// TestUDPBatch sends random datagrams with sendmmsg (some as GSO messages split by the kernel)
+// and receives them with recvmmsg: every byte arrives in order, from the sender's address,
+// with a kernel receive time no later than now; coalesced (GRO) receives report a segment
+// size that splits them back.
+func TestUDPBatch(t *testing.T) {
+	for _, gro := range []bool{false, true} {
+		rx := openUDP(t, netip.AddrPort{}, Options{Timestamps: true, GRO: gro, RecvBuf: 4 << 20})
+		tx := openUDP(t, rx.LocalAddr(), Options{})
+		r := rand.New(rand.NewPCG(rand.Uint64(), 1))
+		var msgs []SendMsg
+		var want [][]byte // datagrams as the receiver must see them
+		for i := 0; i < 40; i++ {
+			if r.IntN(3) == 0 {
+				seg := 100 + r.IntN(1300)
+				total := seg*(1+r.IntN(8)) + r.IntN(seg)
+				p := testutil.RandBytes(total)
+				// Two buffers per message: the kernel concatenates them before splitting.
+				cut := r.IntN(total)
+				msgs = append(msgs, SendMsg{Bufs: [][]byte{p[:cut], p[cut:]}, GSO: seg})
+				for o := 0; o < total; o += seg {
+					want = append(want, p[o:min(o+seg, total)])
+				}
+				continue
+			}
+			p := testutil.RandBytes(1 + r.IntN(8000))
+			msgs = append(msgs, SendMsg{Bufs: [][]byte{p}})
+			want = append(want, p)
+		}
+		sb := NewSendBatch(8, 12)
+		n, err := tx.Send(sb, msgs)
+		if err != nil || n != len(msgs) {
+			t.Fatalf("sent %d of %d: %v", n, len(msgs), err)
+		}
+		var wantAll []byte
+		for _, w := range want {
+			wantAll = append(wantAll, w...)
+		}
+		var gotAll []byte
+		var split [][]byte
+		for _, m := range recvBytes(t, rx, NewRecvBatch(16), len(wantAll)) {
+			if m.From != tx.LocalAddr() || m.Trunc {
+				t.Fatalf("from %v (want %v), truncated %v", m.From, tx.LocalAddr(), m.Trunc)
+			}
+			if m.Stamp <= 0 || m.Stamp > time.Now().UnixNano() {
+				t.Fatalf("receive time %d", m.Stamp)
+			}
+			if m.GSO != 0 && !gro {
+				t.Fatalf("segment size %d without GRO", m.GSO)
+			}
+			d := m.Buf[:m.N]
+			gotAll = append(gotAll, d...)
+			seg := m.GSO
+			if seg == 0 {
+				seg = len(d)
+			}
+			for o := 0; o < len(d); o += seg {
+				split = append(split, d[o:min(o+seg, len(d))])
+			}
+		}
+		if !bytes.Equal(gotAll, wantAll) {
+			t.Fatalf("GRO %v: bytes differ", gro)
+		}
+		if len(split) != len(want) {
+			t.Fatalf("GRO %v: %d datagrams after splitting by segment size, sent %d", gro, len(split), len(want))
+		}
+		for i := range want {
+			if !bytes.Equal(split[i], want[i]) {
+				t.Fatalf("GRO %v: datagram %d differs", gro, i)
+			}
+		}
+	}
+}
+
+// TestUDPDropCounter overflows a small receive buffer: the kernel's drop count (SO_MEMINFO)
+// rises, and datagrams received afterwards carry the same cumulative count (SO_RXQ_OVFL).
+func TestUDPDropCounter(t *testing.T) {
+	rx := openUDP(t, netip.AddrPort{}, Options{RecvBuf: 16 << 10})
+	tx := openUDP(t, rx.LocalAddr(), Options{})
+	p := make([]byte, 1400)
+	msgs := make([]SendMsg, 200)
+	for i := range msgs {
+		msgs[i] = SendMsg{Bufs: [][]byte{p}}
+	}
+	if n, err := tx.Send(NewSendBatch(64, 64), msgs); err != nil || n != len(msgs) {
+		t.Fatalf("sent %d: %v", n, err)
+	}
+	drops, err := rx.Drops()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if drops == 0 {
+		t.Fatal("200 datagrams of 1400 bytes into a 16 KiB buffer: no drop counted")
+	}
+	// Drain what was queued, then send one more: the kernel stamps a datagram with the drop
+	// count at the time it queues it, so this one carries the counter.
+	b := NewRecvBatch(64)
+	for tries := 0; tries < 20; tries++ {
+		for i := range b.Msgs {
+			b.Msgs[i].Buf = make([]byte, 2048)
+		}
+		if n, err := rx.Recv(b, len(b.Msgs), false); err != nil || n == 0 {
+			break
+		}
+	}
+	if _, err := tx.Send(NewSendBatch(1, 1), msgs[:1]); err != nil {
+		t.Fatal(err)
+	}
+	b.Msgs[0].Buf = make([]byte, 2048)
+	n, err := rx.Recv(b, 1, true)
+	if err != nil || n != 1 {
+		t.Fatalf("datagram after the drops: %d %v", n, err)
+	}
+	seen := b.HasOverflow
+	now, _ := rx.Drops()
+	if !seen || b.Overflow == 0 || b.Overflow != now {
+		t.Fatalf("SO_RXQ_OVFL: seen %v, count %d; SO_MEMINFO drops %d", seen, b.Overflow, now)
+	}
+}
+
+// TestUDPTruncated: a datagram larger than its buffer is cut and flagged; a receive with
+// nothing queued returns 0 at once.
+func TestUDPTruncated(t *testing.T) {
+	rx := openUDP(t, netip.AddrPort{}, Options{PollTimeout: 10 * time.Millisecond})
+	tx := openUDP(t, rx.LocalAddr(), Options{})
+	b := NewRecvBatch(2)
+	b.Msgs[0].Buf = make([]byte, 8)
+	if n, err := rx.Recv(b, 1, false); n != 0 || err != nil {
+		t.Fatalf("empty socket: %d %v", n, err)
+	}
+	if n, err := rx.Recv(b, 1, true); n != 0 || err != nil {
+		t.Fatalf("empty socket after the poll timeout: %d %v", n, err)
+	}
+	if _, err := tx.Send(NewSendBatch(1, 1), []SendMsg{{Bufs: [][]byte{[]byte("0123456789abcdef")}}}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := rx.Recv(b, 1, true)
+	if err != nil || n != 1 || !b.Msgs[0].Trunc || b.Msgs[0].N != 8 || string(b.Msgs[0].Buf) != "01234567" {
+		t.Fatalf("%d %v %+v", n, err, b.Msgs[0])
+	}
+	if n, err := rx.Recv(b, 0, true); n != 0 || err != nil {
+		t.Fatalf("k = 0: %d %v", n, err)
+	}
+}
+
+// TestBadAddresses: only IPv4 is served; a message with more buffers than the batch holds is
+// refused naming it.
+func TestBadAddresses(t *testing.T) {
+	v6 := netip.MustParseAddrPort("[::1]:9")
+	if _, err := ListenUDP(v6, netip.AddrPort{}, Options{}); err == nil {
+		t.Error("ListenUDP on IPv6 accepted")
+	}
+	if _, err := ListenTCP(v6, 1, Options{}); err == nil {
+		t.Error("ListenTCP on IPv6 accepted")
+	}
+	if _, err := DialTCP(netip.AddrPort{}, v6, time.Second, Options{}); err == nil {
+		t.Error("DialTCP to IPv6 accepted")
+	}
+	u := openUDP(t, netip.MustParseAddrPort("127.0.0.1:9"), Options{})
+	if err := u.Connect(v6); err == nil {
+		t.Error("Connect to IPv6 accepted")
+	}
+	if _, err := u.Send(NewSendBatch(1, 1), []SendMsg{{Bufs: [][]byte{{1}, {2}}}}); err == nil {
+		t.Error("message with 2 buffers in a 1-buffer batch accepted")
+	}
+}
+
+// TestTCP connects, writes scattered buffers and reads them back whole and scattered, then
+// sees the peer's close as io.EOF; dialling a closed port fails.
+func TestTCP(t *testing.T) {
+	o := Options{PollTimeout: 50 * time.Millisecond}
+	l, err := ListenTCP(loopback, 4, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer testutil.CloseOK(t, l)
+	if _, _, err := l.Accept(); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("Accept with nobody dialling: %v", err)
+	}
+	c, err := DialTCP(netip.AddrPort{}, l.LocalAddr(), time.Second, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer testutil.CloseOK(t, c)
+	s, from, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer testutil.CloseOK(t, s)
+	if from != c.LocalAddr() || s.RemoteAddr() != c.LocalAddr() {
+		t.Fatalf("accepted from %v / %v, dialled from %v", from, s.RemoteAddr(), c.LocalAddr())
+	}
+	if _, err := s.Read(make([]byte, 4)); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("Read with nothing sent: %v", err)
+	}
+	r := rand.New(rand.NewPCG(rand.Uint64(), 2))
+	var bufs [][]byte
+	var all []byte
+	for i := 0; i < 1+r.IntN(6); i++ {
+		p := testutil.RandBytes(r.IntN(100000))
+		bufs = append(bufs, p)
+		all = append(all, p...)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		n, err := c.Writev(bufs)
+		if err == nil && n != len(all) {
+			err = errors.New("short write")
+		}
+		errc <- err
+	}()
+	got := make([]byte, len(all))
+	cut := len(all) / 3
+	if err := s.ReadFull(got[:cut], func() bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	for off := cut; off < len(all); {
+		n, err := s.Readv(got[off:min(off+1000, len(all))], got[min(off+1000, len(all)):])
+		if err != nil {
+			t.Fatalf("Readv at %d of %d: %v", off, len(all), err)
+		}
+		off += n
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, all) {
+		t.Fatal("bytes differ")
+	}
+	if err := c.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("Read after the peer's shutdown: %v", err)
+	}
+	port := l.LocalAddr()
+	l.Close()
+	if _, err := DialTCP(netip.AddrPort{}, port, time.Second, o); err == nil {
+		t.Fatal("dialled a closed port")
+	}
+}

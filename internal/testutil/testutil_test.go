@@ -1,0 +1,77 @@
+package testutil
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestMissingFailsUnderCI: a missing requirement skips a test, except under CI, where it
+// fails the test with the same message.
+func TestMissingFailsUnderCI(t *testing.T) {
+	for _, c := range []struct {
+		env          string
+		skip, failed bool
+	}{{"", true, false}, {"false", true, false}, {"true", false, true}, {"1", false, true}, {"TRUE", false, true}} {
+		t.Setenv(CIEnv, c.env)
+		f := RunFake(func(tb testing.TB) { Missing(tb, "needs %s", "a thing") })
+		if f.SkipCalled != c.skip || f.FailCalled != c.failed || !strings.Contains(f.Msg, "needs a thing") {
+			t.Errorf("CI=%q: skipped %v failed %v (%q), want skipped %v failed %v", c.env, f.SkipCalled, f.FailCalled, f.Msg, c.skip, c.failed)
+		}
+		if c.failed && !strings.Contains(f.Msg, "must run in CI") {
+			t.Errorf("CI=%q: failure %q does not say why", c.env, f.Msg)
+		}
+	}
+}
+
+// TestRequirements runs the requirement helpers here: as root they pass, otherwise they skip
+// (or fail under CI) naming root; a tool that does not exist is always missing.
+func TestRequirements(t *testing.T) {
+	t.Setenv(CIEnv, "true")
+	f := RunFake(func(tb testing.TB) { RequireRoot(tb, "testing") })
+	if root := os.Geteuid() == 0; root == f.FailCalled || (!root && !strings.Contains(f.Msg, "needs root (testing)")) {
+		t.Errorf("RequireRoot as uid %d under CI: failed %v %q", os.Geteuid(), f.FailCalled, f.Msg)
+	}
+	f = RunFake(func(tb testing.TB) { RequireTool(tb, "no-such-tool-daqiri", "apt-get install nothing") })
+	if !f.FailCalled || !strings.Contains(f.Msg, "no-such-tool-daqiri is not installed (apt-get install nothing)") {
+		t.Errorf("missing tool under CI: failed %v %q", f.FailCalled, f.Msg)
+	}
+	t.Setenv(CIEnv, "")
+	f = RunFake(func(tb testing.TB) { RequireTool(tb, "no-such-tool-daqiri", "x") })
+	if !f.SkipCalled || f.FailCalled {
+		t.Errorf("missing tool outside CI: skipped %v failed %v", f.SkipCalled, f.FailCalled)
+	}
+	if p := RequireTool(t, "sh", "x"); p == "" {
+		t.Error("sh not found")
+	}
+}
+
+// TestLeakChecks: the checks pass when nothing changed and fail naming what did.
+func TestLeakChecks(t *testing.T) {
+	n := map[string]uint64{"qp": 1, "mr": 2}
+	f := RunFake(func(tb testing.TB) {
+		CountsUnchanged(tb, "kernel", func(testing.TB) map[string]uint64 { return map[string]uint64{"qp": n["qp"], "mr": n["mr"]} })
+	})
+	n["mr"] = 3
+	f.RunCleanups()
+	if !f.FailCalled || !strings.Contains(f.Msg, "kernel mr count 3 after the test, 2 before") {
+		t.Errorf("changed count: failed %v %q", f.FailCalled, f.Msg)
+	}
+	stop := make(chan struct{})
+	f = RunFake(func(tb testing.TB) {
+		NoGoroutineLeak(tb)
+		// Two: the goroutine running this function is gone by cleanup time.
+		go func() { <-stop }()
+		go func() { <-stop }()
+	})
+	f.RunCleanups()
+	close(stop)
+	if !f.FailCalled || !strings.Contains(f.Msg, "goroutine leak") {
+		t.Errorf("leaked goroutine: failed %v %q", f.FailCalled, f.Msg[:min(len(f.Msg), 80)])
+	}
+	f = RunFake(func(tb testing.TB) { NoGoroutineLeak(tb) })
+	f.RunCleanups()
+	if f.FailCalled {
+		t.Errorf("no leak reported as %q", f.Msg)
+	}
+}

@@ -1,0 +1,168 @@
+package socket
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/internal/testutil"
+	"github.com/daqiri-go/daqiri/internal/testutil/enginetest"
+	"github.com/daqiri-go/daqiri/internal/testutil/regiontest"
+)
+
+// pair is a server (RX queue) and a client (TX queue) on one loopback port.
+func pair(proto config.Protocol, port, bufSize int) *config.Config {
+	ep := func(p int) config.Endpoint { return config.Endpoint{Proto: proto, Host: "127.0.0.1", Port: p} }
+	mr := func(name string) config.MemoryRegion {
+		return config.MemoryRegion{Name: name, Kind: config.KindHost, Access: config.AccessLocal, NumBufs: 256, BufSize: bufSize}
+	}
+	q := func(name, mr string) config.Queue {
+		return config.Queue{Name: name, ID: 0, CPUCore: "0", BatchSize: 16, TimeoutUs: 0, MemoryRegions: []string{mr}}
+	}
+	return &config.Config{
+		Version: 1, StreamType: config.StreamSocket, LogLevel: "error", RxMetaBuffers: 64, TxMetaBuffers: 64,
+		MemoryRegions: []config.MemoryRegion{mr("srv_rx"), mr("cli_tx")},
+		Interfaces: []config.Interface{
+			{Name: "server", Address: "127.0.0.1", Socket: &config.SocketConfig{Mode: config.ModeServer, Local: ep(port), RetryConnectS: 1},
+				RX: &config.RxConfig{Queues: []config.Queue{q("srx", "srv_rx")}}},
+			{Name: "client", Address: "127.0.0.1", Socket: &config.SocketConfig{Mode: config.ModeClient, Remote: ep(port), RetryConnectS: 1},
+				TX: &config.TxConfig{Queues: []config.Queue{q("ctx", "cli_tx")}}},
+		},
+	}
+}
+
+// roundTrip sends random payloads of 1..maxLen bytes from the client and checks the server
+// receives each one whole, in order, with its connection id.
+func roundTrip(t *testing.T, proto config.Protocol, maxLen int) {
+	cfg := pair(proto, testutil.FreePort(t, string(proto)), maxLen)
+	e, ports := enginetest.Open(t, cfg, Open)
+	srv, cli := ports[0], ports[1]
+	r := rand.New(rand.NewPCG(rand.Uint64(), 5))
+	var sent [][]byte
+	deadline := time.Now().Add(20 * time.Second)
+	for len(sent) < 200 && time.Now().Before(deadline) {
+		n := 1 + r.IntN(16)
+		b, err := cli.Tx[0].NewBurst(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ps [][]byte
+		for i := 0; i < n; i++ {
+			p := testutil.RandBytes(1 + r.IntN(maxLen))
+			if err := b.SetPacketLengths(i, len(p)); err != nil {
+				t.Fatal(err)
+			}
+			copy(b.Packet(i), p)
+			ps = append(ps, p)
+		}
+		err = e.Send(b)
+		if errors.Is(err, engine.ErrNotReady) { // TCP still connecting in the background
+			b.Free()
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, ps...)
+	}
+	if len(sent) < 200 {
+		t.Fatalf("sent %d packets before the deadline", len(sent))
+	}
+	var got [][]byte
+	var conn uint64
+	for _, b := range enginetest.Receive(t, srv.Rx[0], len(sent), 20*time.Second) {
+		for i := 0; i < b.Len(); i++ {
+			got = append(got, append([]byte(nil), b.Packet(i)...))
+		}
+		if conn == 0 {
+			conn = b.ConnID()
+		}
+		if b.ConnID() != conn || conn == 0 {
+			t.Fatalf("bursts from connections %d and %d", conn, b.ConnID())
+		}
+		b.Free()
+	}
+	if len(got) != len(sent) {
+		t.Fatalf("%s: received %d of %d packets", proto, len(got), len(sent))
+	}
+	for i := range sent {
+		if !bytes.Equal(got[i], sent[i]) {
+			t.Fatalf("%s: packet %d differs (%d bytes, sent %d)", proto, i, len(got[i]), len(sent[i]))
+		}
+	}
+	st := srv.Rx[0].Stats.Snapshot()
+	if st.Packets != uint64(len(sent)) || st.Dropped != 0 {
+		t.Fatalf("%s: server counted %+v", proto, st)
+	}
+	if id, err := e.(*Engine).ConnID(0); err != nil || id != conn {
+		t.Fatalf("ConnID(server) = %d, %v; bursts carried %d", id, err, conn)
+	}
+}
+
+// TestUDPRoundTrip and TestTCPRoundTrip run the engine without a session: random packets
+// from client to server over loopback, every one back whole, in order, counted, and every
+// buffer in its region at the end.
+func TestUDPRoundTrip(t *testing.T) { roundTrip(t, config.ProtoUDP, 8000) }
+func TestTCPRoundTrip(t *testing.T) { roundTrip(t, config.ProtoTCP, 40000) }
+
+// TestFrameStaged checks the TCP framing test on whole, partial and empty staging contents.
+func TestFrameStaged(t *testing.T) {
+	frame := func(n, have int) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(n))
+		return append(b, make([]byte, have)...)
+	}
+	for _, c := range []struct {
+		b    []byte
+		want bool
+	}{
+		{nil, false}, {[]byte{0, 0, 0}, false}, {frame(0, 0), true}, {frame(5, 4), false},
+		{frame(5, 5), true}, {frame(5, 9), true}, {frame(1<<31, 10), false},
+	} {
+		if got := frameStaged(c.b); got != c.want {
+			t.Errorf("frameStaged(%x) = %v", c.b[:min(len(c.b), 8)], got)
+		}
+	}
+}
+
+// TestBadEndpoints: what the engine refuses at open, each error naming the problem.
+func TestBadEndpoints(t *testing.T) {
+	if a, err := parseAddr(config.Endpoint{}); err != nil || a.IsValid() {
+		t.Fatalf("zero endpoint: %v %v", a, err)
+	}
+	if a, err := parseAddr(config.Endpoint{Proto: config.ProtoUDP, Host: "10.1.2.3", Port: 9}); err != nil || a != netip.MustParseAddrPort("10.1.2.3:9") {
+		t.Fatalf("10.1.2.3:9: %v %v", a, err)
+	}
+	if _, err := parseAddr(config.Endpoint{Proto: config.ProtoUDP, Host: "example.org", Port: 9}); err == nil || !strings.Contains(err.Error(), "IPv4 address") {
+		t.Fatalf("host name: %v", err)
+	}
+	cfg := pair(config.ProtoUDP, 9, 64)
+	host := regiontest.Host(t, "h", 4, 64)
+	dev, err := engine.NewRegion(&config.MemoryRegion{Name: "d", Kind: config.KindDevice, NumBufs: 4, BufSize: 64}, deviceMem{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkRegions(cfg, "interfaces[0].rx.queues[0]", []*engine.Region{host}); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkRegions(cfg, "q", []*engine.Region{host, host}); err == nil || !strings.Contains(err.Error(), "exactly one memory region") {
+		t.Fatalf("two regions: %v", err)
+	}
+	if err := checkRegions(cfg, "q", []*engine.Region{dev}); err == nil || !strings.Contains(err.Error(), "CPU-addressable") {
+		t.Fatalf("device memory: %v", err)
+	}
+}
+
+// deviceMem stands in for GPU memory: an address, no bytes the CPU can touch.
+type deviceMem struct{}
+
+func (deviceMem) Bytes() []byte { return nil }
+func (deviceMem) Addr() uintptr { return 1 << 40 }
+func (deviceMem) Close() error  { return nil }
