@@ -59,7 +59,7 @@ type sessionHook struct {
 // the Session (fields metricsReg, reorder).
 func services() []sessionHook {
 	return []sessionHook{
-		{name: "metrics", open: openGlobalMetrics, close: closeGlobalMetrics},
+		{name: "metrics", open: openMeterMetrics, close: closeMeterMetrics},
 		{name: "reorder", open: openReorder, close: closeReorder},
 	}
 }

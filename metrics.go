@@ -3,7 +3,6 @@ package daqiri
 import (
 	"fmt"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/daqiri-go/daqiri/metrics"
@@ -16,14 +15,19 @@ import (
 // Values are computed from Session.Stats at each collection, so every engine is covered and
 // the numbers are the ones PrintStats shows.
 //
-// Like upstream, sessions report to the process's global meter provider (otel.SetMeterProvider;
-// until one is set, nothing is collected and the cost is a few idle objects).
-// RegisterMetrics reports to any other provider.
+// A session reports, from Open to Close, to the meter provider given with WithMeterProvider.
+// Upstream reports to the process's global provider; pass otel.GetMeterProvider() for that.
+// The library does not look the global provider up itself: package otel pulls in net/http,
+// and importing daqiri must not build an HTTP stack. RegisterMetrics reports to any provider
+// for as long as the caller likes.
 
-// openGlobalMetrics registers the session with the global provider; the session keeps the
-// registration (metricsReg) for closeGlobalMetrics to remove.
-func openGlobalMetrics(s *Session) error {
-	reg, err := s.RegisterMetrics(otel.GetMeterProvider())
+// openMeterMetrics registers the session with the provider of WithMeterProvider; the session
+// keeps the registration (metricsReg) for closeMeterMetrics to remove.
+func openMeterMetrics(s *Session) error {
+	if s.meterProvider == nil {
+		return nil
+	}
+	reg, err := s.RegisterMetrics(s.meterProvider)
 	if err != nil {
 		return err
 	}
@@ -31,7 +35,7 @@ func openGlobalMetrics(s *Session) error {
 	return nil
 }
 
-func closeGlobalMetrics(s *Session) {
+func closeMeterMetrics(s *Session) {
 	if s.metricsReg == nil {
 		return
 	}

@@ -187,8 +187,9 @@ func TestMetricsMatchStats(t *testing.T) {
 	}
 }
 
-// TestMetricsGlobalProvider: with a global meter provider set, every opened session reports
-// to it without any call, and stops when closed.
+// TestMetricsGlobalProvider: a session opened with the global meter provider (upstream's
+// behaviour, through WithMeterProvider) reports to it without any other call, and stops when
+// closed.
 func TestMetricsGlobalProvider(t *testing.T) {
 	prev := otel.GetMeterProvider()
 	reader := sdkmetric.NewManualReader()
@@ -199,7 +200,7 @@ func TestMetricsGlobalProvider(t *testing.T) {
 		mp.Shutdown(context.Background())
 	}()
 	port := testutil.FreePort(t, "udp")
-	s, err := daqiri.Open(context.Background(), pairConfig(config.ProtoUDP, port, 2048, 8, 100))
+	s, err := daqiri.Open(context.Background(), pairConfig(config.ProtoUDP, port, 2048, 8, 100), daqiri.WithMeterProvider(otel.GetMeterProvider()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,12 +26,20 @@ type Option func(*options)
 
 type options struct {
 	log     *slog.Logger
+	meter   metric.MeterProvider
 	engines map[string]engine.Opener // replaces builtin engines by name (tests)
 }
 
 // WithLogger sends the session's and engines' logs to l (default: stderr at the configured
 // log_level).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithMeterProvider makes the session report its queue counters (package metrics' names) to
+// mp from Open until Close. Upstream DAQIRI reports to the global provider: pass
+// otel.GetMeterProvider() for the same.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) { o.meter = mp }
+}
 
 // withEngine opens engine name with open instead of the built-in one (for tests, which stand
 // a fake engine in for a real one).
@@ -59,8 +67,9 @@ type Session struct {
 	rrAll  atomic.Uint32   // round-robin cursor over ports (RxBurstAny)
 
 	// Services' per-session state (see services in engines.go).
-	metricsReg metric.Registration // registration with the global meter provider
-	reorder    *reorder.Service    // nil without reorder plans
+	meterProvider metric.MeterProvider // WithMeterProvider's, or nil
+	metricsReg    metric.Registration  // registration with meterProvider
+	reorder       *reorder.Service     // nil without reorder plans
 
 	opened    []sessionHook // hooks whose open succeeded, closed in reverse order
 	closeOnce sync.Once
@@ -116,7 +125,7 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (s *Session, 
 	for _, w := range cfg.Warnings {
 		o.log.Warn("config: " + w)
 	}
-	s = &Session{cfg: cfg, log: o.log, regions: map[string]*engine.Region{}, engines: map[string]engine.Engine{}}
+	s = &Session{cfg: cfg, log: o.log, meterProvider: o.meter, regions: map[string]*engine.Region{}, engines: map[string]engine.Engine{}}
 	sess := s // the named result is overwritten by `return nil, err`
 	defer func() {
 		if err != nil {
