@@ -18,6 +18,7 @@ package ring
 
 import (
 	"fmt"
+	"reflect"
 	"sync/atomic"
 )
 
@@ -57,9 +58,13 @@ type Ring[T any] struct {
 	sp      bool
 	sc      bool
 	spsc    bool
-	slots   []slot[T]
-	vals    []T // SPSC only: values without per-slot sequence numbers
-	_       [cacheLine]byte
+	// clear says the SPSC path must zero dequeued slots: only when T holds pointers, so the
+	// ring keeps nothing reachable. For pointer-free T the consumer never writes a slot, and
+	// the slots' cache lines are not bounced between the producer and the consumer.
+	clear bool
+	slots []slot[T]
+	vals  []T // SPSC only: values without per-slot sequence numbers
+	_     [cacheLine]byte
 }
 
 // New returns a ring that holds at least capacity values (rounded up to a power of two, at
@@ -86,6 +91,7 @@ func New[T any](capacity int, mode Mode) (*Ring[T], error) {
 		// queue), so the slots carry no sequence numbers and a bulk call costs one cursor
 		// store however many values it moves.
 		r.spsc = true
+		r.clear = hasPointers(reflect.TypeFor[T]())
 		r.slots = nil
 		r.vals = make([]T, size)
 		return r, nil
@@ -139,7 +145,11 @@ func (r *Ring[T]) Dequeue() (v T, ok bool) {
 			}
 		}
 		s := &r.vals[pos&r.mask]
-		v, *s = *s, v
+		if r.clear {
+			v, *s = *s, v
+		} else {
+			v = *s
+		}
 		r.deq.Store(pos + 1)
 		return v, true
 	}
@@ -262,11 +272,33 @@ func (r *Ring[T]) dequeueSPSC(dst []T, all bool) int {
 	i := pos & r.mask
 	k := copy(dst[:n], r.vals[i:])
 	copy(dst[k:n], r.vals)
-	end := min(i+n, r.size)
-	clear(r.vals[i:end])
-	if rest := n - (end - i); rest > 0 {
-		clear(r.vals[:rest])
+	if r.clear {
+		end := min(i+n, r.size)
+		clear(r.vals[i:end])
+		if rest := n - (end - i); rest > 0 {
+			clear(r.vals[:rest])
+		}
 	}
 	r.deq.Store(pos + n)
 	return int(n)
+}
+
+// hasPointers reports whether values of t can hold pointers the garbage collector follows.
+func hasPointers(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return false
+	case reflect.Array:
+		return t.Len() > 0 && hasPointers(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if hasPointers(t.Field(i).Type) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package ring
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -106,5 +107,31 @@ func TestCursorPadding(t *testing.T) {
 	}
 	if end := unsafe.Sizeof(r); end-unsafe.Offsetof(r.vals) < cacheLine {
 		t.Fatalf("no padding after the read-mostly fields (size %d)", end)
+	}
+}
+
+func TestHasPointers(t *testing.T) {
+	type plain struct {
+		a uint64
+		b [4]int32
+	}
+	type withPtr struct {
+		a uint64
+		p *int
+	}
+	for _, c := range []struct {
+		got, want bool
+	}{
+		{hasPointers(reflect.TypeFor[uint64]()), false},
+		{hasPointers(reflect.TypeFor[plain]()), false},
+		{hasPointers(reflect.TypeFor[*int]()), true},
+		{hasPointers(reflect.TypeFor[withPtr]()), true},
+		{hasPointers(reflect.TypeFor[[]byte]()), true},
+		{hasPointers(reflect.TypeFor[string]()), true},
+		{hasPointers(reflect.TypeFor[[2]*int]()), true},
+	} {
+		if c.got != c.want {
+			t.Errorf("hasPointers = %v, want %v", c.got, c.want)
+		}
 	}
 }

@@ -170,6 +170,14 @@ func run(c bench, items int, useChan bool, cores int) float64 {
 				buf := make([]uint64, c.bulk)
 				for i := 0; i < per; i += c.bulk {
 					spins := 0
+					if c.bulk == 1 { // single operations, as upstream's single cases
+						for !r.Enqueue(uint64(i)) {
+							if spins++; spins > 32 {
+								runtime.Gosched()
+							}
+						}
+						continue
+					}
 					for !r.EnqueueBulk(buf) {
 						if spins++; spins > 32 {
 							runtime.Gosched()
@@ -189,6 +197,15 @@ func run(c bench, items int, useChan bool, cores int) float64 {
 				buf := make([]uint64, c.bulk)
 				spins := 0
 				for got := 0; got < n; {
+					if c.bulk == 1 {
+						if _, ok := r.Dequeue(); ok {
+							got++
+							spins = 0
+						} else if spins++; spins > 32 {
+							runtime.Gosched()
+						}
+						continue
+					}
 					want := buf[:min(c.bulk, n-got)]
 					if !r.DequeueBulk(want) {
 						if spins++; spins > 32 {
