@@ -209,7 +209,7 @@ func (b *Burst) SegmentBuffer(seg, i int) []byte {
 		return nil
 	}
 	o := s.off[i]
-	end := (o/uint64(s.region.BufSize) + 1) * uint64(s.region.BufSize)
+	end := s.region.bufStart(o) + uint64(s.region.BufSize)
 	return s.region.buf[o:end:end]
 }
 
@@ -316,7 +316,7 @@ func (b *Burst) SetAllPacketLengths(lens ...int) error {
 
 func (b *Burst) setLen(s, i, l int) error {
 	r := b.segs[s].region
-	room := r.BufSize - int(b.segs[s].off[i]%uint64(r.BufSize))
+	room := r.BufSize - int(b.segs[s].off[i]-r.bufStart(b.segs[s].off[i]))
 	if l < 0 || l > room {
 		return fmt.Errorf("segment %d of packet %d: length %d exceeds the %d-byte buffer of region %s: %w", s, i, l, room, r.Name, ErrInvalidParameter)
 	}

@@ -185,36 +185,33 @@ func (q *TxQueue) NewBurst(n int) (*Burst, error) {
 	if err != nil {
 		return nil, err
 	}
-	var idx [256]uint32
+	// The buffer indices land in the segment's length array first (Reset gave it room for
+	// n): one all-or-nothing pool operation per segment, and no scratch array to clear.
 	for s, r := range q.Regions {
 		seg := &b.segs[s]
-		seg.off, seg.len = seg.off[:0], seg.len[:0]
-		for got := 0; got < n; {
-			k := min(n-got, len(idx))
-			if !r.GetBulk(idx[:k]) {
-				// Give back what this burst already took, across all segments.
-				for _, o := range seg.off {
-					r.Put(uint32(o / uint64(r.BufSize)))
+		idx := seg.len[:n]
+		if !r.GetBulk(idx) {
+			// Give back what this burst already took from the earlier segments' regions.
+			for t := 0; t < s; t++ {
+				rt := b.segs[t].region
+				for _, o := range b.segs[t].off[:n] {
+					rt.Put(uint32(rt.bufIndex(o)))
 				}
-				for t := 0; t < s; t++ {
-					rt := b.segs[t].region
-					for _, o := range b.segs[t].off[:n] {
-						rt.Put(uint32(o / uint64(rt.BufSize)))
-					}
-				}
-				b.n = 0
-				b.FreeMeta()
-				// The bare status: exhaustion is a normal, frequent outcome for a sender
-				// outrunning its completions, and formatting a message here costs more
-				// than the retry it prompts.
-				return nil, ErrNoFreePacketBuffers
 			}
-			for _, i := range idx[:k] {
-				seg.off = append(seg.off, uint64(i)*uint64(r.BufSize))
-				seg.len = append(seg.len, 0)
-			}
-			got += k
+			b.n = 0
+			b.FreeMeta()
+			// The bare status: exhaustion is a normal, frequent outcome for a sender
+			// outrunning its completions, and formatting a message here costs more
+			// than the retry it prompts.
+			return nil, ErrNoFreePacketBuffers
 		}
+		off := seg.off[:n]
+		bs := uint64(r.BufSize)
+		for j, i := range idx {
+			off[j] = uint64(i) * bs
+		}
+		clear(idx)
+		seg.off, seg.len = off, idx
 	}
 	b.flow = b.flow[:n]
 	b.ts = b.ts[:n]

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math/bits"
 	"sync/atomic"
 
 	"github.com/daqiri-go/daqiri/config"
@@ -27,6 +28,9 @@ type Region struct {
 	mem  Memory
 	buf  []byte
 	pool *ring.Pool
+	// shift is log2(BufSize) when BufSize is a power of two, else -1: the offset → buffer
+	// index division runs several times per packet, and a 64-bit divide costs tens of cycles.
+	shift int8
 	// refs counts owners of a buffer when one receive buffer holds several packets (UDP GRO);
 	// nil until EnableSharing.
 	refs []atomic.Int32
@@ -34,7 +38,10 @@ type Region struct {
 
 // NewRegion carves mem into the region's buffers. mem must hold NumBufs*BufSize bytes.
 func NewRegion(rc *config.MemoryRegion, mem Memory) (*Region, error) {
-	r := &Region{Name: rc.Name, Kind: rc.Kind, BufSize: rc.BufSize, NumBufs: rc.NumBufs, mem: mem}
+	r := &Region{Name: rc.Name, Kind: rc.Kind, BufSize: rc.BufSize, NumBufs: rc.NumBufs, mem: mem, shift: -1}
+	if rc.BufSize > 0 && rc.BufSize&(rc.BufSize-1) == 0 {
+		r.shift = int8(bits.TrailingZeros(uint(rc.BufSize)))
+	}
 	if b := mem.Bytes(); b != nil {
 		if len(b) < rc.NumBufs*rc.BufSize {
 			return nil, fmt.Errorf("memory region %s: %d bytes mapped, %d needed", rc.Name, len(b), rc.NumBufs*rc.BufSize)
@@ -47,6 +54,22 @@ func NewRegion(rc *config.MemoryRegion, mem Memory) (*Region, error) {
 	}
 	r.pool = p
 	return r, nil
+}
+
+// bufIndex is the index of the buffer that holds byte off of the region.
+func (r *Region) bufIndex(off uint64) uint64 {
+	if r.shift >= 0 {
+		return off >> uint(r.shift)
+	}
+	return off / uint64(r.BufSize)
+}
+
+// bufStart is the offset of the start of the buffer that holds byte off.
+func (r *Region) bufStart(off uint64) uint64 {
+	if r.shift >= 0 {
+		return off &^ (1<<uint(r.shift) - 1)
+	}
+	return off - off%uint64(r.BufSize)
 }
 
 // Memory is the region's backing store.
@@ -130,7 +153,7 @@ func (r *Region) release(off uint64) {
 // dropOwner drops one owner of the buffer containing byte off and reports the buffer and
 // whether that was its last owner (always, for a region without sharing).
 func (r *Region) dropOwner(off uint64) (idx uint32, last bool) {
-	idx = uint32(off / uint64(r.BufSize))
+	idx = uint32(r.bufIndex(off))
 	if r.refs != nil {
 		if n := r.refs[idx].Add(-1); n > 0 {
 			return idx, false

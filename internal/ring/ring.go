@@ -18,6 +18,7 @@ package ring
 
 import (
 	"fmt"
+	"reflect"
 	"sync/atomic"
 )
 
@@ -42,16 +43,28 @@ type slot[T any] struct {
 
 // Ring is a bounded FIFO of T. The zero value is not usable; call New.
 type Ring[T any] struct {
-	_     [cacheLine]byte
-	enq   atomic.Uint32
-	_     [cacheLine - 4]byte
-	deq   atomic.Uint32
-	_     [cacheLine - 4]byte
-	mask  uint32
-	size  uint32
-	sp    bool
-	sc    bool
+	_   [cacheLine]byte
+	enq atomic.Uint32
+	// deqSeen is the producer's last view of deq (SPSC only): a producer reads the consumer's
+	// cursor only when this cached copy says the ring is full, so in steady state the two
+	// threads never read each other's cache line.
+	deqSeen uint32
+	_       [cacheLine - 8]byte
+	deq     atomic.Uint32
+	enqSeen uint32 // the consumer's last view of enq (SPSC only)
+	_       [cacheLine - 8]byte
+	mask    uint32
+	size    uint32
+	sp      bool
+	sc      bool
+	spsc    bool
+	// clear says the SPSC path must zero dequeued slots: only when T holds pointers, so the
+	// ring keeps nothing reachable. For pointer-free T the consumer never writes a slot, and
+	// the slots' cache lines are not bounced between the producer and the consumer.
+	clear bool
 	slots []slot[T]
+	vals  []T // SPSC only: values without per-slot sequence numbers
+	_     [cacheLine]byte
 }
 
 // New returns a ring that holds at least capacity values (rounded up to a power of two, at
@@ -73,6 +86,16 @@ func New[T any](capacity int, mode Mode) (*Ring[T], error) {
 		sc:    mode == SPSC || mode == MPSC,
 		slots: make([]slot[T], size),
 	}
+	if mode == SPSC {
+		// One producer and one consumer: the cursors alone order the slots (a Lamport
+		// queue), so the slots carry no sequence numbers and a bulk call costs one cursor
+		// store however many values it moves.
+		r.spsc = true
+		r.clear = hasPointers(reflect.TypeFor[T]())
+		r.slots = nil
+		r.vals = make([]T, size)
+		return r, nil
+	}
 	for i := range r.slots {
 		r.slots[i].seq.Store(uint32(i))
 	}
@@ -90,6 +113,17 @@ func (r *Ring[T]) Len() int {
 
 // Enqueue adds one value and reports whether there was room.
 func (r *Ring[T]) Enqueue(v T) bool {
+	if r.spsc {
+		pos := r.enq.Load()
+		if pos-r.deqSeen == r.size {
+			if r.deqSeen = r.deq.Load(); pos-r.deqSeen == r.size {
+				return false
+			}
+		}
+		r.vals[pos&r.mask] = v
+		r.enq.Store(pos + 1)
+		return true
+	}
 	var one [1]T
 	one[0] = v
 	return r.enqueue(one[:], true) == 1
@@ -103,6 +137,22 @@ func (r *Ring[T]) EnqueueBurst(vs []T) int { return r.enqueue(vs, false) }
 
 // Dequeue removes one value; ok is false when the ring is empty.
 func (r *Ring[T]) Dequeue() (v T, ok bool) {
+	if r.spsc {
+		pos := r.deq.Load()
+		if pos == r.enqSeen {
+			if r.enqSeen = r.enq.Load(); pos == r.enqSeen {
+				return v, false
+			}
+		}
+		s := &r.vals[pos&r.mask]
+		if r.clear {
+			v, *s = *s, v
+		} else {
+			v = *s
+		}
+		r.deq.Store(pos + 1)
+		return v, true
+	}
 	var one [1]T
 	if r.dequeue(one[:], true) == 1 {
 		return one[0], true
@@ -151,6 +201,9 @@ func (r *Ring[T]) claim(cur *atomic.Uint32, want uint32, all, single bool, offse
 }
 
 func (r *Ring[T]) enqueue(vs []T, all bool) int {
+	if r.spsc {
+		return r.enqueueSPSC(vs, all)
+	}
 	want := uint32(min(len(vs), int(r.size)))
 	if want == 0 || (all && len(vs) > int(r.size)) {
 		return 0
@@ -165,6 +218,9 @@ func (r *Ring[T]) enqueue(vs []T, all bool) int {
 }
 
 func (r *Ring[T]) dequeue(dst []T, all bool) int {
+	if r.spsc {
+		return r.dequeueSPSC(dst, all)
+	}
 	want := uint32(min(len(dst), int(r.size)))
 	if want == 0 || (all && len(dst) > int(r.size)) {
 		return 0
@@ -178,4 +234,71 @@ func (r *Ring[T]) dequeue(dst []T, all bool) int {
 		s.seq.Store(pos + i + r.size)
 	}
 	return int(n)
+}
+
+// enqueueSPSC is the single-producer path: the values are written, then one store of the
+// cursor publishes them all (Go's atomic store orders the plain writes before it).
+func (r *Ring[T]) enqueueSPSC(vs []T, all bool) int {
+	pos := r.enq.Load() // only this thread writes it
+	free := r.size - (pos - r.deqSeen)
+	if uint32(min(len(vs), int(r.size))) > free {
+		r.deqSeen = r.deq.Load()
+		free = r.size - (pos - r.deqSeen)
+	}
+	n := uint32(min(len(vs), int(free)))
+	if n == 0 || (all && int(n) < len(vs)) {
+		return 0
+	}
+	i := pos & r.mask
+	k := copy(r.vals[i:], vs[:n])
+	copy(r.vals, vs[k:n])
+	r.enq.Store(pos + n)
+	return int(n)
+}
+
+// dequeueSPSC is the single-consumer path: the values are read, the slots cleared so the
+// ring keeps nothing reachable, then one store of the cursor hands the slots back.
+func (r *Ring[T]) dequeueSPSC(dst []T, all bool) int {
+	pos := r.deq.Load() // only this thread writes it
+	avail := r.enqSeen - pos
+	if uint32(min(len(dst), int(r.size))) > avail {
+		r.enqSeen = r.enq.Load()
+		avail = r.enqSeen - pos
+	}
+	n := uint32(min(len(dst), int(avail)))
+	if n == 0 || (all && int(n) < len(dst)) {
+		return 0
+	}
+	i := pos & r.mask
+	k := copy(dst[:n], r.vals[i:])
+	copy(dst[k:n], r.vals)
+	if r.clear {
+		end := min(i+n, r.size)
+		clear(r.vals[i:end])
+		if rest := n - (end - i); rest > 0 {
+			clear(r.vals[:rest])
+		}
+	}
+	r.deq.Store(pos + n)
+	return int(n)
+}
+
+// hasPointers reports whether values of t can hold pointers the garbage collector follows.
+func hasPointers(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return false
+	case reflect.Array:
+		return t.Len() > 0 && hasPointers(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if hasPointers(t.Field(i).Type) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
 }

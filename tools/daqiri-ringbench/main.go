@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/daqiri-go/daqiri/internal/osthread"
@@ -25,7 +24,9 @@ type bench struct {
 	prod, cons int
 	bulk       int
 	mode       ring.Mode
-	pool       int // threads, for pool cases
+	pool       int  // threads, for pool cases
+	cached     bool // pool cases through a per-thread ring.Cache
+	upstream   float64
 }
 
 func main() {
@@ -33,25 +34,31 @@ func main() {
 	repeats := flag.Int("repeats", 5, "runs per case; the median is reported")
 	flag.Parse()
 	cases := []bench{
-		{name: "spsc single 1p1c", prod: 1, cons: 1, bulk: 1, mode: ring.SPSC},
-		{name: "spsc bulk8 1p1c", prod: 1, cons: 1, bulk: 8, mode: ring.SPSC},
-		{name: "spsc bulk32 1p1c", prod: 1, cons: 1, bulk: 32, mode: ring.SPSC},
-		{name: "mpmc single 2p2c", prod: 2, cons: 2, bulk: 1, mode: ring.MPMC},
-		{name: "mpmc single 4p4c", prod: 4, cons: 4, bulk: 1, mode: ring.MPMC},
-		{name: "mpmc bulk8 2p2c", prod: 2, cons: 2, bulk: 8, mode: ring.MPMC},
-		{name: "mpmc bulk32 4p4c", prod: 4, cons: 4, bulk: 32, mode: ring.MPMC},
-		{name: "pool get/put 1t", pool: 1},
-		{name: "pool get/put 4t", pool: 4},
-		{name: "pool get/put 8t", pool: 8},
+		{name: "spsc single 1p1c", prod: 1, cons: 1, bulk: 1, mode: ring.SPSC, upstream: 60.3},
+		{name: "spsc bulk8 1p1c", prod: 1, cons: 1, bulk: 8, mode: ring.SPSC, upstream: 132.0},
+		{name: "spsc bulk32 1p1c", prod: 1, cons: 1, bulk: 32, mode: ring.SPSC, upstream: 203.6},
+		{name: "mpmc single 2p2c", prod: 2, cons: 2, bulk: 1, mode: ring.MPMC, upstream: 3.5},
+		{name: "mpmc single 4p4c", prod: 4, cons: 4, bulk: 1, mode: ring.MPMC, upstream: 2.2},
+		{name: "mpmc bulk8 2p2c", prod: 2, cons: 2, bulk: 8, mode: ring.MPMC, upstream: 27.4},
+		{name: "mpmc bulk32 4p4c", prod: 4, cons: 4, bulk: 32, mode: ring.MPMC, upstream: 58.3},
+		{name: "pool get/put 1t", pool: 1, upstream: 42.9},
+		{name: "pool get/put 4t", pool: 4, upstream: 3.5},
+		{name: "pool get/put 8t", pool: 8, upstream: 2.4},
+		{name: "pool cached 1t", pool: 1, cached: true, upstream: 42.9},
+		{name: "pool cached 4t", pool: 4, cached: true, upstream: 3.5},
+		{name: "pool cached 8t", pool: 8, cached: true, upstream: 2.4},
 	}
 	cores := osthread.NumAllowed()
 	fmt.Printf("daqiri ring/pool bench: %d items per run, median of %d runs, %d cores, %s\n\n", *items, *repeats, cores, runtime.Version())
-	fmt.Printf("%-20s %12s %10s %14s %10s %8s\n", "case", "daqiri Mops", "ns/op", "chan Mops", "ns/op", "ratio")
+	fmt.Printf("%-20s %12s %8s %11s %8s %14s %9s\n", "case", "daqiri Mops", "ns/op", "chan Mops", "vs chan", "upstream Mops*", "vs upstr")
 	for _, c := range cases {
+		// Warm-up pass (page faults, thread start-up, CPU frequency), as upstream's bench does.
+		run(c, *items/10, false, cores)
 		d := median(*repeats, func() float64 { return run(c, *items, false, cores) })
 		g := median(*repeats, func() float64 { return run(c, *items, true, cores) })
-		fmt.Printf("%-20s %12.2f %10.1f %14.2f %10.1f %7.2fx\n", c.name, d, 1e3/d, g, 1e3/g, d/g)
+		fmt.Printf("%-20s %12.2f %8.1f %11.2f %7.2fx %14.1f %8.2fx\n", c.name, d, 1e3/d, g, d/g, c.upstream, d/c.upstream)
 	}
+	fmt.Println("\n* upstream's pool_ring_bench (C++, -O3) on the 16-core H200 host (issue 18); compare only on that host")
 	if cores < 8 {
 		fmt.Fprintf(os.Stderr, "\nnote: %d cores; cases with more threads than cores time-share them\n", cores)
 	}
@@ -101,6 +108,21 @@ func run(c bench, items int, useChan bool, cores int) float64 {
 		} else {
 			p, _ := ring.NewPool(8192)
 			for t := 0; t < c.pool; t++ {
+				if c.cached {
+					spawn(func() {
+						cache, _ := p.NewCache(256)
+						for i := 0; i < per; i++ {
+							v, ok := cache.Get()
+							for !ok {
+								runtime.Gosched()
+								v, ok = cache.Get()
+							}
+							cache.Put(v)
+						}
+						cache.Flush()
+					})
+					continue
+				}
 				spawn(func() {
 					for i := 0; i < per; i++ {
 						v, ok := p.Get()
@@ -148,6 +170,14 @@ func run(c bench, items int, useChan bool, cores int) float64 {
 				buf := make([]uint64, c.bulk)
 				for i := 0; i < per; i += c.bulk {
 					spins := 0
+					if c.bulk == 1 { // single operations, as upstream's single cases
+						for !r.Enqueue(uint64(i)) {
+							if spins++; spins > 32 {
+								runtime.Gosched()
+							}
+						}
+						continue
+					}
 					for !r.EnqueueBulk(buf) {
 						if spins++; spins > 32 {
 							runtime.Gosched()
@@ -156,25 +186,35 @@ func run(c bench, items int, useChan bool, cores int) float64 {
 				}
 			})
 		}
-		var left atomic.Int64
-		left.Store(int64(total))
+		// Each consumer takes a fixed share with all-or-nothing bulk calls, as upstream's
+		// consumers do: no counter shared between threads, so the harness adds no atomics.
 		for k := 0; k < c.cons; k++ {
+			n := perCons / c.bulk * c.bulk
+			if k == c.cons-1 {
+				n = total - (perCons/c.bulk*c.bulk)*(c.cons-1)
+			}
 			spawn(func() {
 				buf := make([]uint64, c.bulk)
 				spins := 0
-				for {
-					if left.Load() <= 0 {
-						return
+				for got := 0; got < n; {
+					if c.bulk == 1 {
+						if _, ok := r.Dequeue(); ok {
+							got++
+							spins = 0
+						} else if spins++; spins > 32 {
+							runtime.Gosched()
+						}
+						continue
 					}
-					n := r.DequeueBurst(buf)
-					if n == 0 {
+					want := buf[:min(c.bulk, n-got)]
+					if !r.DequeueBulk(want) {
 						if spins++; spins > 32 {
 							runtime.Gosched()
 						}
 						continue
 					}
 					spins = 0
-					left.Add(-int64(n))
+					got += len(want)
 				}
 			})
 		}

@@ -1,0 +1,36 @@
+package ring
+
+import (
+	"strconv"
+	"testing"
+)
+
+// BenchmarkSPSCSameThread is the cost of the calls alone (no cache line crosses cores): one
+// goroutine enqueues and dequeues bulk values.
+func BenchmarkSPSCSameThread(b *testing.B) {
+	for _, mode := range []Mode{SPSC, MPMC} {
+		for _, bulk := range []int{1, 8, 32} {
+			b.Run([]string{"mpmc", "spsc"}[btoi(mode == SPSC)]+"/bulk"+strconv.Itoa(bulk), func(b *testing.B) {
+				r, _ := New[uint64](1024, mode)
+				buf := make([]uint64, bulk)
+				for b.Loop() {
+					if bulk == 1 {
+						r.Enqueue(1)
+						r.Dequeue()
+						continue
+					}
+					r.EnqueueBulk(buf)
+					r.DequeueBulk(buf)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*bulk), "ns/item")
+			})
+		}
+	}
+}
+
+func btoi(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
