@@ -30,7 +30,7 @@ func TestDefaults(t *testing.T) {
 version: 1
 stream_type: raw
 memory_regions:
-- {name: m, kind: host_pinned, affinity: 0, num_bufs: 8, buf_size: 2048}
+- {name: m, kind: host_pinned, affinity: 0, num_bufs: 64, buf_size: 2048}
 - {name: o, kind: host_pinned, affinity: 0, num_bufs: 1, buf_size: 131072}
 interfaces:
 - name: p
