@@ -666,6 +666,10 @@ func TestBadFlows(t *testing.T) {
 			[]string{"interfaces[0].tx.flows[0].actions[1].tunnel.vni: vni is a vxlan field; this tunnel is gre"}},
 		{"tni too big", rawBase, []string{"type: vxlan", "type: nvgre", "vni: 100", "tni: 0x1000000 #!"},
 			[]string{"interfaces[0].tx.flows[0].actions[1].tunnel.tni: must be ≤ 0xFFFFFF"}},
+		// Issue 19 item 15: GRE carries the L3 packet; a VLAN tag pushed before it would
+		// start the GRE payload.
+		{"vlan_push then gre", rawBase, []string{"          - type: tunnel_encap\n            tunnel:\n              type: vxlan\n", "          - type: tunnel_encap #!\n            tunnel:\n              type: gre\n", "              vni: 100\n          match:\n            udp_src: 4096\n", "          match:\n            udp_src: 4096\n"},
+			[]string{"interfaces[0].tx.flows[0].actions[1]: tunnel_encap gre after vlan_push (interfaces[0].tx.flows[0].actions[0])"}},
 		{"tunnel flat and nested", rawBase, []string{txTunnel, txTunnel + "            vni: 3 #!\n"},
 			[]string{"interfaces[0].tx.flows[0].actions[1].vni: given both flat and under tunnel:"}},
 		{"tunnel type and tunnel_type", rawBase, []string{"              type: vxlan\n", "              type: vxlan\n              tunnel_type: vxlan #!\n"},

@@ -649,6 +649,7 @@ func (v *validator) flows(base string, fs []Flow, qs []Queue, flex []FlexItem, i
 			v.errf(ap, "a flow has at most %d actions, got %d", MaxFlowActions, n)
 		}
 		overhead, transforms, pushes, rss := 0, false, false, false
+		pushedVLAN := "" // path of a vlan_push seen before this action (TX)
 		for a := range f.Actions {
 			act := &f.Actions[a]
 			pa := ap
@@ -691,6 +692,15 @@ func (v *validator) flows(base string, fs []Flow, qs []Queue, flex []FlexItem, i
 			case ActionTunnelEncap, ActionTunnelDecap:
 				transforms = true
 				overhead += v.tunnel(pa, &act.Tunnel)
+			}
+			// GRE carries the L3 packet: encapsulation drops the inner Ethernet header and
+			// takes what follows it as the IPv4 packet, so a tag pushed before would start
+			// the GRE payload and the peer would see a malformed packet.
+			if isTX && act.Type == ActionVLANPush && pushedVLAN == "" {
+				pushedVLAN = pa
+			}
+			if isTX && act.Type == ActionTunnelEncap && act.Tunnel.Type == TunnelGRE && pushedVLAN != "" {
+				v.errf(pa, "tunnel_encap gre after vlan_push (%s): GRE carries the IPv4 packet without its Ethernet header, so the pushed tag would be sent as the start of the GRE payload; put vlan_push after tunnel_encap to tag the outer frame, or use vxlan or nvgre, which carry the whole tagged frame", pushedVLAN)
 			}
 		}
 		if len(f.Actions) > 0 && !isTX && f.Actions[len(f.Actions)-1].Type != ActionQueue {
