@@ -198,7 +198,17 @@ func (s *Session) allocRegions() error {
 		if rc.Unowned {
 			return s.cfg.Errorf(path+".owned", "owned: false (application-provided memory) is not supported: daqiri-go has no API to attach external memory")
 		}
-		mem, err := allocMemory(rc)
+		node := -1
+		if rc.Kind == config.KindHost || rc.Kind == config.KindHuge {
+			// affinity is the NUMA node of host and huge memory (upstream passes it to
+			// rte_malloc_socket). A node this machine lacks is said loudly, not ignored.
+			if hugepage.NodeExists(rc.Affinity) {
+				node = rc.Affinity
+			} else {
+				s.log.Warn(s.cfg.Errorf(path+".affinity", "NUMA node %d does not exist on this machine; memory region %s is allocated without a node preference", rc.Affinity, rc.Name).Error())
+			}
+		}
+		mem, err := allocMemory(rc, node)
 		if err != nil {
 			return s.cfg.Errorf(path, "memory region %s (%s, %d × %d bytes): %w", rc.Name, rc.Kind, rc.NumBufs, rc.BufSize, err)
 		}
@@ -212,14 +222,15 @@ func (s *Session) allocRegions() error {
 	return nil
 }
 
-// allocMemory maps a region's backing store by kind.
-func allocMemory(rc *config.MemoryRegion) (engine.Memory, error) {
+// allocMemory maps a region's backing store by kind; host and huge memory preferably on NUMA
+// node node (< 0: anywhere).
+func allocMemory(rc *config.MemoryRegion, node int) (engine.Memory, error) {
 	size := rc.NumBufs * rc.BufSize
 	switch rc.Kind {
 	case config.KindHost:
-		return hugepage.Map(size, false)
+		return hugepage.MapOnNode(size, false, node)
 	case config.KindHuge:
-		return hugepage.Map(size, true)
+		return hugepage.MapOnNode(size, true, node)
 	case config.KindHostPinned, config.KindDevice:
 		return allocGPU(rc, size)
 	}
