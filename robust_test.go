@@ -3,6 +3,8 @@ package daqiri_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"log/slog"
 	"strings"
 	"sync"
@@ -58,5 +60,53 @@ func TestPlacementWarnings(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// mapped reports whether the address lies in one of the process's mappings.
+func mapped(t *testing.T, addr uint64) bool {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		var lo, hi uint64
+		if _, err := fmt.Sscanf(l, "%x-%x", &lo, &hi); err == nil && addr >= lo && addr < hi {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRegionReleasedAfterLateFree (issue 19 item 12): Close with a burst still held reports
+// it and keeps the memory mapped; freeing that burst afterwards releases the memory instead
+// of leaving it mapped for the life of the process.
+func TestRegionReleasedAfterLateFree(t *testing.T) {
+	cfg := pairConfig(config.ProtoUDP, freePort(t, "udp"), 2048, 16, 0)
+	s, err := daqiri.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, _ := s.Port("client")
+	b, err := s.TxBurst(cli, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetUDPPayload(0, []byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	var addr uint64
+	fmt.Sscanf(fmt.Sprintf("%p", &b.Packet(0)[0]), "0x%x", &addr)
+	err = s.Close()
+	if err == nil || !strings.Contains(err.Error(), "1 of 1024 buffers not returned") {
+		t.Fatalf("Close with a burst held: %v", err)
+	}
+	if !mapped(t, addr) {
+		t.Fatalf("region unmapped while a buffer is held")
+	}
+	b.Free()
+	if mapped(t, addr) {
+		t.Fatalf("region still mapped after its last buffer came back")
 	}
 }
