@@ -608,6 +608,12 @@ type PortStats struct {
 	Engine string       `json:"engine"`
 	Rx     []QueueStats `json:"rx"`
 	Tx     []QueueStats `json:"tx"`
+	// Events counts what happened on the port outside its queues, by name (only non-zero
+	// ones): connections_accepted, connections_refused_max_connections (a TCP server at its
+	// max_connections), connections_closed_frame_too_large (a TCP peer announced a frame
+	// above max_payload_size), kernel_passed (frames an XDP port with flow_isolation handed
+	// to the kernel because no flow matched them).
+	Events map[string]uint64 `json:"events,omitempty"`
 }
 
 // Totals sums packets, bytes and drops over every queue of the snapshot.
@@ -634,7 +640,7 @@ func (st Stats) Totals() (rx, tx QueueStats) {
 func (s *Session) Stats() Stats {
 	var st Stats
 	for _, p := range s.ports {
-		ps := PortStats{Port: p.ID, Name: p.Name, Engine: p.Engine}
+		ps := PortStats{Port: p.ID, Name: p.Name, Engine: p.Engine, Events: p.Events.Snapshot()}
 		for _, q := range p.Rx {
 			qs := q.Stats.Snapshot()
 			qs.RingUsed = q.Pending()
@@ -658,6 +664,9 @@ func (s *Session) PrintStats(w io.Writer) {
 		}
 		for i, q := range p.Tx {
 			fmt.Fprintf(w, "%-16s %-8s %-4s %5d %14d %16d %12d%s\n", p.Name, p.Engine, "tx", s.ports[p.Port].Tx[i].ID, q.Packets, q.Bytes, q.Dropped, dropDetail(q))
+		}
+		if len(p.Events) > 0 {
+			fmt.Fprintf(w, "%-16s %-8s events: %s\n", p.Name, p.Engine, strings.TrimSuffix(strings.TrimPrefix(dropDetail(QueueStats{Drops: p.Events}), "  ("), ")"))
 		}
 	}
 }

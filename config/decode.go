@@ -546,6 +546,7 @@ func (d *decoder) socketConfig(se entry, sc *SocketConfig) {
 		"min_ipg_ns":            intField(&sc.MinIPGNs, 0, math.MaxInt32),
 		"recv_buffer_size":      intField(&sc.RecvBufferBytes, 0, math.MaxInt32),
 		"send_buffer_size":      intField(&sc.SendBufferBytes, 0, math.MaxInt32),
+		"max_connections":       intField(&sc.MaxConnections, 1, 65536),
 	}, map[string]string{
 		"protocol": "socket_config.protocol was removed: give the protocol as the scheme of local_addr/remote_addr (tcp://, udp://, roce://)",
 	})

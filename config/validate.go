@@ -414,6 +414,12 @@ func (v *validator) socket(p string, s *SocketConfig) Protocol {
 			v.errf(p+"."+f.key, "must be ≥ 0, got %d", f.n)
 		}
 	}
+	switch {
+	case s.MaxConnections < 0 || s.MaxConnections > 65536:
+		v.errf(p+".max_connections", "must be between 1 and 65536, got %d", s.MaxConnections)
+	case s.MaxConnections > 0 && (proto != ProtoTCP || s.Mode != ModeServer):
+		v.warnf(p+".max_connections", "max_connections applies to TCP servers only; it is ignored here")
+	}
 	if s.MaxBurstIntervalMs > 0 {
 		v.warnf(p+".max_burst_interval_ms", "max_burst_interval_ms is not used by any engine (upstream parses it but never uses it)")
 	}

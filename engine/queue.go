@@ -17,6 +17,9 @@ type Port struct {
 	Raw    bool              // raw Ethernet stream (header helpers write L2-L4 headers)
 	Rx     []*RxQueue
 	Tx     []*TxQueue
+	// Events counts what happens to the port outside its queues: connections refused or
+	// closed for a protocol error, frames handed to the kernel.
+	Events PortEvents
 }
 
 // Path is the port's key path in the configuration, for errors.

@@ -75,8 +75,9 @@ type endpoint struct {
 	gsoOK   atomic.Bool
 
 	// TCP
-	ln  *sockio.TCPListener
-	def atomic.Pointer[conn] // default TX connection
+	ln     *sockio.TCPListener
+	poller *sockio.Poller       // the receive worker's epoll set (see tcpserve.go)
+	def    atomic.Pointer[conn] // default TX connection
 }
 
 // conn is a connection id's state.
@@ -248,15 +249,28 @@ func (ep *endpoint) start() error {
 			e.w.Go(ep.port.Name+"/udp-rx", ep.rxq.Config.CPUCore, ep.udpRx)
 		}
 	case config.ProtoTCP:
+		if ep.poller, err = sockio.NewPoller(64); err != nil {
+			return cfg.Errorf(ep.port.Path()+".socket_config", "interface %s: %v", ep.port.Name, err)
+		}
+		core := ""
+		if ep.rxq != nil {
+			core = ep.rxq.Config.CPUCore
+		}
 		if ep.cfg.Mode == config.ModeServer {
 			ep.ln, err = sockio.ListenTCP(local, 128, ep.opt)
+			if err == nil {
+				err = ep.ln.SetNonblock()
+			}
+			if err == nil {
+				err = ep.poller.Add(ep.ln.FD(), listenToken)
+			}
 			if err != nil {
 				return cfg.Errorf(ep.port.Path()+".socket_config.local_addr", "interface %s: %v", ep.port.Name, err)
 			}
-			e.w.Go(ep.port.Name+"/tcp-accept", "", ep.accept)
 		} else {
 			e.w.Go(ep.port.Name+"/tcp-connect", "", func() { ep.dialLoop(local, remote) })
 		}
+		e.w.Go(ep.port.Name+"/tcp-rx", core, ep.tcpServe)
 	default:
 		return cfg.Errorf(ep.port.Path()+".socket_config", "interface %s: protocol %q is not served by the socket engine", ep.port.Name, ep.cfg.Proto())
 	}
@@ -278,9 +292,17 @@ func (e *Engine) Close() error {
 		}
 	}
 	e.w.Stop()
+	// The workers closed the connections they served; these are the ones they never saw.
+	e.mu.Lock()
+	conns = conns[:0]
+	for _, c := range e.conns {
+		conns = append(conns, c)
+	}
+	e.mu.Unlock()
 	var errs []error
 	for _, c := range conns {
 		if c.tcp != nil {
+			e.dropConn(c)
 			errs = append(errs, c.tcp.Close())
 		}
 	}
@@ -290,6 +312,9 @@ func (e *Engine) Close() error {
 		}
 		if ep.ln != nil {
 			errs = append(errs, ep.ln.Close())
+		}
+		if ep.poller != nil {
+			errs = append(errs, ep.poller.Close())
 		}
 	}
 	errs = append(errs, e.netns.Close())
@@ -429,15 +454,11 @@ func (e *Engine) Connect(port int, remote netip.AddrPort, timeout time.Duration)
 		return 0, fmt.Errorf("%v: %w", err, engine.ErrConnectFailure)
 	}
 	c := e.newConn(ep, tc)
-	ep.def.Store(c)
-	e.startConnRx(c)
-	return c.id, nil
-}
-
-func (e *Engine) startConnRx(c *conn) {
-	core := ""
-	if c.ep.rxq != nil {
-		core = c.ep.rxq.Config.CPUCore
+	if err := ep.register(c); err != nil {
+		e.dropConn(c)
+		tc.Close()
+		return 0, fmt.Errorf("%v: %w", err, engine.ErrConnectFailure)
 	}
-	e.w.Go(fmt.Sprintf("%s/tcp-rx-%d", c.ep.port.Name, c.id), core, func() { c.ep.tcpRx(c) })
+	ep.def.Store(c)
+	return c.id, nil
 }
