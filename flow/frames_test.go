@@ -154,6 +154,14 @@ func randFrame(r *rand.Rand) []byte {
 				break
 			}
 		}
+	case 2: // shorten the first IPv4 header's tot_len: the frame carries bytes past the packet
+		for _, off := range []int{14, 18, 22} {
+			if len(f) > off+4 && f[off]>>4 == 4 {
+				l := binary.BigEndian.Uint16(f[off+2:])
+				binary.BigEndian.PutUint16(f[off+2:], uint16(r.IntN(int(l)+1)))
+				break
+			}
+		}
 	}
 	return f
 }
