@@ -3,8 +3,8 @@ package s3
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
