@@ -146,3 +146,42 @@ func TestTCPMaxConnectionsConfigured(t *testing.T) {
 		t.Fatalf("events %v, want 3 accepted and 2 refused", ev)
 	}
 }
+
+// TestTCPStallResumes: when the application holds every buffer, the server stops reading;
+// frames already in its staging buffer are delivered once buffers come back, although the
+// socket has nothing more to wake the worker with.
+func TestTCPStallResumes(t *testing.T) {
+	const frames = 64
+	port := freePort(t, "tcp")
+	cfg := pairConfig(config.ProtoTCP, port, 2048, 1, 0)
+	cfg.Interfaces, cfg.MemoryRegions = cfg.Interfaces[:1], cfg.MemoryRegions[:2]
+	cfg.MemoryRegions[0].NumBufs = 8
+	s := mustOpen(t, cfg)
+	c, err := net.DialTimeout("tcp4", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)).String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var stream []byte
+	for i := 0; i < frames; i++ {
+		stream = binary.BigEndian.AppendUint32(stream, 4)
+		stream = binary.BigEndian.AppendUint32(stream, uint32(i))
+	}
+	if _, err := c.Write(stream); err != nil { // one write: all frames staged at once
+		t.Fatal(err)
+	}
+	var held []*daqiri.Burst
+	for len(held) < 8 {
+		held = append(held, waitBurst(t, s, 0, 5*time.Second))
+	}
+	for _, b := range held {
+		b.Free()
+	}
+	for i := 8; i < frames; i++ {
+		b := waitBurst(t, s, 0, 5*time.Second)
+		if got := binary.BigEndian.Uint32(b.Packet(0)); got != uint32(i) {
+			t.Fatalf("frame %d carries %d", i, got)
+		}
+		b.Free()
+	}
+}

@@ -3,6 +3,7 @@ package socket
 import (
 	"errors"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/daqiri-go/daqiri/config"
@@ -60,14 +61,29 @@ func (ep *endpoint) tcpServe() {
 	}()
 	evs := make([]sockio.PollEvent, 64)
 	warned := false
+	// waiting are connections that stopped for want of buffers. Their next frames may be in
+	// their staging buffers already, with nothing left on the socket to wake the poller: they
+	// are retried on every round until they get through.
+	var waiting, retry []*rxConn
 	for !ep.stopped() {
-		n, err := ep.poller.Wait(evs, ep.waitFor(live))
+		wait := ep.waitFor(live)
+		if len(waiting) > 0 {
+			wait = 0
+		}
+		n, err := ep.poller.Wait(evs, wait)
 		if err != nil {
 			ep.e.env.Log.Error("tcp poll failed", "interface", ep.port.Name, "err", err)
 			ep.sleep(10 * time.Millisecond)
 			continue
 		}
 		stalled := false
+		retry, waiting = append(retry[:0], waiting...), waiting[:0]
+		for _, rc := range retry {
+			if live[rc.c.id] == rc && ep.serve(rc, live) {
+				stalled = true
+				waiting = append(waiting, rc)
+			}
+		}
 		for _, ev := range evs[:n] {
 			if ev.Token == listenToken {
 				warned = ep.acceptAll(live, warned)
@@ -82,7 +98,12 @@ func (ep *endpoint) tcpServe() {
 				rc = ep.newRxConn(c)
 				live[c.id] = rc
 			}
-			stalled = ep.serve(rc, live) || stalled
+			if ep.serve(rc, live) {
+				stalled = true
+				if !slices.Contains(waiting, rc) {
+					waiting = append(waiting, rc)
+				}
+			}
 		}
 		for _, rc := range live {
 			if rc.x != nil && rc.x.remaining() <= 0 {
@@ -202,6 +223,8 @@ func (ep *endpoint) serve(rc *rxConn, live map[uint64]*rxConn) (stalled bool) {
 	if err != nil {
 		var big *frameTooLarge
 		switch {
+		case ep.stopped():
+			// Closing: the session shut the connection down itself.
 		case errors.As(err, &big):
 			// The peer broke the framing: nothing after this header can be trusted.
 			ep.port.Events.ConnsFrameTooLarge.Add(1)
