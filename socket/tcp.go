@@ -41,6 +41,7 @@ func (ep *endpoint) dialLoop(local, remote netip.AddrPort) {
 		if err := ep.register(c); err != nil {
 			ep.e.env.Log.Warn("tcp connection not served", "interface", ep.port.Name, "conn", c.id, "err", err)
 			ep.e.dropConn(c)
+			c.closeFD()
 		}
 	}
 }

@@ -33,9 +33,31 @@ type rxConn struct {
 	idx uint32     // buffer of the frame being received
 }
 
-// register hands a connection to the endpoint's worker.
+// register hands a connection (a client's, from another thread) to the endpoint's worker,
+// which takes it over at its first event: from then on the worker alone closes it.
 func (ep *endpoint) register(c *conn) error {
-	return ep.poller.Add(c.tcp.FD(), c.id)
+	ep.regMu.Lock()
+	if ep.reg == nil {
+		ep.reg = map[uint64]*conn{}
+	}
+	ep.reg[c.id] = c
+	ep.regMu.Unlock()
+	if err := ep.poller.Add(c.fd, c.id); err != nil {
+		ep.regMu.Lock()
+		delete(ep.reg, c.id)
+		ep.regMu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// claim takes a registered connection over.
+func (ep *endpoint) claim(id uint64) *conn {
+	ep.regMu.Lock()
+	defer ep.regMu.Unlock()
+	c := ep.reg[id]
+	delete(ep.reg, id)
+	return c
 }
 
 // frameLimit is the largest frame a peer may announce: max_payload_size, or the RX buffer
@@ -58,6 +80,14 @@ func (ep *endpoint) tcpServe() {
 		for _, rc := range live {
 			ep.closeConn(rc, live, engine.DropClosed)
 		}
+		ep.regMu.Lock()
+		for id, c := range ep.reg {
+			delete(ep.reg, id)
+			ep.poller.Remove(c.fd)
+			ep.e.dropConn(c)
+			c.closeFD()
+		}
+		ep.regMu.Unlock()
 	}()
 	evs := make([]sockio.PollEvent, 64)
 	warned := false
@@ -91,9 +121,9 @@ func (ep *endpoint) tcpServe() {
 			}
 			rc := live[ev.Token]
 			if rc == nil {
-				c, err := ep.e.conn(ev.Token)
-				if err != nil {
-					continue // closed meanwhile
+				c := ep.claim(ev.Token)
+				if c == nil {
+					continue
 				}
 				rc = ep.newRxConn(c)
 				live[c.id] = rc
@@ -170,7 +200,7 @@ func (ep *endpoint) acceptAll(live map[uint64]*rxConn, warned bool) bool {
 		if err := ep.register(c); err != nil {
 			ep.e.env.Log.Warn("tcp connection not served", "interface", ep.port.Name, "conn", c.id, "err", err)
 			ep.e.dropConn(c)
-			tc.Close()
+			c.closeFD()
 			continue
 		}
 		live[c.id] = ep.newRxConn(c)
@@ -258,11 +288,11 @@ func (ep *endpoint) closeConn(rc *rxConn, live map[uint64]*rxConn, reason engine
 			ep.rxq.Stats.Drop(reason, 1)
 		}
 	}
-	ep.poller.Remove(rc.c.tcp.FD())
+	ep.poller.Remove(rc.c.fd)
 	ep.e.dropConn(rc.c)
 	// The send side checks dead under txMu: closing under it keeps a send from writing to a
 	// descriptor number that has been reused.
 	rc.c.txMu.Lock()
-	rc.c.tcp.Close()
+	rc.c.closeFD()
 	rc.c.txMu.Unlock()
 }
