@@ -8,6 +8,7 @@ import (
 	"io"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -479,6 +480,9 @@ func (r *result) table(w io.Writer) {
 		}
 		for i, q := range p.Tx {
 			fmt.Fprintf(w, "%-16s %-8s %-3s %5d %14d %16d %12d%s\n", p.Name, p.Engine, "tx", i, q.Packets, q.Bytes, q.Dropped, reasons(q.Drops))
+		}
+		if len(p.Events) > 0 {
+			fmt.Fprintf(w, "%-16s %-8s events: %s\n", p.Name, p.Engine, strings.TrimSuffix(strings.TrimPrefix(reasons(p.Events), "  ("), ")"))
 		}
 	}
 	fmt.Fprintf(w, "\n%.2f s, payload %d B\n", r.Seconds, r.PayloadSize)
