@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/cudart"
 	"github.com/daqiri-go/daqiri/hugepage"
 	"github.com/daqiri-go/daqiri/integration/netns"
 )
@@ -55,7 +57,11 @@ func runnable(cfg *config.Config) (hugeBytes int, hosts []string, why string) {
 	for _, mr := range cfg.MemoryRegions {
 		switch mr.Kind {
 		case config.KindDevice, config.KindHostPinned:
-			return 0, nil, "needs GPU memory (region " + mr.Name + "); runs on the GPU host"
+			if d, err := cudart.Open(); err != nil {
+				return 0, nil, "needs GPU memory (region " + mr.Name + "): " + err.Error()
+			} else if n, err := d.DeviceCount(); err != nil || n <= mr.Affinity {
+				return 0, nil, fmt.Sprintf("needs GPU %d (region %s); %d GPUs here", mr.Affinity, mr.Name, n)
+			}
 		case config.KindHuge:
 			hugeBytes += mr.NumBufs * mr.BufSize
 		}
