@@ -31,6 +31,7 @@ type rxConn struct {
 	fr  *framer
 	x   *rxBatcher // nil without an RX queue
 	idx uint32     // buffer of the frame being received
+	fio frameIO    // built once: serve runs for every wakeup
 }
 
 // register hands a connection (a client's, from another thread) to the endpoint's worker,
@@ -171,6 +172,42 @@ func (ep *endpoint) newRxConn(c *conn) *rxConn {
 	if ep.rxq != nil {
 		rc.x = &rxBatcher{q: ep.rxq, conn: c.id}
 	}
+	q := ep.rxq
+	rc.fio = frameIO{
+		read: c.tcp.ReadvNow,
+		alloc: func(l int) ([]byte, bool) {
+			if q == nil {
+				return nil, true // no RX queue: frames are read and discarded
+			}
+			if rc.x.burst() == nil {
+				return nil, false
+			}
+			idx, ok := q.Regions[0].Get()
+			if !ok {
+				return nil, false
+			}
+			rc.idx = idx
+			return q.Regions[0].Buf(idx)[:l], true
+		},
+		emit: func(l int) {
+			if q == nil {
+				return
+			}
+			// The burst open at alloc may have been handed over since (a timeout while the
+			// frame was still arriving).
+			b := rc.x.burst()
+			if b == nil {
+				q.Regions[0].Put(rc.idx)
+				q.Stats.Drop(engine.DropNoBurstBuffers, 1)
+				return
+			}
+			b.Append(uint64(rc.idx)*uint64(q.Regions[0].BufSize), uint32(l), 0, time.Now().UnixNano())
+			rc.x.added()
+			if rc.x.full() {
+				rc.x.flush()
+			}
+		},
+	}
 	return rc
 }
 
@@ -213,43 +250,7 @@ func (ep *endpoint) acceptAll(live map[uint64]*rxConn, warned bool) bool {
 
 // serve reads what a connection has; it reports whether it stopped for want of buffers.
 func (ep *endpoint) serve(rc *rxConn, live map[uint64]*rxConn) (stalled bool) {
-	q := ep.rxq
-	fio := frameIO{
-		read: rc.c.tcp.ReadvNow,
-		alloc: func(l int) ([]byte, bool) {
-			if q == nil {
-				return nil, true // no RX queue: frames are read and discarded
-			}
-			if rc.x.burst() == nil {
-				return nil, false
-			}
-			idx, ok := q.Regions[0].Get()
-			if !ok {
-				return nil, false
-			}
-			rc.idx = idx
-			return q.Regions[0].Buf(idx)[:l], true
-		},
-		emit: func(l int) {
-			if q == nil {
-				return
-			}
-			// The burst open at alloc may have been handed over since (a timeout while the
-			// frame was still arriving).
-			b := rc.x.burst()
-			if b == nil {
-				q.Regions[0].Put(rc.idx)
-				q.Stats.Drop(engine.DropNoBurstBuffers, 1)
-				return
-			}
-			b.Append(uint64(rc.idx)*uint64(q.Regions[0].BufSize), uint32(l), 0, time.Now().UnixNano())
-			rc.x.added()
-			if rc.x.full() {
-				rc.x.flush()
-			}
-		},
-	}
-	res, err := rc.fr.pump(fio, readBudget)
+	res, err := rc.fr.pump(rc.fio, readBudget)
 	if err != nil {
 		var big *frameTooLarge
 		switch {
