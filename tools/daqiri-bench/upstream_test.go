@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -57,8 +58,10 @@ func runnable(cfg *config.Config) (hugeBytes int, hosts []string, why string) {
 	for _, mr := range cfg.MemoryRegions {
 		switch mr.Kind {
 		case config.KindDevice, config.KindHostPinned:
-			if d, err := cudart.Open(); err != nil {
-				return 0, nil, "needs GPU memory (region " + mr.Name + "): " + err.Error()
+			if d, err := cudart.Open(); errors.Is(err, cudart.ErrNoDriver) {
+				return 0, nil, "needs an NVIDIA GPU for region " + mr.Name + " (no CUDA driver here)"
+			} else if err != nil {
+				return 0, nil, "needs an NVIDIA GPU for region " + mr.Name + ": " + err.Error()
 			} else if n, err := d.DeviceCount(); err != nil || n <= mr.Affinity {
 				return 0, nil, fmt.Sprintf("needs GPU %d (region %s); %d GPUs here", mr.Affinity, mr.Name, n)
 			}
