@@ -5,7 +5,8 @@ package prm
 // rdma-core's mlx5dv.h; the WAIT segment appears in no installed header and comes from
 // DPDK's drivers/common/mlx5/mlx5_prm.h (struct mlx5_wqe_wseg).
 
-// SQ WQEs are counted and indexed in basic blocks of SendWQEBB (consts_cmd.go) bytes.
+// SendWQEBB is the send WQE basic block: SQ WQEs are counted and indexed in 64-byte blocks.
+const SendWQEBB = 64 // C: MLX5_SEND_WQE_BB
 
 // SendWQEShift is log2 of SendWQEBB.
 const SendWQEShift = 6 // C: MLX5_SEND_WQE_SHIFT
