@@ -208,6 +208,40 @@ var EQE = struct {
 	Owner:        ifcField("eqe", "owner", 0x1ff, 1),
 }
 
+// CompEvent is the event data of a completion EQE (mlx5_ifc.h struct mlx5_ifc_comp_event_bits).
+var CompEvent = struct {
+	CQNumber Field
+}{
+	CQNumber: ifcField("comp_event", "cq_number", 0xc8, 24),
+}
+
+// CmdInterCompEvent is the event data of a command-completion EQE (mlx5_ifc.h struct
+// mlx5_ifc_cmd_inter_comp_event_bits).
+var CmdInterCompEvent = struct {
+	CommandCompletionVector Field
+}{
+	CommandCompletionVector: ifcField("cmd_inter_comp_event", "command_completion_vector", 0x0, 32),
+}
+
+// CQError is the event data of a CQ error EQE (mlx5_ifc.h struct mlx5_ifc_cq_error_bits).
+var CQError = struct {
+	CQN      Field
+	Syndrome Field
+}{
+	CQN:      ifcField("cq_error", "cqn", 0x8, 24),
+	Syndrome: ifcField("cq_error", "syndrome", 0x58, 8),
+}
+
+// QPEvents is the event data of a work-queue event EQE (RQ/SQ number and type) (mlx5_ifc.h struct
+// mlx5_ifc_qp_events_bits).
+var QPEvents = struct {
+	Type      Field
+	QPNRQNSQN Field
+}{
+	Type:      ifcField("qp_events", "type", 0xa0, 8),
+	QPNRQNSQN: ifcField("qp_events", "qpn_rqn_sqn", 0xc8, 24),
+}
+
 // EQC is the event queue context (mlx5_ifc.h struct mlx5_ifc_eqc_bits).
 var EQC = struct {
 	Status          Field

@@ -486,6 +486,82 @@ var DeleteFTEIn = struct {
 	FlowIndex:   ifcField("delete_fte_in", "flow_index", 0x100, 32),
 }
 
+// AllocFlowCounterIn is ALLOC_FLOW_COUNTER input (mlx5_ifc.h struct
+// mlx5_ifc_alloc_flow_counter_in_bits).
+var AllocFlowCounterIn = struct {
+	Opcode                 Field
+	OpMod                  Field
+	FlowCounterBulkLogSize Field
+	FlowCounterBulk        Field
+}{
+	Opcode:                 ifcField("alloc_flow_counter_in", "opcode", 0x0, 16),
+	OpMod:                  ifcField("alloc_flow_counter_in", "op_mod", 0x30, 16),
+	FlowCounterBulkLogSize: ifcField("alloc_flow_counter_in", "flow_counter_bulk_log_size", 0x73, 5),
+	FlowCounterBulk:        ifcField("alloc_flow_counter_in", "flow_counter_bulk", 0x78, 8),
+}
+
+// AllocFlowCounterOut is ALLOC_FLOW_COUNTER output (mlx5_ifc.h struct
+// mlx5_ifc_alloc_flow_counter_out_bits).
+var AllocFlowCounterOut = struct {
+	Status        Field
+	Syndrome      Field
+	FlowCounterID Field
+}{
+	Status:        ifcField("alloc_flow_counter_out", "status", 0x0, 8),
+	Syndrome:      ifcField("alloc_flow_counter_out", "syndrome", 0x20, 32),
+	FlowCounterID: ifcField("alloc_flow_counter_out", "flow_counter_id", 0x40, 32),
+}
+
+// DeallocFlowCounterIn is DEALLOC_FLOW_COUNTER input (mlx5_ifc.h struct
+// mlx5_ifc_dealloc_flow_counter_in_bits).
+var DeallocFlowCounterIn = struct {
+	Opcode        Field
+	OpMod         Field
+	FlowCounterID Field
+}{
+	Opcode:        ifcField("dealloc_flow_counter_in", "opcode", 0x0, 16),
+	OpMod:         ifcField("dealloc_flow_counter_in", "op_mod", 0x30, 16),
+	FlowCounterID: ifcField("dealloc_flow_counter_in", "flow_counter_id", 0x40, 32),
+}
+
+// QueryFlowCounterIn is QUERY_FLOW_COUNTER input (mlx5_ifc.h struct
+// mlx5_ifc_query_flow_counter_in_bits).
+var QueryFlowCounterIn = struct {
+	Opcode        Field
+	OpMod         Field
+	Clear         Field
+	NumOfCounters Field
+	FlowCounterID Field
+}{
+	Opcode:        ifcField("query_flow_counter_in", "opcode", 0x0, 16),
+	OpMod:         ifcField("query_flow_counter_in", "op_mod", 0x30, 16),
+	Clear:         ifcField("query_flow_counter_in", "clear", 0xc0, 1),
+	NumOfCounters: ifcField("query_flow_counter_in", "num_of_counters", 0xd0, 16),
+	FlowCounterID: ifcField("query_flow_counter_in", "flow_counter_id", 0xe0, 32),
+}
+
+// QueryFlowCounterOut is QUERY_FLOW_COUNTER output (mlx5_ifc.h struct
+// mlx5_ifc_query_flow_counter_out_bits).
+var QueryFlowCounterOut = struct {
+	Status         Field
+	Syndrome       Field
+	FlowStatistics Field
+}{
+	Status:         ifcField("query_flow_counter_out", "status", 0x0, 8),
+	Syndrome:       ifcField("query_flow_counter_out", "syndrome", 0x20, 32),
+	FlowStatistics: ifcField("query_flow_counter_out", "flow_statistics[0]", 0x80, 128),
+}
+
+// TrafficCounter is one packets/octets counter pair (mlx5_ifc.h struct
+// mlx5_ifc_traffic_counter_bits).
+var TrafficCounter = struct {
+	Packets Field
+	Octets  Field
+}{
+	Packets: ifcField("traffic_counter", "packets", 0x0, 64),
+	Octets:  ifcField("traffic_counter", "octets", 0x40, 64),
+}
+
 // PacketReformatContextIn is the packet reformat context (type, size, header bytes) (mlx5_ifc.h
 // struct mlx5_ifc_packet_reformat_context_in_bits).
 var PacketReformatContextIn = struct {

@@ -4,6 +4,134 @@ package prm
 // out include/linux/mlx5/mlx5_ifc.h (Linux 6.1); TestLayout checks every one against the installed
 // headers.
 
+// AllocQCounterIn is ALLOC_Q_COUNTER input (mlx5_ifc.h struct mlx5_ifc_alloc_q_counter_in_bits).
+var AllocQCounterIn = struct {
+	Opcode Field
+	UID    Field
+	OpMod  Field
+}{
+	Opcode: ifcField("alloc_q_counter_in", "opcode", 0x0, 16),
+	UID:    ifcField("alloc_q_counter_in", "uid", 0x10, 16),
+	OpMod:  ifcField("alloc_q_counter_in", "op_mod", 0x30, 16),
+}
+
+// AllocQCounterOut is ALLOC_Q_COUNTER output (mlx5_ifc.h struct
+// mlx5_ifc_alloc_q_counter_out_bits).
+var AllocQCounterOut = struct {
+	Status       Field
+	Syndrome     Field
+	CounterSetID Field
+}{
+	Status:       ifcField("alloc_q_counter_out", "status", 0x0, 8),
+	Syndrome:     ifcField("alloc_q_counter_out", "syndrome", 0x20, 32),
+	CounterSetID: ifcField("alloc_q_counter_out", "counter_set_id", 0x58, 8),
+}
+
+// DeallocQCounterIn is DEALLOC_Q_COUNTER input (mlx5_ifc.h struct
+// mlx5_ifc_dealloc_q_counter_in_bits).
+var DeallocQCounterIn = struct {
+	Opcode       Field
+	OpMod        Field
+	CounterSetID Field
+}{
+	Opcode:       ifcField("dealloc_q_counter_in", "opcode", 0x0, 16),
+	OpMod:        ifcField("dealloc_q_counter_in", "op_mod", 0x30, 16),
+	CounterSetID: ifcField("dealloc_q_counter_in", "counter_set_id", 0x58, 8),
+}
+
+// QueryQCounterIn is QUERY_Q_COUNTER input (mlx5_ifc.h struct mlx5_ifc_query_q_counter_in_bits).
+var QueryQCounterIn = struct {
+	Opcode       Field
+	OpMod        Field
+	Clear        Field
+	CounterSetID Field
+}{
+	Opcode:       ifcField("query_q_counter_in", "opcode", 0x0, 16),
+	OpMod:        ifcField("query_q_counter_in", "op_mod", 0x30, 16),
+	Clear:        ifcField("query_q_counter_in", "clear", 0xc0, 1),
+	CounterSetID: ifcField("query_q_counter_in", "counter_set_id", 0xf8, 8),
+}
+
+// QueryQCounterOut is QUERY_Q_COUNTER output (mlx5_ifc.h struct
+// mlx5_ifc_query_q_counter_out_bits).
+var QueryQCounterOut = struct {
+	Status                      Field
+	Syndrome                    Field
+	RXWriteRequests             Field
+	RXReadRequests              Field
+	RXAtomicRequests            Field
+	RXDCTConnect                Field
+	OutOfBuffer                 Field
+	OutOfSequence               Field
+	DuplicateRequest            Field
+	RnrNakRetryErr              Field
+	PacketSeqErr                Field
+	ImpliedNakSeqErr            Field
+	LocalAckTimeoutErr          Field
+	RespLocalLengthError        Field
+	ReqLocalLengthError         Field
+	RespLocalQPError            Field
+	LocalOperationError         Field
+	RespLocalProtection         Field
+	ReqLocalProtection          Field
+	RespCQEError                Field
+	ReqCQEError                 Field
+	ReqMwBinding                Field
+	ReqBadResponse              Field
+	ReqRemoteInvalidRequest     Field
+	RespRemoteInvalidRequest    Field
+	ReqRemoteAccessErrors       Field
+	RespRemoteAccessErrors      Field
+	ReqRemoteOperationErrors    Field
+	ReqTransportRetriesExceeded Field
+	CQOverflow                  Field
+	RespCQEFlushError           Field
+	ReqCQEFlushError            Field
+	RoCEAdpRetrans              Field
+	RoCEAdpRetransTo            Field
+	RoCESlowRestart             Field
+	RoCESlowRestartCnps         Field
+	RoCESlowRestartTrans        Field
+}{
+	Status:                      ifcField("query_q_counter_out", "status", 0x0, 8),
+	Syndrome:                    ifcField("query_q_counter_out", "syndrome", 0x20, 32),
+	RXWriteRequests:             ifcField("query_q_counter_out", "rx_write_requests", 0x80, 32),
+	RXReadRequests:              ifcField("query_q_counter_out", "rx_read_requests", 0xc0, 32),
+	RXAtomicRequests:            ifcField("query_q_counter_out", "rx_atomic_requests", 0x100, 32),
+	RXDCTConnect:                ifcField("query_q_counter_out", "rx_dct_connect", 0x140, 32),
+	OutOfBuffer:                 ifcField("query_q_counter_out", "out_of_buffer", 0x180, 32),
+	OutOfSequence:               ifcField("query_q_counter_out", "out_of_sequence", 0x1c0, 32),
+	DuplicateRequest:            ifcField("query_q_counter_out", "duplicate_request", 0x200, 32),
+	RnrNakRetryErr:              ifcField("query_q_counter_out", "rnr_nak_retry_err", 0x240, 32),
+	PacketSeqErr:                ifcField("query_q_counter_out", "packet_seq_err", 0x280, 32),
+	ImpliedNakSeqErr:            ifcField("query_q_counter_out", "implied_nak_seq_err", 0x2c0, 32),
+	LocalAckTimeoutErr:          ifcField("query_q_counter_out", "local_ack_timeout_err", 0x300, 32),
+	RespLocalLengthError:        ifcField("query_q_counter_out", "resp_local_length_error", 0x3c0, 32),
+	ReqLocalLengthError:         ifcField("query_q_counter_out", "req_local_length_error", 0x3e0, 32),
+	RespLocalQPError:            ifcField("query_q_counter_out", "resp_local_qp_error", 0x400, 32),
+	LocalOperationError:         ifcField("query_q_counter_out", "local_operation_error", 0x420, 32),
+	RespLocalProtection:         ifcField("query_q_counter_out", "resp_local_protection", 0x440, 32),
+	ReqLocalProtection:          ifcField("query_q_counter_out", "req_local_protection", 0x460, 32),
+	RespCQEError:                ifcField("query_q_counter_out", "resp_cqe_error", 0x480, 32),
+	ReqCQEError:                 ifcField("query_q_counter_out", "req_cqe_error", 0x4a0, 32),
+	ReqMwBinding:                ifcField("query_q_counter_out", "req_mw_binding", 0x4c0, 32),
+	ReqBadResponse:              ifcField("query_q_counter_out", "req_bad_response", 0x4e0, 32),
+	ReqRemoteInvalidRequest:     ifcField("query_q_counter_out", "req_remote_invalid_request", 0x500, 32),
+	RespRemoteInvalidRequest:    ifcField("query_q_counter_out", "resp_remote_invalid_request", 0x520, 32),
+	ReqRemoteAccessErrors:       ifcField("query_q_counter_out", "req_remote_access_errors", 0x540, 32),
+	RespRemoteAccessErrors:      ifcField("query_q_counter_out", "resp_remote_access_errors", 0x560, 32),
+	ReqRemoteOperationErrors:    ifcField("query_q_counter_out", "req_remote_operation_errors", 0x580, 32),
+	ReqTransportRetriesExceeded: ifcField("query_q_counter_out", "req_transport_retries_exceeded", 0x5a0, 32),
+	CQOverflow:                  ifcField("query_q_counter_out", "cq_overflow", 0x5c0, 32),
+	RespCQEFlushError:           ifcField("query_q_counter_out", "resp_cqe_flush_error", 0x5e0, 32),
+	ReqCQEFlushError:            ifcField("query_q_counter_out", "req_cqe_flush_error", 0x600, 32),
+	RoCEAdpRetrans:              ifcField("query_q_counter_out", "roce_adp_retrans", 0x640, 32),
+	RoCEAdpRetransTo:            ifcField("query_q_counter_out", "roce_adp_retrans_to", 0x660, 32),
+	RoCESlowRestart:             ifcField("query_q_counter_out", "roce_slow_restart", 0x680, 32),
+	RoCESlowRestartCnps:         ifcField("query_q_counter_out", "roce_slow_restart_cnps", 0x6a0, 32),
+	RoCESlowRestartTrans:        ifcField("query_q_counter_out", "roce_slow_restart_trans", 0x6c0, 32),
+}
+
 // AllocUARIn is ALLOC_UAR input (mlx5_ifc.h struct mlx5_ifc_alloc_uar_in_bits).
 var AllocUARIn = struct {
 	Opcode Field
@@ -282,6 +410,19 @@ var CreateUMEMOut = struct {
 	Status:   ifcField("create_umem_out", "status", 0x0, 8),
 	Syndrome: ifcField("create_umem_out", "syndrome", 0x20, 32),
 	UMEMID:   ifcField("create_umem_out", "umem_id", 0x48, 24),
+}
+
+// DestroyUMEMIn is DESTROY_UMEM input (mlx5_ifc.h struct mlx5_ifc_destroy_umem_in_bits).
+var DestroyUMEMIn = struct {
+	Opcode Field
+	UID    Field
+	OpMod  Field
+	UMEMID Field
+}{
+	Opcode: ifcField("destroy_umem_in", "opcode", 0x0, 16),
+	UID:    ifcField("destroy_umem_in", "uid", 0x10, 16),
+	OpMod:  ifcField("destroy_umem_in", "op_mod", 0x30, 16),
+	UMEMID: ifcField("destroy_umem_in", "umem_id", 0x48, 24),
 }
 
 // MTT is one memory translation table entry (a page address) (mlx5_ifc.h struct
