@@ -126,23 +126,10 @@ type Events interface {
 	// ignore off) or its memory faults: MLX5_EVENT_TYPE_CQ_ERROR, with the PRM syndrome
 	// (1 = overrun, 2 = access violation; kernel cq.c/eq.c).
 	CQError(eqn, cqn uint32, syndrome uint8)
-	// QueueError is raised when an SQ or RQ moves to the error state on its own (a malformed
-	// WQE, a fault): MLX5_EVENT_TYPE_WQ_CATAS_ERROR (0x10), WQ_INVAL_REQ_ERROR (0x11) or
-	// WQ_ACCESS_ERROR (0x12) as eventType, for queue number qn of kind.
-	QueueError(kind QueueKind, qn uint32, eventType uint8)
 	// EQDoorbell forwards a write to an EQ doorbell in a UAR page (offset 0x40 arms, 0x48
 	// only updates; kernel eq.c): the new consumer index and whether the EQ is armed.
 	EQDoorbell(uar, eqn, ci uint32, arm bool)
 }
-
-// QueueKind tells an SQ from an RQ in QueueError.
-type QueueKind uint8
-
-// Queue kinds.
-const (
-	KindSQ QueueKind = iota + 1
-	KindRQ
-)
 
 // Clock is the device's time, read when it stamps CQEs: the free-running counter (ticks of
 // device_frequency_khz, the init segment's internal timer) and the real-time clock in the
@@ -457,8 +444,14 @@ type Counters struct {
 	RXSteeringMiss uint64
 	// RXDropRule: frames a rule dropped.
 	RXDropRule uint64
+	// RXNotReady: frames steered to an RQ not in the ready state.
+	RXNotReady uint64
+	// RXErrors: receive WQEs completed in error (frame larger than the WQE, bad lkey).
+	RXErrors uint64
 	// TXErrors: WQEs completed in error.
 	TXErrors uint64
+	// TXDropRule: frames a NIC TX flow entry dropped.
+	TXDropRule uint64
 }
 
 // FlowCounter is one flow counter's value (QUERY_FLOW_COUNTER).

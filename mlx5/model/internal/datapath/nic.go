@@ -2,178 +2,304 @@ package datapath
 
 import (
 	"context"
+	"encoding/binary"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
 // NIC is one simulated port's datapath: its queues, steering and wire. The control side
 // decodes and validates commands, then calls these methods; a method's *Error carries the
 // PRM status and syndrome the command must return. Methods are safe for concurrent use.
+// Events are delivered after the NIC's lock is released, so an Events implementation may
+// call back into the NIC.
 type NIC struct {
 	cfg Config
+
+	mu        sync.Mutex
+	cqs       map[uint32]*cq
+	rqs       map[uint32]*rq
+	sqs       map[uint32]*sq
+	rqts      map[uint32]*rqt
+	tirs      map[uint32]*tir
+	tiss      map[uint32]*TISParams
+	tables    [2]map[uint32]*table
+	roots     [2]uint32
+	hasRoot   [2]bool
+	fcounters map[uint32]*FlowCounter
+	reformats map[uint32]*ReformatParams
+	pacing    map[uint16]PacingParams
+	stats     Counters
+	wire      Wire
+	pendingSQ map[uint32]bool
+	events    []func()
+
+	inMu    sync.Mutex
+	inbox   [][]byte
+	inDrops uint64 // frames the full inbox refused, under inMu
+
+	kick chan struct{}
 }
+
+// inboxLimit bounds the frames waiting for a Step: a port that is not stepped drops what
+// arrives beyond it (counted as out of buffer), as a NIC's RX FIFO overflows.
+const inboxLimit = 4096
 
 // New returns a port's datapath with no objects.
 func New(cfg Config) *NIC {
-	return &NIC{cfg: cfg}
+	n := &NIC{
+		cfg:       cfg,
+		cqs:       map[uint32]*cq{},
+		rqs:       map[uint32]*rq{},
+		sqs:       map[uint32]*sq{},
+		rqts:      map[uint32]*rqt{},
+		tirs:      map[uint32]*tir{},
+		tiss:      map[uint32]*TISParams{},
+		fcounters: map[uint32]*FlowCounter{},
+		reformats: map[uint32]*ReformatParams{},
+		pacing:    map[uint16]PacingParams{},
+		pendingSQ: map[uint32]bool{},
+		kick:      make(chan struct{}, 1),
+	}
+	n.tables[0] = map[uint32]*table{}
+	n.tables[1] = map[uint32]*table{}
+	return n
 }
 
-func notImpl(what string) error {
-	return errf(StatusBadOp, SyndromeNotImplemented, "%s not implemented in the model yet", what)
+// lock and unlock bracket every method; unlock delivers the events raised meanwhile.
+func (n *NIC) lock() { n.mu.Lock() }
+
+func (n *NIC) unlock() {
+	ev := n.events
+	n.events = nil
+	n.mu.Unlock()
+	for _, f := range ev {
+		f()
+	}
 }
 
-// CreateCQ makes a CQ. The control side allocates the number and checks sizes against caps.
-func (n *NIC) CreateCQ(p CQParams) error { return notImpl("CreateCQ") }
-
-// ModifyCQ changes a CQ's moderation (accepted, the model does not moderate).
-func (n *NIC) ModifyCQ(cqn uint32, period, maxCount uint16) error { return notImpl("ModifyCQ") }
-
-// QueryCQ reports a CQ.
-func (n *NIC) QueryCQ(cqn uint32) (CQState, error) { return CQState{}, notImpl("QueryCQ") }
-
-// DestroyCQ removes a CQ; a CQ still bound to a queue is busy.
-func (n *NIC) DestroyCQ(cqn uint32) error { return notImpl("DestroyCQ") }
-
-// CreateRQ makes an RQ on an existing CQ.
-func (n *NIC) CreateRQ(p RQParams) error { return notImpl("CreateRQ") }
-
-// ModifyRQ applies a state transition (RST→RDY, RDY→ERR, ERR→RST, RDY→RDY) and changes.
-func (n *NIC) ModifyRQ(rqn uint32, m RQModify) error { return notImpl("ModifyRQ") }
-
-// QueryRQ reports an RQ.
-func (n *NIC) QueryRQ(rqn uint32) (RQStateInfo, error) { return RQStateInfo{}, notImpl("QueryRQ") }
-
-// DestroyRQ removes an RQ; one referenced by a TIR or RQT is busy.
-func (n *NIC) DestroyRQ(rqn uint32) error { return notImpl("DestroyRQ") }
-
-// CreateSQ makes an SQ on an existing CQ and TIS.
-func (n *NIC) CreateSQ(p SQParams) error { return notImpl("CreateSQ") }
-
-// ModifySQ applies a state transition and changes.
-func (n *NIC) ModifySQ(sqn uint32, m SQModify) error { return notImpl("ModifySQ") }
-
-// QuerySQ reports an SQ.
-func (n *NIC) QuerySQ(sqn uint32) (SQStateInfo, error) { return SQStateInfo{}, notImpl("QuerySQ") }
-
-// DestroySQ removes an SQ.
-func (n *NIC) DestroySQ(sqn uint32) error { return notImpl("DestroySQ") }
-
-// CreateRQT makes an RQ table over existing RQs.
-func (n *NIC) CreateRQT(p RQTParams) error { return notImpl("CreateRQT") }
-
-// ModifyRQT replaces an RQ table's list.
-func (n *NIC) ModifyRQT(rqtn uint32, rqns []uint32) error { return notImpl("ModifyRQT") }
-
-// QueryRQT reports an RQ table.
-func (n *NIC) QueryRQT(rqtn uint32) (RQTParams, error) { return RQTParams{}, notImpl("QueryRQT") }
-
-// DestroyRQT removes an RQ table; one a TIR uses is busy.
-func (n *NIC) DestroyRQT(rqtn uint32) error { return notImpl("DestroyRQT") }
-
-// CreateTIR makes a TIR.
-func (n *NIC) CreateTIR(p TIRParams) error { return notImpl("CreateTIR") }
-
-// ModifyTIR replaces a TIR's parameters (MODIFY_TIR with its bitmask applied by the caller).
-func (n *NIC) ModifyTIR(p TIRParams) error { return notImpl("ModifyTIR") }
-
-// QueryTIR reports a TIR.
-func (n *NIC) QueryTIR(tirn uint32) (TIRParams, error) { return TIRParams{}, notImpl("QueryTIR") }
-
-// DestroyTIR removes a TIR; one a flow entry forwards to is busy.
-func (n *NIC) DestroyTIR(tirn uint32) error { return notImpl("DestroyTIR") }
-
-// CreateTIS makes a TIS.
-func (n *NIC) CreateTIS(p TISParams) error { return notImpl("CreateTIS") }
-
-// QueryTIS reports a TIS.
-func (n *NIC) QueryTIS(tisn uint32) (TISParams, error) { return TISParams{}, notImpl("QueryTIS") }
-
-// DestroyTIS removes a TIS; one an SQ uses is busy.
-func (n *NIC) DestroyTIS(tisn uint32) error { return notImpl("DestroyTIS") }
-
-// CreateFlowTable makes a flow table of a type (NIC RX or TX).
-func (n *NIC) CreateFlowTable(p FlowTableParams) error { return notImpl("CreateFlowTable") }
-
-// ModifyFlowTable changes a table's miss action (MODIFY_FLOW_TABLE).
-func (n *NIC) ModifyFlowTable(p FlowTableParams) error { return notImpl("ModifyFlowTable") }
-
-// QueryFlowTable reports a table.
-func (n *NIC) QueryFlowTable(typ uint8, id uint32) (FlowTableParams, error) {
-	return FlowTableParams{}, notImpl("QueryFlowTable")
+func (n *NIC) raise(f func()) {
+	if n.cfg.Events != nil {
+		n.events = append(n.events, f)
+	}
 }
 
-// DestroyFlowTable removes a table; one with groups, the root, or a destination is busy.
-func (n *NIC) DestroyFlowTable(typ uint8, id uint32) error { return notImpl("DestroyFlowTable") }
-
-// SetRoot makes a table the root of its type (SET_FLOW_TABLE_ROOT).
-func (n *NIC) SetRoot(typ uint8, id uint32) error { return notImpl("SetRoot") }
-
-// CreateFlowGroup makes a group in a table.
-func (n *NIC) CreateFlowGroup(p FlowGroupParams) error { return notImpl("CreateFlowGroup") }
-
-// QueryFlowGroup reports a group.
-func (n *NIC) QueryFlowGroup(typ uint8, table, id uint32) (FlowGroupParams, error) {
-	return FlowGroupParams{}, notImpl("QueryFlowGroup")
+func (n *NIC) signal() {
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
 }
-
-// DestroyFlowGroup removes a group; one with entries is busy.
-func (n *NIC) DestroyFlowGroup(typ uint8, table, id uint32) error {
-	return notImpl("DestroyFlowGroup")
-}
-
-// SetFTE sets (creates or replaces) a flow table entry at an index of a group's range.
-func (n *NIC) SetFTE(p FTEParams) error { return notImpl("SetFTE") }
-
-// QueryFTE reports an entry.
-func (n *NIC) QueryFTE(typ uint8, table, index uint32) (FTEParams, error) {
-	return FTEParams{}, notImpl("QueryFTE")
-}
-
-// DeleteFTE removes an entry.
-func (n *NIC) DeleteFTE(typ uint8, table, index uint32) error { return notImpl("DeleteFTE") }
-
-// AllocFlowCounter makes a flow counter.
-func (n *NIC) AllocFlowCounter(id uint32) error { return notImpl("AllocFlowCounter") }
-
-// QueryFlowCounter reads (and optionally clears) a flow counter.
-func (n *NIC) QueryFlowCounter(id uint32, clear bool) (FlowCounter, error) {
-	return FlowCounter{}, notImpl("QueryFlowCounter")
-}
-
-// DeallocFlowCounter removes a flow counter; one an entry counts into is busy.
-func (n *NIC) DeallocFlowCounter(id uint32) error { return notImpl("DeallocFlowCounter") }
-
-// AllocReformat makes a packet reformat context.
-func (n *NIC) AllocReformat(p ReformatParams) error { return notImpl("AllocReformat") }
-
-// DeallocReformat removes a reformat context; one an entry uses is busy.
-func (n *NIC) DeallocReformat(id uint32) error { return notImpl("DeallocReformat") }
-
-// SetPacing sets a rate-limit index's rate (SET_PP_RATE_LIMIT); rate 0 clears it.
-func (n *NIC) SetPacing(p PacingParams) error { return notImpl("SetPacing") }
 
 // Counters reads the port's counters; clear zeroes them after reading.
-func (n *NIC) Counters(clear bool) Counters { return Counters{} }
+func (n *NIC) Counters(clear bool) Counters {
+	n.lock()
+	defer n.unlock()
+	c := n.stats
+	n.inMu.Lock()
+	c.RXOutOfBuffer += n.inDrops
+	if clear {
+		n.stats = Counters{}
+		n.inDrops = 0
+	}
+	n.inMu.Unlock()
+	return c
+}
 
 // UARWrite is a store to a UAR page of BAR0 at byte offset off (4 or 8 bytes, or a whole
 // BlueFlame buffer), big-endian data as the driver wrote it: CQ arm doorbells (0x20), EQ
-// doorbells (0x40, 0x48, forwarded to Events) and SQ doorbells/BlueFlame (0x800 and 0x900).
+// doorbells (0x40, 0x48, forwarded to Events) and SQ doorbells/BlueFlame (0x800 to 0xfff).
 // A store the model does not decode is ignored, as writes to unused UAR space are.
-func (n *NIC) UARWrite(uar uint32, off uint32, data []byte) {}
+func (n *NIC) UARWrite(uar uint32, off uint32, data []byte) {
+	n.lock()
+	defer n.unlock()
+	switch {
+	case off == prm.UARCQDoorbell && len(data) >= 8:
+		// kernel cq.h mlx5_cq_arm: sn<<28 | cmd | ci, then the CQ number.
+		hi := binary.BigEndian.Uint32(data)
+		cqn := binary.BigEndian.Uint32(data[4:]) & 0xffffff
+		if c := n.cqs[cqn]; c != nil {
+			n.armCQ(c, hi&0xffffff, hi&prm.CQDBReqNotSol != 0)
+		}
+	case (off == prm.UAREQDoorbellArm || off == prm.UAREQDoorbellUpdate) && len(data) >= 4:
+		v := binary.BigEndian.Uint32(data)
+		arm := off == prm.UAREQDoorbellArm
+		ev := n.cfg.Events
+		n.raise(func() { ev.EQDoorbell(uar, v>>24, v&0xffffff, arm) })
+	case off >= prm.UARBlueFlame && off < prm.UARPageSize && len(data) >= 8:
+		// The first 8 bytes of the control segment: the SQ number is in qpn_ds (rdma-core
+		// qp.c mlx5_bf_copy / DPDK mlx5_tx_dbrec: the doorbell is the ctrl segment's head).
+		sqn := prm.CtrlSQN(binary.BigEndian.Uint32(data[4:]))
+		if s := n.sqs[sqn]; s != nil {
+			n.pendingSQ[sqn] = true
+			n.signal()
+		}
+	}
+}
 
 // SetWire connects the port's transmit side; nil drops what it sends.
-func (n *NIC) SetWire(w Wire) {}
+func (n *NIC) SetWire(w Wire) {
+	n.lock()
+	defer n.unlock()
+	n.wire = w
+}
 
 // Receive hands the port a frame from its wire. The frame is copied and processed on the
 // next Step (or at once in free-running mode).
-func (n *NIC) Receive(frame []byte) {}
+func (n *NIC) Receive(frame []byte) {
+	n.inMu.Lock()
+	if len(n.inbox) >= inboxLimit {
+		n.inDrops++
+		n.inMu.Unlock()
+		return
+	}
+	n.inbox = append(n.inbox, append([]byte(nil), frame...))
+	n.inMu.Unlock()
+	n.signal()
+}
+
+// Transmit makes a NIC a Wire: what is transmitted to it, it receives.
+func (n *NIC) Transmit(frame []byte) { n.Receive(frame) }
 
 // Step does the work pending now: SQ doorbells rung since the last Step and frames received
 // are processed until none is left or budget units of work (a WQE, a frame) were done. It
 // returns the units done; 0 means idle. Deterministic mode is calling only Step.
-func (n *NIC) Step(budget int) int { return 0 }
+func (n *NIC) Step(budget int) int {
+	if budget <= 0 {
+		return 0
+	}
+	done := 0
+	n.lock()
+	// SQs in number order, so that runs are reproducible.
+	sqns := make([]uint32, 0, len(n.pendingSQ))
+	for sqn := range n.pendingSQ {
+		sqns = append(sqns, sqn)
+	}
+	sort.Slice(sqns, func(i, j int) bool { return sqns[i] < sqns[j] })
+	for _, sqn := range sqns {
+		s := n.sqs[sqn]
+		if s == nil {
+			delete(n.pendingSQ, sqn)
+			continue
+		}
+		k, idle := n.runSQ(s, budget-done)
+		done += k
+		if idle {
+			delete(n.pendingSQ, sqn)
+		}
+		if done >= budget {
+			break
+		}
+	}
+	n.unlock()
+	for done < budget {
+		n.inMu.Lock()
+		if len(n.inbox) == 0 {
+			n.inMu.Unlock()
+			break
+		}
+		f := n.inbox[0]
+		n.inbox[0] = nil
+		n.inbox = n.inbox[1:]
+		n.inMu.Unlock()
+		n.lock()
+		n.receive(f)
+		n.unlock()
+		done++
+	}
+	n.lock()
+	n.flushCQs()
+	n.unlock()
+	return done
+}
 
-// Run steps the port from a goroutine until ctx ends (free-running mode).
-func (n *NIC) Run(ctx context.Context) {}
+// Pending reports whether a Step has work: doorbells not yet served or frames waiting.
+// A paced or waiting SQ stays pending until its time comes.
+func (n *NIC) Pending() bool {
+	n.lock()
+	p := len(n.pendingSQ) > 0
+	n.unlock()
+	n.inMu.Lock()
+	p = p || len(n.inbox) > 0
+	n.inMu.Unlock()
+	return p
+}
+
+// Run steps the port from a goroutine until ctx ends (free-running mode). It sleeps while
+// idle until a doorbell or a frame arrives, or briefly while an SQ waits for its time.
+func (n *NIC) Run(ctx context.Context) {
+	t := time.NewTimer(time.Millisecond)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		if n.Step(256) > 0 {
+			continue
+		}
+		wait := time.Hour
+		if n.Pending() {
+			wait = 50 * time.Microsecond
+		}
+		t.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.kick:
+		case <-t.C:
+		}
+	}
+}
 
 // Cable connects two ports back to back: each one's transmit is the other's receive.
 // Cable(a, a) is a port's internal loopback.
-func Cable(a, b *NIC) {}
+func Cable(a, b *NIC) {
+	a.SetWire(b)
+	if a != b {
+		b.SetWire(a)
+	}
+}
+
+func (n *NIC) now() (free, rt uint64) {
+	if n.cfg.Clock == nil {
+		return 0, 0
+	}
+	return n.cfg.Clock.FreeRunning(), n.cfg.Clock.RealTime()
+}
+
+// rtNanos converts the PRM real-time format (seconds << 32 | nanoseconds) to nanoseconds.
+func rtNanos(v uint64) uint64 { return (v>>32)*1e9 + v&0xffffffff }
+
+// ManualClock is a Clock tests advance by hand: both formats derive from one nanosecond
+// count (the free-running counter ticks once a nanosecond, i.e. device_frequency_khz 1e6).
+type ManualClock struct {
+	mu sync.Mutex
+	ns uint64
+}
+
+// Advance moves the clock forward by d.
+func (c *ManualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.ns += uint64(d)
+	c.mu.Unlock()
+}
+
+// Set sets the clock to ns nanoseconds.
+func (c *ManualClock) Set(ns uint64) {
+	c.mu.Lock()
+	c.ns = ns
+	c.mu.Unlock()
+}
+
+// FreeRunning implements Clock.
+func (c *ManualClock) FreeRunning() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ns
+}
+
+// RealTime implements Clock.
+func (c *ManualClock) RealTime() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ns/1e9<<32 | c.ns%1e9
+}
