@@ -44,3 +44,29 @@ const (
 	DeliveryResFldNotClrErr DeliveryStatus = 0x9
 	DeliveryCmdDescrErr     DeliveryStatus = 0x10
 )
+
+// MODIFY_RQ modify_bitmask bits (mlx5_ifc.h).
+const (
+	ModifyRQBitmaskVSD          = 1 << 1 // C: MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_VSD
+	ModifyRQBitmaskScatterFCS   = 1 << 2 // C: MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_SCATTER_FCS
+	ModifyRQBitmaskCounterSetID = 1 << 3 // C: MLX5_MODIFY_RQ_IN_MODIFY_BITMASK_RQ_COUNTER_SET_ID
+)
+
+// ModifySQBitmaskRateLimitIndex is MODIFY_SQ's modify_bitmask bit for
+// packet_pacing_rate_limit_index (bit 0: DPDK mlx5_prm.h
+// MLX5_MODIFY_SQ_IN_MODIFY_BITMASK_PACKET_PACING_RATE_LIMIT_INDEX and the kernel's en_main.c
+// use it so; not in the installed headers, so not probed).
+const ModifySQBitmaskRateLimitIndex = 1 << 0
+
+// MODIFY_CQ field_select bits (cq.h, read from its text by TestLayout).
+const (
+	CQModifyPeriod = 1 << 0 // C: MLX5_CQ_MODIFY_PERIOD
+	CQModifyCount  = 1 << 1 // C: MLX5_CQ_MODIFY_COUNT
+)
+
+// SET_FLOW_TABLE_ENTRY modify_enable_mask bit numbers (op_mod 1 modifies an existing entry).
+const (
+	SetFTEModifyAction   = 0x0 // C: MLX5_SET_FTE_MODIFY_ENABLE_MASK_ACTION
+	SetFTEModifyFlowTag  = 0x1 // C: MLX5_SET_FTE_MODIFY_ENABLE_MASK_FLOW_TAG
+	SetFTEModifyDestList = 0x2 // C: MLX5_SET_FTE_MODIFY_ENABLE_MASK_DESTINATION_LIST
+)

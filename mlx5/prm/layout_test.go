@@ -405,6 +405,7 @@ func headerValues(t *testing.T, h headers, items []checkItem) [][2]uint64 {
 				v, ok := textEnumValue(h.otherText, name)
 				if !ok {
 					t.Errorf("%v: %s is in none of the installed headers", it, name)
+					v = it.a // reported once, not again as a mismatch
 				}
 				got[i] = [2]uint64{v, 0}
 			}
@@ -420,11 +421,22 @@ func headerValues(t *testing.T, h headers, items []checkItem) [][2]uint64 {
 }
 
 func textEnumValue(texts [][]byte, name string) (uint64, bool) {
-	re := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\s*=\s*(0[xX][0-9a-fA-F]+|[0-9]+)\s*[,}\n]`)
+	// The enumerator forms these headers use: a literal, or a literal shifted left.
+	re := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\s*=\s*(0[xX][0-9a-fA-F]+|[0-9]+)(?:U?L{0,2})?(?:\s*<<\s*([0-9]+))?\s*[,}\n]`)
 	for _, t := range texts {
 		if m := re.FindSubmatch(t); m != nil {
 			v, err := strconv.ParseUint(string(m[1]), 0, 64)
-			return v, err == nil
+			if err != nil {
+				return 0, false
+			}
+			if len(m[2]) > 0 {
+				sh, err := strconv.ParseUint(string(m[2]), 10, 6)
+				if err != nil {
+					return 0, false
+				}
+				v <<= sh
+			}
+			return v, true
 		}
 	}
 	return 0, false
