@@ -174,12 +174,14 @@ const (
 // enum mlx5dv_cqe_comp_res_format as rdma-core maps it; DPDK mlx5_prm.h).
 type MiniFormat uint8
 
-// Mini-CQE formats (values as the cqc field takes them).
+// Mini-CQE formats (values as the cqc field takes them; device.h MLX5_CQE_FORMAT_CSUM 1 and
+// MLX5_CQE_FORMAT_CSUM_STRIDX 3, DPDK mlx5_prm.h MLX5_CQE_RESP_FORMAT_HASH 0 and
+// MLX5_CQE_RESP_FORMAT_FTAG_STRIDX 2).
 const (
 	MiniHash       MiniFormat = 0 // RX hash result + byte count
-	MiniCsumStride MiniFormat = 1 // checksum + stride index + byte count
-	MiniFlowTag    MiniFormat = 2 // flow tag + stride index + byte count (DPDK "ftag_stridx")
-	MiniL3L4Hash   MiniFormat = 3 // (res_format_ext) L3/L4 header types + hash
+	MiniCsum       MiniFormat = 1 // checksum + byte count
+	MiniFlowTag    MiniFormat = 2 // flow tag + stride index + byte count
+	MiniCsumStride MiniFormat = 3 // checksum + stride index + byte count
 )
 
 // CompLayout is a CQ's compression layout (cqc cqe_compression_layout).

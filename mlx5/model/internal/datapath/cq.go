@@ -58,7 +58,7 @@ func (n *NIC) CreateCQ(p CQParams) error {
 	if p.Buf == nil || p.DBR == nil {
 		return errf(StatusBadParam, SyndromeBadMemory, "CREATE_CQ: cq %#x without buffer or doorbell record", p.CQN)
 	}
-	if p.Compress && p.MiniFormat > MiniFlowTag {
+	if p.Compress && p.MiniFormat > MiniCsumStride {
 		return errf(StatusBadParam, SyndromeBadFormat, "CREATE_CQ: mini_cqe_res_format %d not supported", p.MiniFormat)
 	}
 	if p.Compress && p.Layout > LayoutEnhanced {
@@ -171,7 +171,7 @@ func (n *NIC) writeBatch(c *cq, b []pendingCQE) {
 		run := 1
 		if b[i].compressible {
 			for i+run < len(b) && run < maxSession && b[i+run].compressible &&
-				compatible(c.p.MiniFormat, &b[i+run-1].b, &b[i+run].b) {
+				compatible(c.p, &b[i+run-1].b, &b[i+run].b) {
 				run++
 			}
 		}
@@ -182,7 +182,7 @@ func (n *NIC) writeBatch(c *cq, b []pendingCQE) {
 			// The first CQE of the run goes out whole unless the last CQE written is its
 			// title already; then blocks of up to seven mini-CQEs follow.
 			first := 0
-			if !c.haveTitle || !compatible(c.p.MiniFormat, &c.title, &b[i].b) || !sameTitle(c.p.MiniFormat, &c.title, &b[i].b) {
+			if !c.haveTitle || !compatible(c.p, &c.title, &b[i].b) || !sameTitle(c.p.MiniFormat, &c.title, &b[i].b) {
 				n.writeOne(c, &b[i])
 				first = 1
 			}
@@ -212,7 +212,7 @@ func commonMask(f MiniFormat, e *[prm.CQESize]byte) [prm.CQESize]byte {
 	switch f {
 	case MiniHash:
 		zero(prm.CQE64.RSSHashResult)
-	case MiniCsumStride:
+	case MiniCsum, MiniCsumStride:
 		zero(prm.CQE64.Checksum)
 	case MiniFlowTag:
 		m[57], m[58], m[59] = 0, 0, 0 // flow tag, low 24 bits of sop_drop_qpn
@@ -233,11 +233,13 @@ func cqeStrides(e *[prm.CQESize]byte) uint32 {
 	return (bc & prm.MPRQByteCntStridesMask) >> prm.MPRQByteCntStrideShift
 }
 
-// compatible reports whether b may follow a in one compressed session of format f: the
-// shared fields are equal and, where the mini-CQE has no stride index, b's WQE counter is
-// the one the decompressor derives from a (kernel en_rx.c mlx5e_decompress_cqe: +1 on a
-// cyclic RQ, + consumed strides on a striding RQ).
-func compatible(f MiniFormat, a, b *[prm.CQESize]byte) bool {
+// compatible reports whether b may follow a in one compressed session of the CQ's format:
+// the shared fields are equal and, where the mini-CQE has no stride index, b's WQE counter
+// is the one the decompressor derives from a — in the basic layout +1 on a cyclic RQ and +
+// consumed strides on a striding RQ (kernel en_rx.c mlx5e_decompress_cqe), in the enhanced
+// layout +1 from the compressed CQE's wqe_counter (DPDK mlx5_rx.c: widx = wqe_idx + ai).
+func compatible(p CQParams, a, b *[prm.CQESize]byte) bool {
+	f := p.MiniFormat
 	if !sameTitle(f, a, b) {
 		return false
 	}
@@ -249,7 +251,7 @@ func compatible(f MiniFormat, a, b *[prm.CQESize]byte) bool {
 		return true
 	}
 	wa, wb := uint16(prm.CQE64.WQECounter.Get(a[:])), uint16(prm.CQE64.WQECounter.Get(b[:]))
-	if s := cqeStrides(a); s != 0 {
+	if s := cqeStrides(a); s != 0 && p.Layout == LayoutBasic {
 		return wb == wa+uint16(s)
 	}
 	return wb == wa+1
