@@ -328,3 +328,131 @@ func udpFrame(src, dst [4]byte, sport, dport uint16, n int, fill byte) []byte {
 	fillChecksums(f, &h, true, true)
 	return f
 }
+
+// testSQ is an SQ with its ring: WQEs are written at the producer counter in basic blocks,
+// the doorbell record's send counter is updated and the doorbell rung with the control
+// segment's first 8 bytes, as rdma-core qp.c and DPDK mlx5_tx.h do.
+type testSQ struct {
+	e    *env
+	sqn  uint32
+	cq   *testCQ
+	ring []byte
+	dbr  []byte
+	log  uint8
+	pc   uint32
+	p    SQParams
+}
+
+func (e *env) newSQ(cq *testCQ, log uint8, mod func(*SQParams)) *testSQ {
+	tisn := e.id()
+	must(e.t, e.nic.CreateTIS(TISParams{TISN: tisn}))
+	iova, ring := e.alloc(64 << log)
+	diova, dbr := e.alloc(8)
+	s := &testSQ{e: e, sqn: e.id(), cq: cq, ring: ring[:64<<log], dbr: dbr[:8], log: log}
+	s.p = SQParams{SQN: s.sqn, CQN: cq.cqn, TISN: tisn, AllowMPW: true, WQ: WQParams{Type: WQCyclic, LogStride: 6, LogSize: log,
+		Buf: Contig{e.space, iova}, DBR: Contig{e.space, diova}}}
+	if mod != nil {
+		mod(&s.p)
+	}
+	must(e.t, e.nic.CreateSQ(s.p))
+	must(e.t, e.nic.ModifySQ(s.sqn, SQModify{CurrState: StateReset, NextState: StateReady}))
+	return s
+}
+
+// wqe is a WQE under construction: 16-byte units after the control segment.
+type wqe struct {
+	opcode, opmod uint8
+	fm            uint8
+	body          []byte
+}
+
+// eth appends an Ethernet segment with checksum flags and inline headers.
+func (w *wqe) eth(cs uint8, inline []byte) *wqe {
+	seg := make([]byte, 16)
+	prm.WQEEth.CSFlags.Set(seg, uint64(cs))
+	prm.WQEEth.InlineHdrSz.Set(seg, uint64(len(inline)))
+	if len(inline) > 0 {
+		k := copy(seg[14:], inline)
+		rest := inline[k:]
+		seg = append(seg, rest...)
+		for len(seg)%16 != 0 {
+			seg = append(seg, 0)
+		}
+	}
+	w.body = append(w.body, seg...)
+	return w
+}
+
+// vlan appends an Ethernet segment asking for VLAN insertion.
+func (w *wqe) vlan(cs uint8, tci uint16) *wqe {
+	seg := make([]byte, 16)
+	prm.WQEEth.CSFlags.Set(seg, uint64(cs))
+	binary.BigEndian.PutUint32(seg[12:], uint32(prm.WQEEthInsertVLAN)<<16|uint32(tci))
+	w.body = append(w.body, seg...)
+	return w
+}
+
+// ptr appends a pointer data segment.
+func (w *wqe) ptr(lkey uint32, addr uint64, n int) *wqe {
+	seg := make([]byte, 16)
+	prm.WQEData.ByteCount.Set(seg, uint64(n))
+	prm.WQEData.LKey.Set(seg, uint64(lkey))
+	prm.WQEData.Addr.Set(seg, addr)
+	w.body = append(w.body, seg...)
+	return w
+}
+
+// inl appends an inline data segment.
+func (w *wqe) inl(data []byte) *wqe {
+	seg := binary.BigEndian.AppendUint32(nil, uint32(len(data))|prm.WQEInlineSeg)
+	seg = append(seg, data...)
+	for len(seg)%16 != 0 {
+		seg = append(seg, 0)
+	}
+	w.body = append(w.body, seg...)
+	return w
+}
+
+// post writes the WQE at the producer counter and advances it; it returns the WQE index.
+func (s *testSQ) post(w *wqe) uint16 {
+	idx := uint16(s.pc)
+	ds := 1 + len(w.body)/16
+	b := make([]byte, 16, 16+len(w.body))
+	prm.WQECtrl.OpModIdxOpcode.Set(b, uint64(w.opmod)<<24|uint64(idx)<<8|uint64(w.opcode))
+	prm.WQECtrl.QPNDS.Set(b, uint64(s.sqn)<<8|uint64(ds&0x3f))
+	prm.WQECtrl.FmCeSe.Set(b, uint64(w.fm))
+	b = append(b, w.body...)
+	nbb := (len(b) + 63) / 64
+	mask := uint32(1)<<s.log - 1
+	for i := 0; i < nbb; i++ {
+		dst := s.ring[((s.pc+uint32(i))&mask)*64:][:64]
+		clear(dst)
+		copy(dst, b[min(len(b), i*64):])
+	}
+	s.pc += uint32(nbb)
+	return idx
+}
+
+// doorbell updates the doorbell record and rings the doorbell with the last WQE's head.
+func (s *testSQ) doorbell(idx uint16) {
+	binary.BigEndian.PutUint32(s.dbr[4:], s.pc&0xffff)
+	var db [8]byte
+	binary.BigEndian.PutUint32(db[:], uint32(idx)<<8)
+	binary.BigEndian.PutUint32(db[4:], s.sqn<<8)
+	s.e.nic.UARWrite(0, prm.UARBlueFlame, db[:])
+}
+
+// send posts and rings one SEND with the whole frame inline as headers (up to 64 bytes)
+// and the rest as a pointer segment in fresh memory.
+func (s *testSQ) send(f []byte, cs uint8, fm uint8) uint16 {
+	hdr := min(len(f), 64)
+	w := (&wqe{opcode: prm.WQEOpSend, fm: fm}).eth(cs, f[:hdr])
+	if len(f) > hdr {
+		iova, mem := s.e.alloc(len(f) - hdr)
+		copy(mem, f[hdr:])
+		w.ptr(testLKey, iova, len(f)-hdr)
+	}
+	idx := s.post(w)
+	s.doorbell(idx)
+	return idx
+}
