@@ -149,6 +149,10 @@ func (c *cmd) set(f prm.Field, v uint64) { f.Set(c.out, v) }
 
 // dispatch checks the function's state and runs the command's handler.
 func (d *Device) dispatch(c *cmd) error {
+	h := handlerFor(c.op)
+	if h == nil {
+		return fail(prm.StatusBadOpErr, SyndromeBadOpcode, "opcode %v is not implemented by the model", c.op)
+	}
 	switch d.state {
 	case hcaDisabled:
 		if c.op != prm.CmdOpEnableHCA {
@@ -164,10 +168,7 @@ func (d *Device) dispatch(c *cmd) error {
 			return fail(prm.StatusBadSysStateErr, SyndromeBadState, "%v before INIT_HCA", c.op)
 		}
 	}
-	if h := handlerFor(c.op); h != nil {
-		return h(d, c)
-	}
-	return fail(prm.StatusBadOpErr, SyndromeBadOpcode, "opcode %v is not implemented by the model", c.op)
+	return h(d, c)
 }
 
 type handler func(*Device, *cmd) error
