@@ -394,6 +394,12 @@ func (d *Device) destroyTIS(c *cmd) error {
 	return nil
 }
 
+// matchParam copies the defined part of an fte_match_param (up to misc_parameters_5; the
+// rest of the 0x200-byte field is reserved in mlx5_ifc.h).
+func matchParam(b []byte) []byte {
+	return append([]byte(nil), b[:min(len(b), int(prm.FTEMatchParam.MiscParameters5.End()/8))]...)
+}
+
 // tableType checks a table_type: NIC RX or NIC TX, the tables the model has.
 func tableType(c *cmd, f prm.Field) (uint8, error) {
 	t := c.get(f)
@@ -535,7 +541,7 @@ func (d *Device) createFlowGroup(c *cmd) error {
 		Start:          uint32(c.get(in.StartFlowIndex)),
 		End:            uint32(c.get(in.EndFlowIndex)),
 		CriteriaEnable: uint8(c.get(in.MatchCriteriaEnable)),
-		Criteria:       append([]byte(nil), in.MatchCriteria.Slice(c.in)...),
+		Criteria:       matchParam(in.MatchCriteria.Slice(c.in)),
 	}
 	if !d.objs.tables.has(p.Table, c.uid) {
 		return noObject("CREATE_FLOW_GROUP: table %d does not exist", p.Table)
@@ -598,7 +604,7 @@ func (d *Device) setFTE(c *cmd) error {
 		Action:   uint32(c.get(fc.Action.At(base))),
 		FlowTag:  uint32(c.get(fc.FlowTag.At(base))),
 		Reformat: uint32(c.get(fc.PacketReformatID.At(base))),
-		Value:    append([]byte(nil), fc.MatchValue.At(base).Slice(c.in)...),
+		Value:    matchParam(fc.MatchValue.At(base).Slice(c.in)),
 	}
 	if !d.objs.tables.has(p.Table, c.uid) {
 		return noObject("SET_FLOW_TABLE_ENTRY: table %d does not exist", p.Table)
@@ -671,6 +677,12 @@ func (d *Device) queryFTE(c *cmd) error {
 	if err != nil {
 		return err
 	}
+	slot := fc.Destination.Width
+	if n := len(p.Dests) + len(p.Counters); n > 0 {
+		if err := c.need(nil, fc.Destination.At(base+uint32(n-1)*slot)); err != nil {
+			return err
+		}
+	}
 	c.set(fc.GroupID.At(base), uint64(p.Group))
 	c.set(fc.Action.At(base), uint64(p.Action))
 	c.set(fc.FlowTag.At(base), uint64(p.FlowTag))
@@ -678,7 +690,6 @@ func (d *Device) queryFTE(c *cmd) error {
 	c.set(fc.DestinationListSize.At(base), uint64(len(p.Dests)))
 	c.set(fc.FlowCounterListSize.At(base), uint64(len(p.Counters)))
 	copy(fc.MatchValue.At(base).Slice(c.out), p.Value)
-	slot := fc.Destination.Width
 	for i, dst := range p.Dests {
 		b := base + fc.Destination.Off + uint32(i)*slot
 		c.set(prm.DestFormatStruct.DestinationType.At(b), uint64(dst.Type))
