@@ -20,6 +20,8 @@ type env struct {
 	clock *ManualClock
 	nic   *NIC
 	ids   uint32
+	// rqMod, when set, changes the parameters of the RQs newRQ makes.
+	rqMod func(*RQParams)
 }
 
 const testLKey = 0x1234
@@ -265,6 +267,9 @@ func (e *env) newRQ(cq *testCQ, logSize uint8, bufSize int, stride, strides int)
 	}
 	r.p = RQParams{RQN: r.rqn, CQN: cq.cqn, WQ: WQParams{Type: typ, LogStride: logStride, LogSize: logSize,
 		Buf: Contig{e.space, iova}, DBR: Contig{e.space, diova}, StrideSize: stride, NumStrides: strides}}
+	if e.rqMod != nil {
+		e.rqMod(&r.p)
+	}
 	if err := e.nic.CreateRQ(r.p); err != nil {
 		e.t.Fatal(err)
 	}
