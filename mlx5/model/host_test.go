@@ -15,7 +15,7 @@ import (
 // container maps it), a bump allocator over it, BAR0 access and the command queue, written
 // from the facts the model cites (kernel cmd.c, rdma-core mlx5_vfio.c), not from the model.
 type host struct {
-	t     *testing.T
+	t     testing.TB
 	d     *model.Device
 	mem   []byte
 	base  uint64
@@ -30,7 +30,7 @@ type host struct {
 
 const hostIOVA = 0x4000_0000
 
-func newHost(t *testing.T, d *model.Device, size int) *host {
+func newHost(t testing.TB, d *model.Device, size int) *host {
 	t.Helper()
 	h := &host{t: t, d: d, mem: make([]byte, size), base: hostIOVA}
 	if err := d.DMA().Map(hostIOVA, h.mem, dma.Read|dma.Write); err != nil {

@@ -16,10 +16,12 @@ type ready struct {
 	eq          *eqRing
 }
 
-func newReady(t *testing.T, cfg model.Config) *ready {
+func newReady(t testing.TB, cfg model.Config) *ready { return newReadySize(t, cfg, 32<<20) }
+
+func newReadySize(t testing.TB, cfg model.Config, memSize int) *ready {
 	t.Helper()
 	d := model.New(cfg)
-	h := newHost(t, d, 32<<20)
+	h := newHost(t, d, memSize)
 	h.bringUp()
 	r := &ready{host: h}
 	r.uar = h.allocUAR()
