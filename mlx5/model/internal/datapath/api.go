@@ -212,11 +212,14 @@ type CQParams struct {
 
 // CQState is what QUERY_CQ reports from the datapath's side.
 type CQState struct {
-	Params   CQParams
-	PI       uint32 // CQEs written (producer counter)
-	Armed    bool
-	Overrun  bool // the CQ is in error after an overrun (cqc status 9)
-	RefCount int  // queues bound to it
+	Params  CQParams
+	PI      uint32 // CQEs written (producer counter)
+	Armed   bool
+	Overrun bool // the CQ is in error after an overrun (cqc status 9)
+	// Status is cqc status: 0 OK, 9 overflow, 0xa write failure (mlx5_ifc.h
+	// MLX5_CQC_STATUS_*).
+	Status   uint8
+	RefCount int // queues bound to it
 }
 
 // WQType is a work queue's type (wq_type in mlx5_ifc.h wq, MLX5_WQ_TYPE_*).

@@ -18,6 +18,7 @@ type cq struct {
 	armed   bool
 	solOnly bool
 	inError bool
+	status  uint8 // cqc status once in error
 	refs    int
 	batch   []pendingCQE
 	// title is the last uncompressed CQE written, which an enhanced-layout session
@@ -40,7 +41,6 @@ const maxSession = 64
 
 // CQ status values of cqc status (mlx5_ifc.h: 0 OK, 9 overflow, 0xa write failure).
 const (
-	cqStatusOK       = 0x0
 	cqStatusOverflow = 0x9
 	cqStatusWriteErr = 0xa
 )
@@ -86,7 +86,8 @@ func (n *NIC) QueryCQ(cqn uint32) (CQState, error) {
 	if c == nil {
 		return CQState{}, errf(StatusBadParam, SyndromeUnknownID, "QUERY_CQ: no cq %#x", cqn)
 	}
-	return CQState{Params: c.p, PI: c.pi & 0xffffff, Armed: c.armed, Overrun: c.inError, RefCount: c.refs}, nil
+	return CQState{Params: c.p, PI: c.pi & 0xffffff, Armed: c.armed, Overrun: c.status == cqStatusOverflow,
+		Status: c.status, RefCount: c.refs}, nil
 }
 
 // DestroyCQ removes a CQ; a CQ still bound to a queue is busy.
@@ -298,6 +299,10 @@ func (n *NIC) reserve(c *cq, need uint32) bool {
 
 func (n *NIC) cqError(c *cq, synd uint8) {
 	c.inError = true
+	c.status = cqStatusOverflow
+	if synd != 1 {
+		c.status = cqStatusWriteErr
+	}
 	eqn, cqn, ev := c.p.EQN, c.p.CQN, n.cfg.Events
 	n.raise(func() { ev.CQError(eqn, cqn, synd) })
 }

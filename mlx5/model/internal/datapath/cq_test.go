@@ -73,8 +73,8 @@ func TestCQOverrun(t *testing.T) {
 	}
 	st, err := e.nic.QueryCQ(c.cqn)
 	must(t, err)
-	if !st.Overrun {
-		t.Fatal("QUERY_CQ does not report the overrun")
+	if !st.Overrun || st.Status != 9 {
+		t.Fatalf("QUERY_CQ reports overrun %v status %#x, want the overflow status 9 (MLX5_CQC_STATUS_CQ_OVERFLOW)", st.Overrun, st.Status)
 	}
 }
 

@@ -3,11 +3,14 @@ package datapath
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"testing"
 
 	"github.com/daqiri-go/daqiri/flow"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
 )
 
 // msVectors are Microsoft's published RSS verification vectors ("Verifying the RSS Hash
@@ -115,6 +118,44 @@ func TestRSSThroughTIR(t *testing.T) {
 		}
 		if got != 1 {
 			t.Fatalf("%d CQEs for one frame", got)
+		}
+	}
+}
+
+// TestRSSThroughTIRIPv6 sends Microsoft's IPv6 TCP vectors (built by gopacket) through an
+// indirect TIR hashing IPv6 addresses and TCP ports: the CQE carries the published hash
+// and the IPv6|TCP hash type.
+func TestRSSThroughTIRIPv6(t *testing.T) {
+	e := newEnv(t)
+	c := e.newCQ(4, nil)
+	r := e.newRQ(c, 4, 2048, 0, 0)
+	r.post(16)
+	rqtn, tirn := e.id(), e.id()
+	must(t, e.nic.CreateRQT(RQTParams{RQTN: rqtn, RQNs: []uint32{r.rqn}}))
+	must(t, e.nic.CreateTIR(TIRParams{TIRN: tirn, Indirect: true, RQT: rqtn, HashFn: 2, Key: flow.DefaultRSSKey,
+		Outer: HashFields{IPv6: true, Selected: HashSrcIP | HashDstIP | HashL4SPort | HashL4DPort}}))
+	e.catchAll(Dest{Type: DestTIR, ID: tirn}, 0)
+	for _, v := range msVectors[5:] {
+		eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv6}
+		ip := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolTCP, SrcIP: net.ParseIP(v.src), DstIP: net.ParseIP(v.dst)}
+		tcp := &layers.TCP{SrcPort: layers.TCPPort(v.sport), DstPort: layers.TCPPort(v.dport), SYN: true, Window: 1000}
+		must(t, tcp.SetNetworkLayerForChecksum(ip))
+		buf := gopacket.NewSerializeBuffer()
+		must(t, gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, eth, ip, tcp))
+		e.nic.Receive(buf.Bytes())
+		e.nic.Step(1)
+		got := c.poll()
+		if len(got) != 1 {
+			t.Fatalf("%d CQEs", len(got))
+		}
+		if h := uint32(prm.CQE64.RSSHashResult.Get(got[0][:])); h != v.withL4 {
+			t.Errorf("[%s]:%d → [%s]:%d: CQE hash %#x, want %#x", v.src, v.sport, v.dst, v.dport, h, v.withL4)
+		}
+		if ht := prm.CQE64.RSSHashType.Get(got[0][:]); ht != 2<<2|1<<6 {
+			t.Errorf("hash type %#x, want IPv6|TCP %#x", ht, 2<<2|1<<6)
+		}
+		if ok := prm.CQE64.HdsIPExt.Get(got[0][:]); ok != prm.CQEL2OK|prm.CQEL3OK|prm.CQEL4OK {
+			t.Errorf("checksum bits %#x", ok)
 		}
 	}
 }
