@@ -1,0 +1,226 @@
+package model_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"github.com/daqiri-go/daqiri/mlx5/model"
+	"github.com/daqiri-go/daqiri/mlx5/prm"
+)
+
+// port is a brought-up device with a key over all of its host memory, as a driver sets one
+// up for its buffers (PA mode; mlx5_ifc.h mkc).
+type port struct {
+	*ready
+	lkey uint32
+}
+
+func newPort(t *testing.T) *port {
+	r := newReady(t, model.Config{})
+	return &port{ready: r, lkey: r.createMKeyPA(r.pd, r.base, uint64(len(r.mem)))}
+}
+
+// cqRing is a CQ the test polls: 64-byte CQEs, valid when the owner bit (op_own bit 0)
+// equals the lap parity of the consumer index (rdma-core cq.c, kernel en_rx.c).
+type cqRing struct {
+	p       *port
+	n       uint32
+	buf     uint64
+	logSize uint
+	ci      uint32
+	in      []byte // the CREATE_CQ input
+}
+
+func (p *port) newCQ(logSize uint) *cqRing {
+	p.t.Helper()
+	b := p.cqIn(int(logSize))
+	c := &cqRing{p: p, logSize: logSize, buf: prm.CreateCQIn.PAS.Get(b), in: b}
+	// Hardware-owned at first: owner bit 1 and opcode invalid, as drivers initialise the ring.
+	for i := 0; i < 1<<logSize; i++ {
+		prm.CQE64.OpOwn.Set(p.at(c.buf+uint64(i)*64, 64), uint64(prm.CQEOpInvalid)<<4|1)
+	}
+	c.n = uint32(get(p.mustCmd(b, 16), prm.CreateCQOut.CQN))
+	return c
+}
+
+func (c *cqRing) poll() []byte {
+	e := c.p.at(c.buf+uint64(c.ci&(1<<c.logSize-1))*64, 64)
+	own := prm.CQE64.OpOwn.Get(e)
+	if own>>4 == prm.CQEOpInvalid || own&1 != uint64(c.ci>>c.logSize&1) {
+		return nil
+	}
+	c.ci++
+	return e
+}
+
+// TestTwoPortsBackToBack cables two model devices and moves frames posted as raw SEND
+// WQEs (control segment, Ethernet segment with 18 inline header bytes as mlx5e and DPDK
+// send them, a pointer data segment; rdma-core mlx5dv.h layouts) through BAR0's UAR
+// doorbells, from A's SQ to B's RQ via B's root flow table and a direct TIR. Counters,
+// CQEs and the bytes in B's buffers are checked exactly, and frames beyond the posted
+// receive WQEs are counted as out of buffer.
+func TestTwoPortsBackToBack(t *testing.T) {
+	a, b := newPort(t), newPort(t)
+	a.d.Cable(b.d)
+
+	// B: RQ of 16-byte WQEs (one data segment each), TIR, root table forwarding all to it.
+	rxCQ := b.newCQ(6)
+	rqIn := b.rqIn(rxCQ.n, nil, nil)
+	wb := prm.CreateRQIn.Ctx.Off + prm.RQC.WQ.Off
+	rqRing := prm.WQ.PAS.At(wb).Get(rqIn)
+	rqDBR := prm.WQ.DbrAddr.At(wb).Get(rqIn)
+	rq := uint32(get(b.mustCmd(rqIn, 16), prm.CreateRQOut.RQN))
+	if err := b.modifyQueue(prm.CmdOpModifyRQ, rq, prm.RQStateRST, prm.RQStateRDY); err != nil {
+		t.Fatal(err)
+	}
+	tir := get(b.mustCmd(in(prm.CmdOpCreateTIR, 0, int(prm.CreateTIRIn.Ctx.End()/8),
+		prm.TIRC.TransportDomain.At(prm.CreateTIRIn.Ctx.Off), b.td, prm.TIRC.InlineRQN.At(prm.CreateTIRIn.Ctx.Off), rq), 16), prm.CreateTIROut.TIRN)
+	fb := prm.CreateFlowTableIn.FlowTableContext.Off
+	ft := get(b.mustCmd(in(prm.CmdOpCreateFlowTable, 0, int(prm.CreateFlowTableIn.FlowTableContext.End()/8), prm.FlowTableContext.LogSize.At(fb), 2), 16), prm.CreateFlowTableOut.TableID)
+	fg := get(b.mustCmd(in(prm.CmdOpCreateFlowGroup, 0, int(prm.CreateFlowGroupIn.MatchCriteria.End()/8), prm.CreateFlowGroupIn.TableID, ft), 16), prm.CreateFlowGroupOut.GroupID)
+	cb := prm.SetFTEIn.FlowContext.Off
+	fc := prm.FlowContext
+	fte := in(prm.CmdOpSetFlowTableEntry, 0, int(fc.Destination.At(cb).End()/8), prm.SetFTEIn.TableID, ft,
+		fc.GroupID.At(cb), fg, fc.Action.At(cb), prm.FlowActionFwdDest, fc.FlowTag.At(cb), 0xbeef, fc.DestinationListSize.At(cb), 1,
+		prm.DestFormatStruct.DestinationType.At(cb+fc.Destination.Off), prm.FlowDestTIR, prm.DestFormatStruct.DestinationID.At(cb+fc.Destination.Off), tir)
+	b.mustCmd(fte, 16)
+	b.mustCmd(in(prm.CmdOpSetFlowTableRoot, 0, 0x40, prm.SetFlowTableRootIn.TableID, ft), 16)
+
+	const posted, sent = 8, 10
+	bufs := make([]uint64, posted)
+	for i := range bufs {
+		bufs[i] = b.alloc(2048, 64)
+		seg := b.at(rqRing+uint64(i)*16, 16)
+		prm.WQEData.ByteCount.Set(seg, 2048)
+		prm.WQEData.LKey.Set(seg, uint64(b.lkey))
+		prm.WQEData.Addr.Set(seg, bufs[i])
+	}
+	binary.BigEndian.PutUint32(b.at(rqDBR+4*prm.RcvDBR, 4), posted)
+
+	// Arm B's RX CQ (kernel cq.h mlx5_cq_arm: the arm word in the doorbell record, then
+	// sn<<28 | cmd | ci and the CQ number as one 64-bit store at the UAR's CQ doorbell), so
+	// that its first CQE raises one completion EQE.
+	arm := uint32(prm.CQDBReqNot) | rxCQ.ci&0xffffff
+	binary.BigEndian.PutUint32(b.at(prm.CQC.DbrAddr.At(prm.CreateCQIn.CQContext.Off).Get(rxCQ.in)+4*prm.CQDBRArm, 4), arm)
+	var db [8]byte
+	binary.BigEndian.PutUint32(db[:], arm)
+	binary.BigEndian.PutUint32(db[4:], rxCQ.n)
+	if _, err := b.d.BAR0().WriteAt(db[:], int64(b.uar)<<12+prm.UARCQDoorbell); err != nil {
+		t.Fatal(err)
+	}
+
+	// A: TX CQ, TIS, SQ (RST→RDY).
+	txCQ := a.newCQ(6)
+	tis := a.createTIS()
+	sqIn := a.sqIn(txCQ.n, tis, nil, nil)
+	sb := prm.CreateSQIn.Ctx.Off + prm.SQC.WQ.Off
+	sqRing := prm.WQ.PAS.At(sb).Get(sqIn)
+	sqDBR := prm.WQ.DbrAddr.At(sb).Get(sqIn)
+	sq := uint32(get(a.mustCmd(sqIn, 16), prm.CreateSQOut.SQN))
+	if err := a.modifyQueue(prm.CmdOpModifySQ, sq, prm.SQStateRST, prm.SQStateRDY); err != nil {
+		t.Fatal(err)
+	}
+
+	// Frames of different sizes; every other WQE asks for a completion.
+	var frames [][]byte
+	var txBytes uint64
+	for i := range sent {
+		f := make([]byte, 60+i*97)
+		copy(f, []byte{0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x88, 0xb5})
+		for j := 14; j < len(f); j++ {
+			f[j] = byte(i*31 + j)
+		}
+		frames = append(frames, f)
+		txBytes += uint64(len(f))
+		const inline = 18
+		payload := a.alloc(len(f)-inline, 64)
+		copy(a.at(payload, len(f)-inline), f[inline:])
+		w := a.at(sqRing+uint64(i)*64, 64)
+		clear(w)
+		prm.WQECtrl.OpModIdxOpcode.Set(w, uint64(i)<<8|prm.WQEOpSend)
+		prm.WQECtrl.QPNDS.Set(w, uint64(sq)<<8|4) // ctrl + eth (2 units with the inline headers) + data
+		if i%2 == 1 {
+			prm.WQECtrl.FmCeSe.Set(w, prm.WQECtrlCQUpdate)
+		}
+		eth := w[16:]
+		prm.WQEEth.InlineHdrSz.Set(eth, inline)
+		copy(eth[14:], f[:inline])
+		data := w[48:]
+		prm.WQEData.ByteCount.Set(data, uint64(len(f)-inline))
+		prm.WQEData.LKey.Set(data, uint64(a.lkey))
+		prm.WQEData.Addr.Set(data, payload)
+	}
+	// Doorbell record (send counter, word 1), then the control segment's first 8 bytes to
+	// the BlueFlame register of the SQ's UAR page (rdma-core qp.c, kernel en_tx.c).
+	binary.BigEndian.PutUint32(a.at(sqDBR+4*prm.SndDBR, 4), sent)
+	ctrl := a.at(sqRing+uint64(sent-1)*64, 8)
+	if _, err := a.d.BAR0().WriteAt(ctrl, int64(a.uar)<<12+prm.UARBlueFlame); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; a.d.Step(64)+b.d.Step(64) > 0; i++ {
+		if i == 1000 {
+			t.Fatal("ports still busy after 1000 steps")
+		}
+	}
+
+	ca, cb2 := a.d.Counters(), b.d.Counters()
+	if ca.TXPackets != sent || ca.TXBytes != txBytes {
+		t.Errorf("A TX %d packets %d bytes, want %d and %d", ca.TXPackets, ca.TXBytes, sent, txBytes)
+	}
+	var rxBytes uint64
+	for _, f := range frames[:posted] {
+		rxBytes += uint64(len(f))
+	}
+	if cb2.RXPackets != posted || cb2.RXBytes != rxBytes || cb2.RXOutOfBuffer != sent-posted {
+		t.Errorf("B RX %d packets %d bytes, %d out of buffer; want %d, %d, %d", cb2.RXPackets, cb2.RXBytes, cb2.RXOutOfBuffer, posted, rxBytes, sent-posted)
+	}
+	// Requester CQEs only for the WQEs that asked, with their WQE counters.
+	var reqs []string
+	for e := txCQ.poll(); e != nil; e = txCQ.poll() {
+		reqs = append(reqs, fmt.Sprintf("%d/%d", prm.CQE64.OpOwn.Get(e)>>4, prm.CQE64.WQECounter.Get(e)))
+	}
+	if want := "[0/1 0/3 0/5 0/7 0/9]"; fmt.Sprint(reqs) != want {
+		t.Errorf("requester CQEs (opcode/wqe counter) %v, want %s", reqs, want)
+	}
+	// Responder CQEs, one per received frame, with the byte count and flow tag; the frame
+	// is in the WQE's buffer.
+	for i := range posted {
+		e := rxCQ.poll()
+		if e == nil {
+			t.Fatalf("responder CQE %d missing", i)
+		}
+		if op := prm.CQE64.OpOwn.Get(e) >> 4; op != prm.CQEOpRespSend {
+			t.Fatalf("CQE %d opcode %d", i, op)
+		}
+		n := int(prm.CQE64.ByteCnt.Get(e))
+		if n != len(frames[i]) || prm.CQE64.WQECounter.Get(e) != uint64(i) {
+			t.Fatalf("CQE %d: %d bytes for WQE %d; want %d bytes, WQE %d", i, n, prm.CQE64.WQECounter.Get(e), len(frames[i]), i)
+		}
+		if tag := prm.CQE64.SopDropQPN.Get(e) & 0xffffff; tag != 0xbeef {
+			t.Fatalf("CQE %d flow tag %#x", i, tag)
+		}
+		if got := b.at(bufs[i], n); !bytes.Equal(got, frames[i]) {
+			t.Fatalf("frame %d differs in the receive buffer", i)
+		}
+	}
+	if rxCQ.poll() != nil {
+		t.Fatal("more responder CQEs than frames received")
+	}
+	// One completion EQE for the armed CQ, none for A's unarmed TX CQ.
+	var comps []uint64
+	for e := b.eq.next(); e != nil; e = b.eq.next() {
+		if prm.EventType(get(e, prm.EQE.EventType)) == prm.EventTypeComp {
+			comps = append(comps, get(prm.EQE.EventData.Slice(e), prm.CompEvent.CQNumber))
+		}
+	}
+	if len(comps) != 1 || comps[0] != uint64(rxCQ.n) {
+		t.Errorf("completion EQEs on B for CQs %v, want one for CQ %d", comps, rxCQ.n)
+	}
+	for e := a.eq.next(); e != nil; e = a.eq.next() {
+		if prm.EventType(get(e, prm.EQE.EventType)) == prm.EventTypeComp {
+			t.Error("completion EQE for A's unarmed CQ")
+		}
+	}
+}
