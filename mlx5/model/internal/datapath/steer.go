@@ -2,7 +2,7 @@ package datapath
 
 import (
 	"encoding/binary"
-	"sort"
+	"slices"
 
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
@@ -12,6 +12,7 @@ type table struct {
 	p      FlowTableParams
 	groups map[uint32]*group
 	ftes   map[uint32]*FTEParams // by index
+	order  []uint32              // the indexes of ftes, ascending: the lookup order
 	refs   int                   // entries and tables forwarding or missing to it
 }
 
@@ -297,6 +298,8 @@ func (n *NIC) SetFTE(p FTEParams) error {
 		n.unref(p.Type, old)
 	} else {
 		g.ftes++
+		i, _ := slices.BinarySearch(t.order, p.Index)
+		t.order = slices.Insert(t.order, i, p.Index)
 	}
 	p.Value = val
 	p.Dests = append([]Dest(nil), p.Dests...)
@@ -375,6 +378,9 @@ func (n *NIC) DeleteFTE(typ uint8, table, index uint32) error {
 		g.ftes--
 	}
 	delete(t.ftes, index)
+	if i, ok := slices.BinarySearch(t.order, index); ok {
+		t.order = slices.Delete(t.order, i, i+1)
+	}
 	return nil
 }
 
@@ -553,12 +559,7 @@ func (n *NIC) steer(typ uint8, f []byte) verdict {
 }
 
 func (t *table) lookup(mp []byte) *FTEParams {
-	idx := make([]uint32, 0, len(t.ftes))
-	for i := range t.ftes {
-		idx = append(idx, i)
-	}
-	sort.Slice(idx, func(a, b int) bool { return idx[a] < idx[b] })
-	for _, i := range idx {
+	for _, i := range t.order {
 		f := t.ftes[i]
 		g := t.groups[f.Group]
 		if g != nil && maskedEqual(g.mask, mp, f.Value) {
