@@ -260,6 +260,10 @@ func (e *env) newRQ(cq *testCQ, logSize uint8, bufSize int, stride, strides int)
 		biova, b := e.alloc(bufSize)
 		r.bufs = append(r.bufs, biova)
 		r.mem = append(r.mem, b[:bufSize])
+		if typ == WQLinkedListStrided {
+			// The kernel links each WQE to the next at creation (wq.c mlx5_wq_ll_init).
+			prm.WQESrqNext.NextWQEIndex.Set(ring[i*wqeSize:], uint64((i+1)&(1<<logSize-1)))
+		}
 		seg := ring[i*wqeSize+wqeSize-16:]
 		prm.WQEData.ByteCount.Set(seg, uint64(bufSize))
 		prm.WQEData.LKey.Set(seg, testLKey)

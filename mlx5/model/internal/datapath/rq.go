@@ -16,9 +16,42 @@ type rq struct {
 	cq    *cq
 	// wqes is the number of WQEs consumed (the RQ's WQE counter; 16 bits on the wire).
 	wqes uint32
+	// cur is the index of the WQE in use: wqes modulo the size on a cyclic RQ; on a linked
+	// list RQ the WQE the previous one's next_wqe_index named (kernel wq.c mlx5_wq_ll: the
+	// device follows the list, which the driver may relink out of order).
+	cur uint32
 	// strides used in the current striding WQE.
 	strides int
 	refs    int
+}
+
+func (r *rq) linked() bool {
+	return r.p.WQ.Type == WQLinkedList || r.p.WQ.Type == WQLinkedListStrided
+}
+
+// id is what the CQE names the WQE in use by: the index on a linked list RQ (the kernel
+// looks the WQE up by wqe_id), the 16-bit counter on a cyclic one (DPDK compares it masked).
+func (r *rq) id() uint32 {
+	if r.linked() {
+		return r.cur
+	}
+	return r.wqes & 0xffff
+}
+
+// advance moves past the WQE in use.
+func (r *rq) advance() {
+	r.wqes++
+	mask := uint32(1)<<r.p.WQ.LogSize - 1
+	if !r.linked() {
+		r.cur = r.wqes & mask
+		return
+	}
+	w, err := r.wqe(r.cur)
+	if err != nil || len(w) < 16 {
+		r.cur = (r.cur + 1) & mask
+		return
+	}
+	r.cur = uint32(prm.WQESrqNext.NextWQEIndex.Get(w)) & mask
 }
 
 func (r *rq) striding() bool {
@@ -88,7 +121,7 @@ func (n *NIC) ModifyRQ(rqn uint32, m RQModify) error {
 		return errf(StatusBadResState, SyndromeBadState, "MODIFY_RQ: rq %#x cannot go from state %d to %d", rqn, r.state, m.NextState)
 	}
 	if m.NextState == StateReset {
-		r.wqes, r.strides = 0, 0
+		r.wqes, r.strides, r.cur = 0, 0, 0
 	}
 	r.state = m.NextState
 	r.p.State = m.NextState
@@ -196,11 +229,14 @@ func (n *NIC) deliver(r *rq, f []byte, meta rxMeta) {
 		n.stats.RXOutOfBuffer++
 		return
 	}
-	idx := r.wqes
-	w, err := r.wqe(idx)
+	idx := r.id()
+	w, err := r.wqe(r.cur)
 	if err != nil {
 		n.rxError(r, idx, prm.CQESyndLocalAccess)
 		return
+	}
+	if r.linked() {
+		w = w[min(len(w), 16):] // the next segment comes first
 	}
 	// Scatter over the WQE's data segments in order; a zero byte count or the invalid
 	// lkey ends the list (rdma-core verbs.c/qp.c terminate short lists so).
@@ -215,14 +251,14 @@ func (n *NIC) deliver(r *rq, f []byte, meta rxMeta) {
 		k := min(int(bc), len(left))
 		dst, err := n.translate(lkey, prm.WQEData.Addr.Get(seg), k)
 		if err != nil {
-			r.wqes++
+			r.advance()
 			n.rxError(r, idx, prm.CQESyndLocalProt)
 			return
 		}
 		copy(dst, left[:k])
 		left = left[k:]
 	}
-	r.wqes++
+	r.advance()
 	if len(left) > 0 {
 		// The frame did not fit the WQE's buffers: a local length error completion,
 		// and the frame is lost (DPDK mlx5_rx_err_handle counts and skips it).
@@ -260,21 +296,21 @@ func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
 	if r.strides+k > ns {
 		var fe [prm.CQESize]byte
 		left := ns - r.strides
-		prm.CQE64.WQEID.Set(fe[:], uint64(r.wqes&0xffff))
+		prm.CQE64.WQEID.Set(fe[:], uint64(r.id()))
 		prm.CQE64.WQECounter.Set(fe[:], uint64(r.strides))
 		prm.CQE64.ByteCnt.Set(fe[:], uint64(prm.MPRQByteCntFiller|uint32(left)<<prm.MPRQByteCntStrideShift))
 		prm.CQE64.FlagsRQPN.Set(fe[:], uint64(r.p.RQN))
 		fe[63] = prm.CQEOpRespSend << 4
 		n.pushCQE(r.cq, &fe, false, false)
-		r.wqes++
+		r.advance()
 		r.strides = 0
 		if r.available() == 0 {
 			n.stats.RXOutOfBuffer++
 			return
 		}
 	}
-	idx := r.wqes
-	w, err := r.wqe(idx)
+	idx := r.id()
+	w, err := r.wqe(r.cur)
 	if err != nil || len(w) < 32 {
 		n.rxError(r, idx, prm.CQESyndLocalAccess)
 		return
@@ -304,7 +340,7 @@ func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
 	prm.CQE64.ByteCnt.Set(e[:], uint64(uint32(k)<<prm.MPRQByteCntStrideShift|uint32(len(f))&prm.MPRQByteCntLenMask))
 	if r.strides == ns {
 		// Every stride used: the WQE is done and the next packet takes the next one.
-		r.wqes++
+		r.advance()
 		r.strides = 0
 	}
 	n.stats.RXPackets++

@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/daqiri-go/daqiri/mlx5/prm"
@@ -134,5 +135,30 @@ func TestCyclicScatter(t *testing.T) {
 	}
 	if op := prm.CQEOpcode(got[1][63]); op != prm.CQEOpRespErr || prm.ErrCQE.Syndrome.Get(got[1][:]) != prm.CQESyndLocalLength {
 		t.Fatalf("oversized frame: opcode %d syndrome %d", op, prm.ErrCQE.Syndrome.Get(got[1][:]))
+	}
+}
+
+// TestLinkedListOrder: a linked-list striding RQ is consumed along next_wqe_index, which a
+// driver may relink out of order (kernel wq.c mlx5_wq_ll), and CQEs name WQEs by index.
+func TestLinkedListOrder(t *testing.T) {
+	e := newEnv(t)
+	c := e.newCQ(5, nil)
+	r := e.newRQ(c, 2, 0, 64, 16)
+	next := []uint16{2, 3, 1, 0} // 0 → 2 → 1 → 3 → 0
+	for i, n := range next {
+		prm.WQESrqNext.NextWQEIndex.Set(r.ring[i*32:], uint64(n))
+	}
+	r.post(4)
+	e.direct(r)
+	for i := 0; i < 4; i++ { // one full-WQE frame each
+		e.nic.Receive(udpFrame([4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 1, 2, 1024-42, byte(i)))
+	}
+	e.nic.Step(10)
+	var ids []uint64
+	for _, g := range c.poll() {
+		ids = append(ids, prm.CQE64.WQEID.Get(g[:]))
+	}
+	if want := []uint64{0, 2, 1, 3}; fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Fatalf("WQEs used in order %v, want %v", ids, want)
 	}
 }
