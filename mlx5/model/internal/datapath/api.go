@@ -245,8 +245,8 @@ type WQParams struct {
 	DBR        Memory // RQ: receive counter at dword 0; SQ: send counter at dword 1
 	StrideSize int    // striding RQ: bytes per stride (decoded log_wqe_stride_size)
 	NumStrides int    // striding RQ: strides per WQE (decoded log_wqe_num_of_strides)
-	// HeadroomSkip: striding RQ with no shift: the first stride of a packet starts at its
-	// beginning; kept for the two_byte_shift_en flag of the PRM (headers aligned by 2).
+	// TwoByteShift: a striding RQ writes two zero bytes before each packet, so that IP
+	// headers land 4-byte aligned (wq two_byte_shift_en; mlx5dv.h mlx5dv_create_wq).
 	TwoByteShift bool
 }
 
@@ -331,16 +331,19 @@ const (
 
 // TIRParams is a TIR (tirc), direct or indirect.
 type TIRParams struct {
-	TIRN      uint32
-	Indirect  bool   // disp_type
-	InlineRQ  uint32 // direct: the RQ
-	RQT       uint32 // indirect: the RQ table
-	HashFn    uint8  // rx_hash_fn: 0 none, 1 inverted XOR8, 2 Toeplitz
+	TIRN     uint32
+	Indirect bool   // disp_type
+	InlineRQ uint32 // direct: the RQ
+	RQT      uint32 // indirect: the RQ table
+	HashFn   uint8  // rx_hash_fn: 0 none, 1 inverted XOR8, 2 Toeplitz
+	// Symmetric (rx_hash_symmetric) is kept for QUERY_TIR; the model hashes as configured
+	// without making the hash symmetric.
 	Symmetric bool
 	Key       [40]byte
 	Outer     HashFields
 	Inner     HashFields
-	// Tunneled: hash and classify on inner headers (tunneled_offload_en + inner selector).
+	// Tunneled: hash a tunneled packet on its inner headers with the Inner selector
+	// (tunneled_offload_en).
 	Tunneled bool
 	TD       uint32
 }
