@@ -196,12 +196,11 @@ type rxMeta struct {
 
 // deliver puts a frame into an RQ and queues its CQE; a frame the RQ cannot take is dropped
 // and counted (out of buffer when no WQE is posted, as the Q counter out_of_buffer counts).
-func (n *NIC) deliver(r *rq, f []byte, meta rxMeta) {
+func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta) {
 	if r.state != StateReady {
 		n.stats.RXNotReady++
 		return
 	}
-	pkt := parse(f)
 	var e [prm.CQESize]byte
 	if r.p.VLANStrip && len(pkt.outer.vlans) > 0 {
 		// Strip the outer tag into the CQE (rqc vsd clear; kernel en_rx.c reads

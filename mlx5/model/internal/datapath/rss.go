@@ -376,6 +376,10 @@ func (n *NIC) receive(f []byte) {
 		return
 	}
 	meta := rxMeta{flowTag: v.flowTag}
+	pkt := v.pkt
+	if pkt == nil {
+		pkt = parse(v.frame)
+	}
 	var r *rq
 	if t.p.Indirect {
 		q := n.rqts[t.p.RQT]
@@ -383,7 +387,7 @@ func (n *NIC) receive(f []byte) {
 			n.stats.RXSteeringMiss++
 			return
 		}
-		meta.hash, meta.hashType = rssHash(&t.p, parse(v.frame))
+		meta.hash, meta.hashType = rssHash(&t.p, pkt)
 		r = n.rqs[q.p.RQNs[rqtIndex(meta.hash, len(q.p.RQNs))]]
 	} else {
 		r = n.rqs[t.p.InlineRQ]
@@ -392,7 +396,7 @@ func (n *NIC) receive(f []byte) {
 		n.stats.RXSteeringMiss++
 		return
 	}
-	n.deliver(r, v.frame, meta)
+	n.deliver(r, v.frame, pkt, meta)
 }
 
 var _ = prm.CQESize

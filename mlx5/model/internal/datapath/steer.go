@@ -479,6 +479,7 @@ type verdict struct {
 	haveTIR bool
 	flowTag uint32
 	frame   []byte
+	pkt     *packet // the frame parsed, when steering parsed it
 	miss    bool
 	wire    bool // NIC TX: on to the wire
 }
@@ -496,6 +497,7 @@ func (n *NIC) steer(typ uint8, f []byte) verdict {
 	}
 	t := n.tables[typ][n.roots[typ]]
 	pkt := parse(f)
+	v.pkt = pkt
 	mp := pkt.matchParam()
 	for hops := 0; t != nil && hops < 64; hops++ {
 		fte := t.lookup(mp)
@@ -522,6 +524,7 @@ func (n *NIC) steer(typ uint8, f []byte) verdict {
 			if r := n.reformats[fte.Reformat]; r != nil {
 				v.frame = reformat(r, v.frame, pkt)
 				pkt = parse(v.frame)
+				v.pkt = pkt
 				mp = pkt.matchParam()
 			}
 		}
