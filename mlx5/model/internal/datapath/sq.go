@@ -167,15 +167,22 @@ func (n *NIC) runSQ(s *sq, budget int) (done int, idle bool) {
 		return 0, true
 	}
 	for done < budget {
-		if (prod-s.pc)&0xffff == 0 {
+		posted := (prod - s.pc) & 0xffff
+		if posted == 0 {
+			return done, true
+		}
+		w, werr := s.readWQE(s.pc)
+		if werr == nil && uint32(len(w)+prm.SendWQEBB-1)/prm.SendWQEBB > posted {
+			// The WQE runs past the send counter: not all of it is posted yet, so the
+			// device waits for the doorbell that covers it (rdma-core and DPDK count the
+			// whole WQE before ringing).
 			return done, true
 		}
 		if s.state == StateError {
-			n.flushWQE(s)
+			n.flushWQE(s, w, werr)
 			done++
 			continue
 		}
-		w, werr := s.readWQE(s.pc)
 		if werr != nil {
 			n.sqError(s, w, werr.synd)
 			done++
@@ -248,8 +255,7 @@ func (n *NIC) errCQE(s *sq, ctrl uint32, synd uint8) {
 }
 
 // flushWQE completes the next WQE of an SQ in error with a flush error.
-func (n *NIC) flushWQE(s *sq) {
-	w, werr := s.readWQE(s.pc)
+func (n *NIC) flushWQE(s *sq, w []byte, werr *wqeError) {
 	if werr != nil {
 		n.errCQE(s, s.pc&0xffff<<8, prm.CQESyndWRFlush)
 		s.pc++

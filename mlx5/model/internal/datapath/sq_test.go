@@ -273,3 +273,25 @@ func TestMalformedWQE(t *testing.T) {
 		})
 	}
 }
+
+// TestPartialWQEWaits: a WQE whose basic blocks run past the doorbell record's send counter
+// is not posted yet; the SQ waits for the doorbell that covers it instead of reading past
+// the counter.
+func TestPartialWQEWaits(t *testing.T) {
+	p := newPair(t, false)
+	f := udpFrame([4]byte{10, 1, 0, 1}, [4]byte{10, 1, 0, 2}, 1, 2, 100, 0)
+	idx := p.sq.post((&wqe{opcode: prm.WQEOpSend, fm: prm.WQECtrlCQUpdate}).eth(0, f[:18]).inl(f[18:])) // 3 basic blocks
+	binary.BigEndian.PutUint32(p.sq.dbr[4:], 1)
+	var db [8]byte
+	binary.BigEndian.PutUint32(db[4:], p.sq.sqn<<8)
+	p.a.nic.UARWrite(0, prm.UARBlueFlame, db[:])
+	p.step()
+	if c := p.a.nic.Counters(false); c.TXPackets != 0 || c.TXErrors != 0 {
+		t.Fatalf("a partly posted WQE was processed: %+v", c)
+	}
+	p.sq.doorbell(idx)
+	p.step()
+	if got, _ := p.received(t); len(got) != 1 || !bytes.Equal(got[0], f) {
+		t.Fatalf("after the full doorbell: %d frames", len(got))
+	}
+}
