@@ -90,6 +90,8 @@ type Device struct {
 	wireMu sync.Mutex
 	peer   *Device
 	wire   func([]byte)
+	// swapped is closed when the datapath is replaced, so that Run moves to the new one.
+	swapped chan struct{}
 
 	// mu serialises the command interface and guards the control state below. Lock order:
 	// mu, then the datapath's own lock, then evMu or keysMu (leaves).
@@ -125,6 +127,8 @@ func New(cfg Config) *Device {
 		eqs:   map[uint32]*eq{},
 		mkeys: map[uint32]*mkey{},
 		umems: map[uint32]*umem{},
+
+		swapped: make(chan struct{}),
 	}
 	d.reset()
 	d.nic.Store(d.newNIC())
@@ -143,6 +147,8 @@ func (d *Device) replaceNIC() {
 	d.nic.Store(d.newNIC())
 	d.wireMu.Lock()
 	peer, wire := d.peer, d.wire
+	close(d.swapped)
+	d.swapped = make(chan struct{})
 	d.wireMu.Unlock()
 	if peer != nil {
 		datapath.Cable(d.dp(), peer.dp())
@@ -179,8 +185,26 @@ func (d *Device) Advance(dt time.Duration) { d.clock.advance(dt) }
 // until it returns 0.
 func (d *Device) Step(budget int) int { return d.dp().Step(budget) }
 
-// Run steps the datapath from the calling goroutine until ctx ends (free-running mode).
-func (d *Device) Run(ctx context.Context) { d.dp().Run(ctx) }
+// Run steps the datapath from the calling goroutine until ctx ends (free-running mode),
+// following the datapath across TEARDOWN_HCA.
+func (d *Device) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		d.wireMu.Lock()
+		swapped := d.swapped
+		d.wireMu.Unlock()
+		nic := d.dp()
+		c, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-swapped:
+				cancel()
+			case <-c.Done():
+			}
+		}()
+		nic.Run(c)
+		cancel()
+	}
+}
 
 // Cable connects d's port and o's back to back: each one's transmit is the other's
 // receive. d.Cable(d) is the port's internal loopback.

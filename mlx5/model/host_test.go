@@ -307,3 +307,11 @@ func (h *host) capability(t prm.CapType, f prm.Field) uint64 {
 	out := h.mustCmd(in(prm.CmdOpQueryHCACap, uint16(t)<<1|prm.CapOpModCur, 16), int(prm.QueryHCACapOut.Capability.End()/8))
 	return f.At(prm.QueryHCACapOut.Capability.Off).Get(out)
 }
+
+// bringUpRest finishes a bring-up begun with ENABLE_HCA: pages and INIT_HCA.
+func (h *host) bringUpRest() {
+	h.t.Helper()
+	h.givePages(int(h.queryPages(prm.QueryPagesBoot)))
+	h.givePages(int(h.queryPages(prm.QueryPagesInit)))
+	h.mustCmd(in(prm.CmdOpInitHCA, 0, 16), 16)
+}

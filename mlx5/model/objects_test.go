@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/daqiri-go/daqiri/mlx5/model"
@@ -432,6 +433,24 @@ func TestRQTAndTIR(t *testing.T) {
 		get(to, tc.IndirectTable.At(ob)) != uint64(rqt) || get(to, tc.DispType.At(ob)) != prm.TIRDispIndirect {
 		t.Fatal("QUERY_TIR does not report the context")
 	}
+	// MODIFY_TIR: a new key and selector (bitmask bit 2, hash), read back; the transport
+	// domain cannot change.
+	mb := prm.ModifyTIRIn.Ctx.Off
+	mod := in(prm.CmdOpModifyTIR, 0, int(prm.ModifyTIRIn.Ctx.End()/8), append(kv{prm.ModifyTIRIn.TIRN, indirect, prm.ModifyTIRIn.Bitmask, 1 << 2},
+		withCtx(mb, kv{tc.TransportDomain, r.td, tc.DispType, prm.TIRDispIndirect, tc.IndirectTable, rqt, tc.RXHashFn, prm.RXHashFnToeplitz})...)...)
+	key2 := bytes.Repeat([]byte{0xa5}, 40)
+	copy(mod[(mb+tc.RXHashToeplitzKey.Off)/8:], key2)
+	prm.RXHashFieldSelect.SelectedFields.At(mb+tc.RXHashFieldSelectorOuter.Off).Set(mod, prm.HashFieldSrcIP|prm.HashFieldDstIP)
+	r.mustCmd(mod, 16)
+	to = r.mustCmd(in(prm.CmdOpQueryTIR, 0, 16, prm.QueryTIRIn.TIRN, indirect), int(prm.QueryTIROut.TIRContext.End()/8))
+	if got := to[(ob+tc.RXHashToeplitzKey.Off)/8 : (ob+tc.RXHashToeplitzKey.Off)/8+40]; !bytes.Equal(got, key2) ||
+		get(to, prm.RXHashFieldSelect.SelectedFields.At(ob+tc.RXHashFieldSelectorOuter.Off)) != prm.HashFieldSrcIP|prm.HashFieldDstIP {
+		t.Fatal("MODIFY_TIR did not take")
+	}
+	td2 := get(r.mustCmd(in(prm.CmdOpAllocTransportDomain, 0, 16), 16), prm.AllocTransportDomainOut.TransportDomain)
+	prm.TIRC.TransportDomain.At(mb).Set(mod, td2)
+	r.wantStatus(mod, 16, prm.StatusBadParamErr)
+	r.wantStatus(in(prm.CmdOpModifyTIR, 0, int(prm.ModifyTIRIn.Ctx.End()/8), prm.ModifyTIRIn.TIRN, 999, prm.ModifyTIRIn.Bitmask, 4), 16, prm.StatusBadResErr)
 	r.wantStatus(tirIn(tc.InlineRQN, 999), 16, prm.StatusBadResErr)
 	r.wantStatus(tirIn(tc.DispType, prm.TIRDispIndirect, tc.IndirectTable, 999), 16, prm.StatusBadResErr)
 	r.wantStatus(tirIn(tc.DispType, 2), 16, prm.StatusBadParamErr)
@@ -542,7 +561,23 @@ func TestSteeringObjects(t *testing.T) {
 	if _, err := r.cmd(in(prm.CmdOpDestroyFlowTable, 0, 0x40, prm.DestroyFlowTableIn.TableID, ft), 16); err == nil {
 		t.Fatal("DESTROY_FLOW_TABLE of the root succeeded")
 	}
-	ft2 := get(r.mustCmd(ftIn(), 16), prm.CreateFlowTableOut.TableID)
+	ft2 := get(r.mustCmd(ftIn(prm.FlowTableContext.Level.At(fb), 1), 16), prm.CreateFlowTableOut.TableID) // deeper: a miss goes down
+	// MODIFY_FLOW_TABLE: the root's misses go to ft2 (modify_field_select miss table).
+	mfb := prm.ModifyFlowTableIn.FlowTableContext.Off
+	modFT := func(sel, action int, miss uint64) []byte {
+		return in(prm.CmdOpModifyFlowTable, 0, int(prm.ModifyFlowTableIn.FlowTableContext.End()/8), prm.ModifyFlowTableIn.TableID, ft,
+			prm.ModifyFlowTableIn.ModifyFieldSelect, sel, prm.FlowTableContext.TableMissAction.At(mfb), action, prm.FlowTableContext.TableMissID.At(mfb), miss)
+	}
+	r.mustCmd(modFT(prm.ModifyFlowTableMissTableID, prm.FlowTableMissFwd, ft2), 16)
+	fo = r.mustCmd(in(prm.CmdOpQueryFlowTable, 0, 0x40, prm.QueryFlowTableIn.TableID, ft), int(prm.QueryFlowTableOut.FlowTableContext.End()/8))
+	if qfb := prm.QueryFlowTableOut.FlowTableContext.Off; get(fo, prm.FlowTableContext.TableMissAction.At(qfb)) != prm.FlowTableMissFwd ||
+		get(fo, prm.FlowTableContext.TableMissID.At(qfb)) != ft2 {
+		t.Fatal("MODIFY_FLOW_TABLE did not take")
+	}
+	r.wantStatus(modFT(prm.ModifyFlowTableMissTableID, prm.FlowTableMissFwd, ft), 16, prm.StatusBadResErr)
+	r.wantStatus(modFT(prm.ModifyFlowTableMissTableID, 7, 0), 16, prm.StatusBadParamErr)
+	r.wantStatus(modFT(1<<15, prm.FlowTableMissDefault, 0), 16, prm.StatusBadParamErr)
+	r.mustCmd(modFT(prm.ModifyFlowTableMissTableID, prm.FlowTableMissDefault, 0), 16)
 	r.mustCmd(in(prm.CmdOpSetFlowTableRoot, 0, 0x40, prm.SetFlowTableRootIn.TableID, ft2), 16)
 	r.mustCmd(in(prm.CmdOpDestroyFlowTable, 0, 0x40, prm.DestroyFlowTableIn.TableID, ft), 16)
 	r.wantStatus(in(prm.CmdOpDestroyFlowTable, 0, 0x40, prm.DestroyFlowTableIn.TableID, ft), 16, prm.StatusBadResErr)
@@ -562,4 +597,35 @@ func TestTeardownForgetsObjects(t *testing.T) {
 	r.mustCmd(in(prm.CmdOpInitHCA, 0, 16), 16)
 	r.wantStatus(in(prm.CmdOpQueryCQ, 0, 16, prm.QueryCQIn.CQN, cq), 0x300, prm.StatusBadResErr)
 	r.wantStatus(in(prm.CmdOpDeallocPD, 0, 16, prm.DeallocPDIn.PD, r.pd), 16, prm.StatusBadResErr)
+}
+
+// TestCapabilities: QUERY_HCA_CAP max and current pages for each modelled type, SET_HCA_CAP
+// only before INIT_HCA and only within the maximum (mlx5_ifc.h cmd_hca_cap; the fields
+// mlx5_core's handle_hca_cap sets).
+func TestCapabilities(t *testing.T) {
+	d := model.New(model.Config{})
+	h := newHost(t, d, 1<<20)
+	h.mustCmd(in(prm.CmdOpEnableHCA, 0, 16), 16)
+	capLen := int(prm.QueryHCACapOut.Capability.End() / 8)
+	for _, c := range []prm.CapType{prm.CapTypeGeneral, prm.CapTypeEthernetOffloads, prm.CapTypeFlowTable, prm.CapTypeQoS} {
+		h.mustCmd(in(prm.CmdOpQueryHCACap, uint16(c)<<1|prm.CapOpModMax, 16), capLen)
+		h.mustCmd(in(prm.CmdOpQueryHCACap, uint16(c)<<1|prm.CapOpModCur, 16), capLen)
+	}
+	h.wantStatus(in(prm.CmdOpQueryHCACap, 0x3f<<1, 16), capLen, prm.StatusBadParamErr)
+	h.wantStatus(in(prm.CmdOpQueryHCACap, 0, 16), capLen-1, prm.StatusBadOutpLenErr)
+	if v := h.capability(prm.CapTypeQoS, prm.QoSCap.PacketPacing); v != 1 {
+		t.Fatalf("packet_pacing cap %d", v)
+	}
+	set := func(f prm.Field, v int) []byte {
+		return in(prm.CmdOpSetHCACap, uint16(prm.CapTypeGeneral)<<1, int(prm.SetHCACapIn.Capability.End()/8), f.At(prm.SetHCACapIn.Capability.Off), v)
+	}
+	// log_max_qp above its maximum (0: the model has no QPs) is refused; cache_line_128byte
+	// (a flag) takes.
+	h.wantStatus(set(prm.CmdHCACap.LogMaxQP, 4), 16, prm.StatusBadParamErr)
+	h.mustCmd(set(prm.CmdHCACap.CacheLine128byte, 1), 16)
+	if h.capability(prm.CapTypeGeneral, prm.CmdHCACap.CacheLine128byte) != 1 {
+		t.Fatal("SET_HCA_CAP cache_line_128byte did not take")
+	}
+	h.bringUpRest()
+	h.wantStatus(set(prm.CmdHCACap.CacheLine128byte, 0), 16, prm.StatusBadSysStateErr)
 }

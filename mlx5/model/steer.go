@@ -36,6 +36,8 @@ func steeringHandler(op prm.CmdOp) handler {
 		return (*Device).createFlowTable
 	case prm.CmdOpQueryFlowTable:
 		return (*Device).queryFlowTable
+	case prm.CmdOpModifyFlowTable:
+		return (*Device).modifyFlowTable
 	case prm.CmdOpDestroyFlowTable:
 		return (*Device).destroyFlowTable
 	case prm.CmdOpSetFlowTableRoot:
@@ -462,6 +464,44 @@ func (d *Device) createFlowTable(c *cmd) error {
 	}
 	c.set(prm.CreateFlowTableOut.TableID, uint64(n))
 	return nil
+}
+
+// modifyFlowTable changes a table's miss action and miss table (modify_field_select bit 0,
+// mlx5_ifc.h MLX5_MODIFY_FLOW_TABLE_MISS_TABLE_ID); other selections are not modelled.
+func (d *Device) modifyFlowTable(c *cmd) error {
+	in := prm.ModifyFlowTableIn
+	base := in.FlowTableContext.Off
+	ft := prm.FlowTableContext
+	if err := c.need(ins(in.FlowTableContext)); err != nil {
+		return err
+	}
+	typ, err := tableType(c, in.TableType)
+	if err != nil {
+		return err
+	}
+	n := uint32(c.get(in.TableID))
+	if !d.objs.tables.owns(n, c.uid) {
+		return noObject("MODIFY_FLOW_TABLE: table %d does not exist", n)
+	}
+	if sel := c.get(in.ModifyFieldSelect); sel != prm.ModifyFlowTableMissTableID {
+		return fail(prm.StatusBadParamErr, SyndromeNotModelled, "MODIFY_FLOW_TABLE: modify_field_select %#x (only the miss table is modelled)", sel)
+	}
+	p, err := d.dp().QueryFlowTable(typ, n)
+	if err != nil {
+		return err
+	}
+	p.MissAction = uint8(c.get(ft.TableMissAction.At(base)))
+	p.MissTable = uint32(c.get(ft.TableMissID.At(base)))
+	switch p.MissAction {
+	case prm.FlowTableMissDefault:
+	case prm.FlowTableMissFwd:
+		if !d.objs.tables.has(p.MissTable, c.uid) || p.MissTable == n {
+			return noObject("MODIFY_FLOW_TABLE: table_miss_id %d does not exist (or is the table itself)", p.MissTable)
+		}
+	default:
+		return badParam("MODIFY_FLOW_TABLE: table_miss_action %d", p.MissAction)
+	}
+	return d.dp().ModifyFlowTable(p)
 }
 
 func (d *Device) queryFlowTable(c *cmd) error {

@@ -70,3 +70,7 @@ const (
 	SetFTEModifyFlowTag  = 0x1 // C: MLX5_SET_FTE_MODIFY_ENABLE_MASK_FLOW_TAG
 	SetFTEModifyDestList = 0x2 // C: MLX5_SET_FTE_MODIFY_ENABLE_MASK_DESTINATION_LIST
 )
+
+// ModifyFlowTableMissTableID is MODIFY_FLOW_TABLE's modify_field_select bit for the miss
+// action and table (mlx5_ifc.h).
+const ModifyFlowTableMissTableID = 1 << 0 // C: MLX5_MODIFY_FLOW_TABLE_MISS_TABLE_ID

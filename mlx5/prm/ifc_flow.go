@@ -113,6 +113,28 @@ var QueryFlowTableOut = struct {
 	FlowTableContext: ifcField("query_flow_table_out", "flow_table_context", 0xc0, 320),
 }
 
+// ModifyFlowTableIn is MODIFY_FLOW_TABLE input (mlx5_ifc.h struct
+// mlx5_ifc_modify_flow_table_in_bits).
+var ModifyFlowTableIn = struct {
+	Opcode            Field
+	OpMod             Field
+	OtherVport        Field
+	VportNumber       Field
+	ModifyFieldSelect Field
+	TableType         Field
+	TableID           Field
+	FlowTableContext  Field
+}{
+	Opcode:            ifcField("modify_flow_table_in", "opcode", 0x0, 16),
+	OpMod:             ifcField("modify_flow_table_in", "op_mod", 0x30, 16),
+	OtherVport:        ifcField("modify_flow_table_in", "other_vport", 0x40, 1),
+	VportNumber:       ifcField("modify_flow_table_in", "vport_number", 0x50, 16),
+	ModifyFieldSelect: ifcField("modify_flow_table_in", "modify_field_select", 0x70, 16),
+	TableType:         ifcField("modify_flow_table_in", "table_type", 0x80, 8),
+	TableID:           ifcField("modify_flow_table_in", "table_id", 0xa8, 24),
+	FlowTableContext:  ifcField("modify_flow_table_in", "flow_table_context", 0xc0, 320),
+}
+
 // SetFlowTableRootIn is SET_FLOW_TABLE_ROOT input (mlx5_ifc.h struct
 // mlx5_ifc_set_flow_table_root_in_bits).
 var SetFlowTableRootIn = struct {
