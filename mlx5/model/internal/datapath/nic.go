@@ -32,6 +32,7 @@ type NIC struct {
 	reformats map[uint32]*ReformatParams
 	pacing    map[uint16]PacingParams
 	stats     Counters
+	qOOB      map[uint32]uint64 // out_of_buffer per Q counter set
 	wire      Wire
 	pendingSQ map[uint32]bool
 	events    []func()
@@ -61,6 +62,7 @@ func New(cfg Config) *NIC {
 		reformats: map[uint32]*ReformatParams{},
 		pacing:    map[uint16]PacingParams{},
 		pendingSQ: map[uint32]bool{},
+		qOOB:      map[uint32]uint64{},
 		kick:      make(chan struct{}, 1),
 	}
 	n.tables[0] = map[uint32]*table{}
@@ -106,6 +108,20 @@ func (n *NIC) Counters(clear bool) Counters {
 	}
 	n.inMu.Unlock()
 	return c
+}
+
+// QCounterOutOfBuffer reads (and optionally clears) a Q counter set's out_of_buffer: the
+// frames dropped because an RQ whose rqc counter_set_id names the set had no posted WQE
+// (QUERY_Q_COUNTER; DPDK reports it as rx_out_of_buffer). Counters' RXOutOfBuffer counts
+// them for all RQs.
+func (n *NIC) QCounterOutOfBuffer(set uint32, clear bool) uint64 {
+	n.lock()
+	defer n.unlock()
+	v := n.qOOB[set]
+	if clear {
+		delete(n.qOOB, set)
+	}
+	return v
 }
 
 // UARWrite is a store to a UAR page of BAR0 at byte offset off (4 or 8 bytes, or a whole

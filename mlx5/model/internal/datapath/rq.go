@@ -187,6 +187,14 @@ func (r *rq) wqe(i uint32) ([]byte, error) {
 	return r.p.WQ.Buf.Slice(uint64(i&mask)*uint64(size), size, dma.Read)
 }
 
+// outOfBuffer counts a frame an RQ had no WQE for.
+func (n *NIC) outOfBuffer(r *rq) {
+	n.stats.RXOutOfBuffer++
+	if r.p.Counter != 0 {
+		n.qOOB[r.p.Counter]++
+	}
+}
+
 // rxMeta is what steering and RSS decided for a frame, for its CQE.
 type rxMeta struct {
 	flowTag  uint32
@@ -225,7 +233,7 @@ func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta) {
 		return
 	}
 	if r.available() == 0 {
-		n.stats.RXOutOfBuffer++
+		n.outOfBuffer(r)
 		return
 	}
 	idx := r.id()
@@ -285,11 +293,11 @@ func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
 	k := (need + ss - 1) / ss
 	if k > ns {
 		// Larger than a whole WQE: nothing can take it.
-		n.stats.RXOutOfBuffer++
+		n.outOfBuffer(r)
 		return
 	}
 	if r.available() == 0 {
-		n.stats.RXOutOfBuffer++
+		n.outOfBuffer(r)
 		return
 	}
 	if r.strides+k > ns {
@@ -304,7 +312,7 @@ func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
 		r.advance()
 		r.strides = 0
 		if r.available() == 0 {
-			n.stats.RXOutOfBuffer++
+			n.outOfBuffer(r)
 			return
 		}
 	}

@@ -162,3 +162,27 @@ func TestLinkedListOrder(t *testing.T) {
 		t.Fatalf("WQEs used in order %v, want %v", ids, want)
 	}
 }
+
+// TestQCounterOutOfBuffer: drops for want of a WQE count in the Q counter set the RQ names
+// (rqc counter_set_id) and in the port's total; reading with clear zeroes the set.
+func TestQCounterOutOfBuffer(t *testing.T) {
+	e := newEnv(t)
+	c := e.newCQ(3, nil)
+	e.rqMod = func(p *RQParams) { p.Counter = 5 }
+	r := e.newRQ(c, 3, 256, 0, 0)
+	r.post(1)
+	e.direct(r)
+	for i := 0; i < 3; i++ {
+		e.nic.Receive(udpFrame([4]byte{1, 1, 1, 1}, [4]byte{2, 2, 2, 2}, 1, 2, 10, 0))
+	}
+	e.nic.Step(10)
+	if v := e.nic.QCounterOutOfBuffer(5, true); v != 2 {
+		t.Fatalf("set 5 out_of_buffer %d, want 2", v)
+	}
+	if v := e.nic.QCounterOutOfBuffer(5, false); v != 0 {
+		t.Fatalf("after clear: %d", v)
+	}
+	if c := e.nic.Counters(false); c.RXOutOfBuffer != 2 || c.RXPackets != 1 {
+		t.Fatalf("counters %+v", c)
+	}
+}
