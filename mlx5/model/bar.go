@@ -110,10 +110,10 @@ func (d *Device) initSegImage(off int64, n int) []byte {
 	set(prm.InitialSeg.FWRevSubminor, uint64(c.FWVersion[2]))
 	set(prm.InitialSeg.CmdInterfaceRev, prm.CmdIfRev)
 	set(prm.InitSeg.CmdqAddrH, uint64(d.iseg.cmdqH))
-	set(prm.InitialSeg.CmdqPhyAddrLo, uint64(d.iseg.cmdqL>>12))
-	set(prm.InitialSeg.NICInterface, uint64(d.iseg.nicInterface))
-	set(prm.InitialSeg.LogCmdqSize, logCmdqSize)
-	set(prm.InitialSeg.LogCmdqStride, logCmdqStride)
+	// cmdq_addr_l_sz: address bits 31:12, the NIC interface state in bits 10:8 (three bits
+	// as the kernel's mlx5_get_nic_state and mlx5_vfio.c read them; mlx5_ifc.h names the
+	// lower two nic_interface), and the queue geometry in the low byte.
+	set(prm.InitSeg.CmdqAddrLSz, uint64(d.iseg.cmdqL&^0xfff)|uint64(d.iseg.nicInterface)<<8|logCmdqSize<<4|logCmdqStride)
 	// The initializing bit stays set for the configured number of reads of its word.
 	w := int64(prm.InitSeg.Initializing.ByteOff())
 	if d.iseg.initializingReads > 0 {
@@ -145,11 +145,12 @@ func (d *Device) writeInitSeg(off int64, v uint32) {
 		d.iseg.cmdqH = v
 		d.mu.Unlock()
 	case int64(prm.InitSeg.CmdqAddrLSz.ByteOff()):
-		// Address bits 31:12 and nic_interface (bits 9:8, MLX5_NIC_IFC_OFFSET); the size
-		// and stride nibbles are read-only.
+		// Address bits 31:12 and the NIC interface state (bits 10:8 from
+		// MLX5_NIC_IFC_OFFSET; mlx5_vfio.c sets DISABLED (1) for a fast teardown and polls
+		// for it); the size and stride nibbles are read-only.
 		d.mu.Lock()
 		d.iseg.cmdqL = v &^ 0xfff
-		d.iseg.nicInterface = uint8(v>>8) & 3
+		d.iseg.nicInterface = uint8(v>>8) & 7
 		d.mu.Unlock()
 	case int64(prm.InitSeg.CmdDbell.ByteOff()):
 		d.ringCmdDoorbell(v)

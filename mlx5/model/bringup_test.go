@@ -172,8 +172,19 @@ func TestBringUpThroughCommandQueue(t *testing.T) {
 		t.Fatalf("internal timer moved %d ticks in 1 s at 1 GHz", t1-t0)
 	}
 
-	// Teardown, then reclaim every page (mlx5_core's reclaim_pages_cmd loop).
-	h.mustCmd(in(prm.CmdOpTeardownHCA, 0, 16, prm.TeardownHCAIn.Profile, prm.TeardownGraceful), 16)
+	// Fast teardown as mlx5_vfio.c does it: PREPARE_FAST_TEARDOWN answers state 0 (not
+	// failed), then the NIC interface state (cmdq_addr_l_sz bits 10:8) is set to
+	// disabled (1) and read back, with the queue address and geometry kept.
+	out = h.mustCmd(in(prm.CmdOpTeardownHCA, 0, 16, prm.TeardownHCAIn.Profile, prm.TeardownPrepareFast), 16)
+	if get(out, prm.TeardownHCAOut.State) != 0 {
+		t.Fatal("fast teardown reported failure")
+	}
+	l := h.r32(0x14)
+	h.w32(0x14, l&0xfffff000|1<<8)
+	if got := h.r32(0x14); got>>8&7 != 1 || got&0xfffff000 != l&0xfffff000 || got&0xff != l&0xff {
+		t.Fatalf("cmdq_addr_l_sz %#x after setting the NIC state disabled (was %#x)", got, l)
+	}
+	// Reclaim every page (mlx5_core's reclaim_pages_cmd loop).
 	h.wantStatus(in(prm.CmdOpAllocPD, 0, 16), 16, prm.StatusBadSysStateErr)
 	var back []uint64
 	for range 10 {
