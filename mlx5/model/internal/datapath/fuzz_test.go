@@ -85,7 +85,9 @@ func FuzzWQE(f *testing.F) {
 		rcq := b.newCQ(4, nil)
 		r := b.newRQ(rcq, 4, 2048, 0, 0)
 		r.post(16)
-		fuzzSteering(t, b, r)
+		tirn := b.id()
+		must(t, b.nic.CreateTIR(TIRParams{TIRN: tirn, InlineRQ: r.rqn}))
+		fuzzSteering(t, b, tirn)
 		buf := make([]byte, (len(w)+63)&^63)
 		copy(buf, w)
 		if len(buf) >= 8 && flags&0x80 == 0 {
@@ -123,10 +125,9 @@ func FuzzWQE(f *testing.F) {
 }
 
 // fuzzSteering gives the receiving port a root table matching UDP port 4789 with a VXLAN
-// VNI (to a TIR), dropping TCP, and missing to a second table that sends the rest there too.
-func fuzzSteering(t *testing.T, e *env, r *testRQ) {
-	tirn := e.id()
-	must(t, e.nic.CreateTIR(TIRParams{TIRN: tirn, InlineRQ: r.rqn}))
+// VNI (to TIR tirn), dropping TCP, and missing to a second table that sends the rest there
+// too.
+func fuzzSteering(t *testing.T, e *env, tirn uint32) {
 	t2 := e.id()
 	must(t, e.nic.CreateFlowTable(FlowTableParams{Type: TableNICRX, ID: t2, Level: 1, LogSize: 2}))
 	g2 := e.id()
@@ -164,4 +165,72 @@ func writeSeeds(f *testing.F, name string, seeds [][]byte) {
 			f.Fatal(err)
 		}
 	}
+}
+
+// FuzzReceive sends arbitrary frames through RX steering (tunnel match, drop, miss to the
+// next table), an RSS TIR hashing inner headers of tunneled frames, and a striding RQ on a
+// compressing CQ: no panic, and every completion is a receive CQE or a receive error CQE
+// that decompresses to a frame of the length received.
+func FuzzReceive(f *testing.F) {
+	vx := udpFrame([4]byte{192, 168, 0, 1}, [4]byte{192, 168, 0, 2}, 5, vxlanPort, 8+60, 0)
+	vx[42], vx[46], vx[47], vx[48] = 0x08, 0, 0, 42
+	copy(vx[50:], udpFrame([4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 1, 2, 10, 0))
+	seeds := []struct {
+		frame []byte
+		mode  uint8
+	}{
+		{udpFrame([4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 1, 2, 30, 0), 0},
+		{vx, 1},
+		{vx, 3},
+		{udpFrame([4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 1, 2, 900, 0), 1},
+		{[]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 1, 2, 3, 4, 5, 0x81, 0, 0, 5, 0x88, 0xa8}, 2},
+	}
+	for i, sd := range seeds {
+		f.Add(sd.frame, sd.mode)
+		if os.Getenv("DAQIRI_WRITE_FUZZ_SEEDS") != "" {
+			dir := filepath.Join("testdata", "fuzz", "FuzzReceive")
+			body := fmt.Sprintf("go test fuzz v1\n[]byte(%s)\nuint8(%d)\n", strconv.Quote(string(sd.frame)), sd.mode)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				f.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%02d", i)), []byte(body), 0o644); err != nil {
+				f.Fatal(err)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, frame []byte, mode uint8) {
+		if len(frame) > 4096 {
+			return
+		}
+		e := newEnv(t)
+		c := e.newCQ(5, func(p *CQParams) {
+			p.Compress = mode&1 != 0
+			p.Layout = CompLayout(mode >> 1 & 1)
+			p.MiniFormat = MiniCsumStride
+		})
+		c.strideSize = 64
+		r := e.newRQ(c, 2, 0, 64, 16)
+		r.post(4)
+		rqtn, tirn := e.id(), e.id()
+		must(t, e.nic.CreateRQT(RQTParams{RQTN: rqtn, RQNs: []uint32{r.rqn}}))
+		must(t, e.nic.CreateTIR(TIRParams{TIRN: tirn, Indirect: true, RQT: rqtn, HashFn: 2, Tunneled: true,
+			Outer: HashFields{UDP: true, Selected: 0xf}, Inner: HashFields{Selected: 0x3}}))
+		fuzzSteering(t, e, tirn)
+		for i := 0; i < 3; i++ {
+			e.nic.Receive(frame)
+		}
+		e.nic.Step(8)
+		for _, q := range c.poll() {
+			switch op := prm.CQEOpcode(q[63]); op {
+			case prm.CQEOpRespSend:
+				bc := uint32(prm.CQE64.ByteCnt.Get(q[:]))
+				if bc&prm.MPRQByteCntFiller == 0 && int(bc&prm.MPRQByteCntLenMask) > len(frame)+4 {
+					t.Fatalf("CQE byte count %d for a %d-byte frame", bc&prm.MPRQByteCntLenMask, len(frame))
+				}
+			case prm.CQEOpRespErr:
+			default:
+				t.Fatalf("receive CQ got opcode %d", op)
+			}
+		}
+	})
 }
