@@ -237,6 +237,7 @@ func (d *Device) SetWire(w func(frame []byte)) {
 
 type wireFunc func([]byte)
 
+// Transmit implements datapath.Wire.
 func (w wireFunc) Transmit(frame []byte) { w(frame) }
 
 // Counters are the port's traffic counters as the datapath keeps them.
@@ -288,4 +289,5 @@ func (c *clock) RealTime() uint64 {
 	return ns/1e9<<32 | ns%1e9
 }
 
+// String names the device by its MAC.
 func (d *Device) String() string { return fmt.Sprintf("mlx5 model %s", d.cfg.MAC) }

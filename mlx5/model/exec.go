@@ -19,6 +19,7 @@ type CmdError struct {
 	Msg      string
 }
 
+// Error implements error.
 func (e *CmdError) Error() string {
 	return fmt.Sprintf("mlx5 model: %v op_mod %#x: status %v syndrome %#x: %s", e.Op, e.OpMod, e.Status, e.Syndrome, e.Msg)
 }

@@ -99,6 +99,7 @@ const (
 	CmdOpDestroyUMEM                  CmdOp = 0xa0a // C: MLX5_CMD_OP_DESTROY_UMEM
 )
 
+// String is the header's name without its prefix.
 func (v CmdOp) String() string {
 	switch v {
 	case CmdOpQueryHCACap:
@@ -301,6 +302,7 @@ const (
 	StatusBadSizeOutsCqesErr Status = 0x40 // C: MLX5_CMD_STAT_BAD_SIZE_OUTS_CQES_ERR
 )
 
+// String is the header's name without its prefix.
 func (v Status) String() string {
 	switch v {
 	case StatusOK:
@@ -371,6 +373,7 @@ const (
 	EventTypeNICVportChange  EventType = 0xd  // C: MLX5_EVENT_TYPE_NIC_VPORT_CHANGE
 )
 
+// String is the header's name without its prefix.
 func (v EventType) String() string {
 	switch v {
 	case EventTypeComp:
@@ -440,6 +443,7 @@ const (
 	CapTypeGeneral2         CapType = 0x20 // C: MLX5_CAP_GENERAL_2
 )
 
+// String is the header's name without its prefix.
 func (v CapType) String() string {
 	switch v {
 	case CapTypeGeneral:
