@@ -42,6 +42,8 @@ type initSeg struct {
 	nicInterface      uint8
 	initializingReads int
 	healthSyndrome    uint8
+	failed            bool
+	frozenCounter     uint64 // the health counter when the device failed
 }
 
 // BAR is the device's BAR0 as a VFIO region gives it: byte-addressed reads and writes at
@@ -127,7 +129,11 @@ func (d *Device) initSegImage(off int64, n int) []byte {
 	set(prm.HealthBuffer.Synd.At(h), uint64(d.iseg.healthSyndrome))
 	now := d.clock.now()
 	set(prm.InitialSeg.HealthSyndrome, uint64(d.iseg.healthSyndrome))
-	set(prm.InitialSeg.HealthCounter, uint64(now)/healthTickNanos)
+	counter := uint64(now) / healthTickNanos
+	if d.iseg.failed {
+		counter = d.iseg.frozenCounter
+	}
+	set(prm.InitialSeg.HealthCounter, counter)
 	t := d.clock.FreeRunning()
 	set(prm.InitSeg.InternalTimerH, t>>32)
 	set(prm.InitSeg.InternalTimerL, t&0xffffffff)
@@ -135,6 +141,23 @@ func (d *Device) initSegImage(off int64, n int) []byte {
 	set(prm.InitSeg.RealTimeH, rt>>32)
 	set(prm.InitSeg.RealTimeL, rt&0xffffffff)
 	return img
+}
+
+// Fail puts the device in a fatal error state as firmware reports one (mlx5_ifc.h
+// initial_seg health_syndrome and the health buffer's synd, e.g.
+// prm.InitialSegHealthFWInternalErr): the health counter stops, which is how mlx5_core's
+// poll_health and mlx5_vfio.c notice a dead device, and every later command completes with
+// INT_ERR (inferred: real firmware in this state may not complete commands at all; the
+// model answers so that drivers under test do not have to wait for their timeouts).
+func (d *Device) Fail(syndrome uint8) {
+	now := d.clock.now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.iseg.failed {
+		d.iseg.frozenCounter = uint64(now) / healthTickNanos
+	}
+	d.iseg.failed = true
+	d.iseg.healthSyndrome = syndrome
 }
 
 // writeInitSeg applies a 32-bit register store.

@@ -159,6 +159,32 @@ func TestBringUpThroughCommandQueue(t *testing.T) {
 	if n := h.queryPages(prm.QueryPagesRegular); n != 0 {
 		t.Fatalf("QUERY_PAGES regular after giving %d", n)
 	}
+	// Firmware offering 4 pages back: a negative num_pages (device.h mlx5_eqe_page_req is
+	// signed), reclaimed with MANAGE_PAGES take.
+	d.RequestPages(-4)
+	for e = eq.next(); e != nil && prm.EventType(get(e, prm.EQE.EventType)) == prm.EventTypeCmd; e = eq.next() {
+	}
+	if e == nil || int32(get(prm.EQE.EventData.Slice(e), prm.EQEPageReq.NumPages)) != -4 {
+		t.Fatalf("page return EQE: % x", e)
+	}
+	if n := h.queryPages(prm.QueryPagesRegular); n != -4 {
+		t.Fatalf("QUERY_PAGES regular %d, want -4", n)
+	}
+	out = h.mustCmd(in(prm.CmdOpManagePages, prm.ManagePagesTake, 16, prm.ManagePagesIn.InputNumEntries, 4), prm.ManagePagesOut.PAS.ByteOff()+4*8)
+	if n := get(out, prm.ManagePagesOut.OutputNumEntries); n != 4 {
+		t.Fatalf("MANAGE_PAGES take returned %d pages, want 4", n)
+	}
+	for i := range 4 {
+		pa := get(out, prm.ManagePagesOut.PAS.At(uint32(i)*64))
+		j := slices.Index(pages, pa)
+		if j < 0 {
+			t.Fatalf("firmware returned page %#x it was never given", pa)
+		}
+		pages = slices.Delete(pages, j, j+1)
+	}
+	if n := h.queryPages(prm.QueryPagesRegular); n != 0 {
+		t.Fatalf("QUERY_PAGES regular after the return: %d", n)
+	}
 
 	// Health: the counter (low 24 bits at 0x1010) ticks with device time, the internal timer
 	// counts device_frequency_khz.
@@ -272,4 +298,30 @@ func TestExecErrors(t *testing.T) {
 	h.wantStatus(in(prm.CmdOpManagePages, prm.ManagePagesGive, 24, prm.ManagePagesIn.InputNumEntries, 1, prm.ManagePagesIn.PAS, p[0]+8), 16, prm.StatusBadParamErr)
 	// A truncated page list is a short input.
 	h.wantStatus(in(prm.CmdOpManagePages, prm.ManagePagesGive, 24, prm.ManagePagesIn.InputNumEntries, 4), 16, prm.StatusBadInpLenErr)
+}
+
+// TestHealthFailure: a device that fails shows the health syndrome in the init segment and
+// the health buffer, its health counter stops (what mlx5_core's poll_health watches), and
+// commands complete with INT_ERR.
+func TestHealthFailure(t *testing.T) {
+	d := model.New(model.Config{})
+	h := newHost(t, d, 4<<20)
+	h.setupCmdq()
+	h.mustCmd(in(prm.CmdOpEnableHCA, 0, 16), 16)
+	d.Advance(time.Second)
+	d.Fail(prm.InitialSegHealthFWInternalErr)
+	c0 := h.r32(0x1010)
+	d.Advance(10 * time.Second)
+	c1 := h.r32(0x1010)
+	if c0 != c1 || c1>>24 != prm.InitialSegHealthFWInternalErr {
+		t.Fatalf("health word %#x then %#x: want a frozen counter under syndrome %#x", c0, c1, prm.InitialSegHealthFWInternalErr)
+	}
+	var hb [64]byte
+	if _, err := d.BAR0().ReadAt(hb[:], 0x200); err != nil {
+		t.Fatal(err)
+	}
+	if s := prm.HealthBuffer.Synd.Get(hb[:]); s != prm.InitialSegHealthFWInternalErr {
+		t.Fatalf("health buffer synd %#x", s)
+	}
+	h.wantStatus(in(prm.CmdOpNop, 0, 16), 16, prm.StatusIntErr)
 }

@@ -150,6 +150,9 @@ func (c *cmd) set(f prm.Field, v uint64) { f.Set(c.out, v) }
 
 // dispatch checks the function's state and runs the command's handler.
 func (d *Device) dispatch(c *cmd) error {
+	if d.iseg.failed {
+		return fail(prm.StatusIntErr, SyndromeBadState, "%v: the device is in a fatal error state (health syndrome %#x)", c.op, d.iseg.healthSyndrome)
+	}
 	h := handlerFor(c.op)
 	if h == nil {
 		return fail(prm.StatusBadOpErr, SyndromeBadOpcode, "opcode %v is not implemented by the model", c.op)
