@@ -70,7 +70,8 @@ func TestTwoPortsBackToBack(t *testing.T) {
 
 	// B: RQ of 16-byte WQEs (one data segment each), TIR, root table forwarding all to it.
 	rxCQ := b.newCQ(6)
-	rqIn := b.rqIn(rxCQ.n, nil, nil)
+	qc := get(b.mustCmd(in(prm.CmdOpAllocQCounter, 0, 16), 16), prm.AllocQCounterOut.CounterSetID)
+	rqIn := b.rqIn(rxCQ.n, kv{prm.RQC.CounterSetID, qc}, nil)
 	wb := prm.CreateRQIn.Ctx.Off + prm.RQC.WQ.Off
 	rqRing := prm.WQ.PAS.At(wb).Get(rqIn)
 	rqDBR := prm.WQ.DbrAddr.At(wb).Get(rqIn)
@@ -178,6 +179,11 @@ func TestTwoPortsBackToBack(t *testing.T) {
 	}
 	if cb2.RXPackets != posted || cb2.RXBytes != rxBytes || cb2.RXOutOfBuffer != sent-posted {
 		t.Errorf("B RX %d packets %d bytes, %d out of buffer; want %d, %d, %d", cb2.RXPackets, cb2.RXBytes, cb2.RXOutOfBuffer, posted, rxBytes, sent-posted)
+	}
+	// The RQ's Q counter set counted the same drops (QUERY_Q_COUNTER out_of_buffer).
+	qo := b.mustCmd(in(prm.CmdOpQueryQCounter, 0, 0x20, prm.QueryQCounterIn.CounterSetID, qc), int(prm.QueryQCounterOut.OutOfBuffer.End()/8))
+	if oob := get(qo, prm.QueryQCounterOut.OutOfBuffer); oob != sent-posted {
+		t.Errorf("Q counter out_of_buffer %d, want %d", oob, sent-posted)
 	}
 	// Requester CQEs only for the WQEs that asked, with their WQE counters.
 	var reqs []string

@@ -78,8 +78,8 @@
 //     kernel's devx.c uid stamping).
 //   - An EQ that is full loses the event and is marked overrun; arming an EQ that holds
 //     unconsumed EQEs raises its interrupt at once.
-//   - One out-of-buffer count per port, reported by every Q counter set; MODIFY_TIR replaces
-//     the whole context; object numbers are not reused until their space wraps.
+//   - MODIFY_TIR replaces the whole context; object numbers are not reused until their
+//     space wraps.
 //
 // # Not modelled
 //

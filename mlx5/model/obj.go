@@ -391,8 +391,8 @@ func (k keys) Translate(lkey uint32, addr uint64, n int, perm dma.Perm) ([]byte,
 	return d.space.Slice(m.pages[page]+in, n, perm)
 }
 
-// Q counters (ALLOC/DEALLOC/QUERY_Q_COUNTER): the model keeps one out-of-buffer count per
-// port and reports it in every counter set (inferred simplification).
+// Q counters (ALLOC/DEALLOC/QUERY_Q_COUNTER): out_of_buffer counts the frames dropped for
+// want of a WQE on the RQs attached to the set (rqc counter_set_id).
 
 func (d *Device) allocQCounter(c *cmd) error {
 	if err := c.need(nil, prm.AllocQCounterOut.CounterSetID); err != nil {
@@ -419,8 +419,7 @@ func (d *Device) queryQCounter(c *cmd) error {
 	if !d.objs.qcounters.has(n, c.uid) {
 		return noObject("QUERY_Q_COUNTER: counter set %d does not exist", n)
 	}
-	cnt := d.dp().Counters(c.get(in.Clear) != 0)
-	c.set(prm.QueryQCounterOut.OutOfBuffer, cnt.RXOutOfBuffer)
+	c.set(prm.QueryQCounterOut.OutOfBuffer, d.dp().QCounterOutOfBuffer(n, c.get(in.Clear) != 0))
 	return nil
 }
 

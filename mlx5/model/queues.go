@@ -146,7 +146,7 @@ func (d *Device) modifyCQ(c *cmd) error {
 }
 
 // queryCQ reports the cqc: size, EQ, UAR, compression, and the producer counter and status
-// (overrun → 9, mlx5_ifc.h MLX5_CQC_STATUS_CQ_OVERFLOW) from the datapath.
+// (9 overflow, 0xa write failure; mlx5_ifc.h MLX5_CQC_STATUS_*) from the datapath.
 func (d *Device) queryCQ(c *cmd) error {
 	out := prm.QueryCQOut
 	base := out.CQContext.Off
@@ -171,9 +171,7 @@ func (d *Device) queryCQ(c *cmd) error {
 	c.set(q.MiniCQEResFormat.At(base), uint64(p.MiniFormat))
 	c.set(q.CQECompressionLayout.At(base), uint64(p.Layout))
 	c.set(q.ProducerCounter.At(base), uint64(st.PI&0xffffff))
-	if st.Overrun {
-		c.set(q.Status.At(base), 9)
-	}
+	c.set(q.Status.At(base), uint64(st.Status))
 	return nil
 }
 
