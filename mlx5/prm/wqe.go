@@ -12,7 +12,7 @@ const SendWQEBB = 64 // C: MLX5_SEND_WQE_BB
 const SendWQEShift = 6 // C: MLX5_SEND_WQE_SHIFT
 
 // SendWQEDS is the 16-byte unit the control segment's ds count counts.
-const SendWQEDS = 16
+const SendWQEDS = 16 // C: MLX5_SEND_WQE_DS
 
 // SendWQEMaxDS is the most 16-byte units one WQE may have: the ds field is 6 bits (kernel
 // qp.h MLX5_WQE_CTRL_DS_MASK 0x3f), i.e. at most 63 units (just under 16 basic blocks,
@@ -104,8 +104,8 @@ const WQEEthSize = 16
 
 // Checksum offload flags (WQEEth.CSFlags).
 const (
-	WQEEthL3InnerCsum = 1 << 4
-	WQEEthL4InnerCsum = 1 << 5
+	WQEEthL3InnerCsum = 1 << 4 // C: MLX5_ETH_WQE_L3_INNER_CSUM
+	WQEEthL4InnerCsum = 1 << 5 // C: MLX5_ETH_WQE_L4_INNER_CSUM
 	WQEEthL3Csum      = 1 << 6 // C: MLX5_ETH_WQE_L3_CSUM
 	WQEEthL4Csum      = 1 << 7 // C: MLX5_ETH_WQE_L4_CSUM
 )
@@ -113,8 +113,9 @@ const (
 // WQEEthInsertVLAN is the flag in the Ethernet segment's insert.type (bytes 12–13, the
 // InlineHdrSz position) that makes the device insert insert.vlan_tci as an 802.1Q tag
 // (kernel qp.h MLX5_ETH_WQE_INSERT_VLAN; DPDK MLX5_ETH_WQE_VLAN_INSERT is the same bit of
-// the whole word). qp.h does not compile in user space, so the value is not probed.
-const WQEEthInsertVLAN = 1 << 15
+// the whole word). qp.h does not compile in user space; the layout test reads the
+// enumerator from its text.
+const WQEEthInsertVLAN = 1 << 15 // C: MLX5_ETH_WQE_INSERT_VLAN
 
 // WQEData is a pointer data segment.
 var WQEData = struct {
