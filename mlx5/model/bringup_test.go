@@ -325,3 +325,47 @@ func TestHealthFailure(t *testing.T) {
 	}
 	h.wantStatus(in(prm.CmdOpNop, 0, 16), 16, prm.StatusIntErr)
 }
+
+// TestCommandQueueTwoEntries rings two entries with one doorbell (bits 0 and 1, kernel cmd.c
+// writes 1 << index per command and may have several in flight): both complete and one
+// command-completion EQE carries both bits in its vector.
+func TestCommandQueueTwoEntries(t *testing.T) {
+	d := model.New(model.Config{})
+	h := newHost(t, d, 8<<20)
+	h.setupCmdq()
+	h.bringUp()
+	eq := h.createEQ(h.allocUAR(), 4, prm.EventTypeCmd)
+	for e := eq.next(); e != nil; e = eq.next() { // completions of the set-up commands
+	}
+	q := prm.CmdQueueEntry
+	ops := []prm.CmdOp{prm.CmdOpNop, prm.CmdOpQueryPages}
+	for i, op := range ops {
+		ent := h.at(h.cmdq+uint64(i)*64, 64)
+		clear(ent)
+		q.Type.Set(ent, prm.CmdQueueEntryTypePCIe)
+		q.InputLength.Set(ent, 16)
+		q.OutputLength.Set(ent, 16)
+		q.Token.Set(ent, uint64(0x40+i))
+		opMod := uint16(0)
+		if op == prm.CmdOpQueryPages {
+			opMod = prm.QueryPagesInit
+		}
+		copy(ent[q.CommandInputInlineData.ByteOff():], in(op, opMod, 16))
+		q.Ownership.Set(ent, prm.CmdOwnerHW)
+	}
+	h.w32(0x18, 3)
+	for i, op := range ops {
+		ent := h.at(h.cmdq+uint64(i)*64, 64)
+		out := ent[q.CommandOutputInlineData.ByteOff():]
+		if q.Ownership.Get(ent) != prm.CmdOwnerSW || q.Status.Get(ent) != 0 || prm.CmdOut.Status.Get(out) != 0 {
+			t.Fatalf("entry %d (%v) not completed OK: % x", i, op, ent)
+		}
+	}
+	e := eq.next()
+	if e == nil || get(prm.EQE.EventData.Slice(e), prm.CmdInterCompEvent.CommandCompletionVector) != 3 {
+		t.Fatalf("command-completion EQE % x, want vector 0b11", e)
+	}
+	if eq.next() != nil {
+		t.Fatal("more than one completion EQE for one doorbell")
+	}
+}
