@@ -186,3 +186,30 @@ func TestQCounterOutOfBuffer(t *testing.T) {
 		t.Fatalf("counters %+v", c)
 	}
 }
+
+// TestChecksumBits: a frame with a bad UDP checksum gets CQE_L3_OK without CQE_L4_OK, one
+// with a bad IPv4 header checksum neither (kernel en_rx.c mlx5e_handle_csum reads them).
+func TestChecksumBits(t *testing.T) {
+	e := newEnv(t)
+	c := e.newCQ(3, nil)
+	r := e.newRQ(c, 3, 256, 0, 0)
+	r.post(8)
+	e.direct(r)
+	badL4 := udpFrame([4]byte{1, 1, 1, 1}, [4]byte{2, 2, 2, 2}, 1, 2, 10, 0)
+	badL4[40] ^= 0xff
+	badL3 := udpFrame([4]byte{1, 1, 1, 1}, [4]byte{2, 2, 2, 2}, 1, 2, 10, 0)
+	badL3[24] ^= 0xff
+	e.nic.Receive(badL4)
+	e.nic.Receive(badL3)
+	e.nic.Step(4)
+	got := c.poll()
+	if len(got) != 2 {
+		t.Fatalf("%d CQEs", len(got))
+	}
+	if ok := prm.CQE64.HdsIPExt.Get(got[0][:]); ok != prm.CQEL2OK|prm.CQEL3OK {
+		t.Fatalf("bad UDP checksum: bits %#x", ok)
+	}
+	if ok := prm.CQE64.HdsIPExt.Get(got[1][:]); ok != prm.CQEL2OK {
+		t.Fatalf("bad IP checksum: bits %#x", ok)
+	}
+}
