@@ -66,7 +66,16 @@ func (c *cqRing) poll() []byte {
 // receive WQEs are counted as out of buffer.
 func TestTwoPortsBackToBack(t *testing.T) {
 	a, b := newPort(t), newPort(t)
+	vportState := func(p *port) uint64 {
+		return get(p.mustCmd(in(prm.CmdOpQueryVportState, 0, 16), 16), prm.QueryVportStateOut.State)
+	}
+	if vportState(a) != prm.VportStateDown {
+		t.Fatal("an unwired port reports its vport up")
+	}
 	a.d.Cable(b.d)
+	if vportState(a) != prm.VportStateUp || vportState(b) != prm.VportStateUp {
+		t.Fatal("cabled ports report their vports down")
+	}
 
 	// B: RQ of 16-byte WQEs (one data segment each), TIR, root table forwarding all to it.
 	rxCQ := b.newCQ(6)
@@ -179,6 +188,16 @@ func TestTwoPortsBackToBack(t *testing.T) {
 	}
 	if cb2.RXPackets != posted || cb2.RXBytes != rxBytes || cb2.RXOutOfBuffer != sent-posted {
 		t.Errorf("B RX %d packets %d bytes, %d out of buffer; want %d, %d, %d", cb2.RXPackets, cb2.RXBytes, cb2.RXOutOfBuffer, posted, rxBytes, sent-posted)
+	}
+	// QUERY_VPORT_COUNTER shows the same traffic (all of it as unicast).
+	vc := func(p *port) []byte {
+		return p.mustCmd(in(prm.CmdOpQueryVportCounter, 0, int(prm.QueryVportCounterIn.Clear.End()/8)+4), int(prm.QueryVportCounterOut.TransmittedEthUnicast.End()/8))
+	}
+	ao, bo := vc(a), vc(b)
+	tc, vo := prm.TrafficCounter, prm.QueryVportCounterOut
+	if get(ao, tc.Packets.At(vo.TransmittedEthUnicast.Off)) != sent || get(ao, tc.Octets.At(vo.TransmittedEthUnicast.Off)) != txBytes ||
+		get(bo, tc.Packets.At(vo.ReceivedEthUnicast.Off)) != posted || get(bo, tc.Octets.At(vo.ReceivedEthUnicast.Off)) != rxBytes {
+		t.Error("QUERY_VPORT_COUNTER disagrees with the traffic")
 	}
 	// The RQ's Q counter set counted the same drops (QUERY_Q_COUNTER out_of_buffer).
 	qo := b.mustCmd(in(prm.CmdOpQueryQCounter, 0, 0x20, prm.QueryQCounterIn.CounterSetID, qc), int(prm.QueryQCounterOut.OutOfBuffer.End()/8))

@@ -344,3 +344,48 @@ func b2u(b bool) uint64 {
 	}
 	return 0
 }
+
+// queryVportState reports the vport's administrative state (up) and its operational state:
+// up while the port has a wire (a cable, a bridge or a wire function), down otherwise
+// (inferred: the model has no PHY, so "link" means "connected to something").
+func (d *Device) queryVportState(c *cmd) error {
+	in, o := prm.QueryVportStateIn, prm.QueryVportStateOut
+	if err := c.need(ins(in.VportNumber), o.State); err != nil {
+		return err
+	}
+	if c.get(in.OtherVport) != 0 && c.get(in.VportNumber) != 0 {
+		return badParam("QUERY_VPORT_STATE: vport %d; the model has vport 0 only", c.get(in.VportNumber))
+	}
+	d.wireMu.Lock()
+	wired := d.peer != nil || d.wire != nil
+	d.wireMu.Unlock()
+	c.set(o.AdminState, prm.VportAdminUp)
+	if wired {
+		c.set(o.State, prm.VportStateUp)
+	} else {
+		c.set(o.State, prm.VportStateDown)
+	}
+	return nil
+}
+
+// queryVportCounter reports the port's traffic in the vport counter layout: the datapath
+// counts frames without telling unicast from multicast and broadcast, so all of them are in
+// the unicast pair (inferred simplification); errors in received_errors/transmit_errors.
+func (d *Device) queryVportCounter(c *cmd) error {
+	in, o := prm.QueryVportCounterIn, prm.QueryVportCounterOut
+	if err := c.need(ins(in.Clear), o.TransmittedEthUnicast); err != nil {
+		return err
+	}
+	if c.get(in.OtherVport) != 0 && c.get(in.VportNumber) != 0 {
+		return badParam("QUERY_VPORT_COUNTER: vport %d; the model has vport 0 only", c.get(in.VportNumber))
+	}
+	n := d.dp().Counters(c.get(in.Clear) != 0)
+	tc := prm.TrafficCounter
+	c.set(tc.Packets.At(o.ReceivedEthUnicast.Off), n.RXPackets)
+	c.set(tc.Octets.At(o.ReceivedEthUnicast.Off), n.RXBytes)
+	c.set(tc.Packets.At(o.TransmittedEthUnicast.Off), n.TXPackets)
+	c.set(tc.Octets.At(o.TransmittedEthUnicast.Off), n.TXBytes)
+	c.set(tc.Packets.At(o.ReceivedErrors.Off), n.RXErrors)
+	c.set(tc.Packets.At(o.TransmitErrors.Off), n.TXErrors)
+	return nil
+}

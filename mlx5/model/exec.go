@@ -208,6 +208,10 @@ func handlerFor(op prm.CmdOp) handler {
 		return (*Device).queryNICVport
 	case prm.CmdOpModifyNICVportContext:
 		return (*Device).modifyNICVport
+	case prm.CmdOpQueryVportState:
+		return (*Device).queryVportState
+	case prm.CmdOpQueryVportCounter:
+		return (*Device).queryVportCounter
 	case prm.CmdOpAllocUAR:
 		return (*Device).allocUAR
 	case prm.CmdOpDeallocUAR:

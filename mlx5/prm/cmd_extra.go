@@ -74,3 +74,9 @@ const (
 // ModifyFlowTableMissTableID is MODIFY_FLOW_TABLE's modify_field_select bit for the miss
 // action and table (mlx5_ifc.h).
 const ModifyFlowTableMissTableID = 1 << 0 // C: MLX5_MODIFY_FLOW_TABLE_MISS_TABLE_ID
+
+// QUERY_VPORT_STATE state values (mlx5_ifc.h).
+const (
+	VportStateDown = 0x0 // C: MLX5_QUERY_VPORT_STATE_OUT_STATE_DOWN
+	VportStateUp   = 0x1 // C: MLX5_QUERY_VPORT_STATE_OUT_STATE_UP
+)

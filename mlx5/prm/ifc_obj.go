@@ -4,6 +4,86 @@ package prm
 // out include/linux/mlx5/mlx5_ifc.h (Linux 6.1); TestLayout checks every one against the installed
 // headers.
 
+// QueryVportStateIn is QUERY_VPORT_STATE input (mlx5_ifc.h struct
+// mlx5_ifc_query_vport_state_in_bits).
+var QueryVportStateIn = struct {
+	Opcode      Field
+	OpMod       Field
+	OtherVport  Field
+	VportNumber Field
+}{
+	Opcode:      ifcField("query_vport_state_in", "opcode", 0x0, 16),
+	OpMod:       ifcField("query_vport_state_in", "op_mod", 0x30, 16),
+	OtherVport:  ifcField("query_vport_state_in", "other_vport", 0x40, 1),
+	VportNumber: ifcField("query_vport_state_in", "vport_number", 0x50, 16),
+}
+
+// QueryVportStateOut is QUERY_VPORT_STATE output (mlx5_ifc.h struct
+// mlx5_ifc_query_vport_state_out_bits).
+var QueryVportStateOut = struct {
+	Status     Field
+	Syndrome   Field
+	AdminState Field
+	State      Field
+}{
+	Status:     ifcField("query_vport_state_out", "status", 0x0, 8),
+	Syndrome:   ifcField("query_vport_state_out", "syndrome", 0x20, 32),
+	AdminState: ifcField("query_vport_state_out", "admin_state", 0x78, 4),
+	State:      ifcField("query_vport_state_out", "state", 0x7c, 4),
+}
+
+// QueryVportCounterIn is QUERY_VPORT_COUNTER input (mlx5_ifc.h struct
+// mlx5_ifc_query_vport_counter_in_bits).
+var QueryVportCounterIn = struct {
+	Opcode      Field
+	OpMod       Field
+	OtherVport  Field
+	PortNum     Field
+	VportNumber Field
+	Clear       Field
+}{
+	Opcode:      ifcField("query_vport_counter_in", "opcode", 0x0, 16),
+	OpMod:       ifcField("query_vport_counter_in", "op_mod", 0x30, 16),
+	OtherVport:  ifcField("query_vport_counter_in", "other_vport", 0x40, 1),
+	PortNum:     ifcField("query_vport_counter_in", "port_num", 0x4c, 4),
+	VportNumber: ifcField("query_vport_counter_in", "vport_number", 0x50, 16),
+	Clear:       ifcField("query_vport_counter_in", "clear", 0xc0, 1),
+}
+
+// QueryVportCounterOut is QUERY_VPORT_COUNTER output (mlx5_ifc.h struct
+// mlx5_ifc_query_vport_counter_out_bits).
+var QueryVportCounterOut = struct {
+	Status                  Field
+	Syndrome                Field
+	ReceivedErrors          Field
+	TransmitErrors          Field
+	ReceivedIBUnicast       Field
+	TransmittedIBUnicast    Field
+	ReceivedIBMulticast     Field
+	TransmittedIBMulticast  Field
+	ReceivedEthBroadcast    Field
+	TransmittedEthBroadcast Field
+	ReceivedEthUnicast      Field
+	TransmittedEthUnicast   Field
+	ReceivedEthMulticast    Field
+	TransmittedEthMulticast Field
+}{
+	Status:                  ifcField("query_vport_counter_out", "status", 0x0, 8),
+	Syndrome:                ifcField("query_vport_counter_out", "syndrome", 0x20, 32),
+	ReceivedErrors:          ifcField("query_vport_counter_out", "received_errors", 0x80, 128),
+	TransmitErrors:          ifcField("query_vport_counter_out", "transmit_errors", 0x100, 128),
+	ReceivedIBUnicast:       ifcField("query_vport_counter_out", "received_ib_unicast", 0x180, 128),
+	TransmittedIBUnicast:    ifcField("query_vport_counter_out", "transmitted_ib_unicast", 0x200, 128),
+	ReceivedIBMulticast:     ifcField("query_vport_counter_out", "received_ib_multicast", 0x280, 128),
+	TransmittedIBMulticast:  ifcField("query_vport_counter_out", "transmitted_ib_multicast", 0x300, 128),
+	ReceivedEthBroadcast:    ifcField("query_vport_counter_out", "received_eth_broadcast", 0x380, 128),
+	TransmittedEthBroadcast: ifcField("query_vport_counter_out", "transmitted_eth_broadcast", 0x400, 128),
+	ReceivedEthUnicast:      ifcField("query_vport_counter_out", "received_eth_unicast", 0x480, 128),
+	TransmittedEthUnicast:   ifcField("query_vport_counter_out", "transmitted_eth_unicast", 0x500, 128),
+	ReceivedEthMulticast:    ifcField("query_vport_counter_out", "received_eth_multicast", 0x580, 128),
+	TransmittedEthMulticast: ifcField("query_vport_counter_out", "transmitted_eth_multicast", 0x600, 128),
+}
+
 // AllocQCounterIn is ALLOC_Q_COUNTER input (mlx5_ifc.h struct mlx5_ifc_alloc_q_counter_in_bits).
 var AllocQCounterIn = struct {
 	Opcode Field
