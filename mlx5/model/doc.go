@@ -34,8 +34,11 @@
 //     EQEs (device.h struct mlx5_eqe_page_req; Device.RequestPages), ACCESS_REG of the host
 //     endianness register (driver.h MLX5_REG_HOST_ENDIANNESS), QUERY_HCA_CAP/SET_HCA_CAP for
 //     the general, Ethernet-offload, flow-table and QoS capability pages, INIT_HCA,
-//     TEARDOWN_HCA (graceful, force, prepare-fast), DISABLE_HCA, QUERY/MODIFY_NIC_VPORT_CONTEXT
-//     (permanent MAC, MTU, promiscuous bits). Commands out of order get BAD_SYS_STATE.
+//     TEARDOWN_HCA (graceful, force, prepare-fast, with the NIC interface state mlx5_vfio.c
+//     polls), DISABLE_HCA, QUERY/MODIFY_NIC_VPORT_CONTEXT (permanent MAC, MTU, promiscuous
+//     bits), QUERY_VPORT_STATE and QUERY_VPORT_COUNTER. Commands out of order get
+//     BAD_SYS_STATE. Device.Fail puts firmware in a fatal state: health syndrome set, health
+//     counter stopped (what mlx5_core's poll_health watches), commands answered INT_ERR.
 //   - Objects with firmware-like checks (mlx5_ifc.h layouts): UAR, PD, transport domain,
 //     UMEM, MKEY (PA and MTT), EQ (event bitmask, owner bit per lap as eq.c reads it, arming
 //     through the UAR doorbell, an interrupt callback per armed EQ), Q counters, CQ, RQ
@@ -79,7 +82,8 @@
 //   - An EQ that is full loses the event and is marked overrun; arming an EQ that holds
 //     unconsumed EQEs raises its interrupt at once.
 //   - MODIFY_TIR replaces the whole context; object numbers are not reused until their
-//     space wraps.
+//     space wraps; the vport is operationally up while the port has a wire, and its counters
+//     report all traffic as unicast; a failed device still completes commands (INT_ERR).
 //
 // # Not modelled
 //

@@ -165,6 +165,11 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		prm.SetPPRateLimitContext.RateLimit.At(prm.SetPPRateLimitIn.Ctx.Off), 5000))
 	add("create_eq", 16, in(prm.CmdOpCreateEQ, 0, prm.CreateEQIn.PAS.ByteOff()+8, prm.EQC.UARPage.At(prm.CreateEQIn.EQContextEntry.Off), r.uar, prm.CreateEQIn.PAS, r.alloc(4096, 4096)))
 	add("modify_rq", 16, in(prm.CmdOpModifyRQ, 0, int(prm.ModifyRQIn.Ctx.End()/8), prm.ModifyRQIn.RQN, 1, prm.RQC.State.At(prm.ModifyRQIn.Ctx.Off), 1))
+	add("query_vport_state", 16, in(prm.CmdOpQueryVportState, 0, 16))
+	add("query_vport_counter", 0x200, in(prm.CmdOpQueryVportCounter, 0, 0x20))
+	add("modify_flow_table", 16, in(prm.CmdOpModifyFlowTable, 0, int(prm.ModifyFlowTableIn.FlowTableContext.End()/8), prm.ModifyFlowTableIn.TableID, 1,
+		prm.ModifyFlowTableIn.ModifyFieldSelect, prm.ModifyFlowTableMissTableID))
+	add("modify_tir", 16, in(prm.CmdOpModifyTIR, 0, int(prm.ModifyTIRIn.Ctx.End()/8), prm.ModifyTIRIn.TIRN, 1, prm.ModifyTIRIn.Bitmask, 4))
 	add("query_q_counter", 0x100, in(prm.CmdOpQueryQCounter, 0, 0x20, prm.QueryQCounterIn.CounterSetID, 1))
 	dir := filepath.Join("testdata", "fuzz", "FuzzExec")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
