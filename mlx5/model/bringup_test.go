@@ -254,6 +254,10 @@ func TestCommandQueueDeliveryErrors(t *testing.T) {
 		{"unmapped chain", func(_ []byte, in, _ []uint64) {
 			prm.CmdIfBox.NextPointerHi.Set(h.at(in[0], 576), 0x7)
 		}, 16, prm.DeliveryInPtrAlignErr},
+		{"output token", func(_ []byte, _, out []uint64) { prm.CmdIfBox.Token.Set(h.at(out[0], 576), 0x5a) }, 600, prm.DeliveryTokenErr},
+		{"output chain cut", func(_ []byte, _, out []uint64) {
+			prm.CmdIfBox.NextPointerLo.Set(h.at(out[0], 576), 0)
+		}, 1200, prm.DeliveryOutPtrAlignErr},
 	} {
 		h.mangle = c.mangle
 		_, err := h.cmd(long, c.outLen)
@@ -262,6 +266,10 @@ func TestCommandQueueDeliveryErrors(t *testing.T) {
 		if !errors.As(err, &de) || prm.DeliveryStatus(de.status) != c.want {
 			t.Errorf("%s: got %v, want delivery status %#x", c.name, err, c.want)
 		}
+	}
+	// None of them ran: SET_ISSI 1 did not take, even where only the output was bad.
+	if out := h.mustCmd(in(prm.CmdOpQueryISSI, 0, 16), 0x70); get(out, prm.QueryISSIOut.CurrentISSI) != 0 {
+		t.Fatal("a command that was not delivered took effect")
 	}
 	// The queue still works afterwards, and the long command went through intact.
 	h.mustCmd(long, 16)

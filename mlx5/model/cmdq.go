@@ -69,42 +69,45 @@ func (d *Device) deliver(ent []byte) prm.DeliveryStatus {
 		return prm.DeliveryOutLengthErr
 	}
 	token := uint8(q.Token.Get(ent))
-	inline := 16
-	in := make([]byte, inLen)
-	copy(in, ent[q.CommandInputInlineData.ByteOff():q.CommandInputInlineData.ByteOff()+inline])
+	const inline = 16
+	// The input grows block by block as the chain is read, so that a bogus length with a
+	// short chain costs what the chain holds, not what the length claims.
+	ib := q.CommandInputInlineData.ByteOff()
+	in := append(make([]byte, 0, min(int(inLen), 1<<16)), ent[ib:ib+min(inline, int(inLen))]...)
 	inPtr := q.InputMailboxPointerHi.Get(ent)<<32 | q.InputMailboxPointerLo.Get(ent)<<9
-	if int(inLen) > inline {
-		if st := d.mailboxes(inPtr, in[inline:], token, false); st != prm.DeliveryOK {
-			if st == prm.DeliveryBadBlockNumErr || st == prm.DeliveryTokenErr {
-				return st
-			}
-			return prm.DeliveryInPtrAlignErr
+	if n := int(inLen) - inline; n > 0 {
+		st := d.walkMailboxes(inPtr, n, token, func(data []byte) { in = append(in, data...) })
+		if st = chainStatus(st, prm.DeliveryInPtrAlignErr); st != prm.DeliveryOK {
+			return st
+		}
+	}
+	// The output chain is checked before the command runs, so that a command whose output
+	// cannot be delivered has no effect.
+	outPtr := q.OutputMailboxPointerHi.Get(ent)<<32 | q.OutputMailboxPointerLo.Get(ent)<<9
+	if n := int(outLen) - inline; n > 0 {
+		if st := chainStatus(d.walkMailboxes(outPtr, n, token, nil), prm.DeliveryOutPtrAlignErr); st != prm.DeliveryOK {
+			return st
 		}
 	}
 	out := make([]byte, outLen)
 	_ = d.execute(in, out) // the status is in out
-	outOff := q.CommandOutputInlineData.ByteOff()
-	copy(ent[outOff:outOff+inline], out)
-	outPtr := q.OutputMailboxPointerHi.Get(ent)<<32 | q.OutputMailboxPointerLo.Get(ent)<<9
-	if int(outLen) > inline {
-		if st := d.mailboxes(outPtr, out[inline:], token, true); st != prm.DeliveryOK {
-			if st == prm.DeliveryBadBlockNumErr || st == prm.DeliveryTokenErr {
-				return st
-			}
-			return prm.DeliveryOutPtrAlignErr
-		}
+	oo := q.CommandOutputInlineData.ByteOff()
+	copy(ent[oo:oo+inline], out)
+	rest := out[inline:]
+	if len(rest) > 0 {
+		d.walkMailboxes(outPtr, len(rest), token, func(data []byte) { rest = rest[copy(data, rest):] })
 	}
 	return prm.DeliveryOK
 }
 
-// mailboxes walks a mailbox chain (cmd_if_box: 512 data bytes, next pointer, block number,
-// token) from ptr and copies buf's bytes from the blocks (input) or into them (output). Each
-// block must carry its index in the chain and the entry's token (kernel cmd.c numbers the
-// blocks from 0 and stamps the token in each; the model checks both, as the delivery
-// statuses BAD_BLK_NUM and TOK_ERR say firmware does).
-func (d *Device) mailboxes(ptr uint64, buf []byte, token uint8, write bool) prm.DeliveryStatus {
+// walkMailboxes follows the mailbox chain at ptr (cmd_if_box: 512 data bytes, next pointer,
+// block number, token) over n data bytes, calling fn with each block's data part. Each block
+// must carry its index in the chain and the entry's token (kernel cmd.c numbers the blocks
+// from 0 and stamps the token in each; the model checks both, as the delivery statuses
+// BAD_BLK_NUM and TOK_ERR say firmware does).
+func (d *Device) walkMailboxes(ptr uint64, n int, token uint8, fn func(data []byte)) prm.DeliveryStatus {
 	b := prm.CmdIfBox
-	for blk := uint64(0); len(buf) > 0; blk++ {
+	for blk := uint64(0); n > 0; blk++ {
 		box, err := d.space.Slice(ptr, mailboxSize, dma.Read|dma.Write)
 		if err != nil {
 			return prm.DeliveryFWErr
@@ -115,17 +118,25 @@ func (d *Device) mailboxes(ptr uint64, buf []byte, token uint8, write bool) prm.
 		if uint8(b.Token.Get(box)) != token {
 			return prm.DeliveryTokenErr
 		}
-		n := min(len(buf), prm.CmdDataBlockSize)
-		if write {
-			copy(box[:n], buf[:n])
-		} else {
-			copy(buf[:n], box[:n])
+		k := min(n, prm.CmdDataBlockSize)
+		if fn != nil {
+			fn(box[:k])
 		}
-		buf = buf[n:]
+		n -= k
 		ptr = b.NextPointerHi.Get(box)<<32 | b.NextPointerLo.Get(box)<<10
-		if len(buf) > 0 && ptr == 0 {
+		if n > 0 && ptr == 0 {
 			return prm.DeliveryFWErr
 		}
 	}
 	return prm.DeliveryOK
+}
+
+// chainStatus maps a mailbox walk's failure to the delivery status the entry reports: block
+// number and token errors as such; a chain the model cannot follow (unmapped, cut short) as
+// the pointer error of its direction, the nearest status cmd.c names (inferred).
+func chainStatus(st, pointerErr prm.DeliveryStatus) prm.DeliveryStatus {
+	if st == prm.DeliveryOK || st == prm.DeliveryBadBlockNumErr || st == prm.DeliveryTokenErr {
+		return st
+	}
+	return pointerErr
 }
