@@ -171,10 +171,24 @@ func (d *Device) reset() {
 	d.iseg = initSeg{initializingReads: d.cfg.InitializingReads}
 }
 
+// DMASpace is the device's I/O address space (an alias, so that drivers outside this module
+// directory can hold and use it: the VFIO code of a later issue maps memory through it as
+// through a container).
+type DMASpace = dma.Space
+
+// DMAPerm says what the device may do with a mapping, as VFIO_DMA_MAP_FLAG_READ/WRITE say.
+type DMAPerm = dma.Perm
+
+// DMA permissions.
+const (
+	DMARead  DMAPerm = dma.Read
+	DMAWrite DMAPerm = dma.Write
+)
+
 // DMA is the device's I/O address space: what a VFIO container gives a real device. The
 // driver maps the memory it hands the device (command queue, mailboxes, pages, queues) at
 // I/O virtual addresses here, and every address in a command or a WQE is one of those.
-func (d *Device) DMA() *dma.Space { return d.space }
+func (d *Device) DMA() *DMASpace { return d.space }
 
 // Advance moves the device clock forward by dt in deterministic mode: the internal timer, the
 // health counter and CQE timestamps follow it. In Realtime mode it adds to the host's clock.
