@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/daqiri-go/daqiri/mlx5/model"
-	"github.com/daqiri-go/daqiri/mlx5/model/internal/dma"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
@@ -33,7 +32,7 @@ const hostIOVA = 0x4000_0000
 func newHost(t testing.TB, d *model.Device, size int) *host {
 	t.Helper()
 	h := &host{t: t, d: d, mem: make([]byte, size), base: hostIOVA}
-	if err := d.DMA().Map(hostIOVA, h.mem, dma.Read|dma.Write); err != nil {
+	if err := d.DMA().Map(hostIOVA, h.mem, model.DMARead|model.DMAWrite); err != nil {
 		t.Fatal(err)
 	}
 	return h
