@@ -291,3 +291,66 @@ func TestLoopbackFreeRunning(t *testing.T) {
 		t.Fatalf("counters %+v", c)
 	}
 }
+
+// TestStridingRQThroughCommands creates a cyclic striding RQ by command with
+// log_wqe_num_of_strides 0 and log_wqe_stride_size 1 (512 strides of 128 bytes: the bases 9
+// and 6 that DPDK's mlx5_devx.c and the kernel's en/params.c subtract), posts 32-byte
+// multi-packet WQEs (mlx5dv.h struct mlx5_mprq_wqe: a next segment, then one data segment
+// over the whole buffer) and receives frames from a cabled port: each CQE names the WQE
+// (wqe_id), the first stride (wqe_counter) and the strides used (byte_cnt bits 29:16), and
+// the frame sits at that stride in the buffer.
+func TestStridingRQThroughCommands(t *testing.T) {
+	a, b := newPort(t), newPort(t)
+	a.d.Cable(b.d)
+	rxCQ := b.newCQ(6)
+	const strides, stride = 512, 128
+	w := prm.WQ
+	rqIn := b.wqIn(prm.CmdOpCreateRQ, prm.CreateRQIn.Ctx.Off, prm.RQC.WQ.Off, 5, 2, kv{prm.RQC.CQN, rxCQ.n},
+		kv{w.WQType, prm.WQTypeCyclicStriding, w.LogWQENumOfStrides, 0, w.LogWQEStrideSize, 1})
+	wb := prm.CreateRQIn.Ctx.Off + prm.RQC.WQ.Off
+	ring, dbr := w.PAS.At(wb).Get(rqIn), w.DbrAddr.At(wb).Get(rqIn)
+	rq := uint32(get(b.mustCmd(rqIn, 16), prm.CreateRQOut.RQN))
+	var bufs []uint64
+	for i := 0; i < 4; i++ {
+		buf := b.alloc(strides*stride, 4096)
+		seg := b.at(ring+uint64(i)*32+16, 16)
+		prm.WQEData.ByteCount.Set(seg, strides*stride)
+		prm.WQEData.LKey.Set(seg, uint64(b.lkey))
+		prm.WQEData.Addr.Set(seg, buf)
+		bufs = append(bufs, buf)
+	}
+	binary.BigEndian.PutUint32(b.at(dbr+4*prm.RcvDBR, 4), 4)
+	if err := b.modifyQueue(prm.CmdOpModifyRQ, rq, prm.RQStateRST, prm.RQStateRDY); err != nil {
+		t.Fatal(err)
+	}
+	b.steerUDP(rq, 7000, 1)
+	tx := a.newTX()
+	mac := net.HardwareAddr{2, 0, 0, 0, 0, 1}
+	sizes := []int{100, 300, 60, 129}
+	for i, n := range sizes {
+		f := udp4(mac, mac, [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 9, 7000, bytes.Repeat([]byte{byte(i + 1)}, n-42))
+		tx.send(f, 0)
+	}
+	for i := 0; a.d.Step(64)+b.d.Step(64) > 0; i++ {
+		if i == 1000 {
+			t.Fatal("ports still busy after 1000 steps")
+		}
+	}
+	next := uint64(0)
+	for i, n := range sizes {
+		e := rxCQ.poll()
+		if e == nil {
+			t.Fatalf("CQE %d missing", i)
+		}
+		bc := prm.CQE64.ByteCnt.Get(e)
+		used := (uint64(n) + stride - 1) / stride
+		if wqe, first := prm.CQE64.WQEID.Get(e), prm.CQE64.WQECounter.Get(e); wqe != 0 || first != next ||
+			bc&prm.MPRQByteCntLenMask != uint64(n) || bc&prm.MPRQByteCntStridesMask>>prm.MPRQByteCntStrideShift != used {
+			t.Fatalf("CQE %d: wqe %d stride %d byte_cnt %#x; want wqe 0 stride %d, %d bytes in %d strides", i, wqe, first, bc, next, n, used)
+		}
+		if f := b.at(bufs[0]+next*stride, n); f[42] != byte(i+1) || f[n-1] != byte(i+1) {
+			t.Fatalf("frame %d not at stride %d", i, next)
+		}
+		next += used
+	}
+}

@@ -314,7 +314,7 @@ func TestRQObject(t *testing.T) {
 	r.wantStatus(r.rqIn(cq, kv{prm.RQC.State, prm.RQStateRDY}, nil), 16, prm.StatusBadParamErr)
 	r.wantStatus(r.rqIn(999, nil, nil), 16, prm.StatusBadResErr)
 	r.wantStatus(r.rqIn(cq, nil, kv{w.PD, 999}), 16, prm.StatusBadResErr)
-	r.wantStatus(r.rqIn(cq, nil, kv{w.WQType, prm.WQTypeLinkedList}), 16, prm.StatusBadParamErr)
+	r.wantStatus(r.rqIn(cq, nil, kv{w.WQType, 5}), 16, prm.StatusBadParamErr)
 	r.wantStatus(r.rqIn(cq, nil, kv{w.WQType, prm.WQTypeCyclicStriding, w.LogWQENumOfStrides, 8}), 16, prm.StatusBadParamErr)
 	r.wantStatus(r.rqIn(cq, nil, kv{w.LogWQSz, 17}), 16, prm.StatusBadParamErr)
 	r.wantStatus(r.rqIn(cq, nil, kv{w.DbrAddr, r.base + 4}), 16, prm.StatusBadParamErr)

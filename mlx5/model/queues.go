@@ -235,11 +235,12 @@ func (d *Device) decodeWQ(c *cmd, base uint32, sq bool, what string) (datapath.W
 		if !d.objs.uars.has(p.UAR, c.uid) {
 			return p, noObject("%s: uar_page %d is not allocated", what, p.UAR)
 		}
-	case p.Type == datapath.WQCyclic:
+	case p.Type == datapath.WQCyclic || p.Type == datapath.WQLinkedList:
 		if p.LogStride < 4 || p.LogStride > 10 {
 			return p, badParam("%s: log_wq_stride %d outside 4..10 (16-byte segments, at most 1 KiB)", what, p.LogStride)
 		}
-	case p.Type == datapath.WQCyclicStriding:
+	case p.Type == datapath.WQCyclicStriding || p.Type == datapath.WQLinkedListStrided:
+		// mlx5e's multi-packet RQ is the linked-list kind, DPDK's the cyclic one.
 		if d.capGet(prm.CapTypeGeneral, prm.CmdHCACap.StridingRQ) == 0 {
 			return p, badParam("%s: striding RQ without the striding_rq cap", what)
 		}
@@ -255,7 +256,7 @@ func (d *Device) decodeWQ(c *cmd, base uint32, sq bool, what string) (datapath.W
 		p.StrideSize = 1 << (ss + logStrideSizeBase)
 		p.TwoByteShift = c.get(w.TwoByteShiftEn.At(base)) != 0
 	default:
-		return p, fail(prm.StatusBadParamErr, SyndromeNotModelled, "%s: wq_type %d is not modelled (cyclic 1 and cyclic striding 3 are)", what, p.Type)
+		return p, badParam("%s: wq_type %d (0 linked list, 1 cyclic, 2 and 3 their striding kinds)", what, p.Type)
 	}
 	ring := uint64(1) << (p.LogSize + p.LogStride)
 	buf, _, err := d.pasMemory(c, w.PAS.At(base), uint8(c.get(w.LogWQPgSz.At(base))), c.get(w.PageOffset.At(base)), ring, what)
