@@ -6,8 +6,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 	"net"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -145,13 +145,7 @@ func udp4(dmac, smac net.HardwareAddr, src, dst [4]byte, sport, dport uint16, pa
 // `flock /tmp/daqiri-priv.lock`.
 func TestBridgeVethDevice(t *testing.T) {
 	netns.Require(t)
-	tshark, err := exec.LookPath("tshark")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("tshark is not installed (Debian: tshark; .ci/apt.d/capture.txt installs it)")
-		}
-		t.Skip("tshark is not installed (Debian: tshark)")
-	}
+	tshark := testutil.RequireTool(t, "tshark", "Debian: apt-get install tshark; CI installs it from .ci/apt.d/mlx5.txt")
 	pair := netns.NewPairWith(t, netns.PairOptions{MTU: 1500})
 	p := newPort(t)
 	rx := p.newRX()

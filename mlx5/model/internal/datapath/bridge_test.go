@@ -6,8 +6,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 	"net"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -18,19 +18,6 @@ import (
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
-// needTool finds a program; outside CI a missing one skips the test, under CI it fails it.
-func needTool(t *testing.T, name, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not installed (Debian: apt-get install %s)", name, pkg)
-		}
-		t.Skipf("%s is not installed (Debian: apt-get install %s; CI installs it)", name, pkg)
-	}
-	return p
-}
-
 // TestBridgeVeth bridges a model port to one end of a veth pair whose other end is in
 // another network namespace: UDP datagrams the peer's kernel sends arrive in the model's RQ
 // through its steering, and frames the model's SQ sends as raw WQEs (checksums left to the
@@ -38,7 +25,7 @@ func needTool(t *testing.T, name, pkg string) string {
 // socket there. Run privileged tests under `flock /tmp/daqiri-priv.lock`.
 func TestBridgeVeth(t *testing.T) {
 	netns.Require(t)
-	tshark := needTool(t, "tshark", "tshark")
+	tshark := testutil.RequireTool(t, "tshark", "Debian: apt-get install tshark; CI installs it from .ci/apt.d/mlx5.txt")
 	pair := netns.NewPairWith(t, netns.PairOptions{MTU: 1500})
 	var sock *afpacket.Socket
 	must(t, pair.A.Do(func() error {
