@@ -981,6 +981,13 @@ func (d *decoder) match(me entry, m *Match) {
 			m.ECPRI = &ECPRIMatch{}
 			d.ecpri(e, m.ECPRI)
 		},
+		"ethernet": func(e entry) {
+			m.Ethernet = &EthernetMatch{}
+			d.fields(e.v, e.path, "ethernet", map[string]handler{
+				"src": func(e entry) { m.Ethernet.Src, _ = d.mac(e) },
+				"dst": func(e entry) { m.Ethernet.Dst, _ = d.mac(e) },
+			}, nil)
+		},
 	}, nil)
 	if got == nil {
 		return

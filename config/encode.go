@@ -357,6 +357,17 @@ func (e *encoder) match(p string, mt *Match) *yaml.Node {
 		e.kv(m, "val", e.scalar("!!int", "0x"+strconv.FormatUint(uint64(f.Value), 16)))
 		e.kv(m, "mask", e.scalar("!!int", "0x"+strconv.FormatUint(uint64(f.Mask), 16)))
 	}
+	if eth := mt.Ethernet; eth != nil {
+		em := e.m()
+		if len(eth.Src) > 0 {
+			e.str(em, "src", eth.Src.String())
+		}
+		if len(eth.Dst) > 0 {
+			e.str(em, "dst", eth.Dst.String())
+		}
+		em.Style = yaml.FlowStyle
+		e.kv(m, "ethernet", em)
+	}
 	if ec := mt.ECPRI; ec != nil {
 		em := e.m()
 		if ec.MsgType != nil {

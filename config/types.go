@@ -322,8 +322,18 @@ type Match struct {
 	IPv4Src netip.Addr // `ipv4_src`
 	IPv4Dst netip.Addr // `ipv4_dst`
 
+	// Ethernet qualifies any class of match by the frame's outer MAC addresses (upstream's
+	// `match.ethernet: {src, dst}`); nil matches every address.
+	Ethernet *EthernetMatch // `ethernet`
+
 	Flex  *FlexMatch  // `flex_item_id` + `val` + `mask`
 	ECPRI *ECPRIMatch // `ecpri`
+}
+
+// EthernetMatch matches the outer Ethernet header's addresses; a nil address is a wildcard.
+type EthernetMatch struct {
+	Src net.HardwareAddr // `src`: 6-octet MAC
+	Dst net.HardwareAddr // `dst`
 }
 
 // FlexMatch matches a 32-bit word at a flex item's offset after the UDP header.

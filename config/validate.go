@@ -696,6 +696,19 @@ func (v *validator) flows(base string, fs []Flow, qs []Queue, flex []FlexItem, i
 				v.errf(mp+"."+a.key, "must be an IPv4 address")
 			}
 		}
+		if eth := m.Ethernet; eth != nil {
+			if len(eth.Src) == 0 && len(eth.Dst) == 0 && !v.given(mp+".ethernet.src") && !v.given(mp+".ethernet.dst") {
+				v.errf(mp+".ethernet", "an ethernet match needs src, dst or both")
+			}
+			for _, a := range []struct {
+				key string
+				mac []byte
+			}{{"src", eth.Src}, {"dst", eth.Dst}} {
+				if len(a.mac) != 0 && len(a.mac) != 6 {
+					v.errf(mp+".ethernet."+a.key, "must be a 6-octet MAC address, got %d octets", len(a.mac))
+				}
+			}
+		}
 		if m.Flex != nil {
 			class = classFlex
 			if m.hasIPFields() {

@@ -154,6 +154,12 @@ func (r *Rule) matches(p *packet) (*tuple, bool) {
 	if r.VLANPop && !p.vlan {
 		return nil, false
 	}
+	if r.EthDst != nil && (len(p.frame) < 14 || string(p.frame[0:6]) != string(r.EthDst)) {
+		return nil, false
+	}
+	if r.EthSrc != nil && (len(p.frame) < 14 || string(p.frame[6:12]) != string(r.EthSrc)) {
+		return nil, false
+	}
 	t := &p.outer
 	if r.Decap != DecapNone {
 		if p.tun != r.Decap || p.tunKey != r.TunnelKey {

@@ -2,6 +2,7 @@ package flow_test
 
 import (
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -97,6 +98,76 @@ func TestCompileErrors(t *testing.T) {
 		_, err := flow.Compile(nil, "rule", &c.f, ids, frametest.Flex)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.f, err, c.want)
+		}
+	}
+}
+
+// TestEthernetMatch checks MAC matching alone and qualifying IP/UDP and eCPRI rules, on the
+// outer header of tunnelled frames, and its compile errors.
+func TestEthernetMatch(t *testing.T) {
+	a, b, c := net.HardwareAddr(frametest.MACPool[0]), net.HardwareAddr(frametest.MACPool[1]), net.HardwareAddr(frametest.MACPool[3])
+	q := func(id int) config.Action { return config.Action{Type: config.ActionQueue, Queues: []int{id}} }
+	flows := []config.Flow{
+		{Name: "src-only", ID: 1, Match: config.Match{Ethernet: &config.EthernetMatch{Src: c}}, Actions: []config.Action{q(0)}},
+		{Name: "dst+udp", ID: 2, Match: config.Match{Ethernet: &config.EthernetMatch{Dst: b}, UDPDst: config.PortRange{Lo: 9, Hi: 9}}, Actions: []config.Action{q(1)}},
+		{Name: "both+ecpri", ID: 3, Match: config.Match{Ethernet: &config.EthernetMatch{Src: a, Dst: b}, ECPRI: &config.ECPRIMatch{}}, Actions: []config.Action{q(2)}},
+		{Name: "vxlan outer dst", ID: 4, Match: config.Match{Ethernet: &config.EthernetMatch{Dst: c}}, Actions: []config.Action{{Type: config.ActionTunnelDecap, Tunnel: config.Tunnel{Type: config.TunnelVXLAN, VNI: 5}}, q(3)}},
+	}
+	var tb flow.Table
+	tb.Isolation = true
+	for i := range flows {
+		r, err := flow.Compile(nil, "f", &flows[i], []int{0, 1, 2, 3}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb.Slots = append(tb.Slots, r)
+	}
+	s, d := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	udp := func(dport uint16) []byte {
+		return frametest.Eth(flow.EtherTypeIPv4, frametest.IPv4(s, d, 17, 0, 0, frametest.UDP(1, dport, nil)))
+	}
+	withMACs := func(f []byte, dst, src []byte) []byte {
+		f = append([]byte(nil), f...)
+		copy(f[0:6], dst)
+		copy(f[6:12], src)
+		return f
+	}
+	inner := udp(9)
+	vx := frametest.Eth(flow.EtherTypeIPv4, frametest.IPv4(s, d, 17, 0, 0, frametest.UDP(40000, 4789, frametest.VXLAN(5, withMACs(inner, a, a)))))
+	for _, x := range []struct {
+		name string
+		f    []byte
+		flow uint32
+	}{
+		{"dst b, udp 9", udp(9), 2}, // Eth builds frames from a to b
+		{"dst b, udp 8", udp(8), 0},
+		{"src c", withMACs(udp(8), a, c), 1},
+		{"src c beats dst b (slot order)", withMACs(udp(9), b, c), 1},
+		{"eCPRI a→b", frametest.Eth(flow.EtherTypeECPRI, []byte{0x10, 0, 0, 4}), 3},
+		{"eCPRI c→b", withMACs(frametest.Eth(flow.EtherTypeECPRI, []byte{0x10, 0, 0, 4}), b, c), 1},
+		{"eCPRI b→a", withMACs(frametest.Eth(flow.EtherTypeECPRI, []byte{0x10, 0, 0, 4}), a, b), 0},
+		{"VXLAN outer dst c, inner dst a", withMACs(vx, c, a), 4},
+		{"VXLAN outer dst a", withMACs(vx, a, a), 0},
+		{"first octet differs", withMACs(udp(8), a, []byte{0x03, 0, 0, 0, 0, 0x81}), 0},
+		{"last octet differs", withMACs(udp(8), a, []byte{0x02, 0, 0, 0, 0, 0x82}), 0},
+		{"runt", withMACs(udp(9), b, c)[:13], 0},
+	} {
+		v := tb.Classify(x.f)
+		if v.FlowID != x.flow || (x.flow == 0) != (v.Action == flow.ActionPass) {
+			t.Errorf("%s: %+v, want flow %d", x.name, v, x.flow)
+		}
+	}
+	for _, bad := range []struct {
+		e    *config.EthernetMatch
+		want string
+	}{
+		{&config.EthernetMatch{}, "f.match.ethernet: an ethernet match needs src, dst or both"},
+		{&config.EthernetMatch{Src: net.HardwareAddr{1, 2, 3, 4, 5}}, "f.match.ethernet.src: must be a 6-octet MAC address, got 5 octets"},
+		{&config.EthernetMatch{Dst: make(net.HardwareAddr, 8)}, "f.match.ethernet.dst: must be a 6-octet MAC address, got 8 octets"},
+	} {
+		f := config.Flow{Name: "x", Match: config.Match{Ethernet: bad.e}, Actions: []config.Action{q(0)}}
+		if _, err := flow.Compile(nil, "f", &f, []int{0}, nil); err == nil || err.Error() != bad.want {
+			t.Errorf("%+v: %v, want %q", bad.e, err, bad.want)
 		}
 	}
 }

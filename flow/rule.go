@@ -14,11 +14,14 @@
 // configured) and then matches and hashes the inner IPv4/UDP headers. Flex items match a
 // masked 32-bit big-endian word at their offset after the UDP header of packets to their UDP
 // port; eCPRI rules match EtherType 0xAEFE frames, optionally their message type and
-// PC_ID/RTC_ID. Malformed or truncated headers never match a field that needs them.
+// PC_ID/RTC_ID. Ethernet source and destination addresses qualify any rule and are compared
+// with the outer frame's header. Malformed or truncated headers never match a field that
+// needs them.
 package flow
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 
 	"github.com/daqiri-go/daqiri/config"
@@ -64,6 +67,9 @@ type Rule struct {
 	IPv4Src, IPv4Dst netip.Addr
 	Flex             *Flex
 	ECPRI            *config.ECPRIMatch
+	// EthSrc and EthDst match the outer Ethernet header's addresses (nil = any); they
+	// qualify every class of rule, and a decap rule's outer frame.
+	EthSrc, EthDst net.HardwareAddr
 
 	// Transforms applied before delivery.
 	VLANPop bool
@@ -208,6 +214,24 @@ func compileMatch(r *Rule, m *config.Match, flex []config.FlexItem, errf func(su
 			return errf(".match."+a.key, "must be an IPv4 address, got %v", a.a)
 		}
 		*a.dst = a.a
+	}
+	if eth := m.Ethernet; eth != nil {
+		for _, a := range []struct {
+			key string
+			mac net.HardwareAddr
+			dst *net.HardwareAddr
+		}{{"src", eth.Src, &r.EthSrc}, {"dst", eth.Dst, &r.EthDst}} {
+			switch len(a.mac) {
+			case 0:
+			case 6:
+				*a.dst = append(net.HardwareAddr(nil), a.mac...)
+			default:
+				return errf(".match.ethernet."+a.key, "must be a 6-octet MAC address, got %d octets", len(a.mac))
+			}
+		}
+		if r.EthSrc == nil && r.EthDst == nil {
+			return errf(".match.ethernet", "an ethernet match needs src, dst or both")
+		}
 	}
 	ipFields := !m.UDPSrc.Any() || !m.UDPDst.Any() || m.IPv4Len != 0 || m.IPv4Src.IsValid() || m.IPv4Dst.IsValid()
 	if m.Flex != nil {

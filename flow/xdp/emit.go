@@ -467,12 +467,49 @@ func emitRuleLoop(b *builder, m *maps) {
 	b.emit(asm.Mov.Reg(asm.R8, asm.R6), asm.Add.Imm(asm.R8, sIn-stackLow))
 	b.label("tuple_ok")
 	b.emit(asm.LoadMem(asm.R2, asm.R8, tFlags, asm.Word))
+	emitMatchEthernet(b)
 	emitMatchIPv4UDP(b)
 	emitMatchFlex(b)
 	emitMatchECPRI(b)
 	b.emit(asm.Ja.Label("matched"))
 	b.label("next")
 	b.emit(asm.Add.Imm(asm.R9, 1), asm.Ja.Label("loop"))
+}
+
+// emitMatchEthernet compares the rule's (R7, flags in R1) MAC addresses with the outer
+// Ethernet header, read from the packet (the context is saved at sCtx); a frame shorter than
+// an Ethernet header matches no address.
+func emitMatchEthernet(b *builder) {
+	b.emit(
+		asm.Mov.Reg(asm.R0, asm.R1),
+		asm.And.Imm(asm.R0, fEthDst|fEthSrc),
+		asm.JEq.Imm(asm.R0, 0, "eth_ok"),
+		asm.LoadMem(asm.R5, asm.R10, sCtx, asm.DWord),
+		asm.LoadMem(asm.R4, asm.R5, 0, asm.Word),
+		asm.LoadMem(asm.R5, asm.R5, 4, asm.Word),
+		asm.Mov.Reg(asm.R3, asm.R4),
+		asm.Add.Imm(asm.R3, 14),
+		asm.JGT.Reg(asm.R3, asm.R5, "next"),
+	)
+	for _, f := range []struct {
+		bit    int32
+		off    int16
+		lo, hi int16
+		name   string
+	}{{fEthDst, 0, rDmacLo, rDmacHi, "edst"}, {fEthSrc, 6, rSmacLo, rSmacHi, "esrc"}} {
+		bitClear(b, asm.R1, f.bit, f.name+"_ok")
+		b.emit(
+			asm.LoadMem(asm.R3, asm.R4, f.off, asm.Word),
+			asm.LoadMem(asm.R5, asm.R7, f.lo, asm.Word),
+			asm.JNE.Reg(asm.R3, asm.R5, "next"),
+			asm.LoadMem(asm.R3, asm.R4, f.off+4, asm.Half),
+			asm.LoadMem(asm.R5, asm.R7, f.hi, asm.Word),
+			asm.JNE.Reg(asm.R3, asm.R5, "next"),
+		)
+		b.label(f.name + "_ok")
+	}
+	b.label("eth_ok")
+	b.emit(asm.Mov.Reg(asm.R0, asm.R0)) // a home for the labels
 }
 
 // emitMatchIPv4UDP compares the exact IPv4 fields (source, destination, total length) and

@@ -78,8 +78,12 @@ const (
 	rTunKey   = 52
 	rOSip     = 56
 	rODip     = 60
-	rNQ       = 64
-	rQ        = 68 // MaxQueues bytes of queue positions
+	rDmacLo   = 64 // destination MAC bytes 0-3 as loaded from the packet
+	rDmacHi   = 68 // bytes 4-5 (a loaded half word, zero-extended)
+	rSmacLo   = 72 // source MAC
+	rSmacHi   = 76
+	rNQ       = 80
+	rQ        = 84 // MaxQueues bytes of queue positions
 	ruleSize  = rQ + MaxQueues + 4
 )
 
@@ -97,6 +101,8 @@ const (
 	fPCID    = 1 << 9
 	fVLANPop = 1 << 10
 	fDecapSh = 11 // two bits
+	fEthDst  = 1 << 13
+	fEthSrc  = 1 << 14
 )
 
 // Configuration word layout (one-entry conf map).
@@ -342,6 +348,22 @@ func encode(r *flow.Rule, valid bool) ([]byte, error) {
 			fl |= fPCID
 			ne.PutUint32(v[rPCID:], uint32(*e.PCID))
 		}
+	}
+	for _, m := range []struct {
+		mac    []byte
+		bit    uint32
+		lo, hi int
+	}{{r.EthDst, fEthDst, rDmacLo, rDmacHi}, {r.EthSrc, fEthSrc, rSmacLo, rSmacHi}} {
+		switch len(m.mac) {
+		case 0:
+			continue
+		case 6:
+		default:
+			return nil, fmt.Errorf("flow: rule %q: MAC address of %d octets", r.Name, len(m.mac))
+		}
+		fl |= m.bit
+		ne.PutUint32(v[m.lo:], ne.Uint32(m.mac[0:4]))
+		ne.PutUint32(v[m.hi:], uint32(ne.Uint16(m.mac[4:6])))
 	}
 	if r.VLANPop {
 		fl |= fVLANPop

@@ -22,6 +22,9 @@ const (
 var (
 	macA = []byte{0x02, 0, 0, 0, 0, 1}
 	macB = []byte{0x02, 0, 0, 0, 0, 2}
+	// MACPool is the addresses random frames and rules draw from; the last differs from
+	// the first only in its final octet, the first from the second only in its first.
+	MACPool = [][]byte{macA, macB, {0x12, 0, 0, 0, 0, 2}, {0x02, 0, 0, 0, 0, 0x81}}
 )
 
 // Eth is an Ethernet frame from macA to macB with EtherType et.
@@ -158,6 +161,10 @@ func RandFrame(r *rand.Rand) []byte {
 	default:
 		f = Eth(Pick(r, []uint16{0x0806, 0x86dd, 0x88cc}), RandPayload(r))
 	}
+	if r.IntN(2) == 0 { // other addresses than Eth's
+		copy(f[0:6], Pick(r, MACPool))
+		copy(f[6:12], Pick(r, MACPool))
+	}
 	switch r.IntN(10) {
 	case 0: // truncate anywhere from 14 bytes on (PROG_TEST_RUN needs an Ethernet header)
 		f = f[:14+r.IntN(len(f)-13)]
@@ -224,6 +231,18 @@ func RandRule(r *rand.Rand, id, nq int, flex []config.FlexItem) config.Flow {
 		case 3:
 			f.Actions = append(f.Actions, config.Action{Type: config.ActionTunnelDecap, Tunnel: config.Tunnel{Type: config.TunnelNVGRE, TNI: uint32(r.IntN(3))}})
 		}
+	}
+	if r.IntN(4) == 0 {
+		e := &config.EthernetMatch{}
+		switch r.IntN(3) {
+		case 0:
+			e.Src = Pick(r, MACPool)
+		case 1:
+			e.Dst = Pick(r, MACPool)
+		default:
+			e.Src, e.Dst = Pick(r, MACPool), Pick(r, MACPool)
+		}
+		m.Ethernet = e
 	}
 	f.Match = m
 	qs := []int{r.IntN(nq)}
