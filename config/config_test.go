@@ -545,3 +545,25 @@ func TestEthernetMatch(t *testing.T) {
 		t.Fatalf("short MAC: %v", err)
 	}
 }
+
+// TestReorderPolicyKeys parses missing_action and cyclic_sequence and writes them back.
+func TestReorderPolicyKeys(t *testing.T) {
+	doc := strings.Replace(rawBase, "              packets_per_batch: 1024\n",
+		"              packets_per_batch: 1024\n          missing_action: drop\n          cyclic_sequence:\n            epoch: {bit_offset: 544, bit_width: 10}\n", 1)
+	c := mustParse(t, doc)
+	r := c.Interfaces[0].RX.Reorders[0]
+	if r.MissingAction != config.MissingDrop || r.Cyclic == nil || r.Cyclic.Epoch != (config.BitField{Offset: 544, Width: 10}) {
+		t.Fatalf("parsed %+v %+v", r, r.Cyclic)
+	}
+	out, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := mustParse(t, string(out)).Interfaces[0].RX.Reorders[0]
+	if !reflect.DeepEqual(r, r2) {
+		t.Fatalf("round trip: %+v\n%s", r2, out)
+	}
+	if p := mustParse(t, rawBase).Interfaces[0].RX.Reorders[0]; p.MissingAction != "" || p.Cyclic != nil {
+		t.Fatalf("defaults: %+v", p)
+	}
+}

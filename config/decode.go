@@ -1115,6 +1115,20 @@ func (d *decoder) reorder(it entry, r *Reorder) {
 		},
 		"method":     func(e entry) { d.method(e, &r.Method) },
 		"data_types": func(e entry) { r.DataTypes = d.dataTypes(e) },
+		"missing_action": func(e entry) {
+			if s, ok := d.str(e); ok {
+				r.MissingAction = MissingAction(s)
+			}
+		},
+		"cyclic_sequence": func(e entry) {
+			r.Cyclic = &CyclicSequence{}
+			g := d.fields(e.v, e.path, "cyclic_sequence", map[string]handler{
+				"epoch": func(e entry) { d.bitField(e, &r.Cyclic.Epoch) },
+			}, nil)
+			if g != nil {
+				d.require(g, e.path, "cyclic_sequence", "epoch")
+			}
+		},
 	}, nil)
 	d.require(got, it.path, "a reorder config", "name", "reorder_type", "memory_region", "payload_byte_offset", "method")
 }

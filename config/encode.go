@@ -418,5 +418,11 @@ func (e *encoder) reorder(r *Reorder) *yaml.Node {
 		e.optStr(dm, "endianness", string(dt.Endianness))
 		e.kv(m, "data_types", dm)
 	}
+	e.optStr(m, "missing_action", string(r.MissingAction))
+	if c := r.Cyclic; c != nil {
+		cm := e.m()
+		e.kv(cm, "epoch", bits(c.Epoch))
+		e.kv(m, "cyclic_sequence", cm)
+	}
 	return m
 }

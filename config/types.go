@@ -446,4 +446,27 @@ type Reorder struct {
 	FlowIDs           []int         // `flow_ids`
 	Method            ReorderMethod // `method`
 	DataTypes         *DataTypes    // `data_types`, nil = raw byte copy
+	// MissingAction is what happens to a batch still incomplete when it is flushed (by
+	// timeout or to make room): delivered with its presence bitmap (passthrough, the
+	// default) or dropped whole and counted (drop).
+	MissingAction MissingAction // `missing_action`
+	// Cyclic, when set, names the epoch field that tells one cycle of the (wrapping)
+	// sequence from the next, so that a late packet of the previous cycle is never taken for
+	// one of the new cycle.
+	Cyclic *CyclicSequence // `cyclic_sequence`
+}
+
+// MissingAction is a reorder plan's policy for incomplete batches.
+type MissingAction string
+
+// Missing actions.
+const (
+	MissingPassthrough MissingAction = "passthrough"
+	MissingDrop        MissingAction = "drop"
+)
+
+// CyclicSequence describes a sequence number that wraps, with an epoch counter that the
+// sender increments at each wrap.
+type CyclicSequence struct {
+	Epoch BitField // `epoch`: {bit_offset, bit_width}, big-endian bits from the frame start
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math/bits"
 	"strings"
 )
 
@@ -917,6 +918,31 @@ func (v *validator) reorders(base string, rx *RxConfig) {
 		}
 		ppb := v.method(p+".method", &r.Method)
 		v.dataTypes(p+".data_types", r.DataTypes)
+		switch r.MissingAction {
+		case "", MissingPassthrough, MissingDrop:
+		default:
+			v.errf(p+".missing_action", "invalid missing_action %q (valid: drop, passthrough)", r.MissingAction)
+		}
+		if c := r.Cyclic; c != nil {
+			ep := p + ".cyclic_sequence.epoch"
+			switch {
+			case c.Epoch.Width < 1 || c.Epoch.Width > 32:
+				v.errf(ep+".bit_width", "must be between 1 and 32, got %d", c.Epoch.Width)
+			case c.Epoch.Offset < 0:
+				v.errf(ep+".bit_offset", "must be ≥ 0, got %d", c.Epoch.Offset)
+			default:
+				batchBits := -1
+				switch {
+				case r.Method.Kind == MethodSeqBatchNumber:
+					batchBits = r.Method.Batch.Width
+				case ppb > 0 && ppb&(ppb-1) == 0:
+					batchBits = r.Method.Seq.Width - bits.TrailingZeros(uint(ppb))
+				}
+				if batchBits >= 0 && batchBits+c.Epoch.Width > 32 {
+					v.errf(ep+".bit_width", "%d epoch bits and %d batch-number bits make a %d-bit batch key; at most 32", c.Epoch.Width, batchBits, batchBits+c.Epoch.Width)
+				}
+			}
+		}
 
 		// Flows: all known, each in one plan only, all steering to the same single queue.
 		// Without flows (a socket stream) the plan reads the interface's only RX queue.

@@ -60,7 +60,8 @@ type Burst struct {
 // ReorderInfo describes a reorder aggregate (upstream ReorderBurstInfo plus daqiri's gap
 // report).
 type ReorderInfo struct {
-	BatchID          uint64
+	BatchID          uint64 // the batch number the packets carry (without the epoch)
+	Epoch            uint64 // cyclic_sequence plans: the epoch the packets carry; else 0
 	SourcePackets    int    // packets that contributed
 	PacketsPerBatch  int    // slots in the aggregate
 	PayloadLen       int    // bytes per slot before conversion
@@ -69,6 +70,19 @@ type ReorderInfo struct {
 	Present          []byte // bitmap: bit k set when slot k was filled (LSB first)
 	Missing          int    // slots not filled (zero-filled)
 	Duplicates, Late int    // packets dropped as duplicates / as late for an emitted batch
+}
+
+// MissingSlots appends the slots of the aggregate that no packet filled (zero-filled in the
+// output) to dst, in increasing order, and returns it: the missing-packet query of a
+// delivered batch. Slot k holds the packet whose sequence number is k modulo
+// PacketsPerBatch.
+func (ri *ReorderInfo) MissingSlots(dst []int) []int {
+	for k := 0; k < ri.PacketsPerBatch; k++ {
+		if k/8 >= len(ri.Present) || ri.Present[k/8]&(1<<(k%8)) == 0 {
+			dst = append(dst, k)
+		}
+	}
+	return dst
 }
 
 func (b *Burst) ensure(n, nsegs int) {

@@ -20,13 +20,14 @@ const (
 	DropOther                             // any other reason, logged by the engine
 	DropDuplicate                         // reorder: a second packet for a slot already filled
 	DropLate                              // reorder: the packet's batch was already delivered
+	DropIncomplete                        // reorder: its batch was incomplete when flushed, under missing_action: drop
 	NumDropReasons
 )
 
 var dropNames = [NumDropReasons]string{
 	"rx_ring_full", "no_burst_buffers", "no_packet_buffers", "truncated", "malformed",
 	"send_failure", "socket_overflow", "not_connected", "closed", "filtered", "other",
-	"duplicate", "late",
+	"duplicate", "late", "incomplete",
 }
 
 // String is the reason's metric label.
