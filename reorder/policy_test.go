@@ -168,8 +168,12 @@ func TestPolicyBadInput(t *testing.T) {
 		want string
 	}{
 		{func(r *config.Reorder) { r.MissingAction = "keep" }, `unknown missing_action "keep"`},
-		{func(r *config.Reorder) { r.Cyclic = &config.CyclicSequence{Epoch: config.BitField{Offset: 40, Width: 0}} }, "cyclic_sequence epoch field at bit 40, 0 bits wide"},
-		{func(r *config.Reorder) { r.Cyclic = &config.CyclicSequence{Epoch: config.BitField{Offset: 40, Width: 8}} }, "8 epoch bits and 28 batch-number bits make a 36-bit batch key"},
+		{func(r *config.Reorder) {
+			r.Cyclic = &config.CyclicSequence{Epoch: config.BitField{Offset: 40, Width: 0}}
+		}, "cyclic_sequence epoch field at bit 40, 0 bits wide"},
+		{func(r *config.Reorder) {
+			r.Cyclic = &config.CyclicSequence{Epoch: config.BitField{Offset: 40, Width: 8}}
+		}, "8 epoch bits and 28 batch-number bits make a 36-bit batch key"},
 	} {
 		rc := base
 		c.mod(&rc)
