@@ -90,14 +90,17 @@ func (r *rxq) receive(s *sock, max int, now time.Time, hold *rxq) int {
 		}
 	}
 	s.touched = t
+	// One receive time for the batch: CLOCK_REALTIME nanoseconds when the descriptors were
+	// taken off the RX ring (a software timestamp; veth and copy mode offer no NIC time).
+	ts := time.Now().UnixNano()
 	for _, d := range descs {
-		r.frame(s, d, now, hold)
+		r.frame(s, d, now, ts, hold)
 	}
 	return n
 }
 
 // frame hands one received frame to its target queue's partial burst.
-func (r *rxq) frame(s *sock, d xsk.Desc, now time.Time, hold *rxq) {
+func (r *rxq) frame(s *sock, d xsk.Desc, now time.Time, ts int64, hold *rxq) {
 	pt := r.pt
 	off := xsk.FrameAddr(d.Addr)
 	idx := s.index(off)
@@ -171,7 +174,7 @@ func (r *rxq) frame(s *sock, d xsk.Desc, now time.Time, hold *rxq) {
 		}
 		p.b, p.first = b, now
 	}
-	p.b.Append(off, uint32(n), m.FlowID, 0)
+	p.b.Append(off, uint32(n), m.FlowID, ts)
 	if tq != hold && p.b.Len() >= tq.batch() {
 		tq.q.Deliver(p.b)
 		p.b = nil

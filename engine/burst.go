@@ -290,8 +290,21 @@ func (b *Burst) FlowID(i int) uint32 {
 // SetFlowID records packet i's flow id (for engines).
 func (b *Burst) SetFlowID(i int, id uint32) { b.flow[i] = id }
 
-// RxTimestamp is packet i's receive time in nanoseconds (the clock is the engine's: NIC time
-// or the kernel's CLOCK_REALTIME). ErrNotSupported when the engine gave none.
+// RxTimestamp is packet i's receive time: nanoseconds since 1970-01-01 00:00:00 UTC on
+// CLOCK_REALTIME, the clock phc2sys keeps in step with a PTP grandmaster (upstream's
+// "PTP-epoch nanoseconds"; PTP's own TAI timescale is CLOCK_TAI, ahead by the kernel's TAI
+// offset). Every engine uses that clock; what instant it marks depends on the source:
+//
+//   - socket, UDP: the kernel's receive timestamp (SO_TIMESTAMPNS), when the datagram
+//     reached the socket;
+//   - socket, TCP: when the message's last byte was read and framed;
+//   - xdp: when the worker took the packet's batch off the AF_XDP RX ring (one reading per
+//     batch; veth and copy mode give no NIC time);
+//   - loopback: when the TX packet came back (after its scheduled send time, if any);
+//   - roce: when the receive completion was polled;
+//   - reorder aggregates: the first source packet's time.
+//
+// ErrNotSupported when the burst carries none (one built by hand).
 func (b *Burst) RxTimestamp(i int) (int64, error) {
 	if i < 0 || i >= b.n {
 		return 0, fmt.Errorf("packet %d of %d: %w", i, b.n, ErrInvalidParameter)

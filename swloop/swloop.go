@@ -128,19 +128,24 @@ func (e *Engine) Send(b *engine.Burst) error {
 	}
 	var offs [config.MaxSegments]uint64
 	var lens [config.MaxSegments]uint32
+	// The RX timestamp is when the packet came back: CLOCK_REALTIME nanoseconds, read again
+	// only after a scheduled wait.
+	rxAt := time.Now().UnixNano()
 	for i := 0; i < n; i++ {
 		if at, err := b.RxTimestamp(i); err == nil {
 			waitUntil(float64(at))
+			rxAt = time.Now().UnixNano()
 		}
 		if pc != nil {
 			waitUntil(pc.next)
 			pc.next += float64(b.PacketLen(i)) * 8 * 1e3 / pc.mbps
+			rxAt = time.Now().UnixNano()
 		}
 		for s := 0; s < b.NumSegments(); s++ {
 			offs[s] = b.SegmentOffset(s, i)
 			lens[s] = uint32(b.SegmentLen(s, i))
 		}
-		rb.AppendSegments(offs[:b.NumSegments()], lens[:b.NumSegments()], 0, 0)
+		rb.AppendSegments(offs[:b.NumSegments()], lens[:b.NumSegments()], 0, rxAt)
 	}
 	tq.Stats.Add(n, b.TotalBytes())
 	b.FreeMeta() // the packets now belong to rb
