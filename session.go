@@ -28,6 +28,7 @@ type options struct {
 	log     *slog.Logger
 	meter   metric.MeterProvider
 	engines map[string]engine.Opener // replaces builtin engines by name (tests)
+	appMem  map[string]engine.Memory // application memory by region name (WithRegionMemory)
 }
 
 // WithLogger sends the session's and engines' logs to l (default: stderr at the configured
@@ -133,7 +134,7 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (s *Session, 
 		}
 	}()
 
-	if err := s.allocRegions(); err != nil {
+	if err := s.allocRegions(o.appMem); err != nil {
 		return nil, err
 	}
 	if err := s.buildPorts(); err != nil {
@@ -214,8 +215,17 @@ func usedRegions(cfg *config.Config) map[string]bool {
 	return used
 }
 
-func (s *Session) allocRegions() error {
+func (s *Session) allocRegions(app map[string]engine.Memory) error {
 	used := usedRegions(s.cfg)
+	for name := range app {
+		rc := s.cfg.Region(name)
+		switch {
+		case rc == nil:
+			return fmt.Errorf("daqiri.WithRegionMemory: no memory region %q in memory_regions: %w", name, ErrInvalidParameter)
+		case !rc.Unowned:
+			return fmt.Errorf("daqiri.WithRegionMemory: memory region %q is owned by the library; mark it owned: false to lend it application memory: %w", name, ErrInvalidParameter)
+		}
+	}
 	for i := range s.cfg.MemoryRegions {
 		rc := &s.cfg.MemoryRegions[i]
 		path := fmt.Sprintf("memory_regions[%d]", i)
@@ -223,11 +233,13 @@ func (s *Session) allocRegions() error {
 			s.log.Warn("memory region not used by any queue; not allocated", "region", rc.Name)
 			continue
 		}
+		var mem engine.Memory
+		var err error
 		if rc.Unowned {
-			return s.cfg.Errorf(path+".owned", "owned: false (application-provided memory) is not supported: daqiri-go has no API to attach external memory")
-		}
-		mem, err := allocMemory(rc)
-		if err != nil {
+			if mem, err = s.appMemory(rc, path, app[rc.Name]); err != nil {
+				return err
+			}
+		} else if mem, err = allocMemory(rc); err != nil {
 			return s.cfg.Errorf(path, "memory region %s (%s, %d × %d bytes): %w", rc.Name, rc.Kind, rc.NumBufs, rc.BufSize, err)
 		}
 		r, err := engine.NewRegion(rc, mem)

@@ -94,8 +94,8 @@ type MemoryRegion struct {
 	Access   Access     // `access`: default AccessLocal
 	NumBufs  int        // `num_bufs`
 	BufSize  int        // `buf_size`: bytes per buffer (one segment of one packet)
-	// Unowned is YAML `owned: false`: the application provides the memory. No API attaches
-	// external memory yet, so opening such a region fails with a clear error.
+	// Unowned is YAML `owned: false`: the application provides the memory, bound at Open
+	// with daqiri.WithRegionMemory and never freed by the library.
 	Unowned bool
 }
 
