@@ -21,10 +21,17 @@ run:
 # Every test. Tests that need root, namespaces, hugepages, a VM or a GPU skip with a message
 # naming what is missing; CI runs them as root (.ci/run) with CI=true, under which a missing
 # requirement other than a GPU fails the test instead (internal/testutil).
+# Output: one line per package, every skipped test with its reason, the full output of any
+# failure (internal/testsum condenses go test -json). The first run in a fresh clone also
+# builds the S3 test server (versitygw, for capture/s3 and daqiri-capture) into the Go
+# cache: about 80 s once.
 test:
 	$(GO) vet ./...
 	$(GO) build -tags nocuda ./...
-	$(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v '/integration/vm$$')
+	@echo "== tests (a first run in a fresh clone also builds the S3 test server, versitygw: about 80 s once)"
+	@bash -o pipefail -c '$(GO) test $(GOTESTFLAGS) -json $$($(GO) list ./... | grep -v "/integration/vm$$") | $(GO) run ./internal/testsum'
+	@echo "== fuzz targets, 5 s each (make fuzz: longer)"
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 	@echo "== VM tests (one boot; every guest test listed)"
 	@bash -o pipefail -c '$(GO) test $(GOTESTFLAGS) -v ./integration/vm | grep -E -- "^ *--- |^(ok|FAIL|PASS)|^ +vm_test.go:[0-9]+: (skip|boot|VM)"'
 

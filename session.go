@@ -239,7 +239,20 @@ func (s *Session) allocRegions(app map[string]engine.Memory) error {
 			if mem, err = s.appMemory(rc, path, app[rc.Name]); err != nil {
 				return err
 			}
-		} else if mem, err = allocMemory(rc); err != nil {
+		} else {
+			node := -1
+			if rc.Kind == config.KindHost || rc.Kind == config.KindHuge {
+				// affinity is the NUMA node of host and huge memory (upstream passes it to
+				// rte_malloc_socket). A node this machine lacks is said loudly, not ignored.
+				if hugepage.NodeExists(rc.Affinity) {
+					node = rc.Affinity
+				} else {
+					s.log.Warn(s.cfg.Errorf(path+".affinity", "NUMA node %d does not exist on this machine; memory region %s is allocated without a node preference", rc.Affinity, rc.Name).Error())
+				}
+			}
+			mem, err = allocMemory(rc, node)
+		}
+		if err != nil {
 			return s.cfg.Errorf(path, "memory region %s (%s, %d × %d bytes): %w", rc.Name, rc.Kind, rc.NumBufs, rc.BufSize, err)
 		}
 		r, err := engine.NewRegion(rc, mem)
@@ -252,14 +265,15 @@ func (s *Session) allocRegions(app map[string]engine.Memory) error {
 	return nil
 }
 
-// allocMemory maps a region's backing store by kind.
-func allocMemory(rc *config.MemoryRegion) (engine.Memory, error) {
+// allocMemory maps a region's backing store by kind; host and huge memory preferably on NUMA
+// node node (< 0: anywhere).
+func allocMemory(rc *config.MemoryRegion, node int) (engine.Memory, error) {
 	size := rc.NumBufs * rc.BufSize
 	switch rc.Kind {
 	case config.KindHost:
-		return hugepage.Map(size, false)
+		return hugepage.MapOnNode(size, false, node)
 	case config.KindHuge:
-		return hugepage.Map(size, true)
+		return hugepage.MapOnNode(size, true, node)
 	case config.KindHostPinned, config.KindDevice:
 		return allocGPU(rc, size)
 	}
@@ -637,6 +651,12 @@ type PortStats struct {
 	Engine string       `json:"engine"`
 	Rx     []QueueStats `json:"rx"`
 	Tx     []QueueStats `json:"tx"`
+	// Events counts what happened on the port outside its queues, by name (only non-zero
+	// ones): connections_accepted, connections_refused_max_connections (a TCP server at its
+	// max_connections), connections_closed_frame_too_large (a TCP peer announced a frame
+	// above max_payload_size), kernel_passed (frames an XDP port with flow_isolation handed
+	// to the kernel because no flow matched them).
+	Events map[string]uint64 `json:"events,omitempty"`
 }
 
 // Totals sums packets, bytes and drops over every queue of the snapshot.
@@ -663,7 +683,7 @@ func (st Stats) Totals() (rx, tx QueueStats) {
 func (s *Session) Stats() Stats {
 	var st Stats
 	for _, p := range s.ports {
-		ps := PortStats{Port: p.ID, Name: p.Name, Engine: p.Engine}
+		ps := PortStats{Port: p.ID, Name: p.Name, Engine: p.Engine, Events: p.Events.Snapshot()}
 		for _, q := range p.Rx {
 			qs := q.Stats.Snapshot()
 			qs.RingUsed = q.Pending()
@@ -687,6 +707,9 @@ func (s *Session) PrintStats(w io.Writer) {
 		}
 		for i, q := range p.Tx {
 			fmt.Fprintf(w, "%-16s %-8s %-4s %5d %14d %16d %12d%s\n", p.Name, p.Engine, "tx", s.ports[p.Port].Tx[i].ID, q.Packets, q.Bytes, q.Dropped, dropDetail(q))
+		}
+		if len(p.Events) > 0 {
+			fmt.Fprintf(w, "%-16s %-8s events: %s\n", p.Name, p.Engine, strings.TrimSuffix(strings.TrimPrefix(dropDetail(QueueStats{Drops: p.Events}), "  ("), ")"))
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -228,8 +229,20 @@ func TestSocketBadInput(t *testing.T) {
 		}
 		defer c.Close()
 		frame := func(p []byte) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(len(p))), p...) }
-		// An oversized frame is skipped and counted; the stream stays in sync.
-		c.Write(frame(make([]byte, 100_000)))
+		// A frame length above max_payload_size (here the 2048-byte buffers) is a protocol
+		// error: that connection is closed and counted; the others are served on (issue 19
+		// item 4: the reader used to skip the announced length, up to 4 GiB, losing every
+		// frame after it on a connection that stayed open).
+		bad, err := net.Dial("tcp4", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)).String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bad.Close()
+		bad.Write(frame(make([]byte, 100_000)))
+		bad.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, err := bad.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("connection that announced a 100000-byte frame still open: read %d, %v", n, err)
+		}
 		c.Write(frame([]byte("after")))
 		var got *daqiri.Burst
 		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
@@ -240,11 +253,14 @@ func TestSocketBadInput(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		if got == nil || string(got.Packet(0)) != "after" {
-			t.Fatal("frame after an oversized one was not received intact")
+			t.Fatal("frame on another connection was not received intact")
 		}
 		got.Free()
-		if d := s.Stats().Ports[0].Rx[0].Drops["truncated"]; d != 1 {
-			t.Fatalf("truncated drops = %d, want 1", d)
+		if ev := s.Stats().Ports[0].Events; ev["connections_closed_frame_too_large"] != 1 || ev["connections_accepted"] != 2 {
+			t.Fatalf("port events %v, want 1 connection closed for a frame too large, 2 accepted", ev)
+		}
+		if d := s.Stats().Ports[0].Rx[0].Dropped; d != 0 {
+			t.Fatalf("drops %d: nothing was received of the oversized frame", d)
 		}
 		// A peer that dies in the middle of a frame leaves nothing behind.
 		c.Write(frame(make([]byte, 1500))[:700])

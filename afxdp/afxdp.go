@@ -265,6 +265,7 @@ func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 		if err := pt.attach(); err != nil {
 			return nil, err
 		}
+		p.Events.KernelPassed = pt.kernelPassed
 	}
 	zc := false
 	for _, s := range pt.socks {
@@ -365,10 +366,12 @@ func (pt *port) close() {
 		}
 	}
 	pt.socks = nil
+	pt.mu.Lock() // Stats may read the program's counters meanwhile (kernelPassed)
 	if pt.prog != nil {
 		pt.prog.Close()
 		pt.prog = nil
 	}
+	pt.mu.Unlock()
 }
 
 // MACAddr is the port's Ethernet address.
@@ -396,6 +399,20 @@ func (e *Engine) statsLoop() {
 			}
 		}
 	}
+}
+
+// kernelPassed is the count of frames the XDP program handed to the kernel because no flow
+// matched them under flow isolation (the program's global CounterPassed), read live while
+// the program is loaded and from the last reading after.
+func (pt *port) kernelPassed() uint64 {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	if pt.prog != nil {
+		if c, err := pt.prog.Counters(); err == nil {
+			return c[xdp.MaxQueues][xdp.CounterPassed]
+		}
+	}
+	return pt.xdpCnt[xdp.MaxQueues][xdp.CounterPassed]
 }
 
 func (pt *port) syncStats() {

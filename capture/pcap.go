@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -185,7 +186,13 @@ func (w *PcapWriter) SnapLen() int {
 // openFile opens (or creates) the file of the current index, checking an existing one.
 func (w *PcapWriter) openFile() error {
 	path := w.pathFor(w.index)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	// Never through a symbolic link (O_NOFOLLOW): a link planted where a capture or one of
+	// its rotation files goes would otherwise have packets appended to, or a header written
+	// into, whatever file it points at. O_NONBLOCK: a FIFO is refused below, not waited on.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+	if errors.Is(err, syscall.ELOOP) {
+		return fmt.Errorf("pcap capture: %s is a symbolic link; capture files are not written through links (name the target instead): %w", path, engine.ErrInvalidParameter)
+	}
 	if err != nil {
 		return fmt.Errorf("pcap capture: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -422,5 +424,67 @@ func TestPcapAsyncOrder(t *testing.T) {
 	}
 	if _, err := w.WriteAsync(bs[0]); !errors.Is(err, ErrClosed) {
 		t.Fatalf("write after close: %v", err)
+	}
+}
+
+// TestPcapSymlinkRefused (issue 19 item 7): a capture file, or a rotation file, that is a
+// symbolic link is refused instead of written through (the link's target kept intact); a
+// FIFO is refused without waiting for a reader.
+func TestPcapSymlinkRefused(t *testing.T) {
+	testutil.NoGoroutineLeak(t)
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"cap.pcap", "dangling.pcap"} {
+		target := victim
+		if name == "dangling.pcap" {
+			target = filepath.Join(dir, "would-be-created")
+		}
+		p := filepath.Join(dir, name)
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+		if w, err := OpenPcap(p, PcapOptions{}); err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
+			if w != nil {
+				w.Close()
+			}
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep me" {
+		t.Fatalf("link target changed: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "would-be-created")); err == nil {
+		t.Fatal("a file was created through a dangling link")
+	}
+	// A rotation file planted as a link: the rotation fails, nothing is written through it.
+	rot := filepath.Join(dir, "rot.pcap")
+	if err := os.Symlink(victim, filepath.Join(dir, "rot.1.pcap")); err != nil {
+		t.Fatal(err)
+	}
+	// (Opening resumes at the highest rotation index present, so the refusal may come there.)
+	w, werr := OpenPcap(rot, PcapOptions{RotateBytes: 1})
+	if werr == nil {
+		r := regiontest.Host(t, "rx", 8, 2048)
+		meta := metaPool(t, 2, 8)
+		b, _ := makeBurst(t, nil, meta, []*engine.Region{r}, [][]int{{100}, {100}}, nil)
+		_, werr = w.Write(b)
+		b.Free()
+		w.Close()
+	}
+	if werr == nil || !strings.Contains(werr.Error(), "is a symbolic link") {
+		t.Fatalf("rotation onto a link: %v", werr)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep me" {
+		t.Fatalf("link target changed by rotation: %q", b)
+	}
+	fifo := filepath.Join(dir, "fifo.pcap")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenPcap(fifo, PcapOptions{}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("fifo: %v", err)
 	}
 }

@@ -152,7 +152,11 @@ func (w *PcapngWriter) Files() []string {
 // openFile opens the file of the current index, checks an existing one and starts a section.
 func (w *PcapngWriter) openFile() error {
 	path := w.pathFor(w.index)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	// As pcap: never through a symbolic link, and a FIFO is refused, not waited on.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+	if errors.Is(err, syscall.ELOOP) {
+		return fmt.Errorf("pcapng capture: %s is a symbolic link; capture files are not written through links (name the target instead): %w", path, engine.ErrInvalidParameter)
+	}
 	if err != nil {
 		return fmt.Errorf("pcapng capture: %w", err)
 	}

@@ -30,7 +30,7 @@ func TestDefaults(t *testing.T) {
 version: 1
 stream_type: raw
 memory_regions:
-- {name: m, kind: host_pinned, affinity: 0, num_bufs: 8, buf_size: 2048}
+- {name: m, kind: host_pinned, affinity: 0, num_bufs: 64, buf_size: 2048}
 - {name: o, kind: host_pinned, affinity: 0, num_bufs: 1, buf_size: 131072}
 interfaces:
 - name: p
@@ -57,8 +57,8 @@ interfaces:
     - name: g
       id: 2
       actions:
-      - {type: vlan_push, vlan_id: 7}
       - {type: tunnel_encap, tunnel_type: gre, outer_eth_src: "02:00:00:00:00:01", outer_eth_dst: "02:00:00:00:00:02", outer_ipv4_src: 10.0.0.1, outer_ipv4_dst: 10.0.0.2}
+      - {type: vlan_push, vlan_id: 7}
 `)
 	if c.LogLevel != "warn" || c.TxMetaBuffers != 256 || c.RxMetaBuffers != 256 || c.MasterCore != 0 || c.Engine != "" || c.Loopback != "" {
 		t.Errorf("top-level defaults: %+v", c)
@@ -77,10 +77,10 @@ interfaces:
 	if vx.OuterTTL != 64 || vx.OuterUDPDst != 4789 || vx.GREProtocol != 0 || vx.Type != config.TunnelVXLAN {
 		t.Errorf("vxlan defaults: %+v", vx)
 	}
-	if v := tx.Flows[0].Actions[0].VLAN; v.EtherType != 0x8100 || v.ID != 7 {
+	if v := tx.Flows[0].Actions[1].VLAN; v.EtherType != 0x8100 || v.ID != 7 {
 		t.Errorf("vlan defaults: %+v", v)
 	}
-	if g := tx.Flows[0].Actions[1].Tunnel; g.GREProtocol != 0x0800 || g.OuterUDPDst != 0 || g.OuterTTL != 64 {
+	if g := tx.Flows[0].Actions[0].Tunnel; g.GREProtocol != 0x0800 || g.OuterUDPDst != 0 || g.OuterTTL != 64 {
 		t.Errorf("gre defaults: %+v", g)
 	}
 	r := rx.Reorders[0]

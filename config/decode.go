@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math"
@@ -10,6 +11,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -18,8 +21,8 @@ import (
 // existing file it is read; otherwise, when s ends in .yaml or .yml, that missing file is an
 // error; otherwise s itself is parsed as YAML text.
 func Load(s string) (*Config, error) {
-	if st, err := os.Stat(s); err == nil && st.Mode().IsRegular() {
-		return LoadFile(s)
+	if _, err := os.Stat(s); err == nil {
+		return LoadFile(s) // refuses what is not a regular file, with a message
 	}
 	if l := strings.ToLower(s); strings.HasSuffix(l, ".yaml") || strings.HasSuffix(l, ".yml") {
 		return LoadFile(s)
@@ -28,16 +31,55 @@ func Load(s string) (*Config, error) {
 }
 
 // LoadFile reads and parses the YAML configuration file at path (see Parse). A missing file
-// is an error that says so (errors.Is(err, fs.ErrNotExist) holds).
+// is an error that says so (errors.Is(err, fs.ErrNotExist) holds). Only regular files of at
+// most MaxConfigBytes are read: a device (/dev/zero), a FIFO or a directory is refused without
+// reading from it or waiting on it.
 func LoadFile(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	// O_NONBLOCK: opening a FIFO with no writer must not wait; it is refused below.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, &Error{File: path, Msg: "configuration file does not exist", cause: err}
 		}
 		return nil, &Error{File: path, Msg: err.Error(), cause: err}
 	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, &Error{File: path, Msg: err.Error(), cause: err}
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("not a regular file (%s); a configuration must be a YAML file", fileKind(st.Mode()))}
+	}
+	if st.Size() > MaxConfigBytes {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("file is %d bytes; a configuration file may have at most %d", st.Size(), MaxConfigBytes)}
+	}
+	// The size can change between Stat and reading: read one byte past the limit to tell.
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
+	if err != nil {
+		return nil, &Error{File: path, Msg: err.Error(), cause: err}
+	}
+	if len(data) > MaxConfigBytes {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("file grew past %d bytes while being read; a configuration file may have at most %d", MaxConfigBytes, MaxConfigBytes)}
+	}
 	return Parse(data, path)
+}
+
+// fileKind names a non-regular file's type for error messages.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "type " + m.Type().String()
 }
 
 // Parse decodes and validates a YAML configuration. name is used in error messages (a file
@@ -53,6 +95,13 @@ func Parse(data []byte, name string) (*Config, error) {
 	}
 	c := &Config{src: &source{name: name, pos: map[string]pos{}}}
 	d := &decoder{c: c, src: c.src}
+	if len(data) > MaxConfigBytes {
+		return nil, Errors{{File: name, Msg: fmt.Sprintf("configuration is %d bytes; at most %d are accepted", len(data), MaxConfigBytes)}}
+	}
+	if e := notText(data); e != nil {
+		e.File = name
+		return nil, Errors{e}
+	}
 	data = fixYAMLDirective(data)
 	c.src.data = data
 	if root := d.document(data); root != nil && !d.tooBig {
@@ -160,7 +209,8 @@ func (d *decoder) document(data []byte) *yaml.Node {
 	return nil
 }
 
-// syntaxError turns a YAML library error into an Error with a line.
+// syntaxError turns a YAML library error into an Error with a line. Errors caused by tab
+// indentation, a common slip, are reported in plain words at the first tab-indented line.
 func (d *decoder) syntaxError(err error) {
 	msg := err.Error()
 	e := &Error{File: d.src.name, Msg: strings.TrimPrefix(msg, "yaml: ")}
@@ -168,8 +218,48 @@ func (d *decoder) syntaxError(err error) {
 		e.Line, _ = strconv.Atoi(m[1])
 		e.Msg = m[2]
 	}
+	if line, col := tabIndent(d.src.data); line > 0 && (e.Line == 0 || line <= e.Line+1) {
+		e.Line, e.Column = line, col
+		e.Msg = "indentation uses a tab character; YAML indents with spaces only (the parser said: " + e.Msg + ")"
+	}
 	d.errs = append(d.errs, e)
 	d.failed = append(d.failed, "")
+}
+
+// tabIndent finds the first line whose indentation holds a tab before any content (blank and
+// comment lines aside), returning its line and the tab's column; 0, 0 when there is none.
+func tabIndent(data []byte) (line, col int) {
+	for i, l := range bytes.Split(data, []byte("\n")) {
+		rest := bytes.TrimLeft(l, " \t")
+		if len(rest) == 0 || rest[0] == '#' || rest[0] == '\r' {
+			continue
+		}
+		if k := bytes.IndexByte(l[:len(l)-len(rest)], '\t'); k >= 0 {
+			return i + 1, k + 1
+		}
+	}
+	return 0, 0
+}
+
+// notText reports input that is not YAML text at all — bytes that are not UTF-8, or control
+// characters YAML does not allow (NUL and the other C0 codes but tab, newline and carriage
+// return, and DEL) — with the line and column of the first one.
+func notText(data []byte) *Error {
+	line, col := 1, 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			return &Error{Line: line, Column: col, Msg: fmt.Sprintf("byte 0x%02x is not UTF-8 text: a configuration must be a UTF-8 YAML file (is this a binary file?)", data[i])}
+		case r == '\n':
+			line, col = line+1, 0
+		case r < 0x20 && r != '\t' && r != '\r', r == 0x7f:
+			return &Error{Line: line, Column: col, Msg: fmt.Sprintf("control character 0x%02x is not allowed in YAML text (is this a binary file?)", r)}
+		}
+		i += size
+		col++
+	}
+	return nil
 }
 
 // configKeys are the keys of a bare config map; next to `daqiri:` they are misplaced.
@@ -356,13 +446,13 @@ func (d *decoder) memoryRegion(it entry, mr *MemoryRegion) {
 			}
 		},
 		"num_bufs": func(e entry) {
-			if v, ok := d.integer(e, math.MinInt32, math.MaxInt64); ok {
-				mr.NumBufs = clampInt(v)
+			if v, ok := d.integer(e, math.MinInt64, math.MaxInt32); ok {
+				mr.NumBufs = int(v)
 			}
 		},
 		"buf_size": func(e entry) {
-			if v, ok := d.integer(e, math.MinInt32, math.MaxInt64); ok {
-				mr.BufSize = clampInt(v)
+			if v, ok := d.integer(e, math.MinInt64, math.MaxInt32); ok {
+				mr.BufSize = int(v)
 			}
 		},
 		"owned": func(e entry) {
@@ -372,11 +462,6 @@ func (d *decoder) memoryRegion(it entry, mr *MemoryRegion) {
 		},
 	}, nil)
 	d.require(got, it.path, "a memory region", "name", "kind", "affinity", "num_bufs", "buf_size")
-}
-
-// clampInt keeps huge YAML integers representable; validation rejects them anyway.
-func clampInt(v int64) int {
-	return int(max(min(v, math.MaxInt64/2), math.MinInt64/2))
 }
 
 // iface decodes one interfaces[] item.
@@ -461,6 +546,7 @@ func (d *decoder) socketConfig(se entry, sc *SocketConfig) {
 		"min_ipg_ns":            intField(&sc.MinIPGNs, 0, math.MaxInt32),
 		"recv_buffer_size":      intField(&sc.RecvBufferBytes, 0, math.MaxInt32),
 		"send_buffer_size":      intField(&sc.SendBufferBytes, 0, math.MaxInt32),
+		"max_connections":       intField(&sc.MaxConnections, 1, 65536),
 	}, map[string]string{
 		"protocol": "socket_config.protocol was removed: give the protocol as the scheme of local_addr/remote_addr (tcp://, udp://, roce://)",
 	})
@@ -640,13 +726,13 @@ func (d *decoder) queue(it entry, q *Queue, isTX bool) {
 			q.CPUCore = s
 		},
 		"batch_size": func(e entry) {
-			if v, ok := d.integer(e, math.MinInt32, math.MaxInt32); ok {
+			if v, ok := d.integer(e, math.MinInt64, MaxBatchSize); ok {
 				q.BatchSize = int(v)
 			}
 		},
 		"timeout_us": func(e entry) {
-			if v, ok := d.integer(e, 0, math.MaxInt64); ok {
-				q.TimeoutUs = clampInt(v)
+			if v, ok := d.integer(e, 0, MaxTimeoutUs); ok {
+				q.TimeoutUs = int(v)
 			}
 		},
 		"memory_regions": func(e entry) { q.MemoryRegions, _ = d.strList(e, "memory_regions") },
@@ -654,8 +740,8 @@ func (d *decoder) queue(it entry, q *Queue, isTX bool) {
 	if isTX {
 		hs["offloads"] = func(e entry) { q.Offloads, _ = d.strList(e, "offloads") }
 		hs["pacing_mbps"] = func(e entry) {
-			if v, ok := d.integer(e, 0, math.MaxInt64); ok {
-				q.PacingMbps = clampInt(v)
+			if v, ok := d.integer(e, 0, math.MaxInt32); ok {
+				q.PacingMbps = int(v)
 			}
 		}
 	}

@@ -139,6 +139,7 @@ func (e *encoder) iface(p string, ifc *Interface) *yaml.Node {
 		e.optInt(sm, "min_ipg_ns", s.MinIPGNs)
 		e.optInt(sm, "recv_buffer_size", s.RecvBufferBytes)
 		e.optInt(sm, "send_buffer_size", s.SendBufferBytes)
+		e.optInt(sm, "max_connections", s.MaxConnections)
 		e.kv(m, "socket_config", sm)
 	}
 	if ifc.RoCE != nil {

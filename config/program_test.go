@@ -90,7 +90,7 @@ func TestProgrammaticConfig(t *testing.T) {
 		{"vlan id", func(c *config.Config) { c.Interfaces[0].TX.Flows[0].Actions[0].VLAN.ID = 4096 },
 			[]string{"interfaces[0].tx.flows[0].actions[0].vlan_id: must be between 0 and 4095"}},
 		{"vni on gre", func(c *config.Config) { c.Interfaces[0].TX.Flows[0].Actions[1].Tunnel.Type = config.TunnelGRE },
-			[]string{"interfaces[0].tx.flows[0].actions[1].vni: vni is a vxlan field; this tunnel is gre"}},
+			[]string{"interfaces[0].tx.flows[0].actions[1].vni: vni is a vxlan field; this tunnel is gre", "interfaces[0].tx.flows[0].actions[1]: tunnel_encap gre after vlan_push"}},
 		{"missing mac", func(c *config.Config) { c.Interfaces[0].TX.Flows[0].Actions[1].Tunnel.OuterEthDst = nil },
 			[]string{"interfaces[0].tx.flows[0].actions[1].outer_eth_dst: needs outer_eth_dst"}},
 		{"empty queue action", func(c *config.Config) { c.Interfaces[0].RX.Flows[0].Actions[0].Queues = nil },

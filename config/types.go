@@ -172,6 +172,18 @@ type SocketConfig struct {
 	// Extensions (not in upstream): kernel socket buffer sizes in bytes; 0 = engine default.
 	RecvBufferBytes int // `recv_buffer_size`
 	SendBufferBytes int // `send_buffer_size`
+	// MaxConnections caps a TCP server's live connections (`max_connections`); 0 = the
+	// default, MaxConnections. Connections beyond it are accepted and closed at once, and
+	// counted.
+	MaxConnections int
+}
+
+// ConnLimit is the TCP server's connection cap in effect.
+func (s *SocketConfig) ConnLimit() int {
+	if s.MaxConnections > 0 {
+		return s.MaxConnections
+	}
+	return MaxConnections
 }
 
 // Proto is the endpoint's protocol (from whichever URI is set).

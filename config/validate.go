@@ -12,6 +12,20 @@ const (
 	MaxFlexOffset  = 28      // largest flex item offset (bytes after the UDP header)
 
 	MaxSocketPayload = 1 << 30 // max_payload_size of TCP and RoCE endpoints
+
+	// MaxBatchSize bounds a queue's batch_size. Upstream takes any positive int and sizes each
+	// burst's packet arrays by it (so 2^31-1 asks for gigabytes per burst); its own examples
+	// use at most 10240. A batch also never exceeds the buffers of its queue's regions.
+	MaxBatchSize = 1 << 16
+	// MaxTimeoutUs bounds timeout_us (one hour): larger values overflow a time.Duration long
+	// before they mean anything for a partial burst.
+	MaxTimeoutUs = 3_600_000_000
+	// MaxConnections is the default cap on a TCP server endpoint's live connections
+	// (socket_config.max_connections), upstream's listen backlog and RoCE connection limit.
+	MaxConnections = 128
+	// MaxConfigBytes is the largest configuration file LoadFile reads; upstream's examples
+	// are a few KiB.
+	MaxConfigBytes = 4 << 20
 )
 
 // Transform overhead on the wire, in bytes (upstream engine.cpp).
@@ -401,6 +415,12 @@ func (v *validator) socket(p string, s *SocketConfig) Protocol {
 			v.errf(p+"."+f.key, "must be ≥ 0, got %d", f.n)
 		}
 	}
+	switch {
+	case s.MaxConnections < 0 || s.MaxConnections > 65536:
+		v.errf(p+".max_connections", "must be between 1 and 65536, got %d", s.MaxConnections)
+	case s.MaxConnections > 0 && (proto != ProtoTCP || s.Mode != ModeServer):
+		v.warnf(p+".max_connections", "max_connections applies to TCP servers only; it is ignored here")
+	}
 	if s.MaxBurstIntervalMs > 0 {
 		v.warnf(p+".max_burst_interval_ms", "max_burst_interval_ms is not used by any engine (upstream parses it but never uses it)")
 	}
@@ -466,6 +486,15 @@ func (v *validator) queues(base string, qs []Queue, isTX bool, engine string, pr
 				v.errf(p+".batch_size", "a queue with poll_mode indirect needs batch_size")
 			case q.BatchSize <= 0:
 				v.errf(p+".batch_size", "must be > 0, got %d", q.BatchSize)
+			case q.BatchSize > MaxBatchSize:
+				v.errf(p+".batch_size", "must be ≤ %d, got %d", MaxBatchSize, q.BatchSize)
+			default:
+				for _, name := range q.MemoryRegions {
+					if mr := v.regions[name]; mr != nil && mr.NumBufs > 0 && q.BatchSize > mr.NumBufs {
+						v.warnf(p+".batch_size", "batch_size %d exceeds the %d buffers of memory region %s: a burst never holds more than %d packets", q.BatchSize, mr.NumBufs, name, mr.NumBufs)
+						break
+					}
+				}
 			}
 		case PollDirect:
 			if q.CPUCore != "" || corePH {
@@ -483,8 +512,8 @@ func (v *validator) queues(base string, qs []Queue, isTX bool, engine string, pr
 		default:
 			v.errf(p+".poll_mode", "invalid poll_mode %q (valid: indirect, direct)", q.PollMode)
 		}
-		if q.TimeoutUs < 0 {
-			v.errf(p+".timeout_us", "must be ≥ 0, got %d", q.TimeoutUs)
+		if q.TimeoutUs < 0 || q.TimeoutUs > MaxTimeoutUs {
+			v.errf(p+".timeout_us", "must be between 0 and %d (one hour), got %d", MaxTimeoutUs, q.TimeoutUs)
 		} else if isTX && q.TimeoutUs > 0 && q.PollMode != PollDirect {
 			v.warnf(p+".timeout_us", "timeout_us applies to RX queues only; it is ignored on a TX queue")
 		}
@@ -627,6 +656,7 @@ func (v *validator) flows(base string, fs []Flow, qs []Queue, flex []FlexItem, i
 			v.errf(ap, "a flow has at most %d actions, got %d", MaxFlowActions, n)
 		}
 		overhead, transforms, pushes, rss := 0, false, false, false
+		pushedVLAN := "" // path of a vlan_push seen before this action (TX)
 		for a := range f.Actions {
 			act := &f.Actions[a]
 			pa := ap
@@ -669,6 +699,15 @@ func (v *validator) flows(base string, fs []Flow, qs []Queue, flex []FlexItem, i
 			case ActionTunnelEncap, ActionTunnelDecap:
 				transforms = true
 				overhead += v.tunnel(pa, &act.Tunnel)
+			}
+			// GRE carries the L3 packet: encapsulation drops the inner Ethernet header and
+			// takes what follows it as the IPv4 packet, so a tag pushed before would start
+			// the GRE payload and the peer would see a malformed packet.
+			if isTX && act.Type == ActionVLANPush && pushedVLAN == "" {
+				pushedVLAN = pa
+			}
+			if isTX && act.Type == ActionTunnelEncap && act.Tunnel.Type == TunnelGRE && pushedVLAN != "" {
+				v.errf(pa, "tunnel_encap gre after vlan_push (%s): GRE carries the IPv4 packet without its Ethernet header, so the pushed tag would be sent as the start of the GRE payload; put vlan_push after tunnel_encap to tag the outer frame, or use vxlan or nvgre, which carry the whole tagged frame", pushedVLAN)
 			}
 		}
 		if len(f.Actions) > 0 && !isTX && f.Actions[len(f.Actions)-1].Type != ActionQueue {

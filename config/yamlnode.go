@@ -5,10 +5,12 @@ package config
 // schema itself.
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
 	"net/netip"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -310,30 +312,50 @@ func (d *decoder) placeholder(e entry) bool {
 // integer decodes a YAML integer (decimal, 0x hex, 0o octal, 0b binary) in [lo, hi]. Strings
 // are rejected, even numeric ones: quoting a number is most often a mistake.
 func (d *decoder) integer(e entry, lo, hi int64) (int64, bool) {
+	if e.v != nil && e.v.Kind == yaml.ScalarNode && e.v.Tag == "!!float" && bigInteger.MatchString(e.v.Value) {
+		// The YAML library types integers beyond 64 bits as floats.
+		d.outOfRange(e, strings.HasPrefix(e.v.Value, "-"), e.v.Value, lo, hi)
+		return 0, false
+	}
 	if e.v == nil || e.v.Kind != yaml.ScalarNode || e.v.Tag != "!!int" {
 		d.fail(e.path, "must be an integer, got %s", kindName(e.v))
 		return 0, false
 	}
 	var v int64
 	if err := e.v.Decode(&v); err != nil {
-		d.fail(e.path, "integer %s is out of range %d..%d", e.v.Value, lo, hi)
+		// Beyond 64 bits: report the value as written, not a clamped one.
+		d.outOfRange(e, strings.HasPrefix(strings.TrimSpace(e.v.Value), "-"), e.v.Value, lo, hi)
 		return 0, false
 	}
 	return d.inRange(e, v, lo, hi)
 }
 
+// bigInteger is a plain decimal integer, which the YAML library reads as a float when it does
+// not fit 64 bits.
+var bigInteger = regexp.MustCompile(`^[-+]?[0-9]+$`)
+
 // inRange checks lo ≤ v ≤ hi.
 func (d *decoder) inRange(e entry, v, lo, hi int64) (int64, bool) {
 	if v < lo || v > hi {
-		switch {
-		case hi == math.MaxInt32 || hi == math.MaxInt64:
-			d.fail(e.path, "must be ≥ %d, got %d", lo, v)
-		default:
-			d.fail(e.path, "must be between %d and %d, got %d", lo, hi, v)
-		}
+		d.outOfRange(e, v < lo, strconv.FormatInt(v, 10), lo, hi)
 		return 0, false
 	}
 	return v, true
+}
+
+// outOfRange reports a value outside [lo, hi], naming the bound it crossed. A bound at the
+// limit of a machine type (below MinInt32 or above MaxInt32) is a representation limit, not a
+// schema rule, so it is only named when it is the one crossed.
+func (d *decoder) outOfRange(e entry, below bool, written string, lo, hi int64) {
+	loOpen, hiOpen := lo <= math.MinInt32, hi == math.MaxInt32 || hi == math.MaxInt64
+	switch {
+	case below && (hiOpen || loOpen):
+		d.fail(e.path, "must be ≥ %d, got %s", lo, written)
+	case !below && (loOpen || hiOpen):
+		d.fail(e.path, "must be ≤ %d, got %s", hi, written)
+	default:
+		d.fail(e.path, "must be between %d and %d, got %s", lo, hi, written)
+	}
 }
 
 // uinteger decodes an integer the way upstream decodes flow-action fields (strtoull base 0):
@@ -346,13 +368,19 @@ func (d *decoder) uinteger(e entry, lo, hi int64) (int64, bool) {
 	if e.v.Tag == "!!int" {
 		return d.integer(e, lo, hi)
 	}
-	u, err := strconv.ParseUint(strings.TrimSpace(e.v.Value), 0, 64)
+	text := strings.TrimSpace(e.v.Value)
+	u, err := strconv.ParseUint(text, 0, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		d.outOfRange(e, false, text, lo, hi)
+		return 0, false
+	}
 	if err != nil {
 		d.fail(e.path, "must be an integer, got %s", kindName(e.v))
 		return 0, false
 	}
-	if u > uint64(math.MaxInt64) {
-		u = math.MaxInt64
+	if u > uint64(hi) {
+		d.outOfRange(e, false, text, lo, hi)
+		return 0, false
 	}
 	return d.inRange(e, int64(u), lo, hi)
 }

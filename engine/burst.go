@@ -543,11 +543,11 @@ func (b *Burst) FreePackets() {
 				idx[k] = uint32(o / bs)
 			}
 			if k++; k == len(idx) {
-				r.pool.PutBulk(idx[:k])
+				r.putBulk(idx[:k])
 				k = 0
 			}
 		}
-		r.pool.PutBulk(idx[:k])
+		r.putBulk(idx[:k])
 	}
 }
 

@@ -83,7 +83,7 @@ func (w *Workers) Go(name, core string, fn func()) {
 		case err != nil:
 			w.Log.Warn("worker not pinned", "worker", name, "core", core, "err", err)
 		case ok && !pinned:
-			w.Log.Info("worker not pinned: core not available on this machine", "worker", name, "core", c)
+			w.Log.Warn("worker not pinned: cpu_core is not a core this process may run on; the worker runs on any core", "worker", name, "core", c, "allowed_cores", osthread.NumAllowed())
 		}
 		fn()
 	}()

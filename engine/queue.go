@@ -17,6 +17,9 @@ type Port struct {
 	Raw    bool              // raw Ethernet stream (header helpers write L2-L4 headers)
 	Rx     []*RxQueue
 	Tx     []*TxQueue
+	// Events counts what happens to the port outside its queues: connections refused or
+	// closed for a protocol error, frames handed to the kernel.
+	Events PortEvents
 }
 
 // Path is the port's key path in the configuration, for errors.
@@ -84,9 +87,15 @@ func (q *RxQueue) Timeout() time.Duration {
 	return time.Duration(q.Config.TimeoutUs) * time.Microsecond
 }
 
-// NewBurst takes an empty burst for this queue (for engines).
+// NewBurst takes an empty burst for this queue (for engines). Its arrays are sized for the
+// batch, but never for more packets than the queue's first region has buffers: a burst cannot
+// hold more, and a batch_size far above the pool would otherwise cost memory per burst.
 func (q *RxQueue) NewBurst() (*Burst, error) {
-	return q.meta.Get(q.Port.ID, q.ID, q.Regions, q.Port.Raw, q.BatchSize())
+	n := q.BatchSize()
+	if len(q.Regions) > 0 && q.Regions[0].NumBufs > 0 {
+		n = min(n, q.Regions[0].NumBufs)
+	}
+	return q.meta.Get(q.Port.ID, q.ID, q.Regions, q.Port.Raw, n)
 }
 
 // Deliver hands a filled burst to the application (through the queue's Intercept when one is

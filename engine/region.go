@@ -34,6 +34,10 @@ type Region struct {
 	// refs counts owners of a buffer when one receive buffer holds several packets (UDP GRO);
 	// nil until EnableSharing.
 	refs []atomic.Int32
+	// closing: Close was called with buffers outstanding; the buffer that brings the pool
+	// back to full unmaps the memory (once, guarded by unmapped).
+	closing  atomic.Bool
+	unmapped atomic.Bool
 }
 
 // NewRegion carves mem into the region's buffers. mem must hold NumBufs*BufSize bytes.
@@ -111,6 +115,7 @@ func (r *Region) Put(idx uint32) {
 		r.refs[idx].Store(0)
 	}
 	r.pool.Put(idx)
+	r.returned()
 }
 
 // EnableSharing lets one buffer hold several packets (see Share). Call before traffic starts.
@@ -140,6 +145,7 @@ func (r *Region) ReleaseBulk(offs []uint64, scratch []uint32) []uint32 {
 		}
 	}
 	r.pool.PutBulk(scratch)
+	r.returned()
 	return scratch
 }
 
@@ -147,8 +153,35 @@ func (r *Region) ReleaseBulk(offs []uint64, scratch []uint32) []uint32 {
 func (r *Region) release(off uint64) {
 	if idx, last := r.dropOwner(off); last {
 		r.pool.Put(idx)
+		r.returned()
 	}
 }
+
+// putBulk returns buffers with a single owner each.
+func (r *Region) putBulk(idx []uint32) {
+	r.pool.PutBulk(idx)
+	r.returned()
+}
+
+// returned runs after buffers went back to the pool: once a closed region has every buffer
+// back, its memory is released.
+func (r *Region) returned() {
+	if r.closing.Load() && r.pool.Available() == r.NumBufs {
+		r.unmap()
+	}
+}
+
+// unmap releases the backing memory once.
+func (r *Region) unmap() error {
+	if r.unmapped.Swap(true) {
+		return nil
+	}
+	return r.mem.Close()
+}
+
+// Unmapped reports whether the region's memory has been released (Close, or the last
+// outstanding buffer coming back after Close).
+func (r *Region) Unmapped() bool { return r.unmapped.Load() }
 
 // dropOwner drops one owner of the buffer containing byte off and reports the buffer and
 // whether that was its last owner (always, for a region without sharing).
@@ -163,12 +196,14 @@ func (r *Region) dropOwner(off uint64) (idx uint32, last bool) {
 	return idx, true
 }
 
-// Close releases the backing memory. It refuses while buffers are outstanding, because
-// unmapping memory that an application still reads would crash it; the memory then stays
-// mapped and the error says how many buffers were not returned.
+// Close releases the backing memory. While buffers are outstanding it cannot, because
+// unmapping memory that an application still reads would crash it: the memory then stays
+// mapped until the last of them is returned, which releases it, and the error says how many
+// buffers were not returned.
 func (r *Region) Close() error {
+	r.closing.Store(true) // before counting: a buffer returned meanwhile sees it
 	if out := r.NumBufs - r.pool.Available(); out != 0 {
-		return fmt.Errorf("memory region %s: %d of %d buffers not returned; memory left mapped", r.Name, out, r.NumBufs)
+		return fmt.Errorf("memory region %s: %d of %d buffers not returned; the memory is released when the last of them is freed", r.Name, out, r.NumBufs)
 	}
-	return r.mem.Close()
+	return r.unmap()
 }

@@ -88,3 +88,34 @@ type QueueStats struct {
 	// RingUsed is the number of bursts waiting in the queue's ring (RX).
 	RingUsed int `json:"ring_used"`
 }
+
+// PortEvents are a port's counters that belong to no queue, updated atomically by workers.
+type PortEvents struct {
+	ConnsAccepted      atomic.Uint64 // TCP connections accepted
+	ConnsRefused       atomic.Uint64 // TCP connections refused: max_connections reached
+	ConnsFrameTooLarge atomic.Uint64 // TCP connections closed: a frame length above max_payload_size
+	// KernelPassed reads the count of received frames handed to the kernel network stack
+	// instead of a queue (XDP with flow_isolation: frames no flow matches); nil when the
+	// engine has none.
+	KernelPassed func() uint64
+}
+
+// Snapshot is the non-zero counters by name (nil when all are zero).
+func (e *PortEvents) Snapshot() map[string]uint64 {
+	var m map[string]uint64
+	put := func(k string, v uint64) {
+		if v != 0 {
+			if m == nil {
+				m = map[string]uint64{}
+			}
+			m[k] = v
+		}
+	}
+	put("connections_accepted", e.ConnsAccepted.Load())
+	put("connections_refused_max_connections", e.ConnsRefused.Load())
+	put("connections_closed_frame_too_large", e.ConnsFrameTooLarge.Load())
+	if e.KernelPassed != nil {
+		put("kernel_passed", e.KernelPassed())
+	}
+	return m
+}

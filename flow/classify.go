@@ -23,6 +23,8 @@ type tuple struct {
 	sport, dport uint16
 	iplen        uint16
 	l4off        int
+	end          int  // where the IPv4 packet ends in the frame: off + tot_len, or the frame's end
+	frag         bool // a fragment: more-fragments set or a non-zero offset
 	proto        uint8
 }
 
@@ -46,6 +48,12 @@ type packet struct {
 func be16(b []byte, off int) uint16 { return binary.BigEndian.Uint16(b[off:]) }
 
 // parse reads a frame's headers; vxlanPort 0 disables VXLAN detection.
+//
+// Headers are read within the IPv4 packet only: the UDP header and a tunnel's payload must
+// lie inside the outer header's tot_len (bytes after it are Ethernet padding or garbage, not
+// part of the packet), and the IHL must fit in tot_len. A fragment is never decapsulated
+// (its inner frame is incomplete), nor is GRE of a version other than 0 (RFC 2784; version
+// 1 is PPTP's enhanced GRE, RFC 2637, whose payload is PPP).
 func parse(b []byte, vxlanPort uint16) *packet {
 	p := &packet{frame: b}
 	if len(b) < 14 {
@@ -80,6 +88,10 @@ func parse(b []byte, vxlanPort uint16) *packet {
 		return p
 	}
 	o := &p.outer
+	b = b[:o.end] // a tunnel's payload ends with the outer packet
+	if o.frag {
+		return p // a fragment's tunnel payload is incomplete: never decapsulated
+	}
 	switch {
 	case o.udp && vxlanPort != 0 && o.dport == vxlanPort:
 		// VXLAN (RFC 7348): 8-byte header with the I flag (0x08) and a 24-bit VNI, then the
@@ -99,6 +111,9 @@ func parse(b []byte, vxlanPort uint16) *packet {
 			return p
 		}
 		fl, gp := be16(b, g), be16(b, g+2)
+		if fl&7 != 0 {
+			return p // GRE version ≠ 0: not a tunnel we decapsulate
+		}
 		c, k, s := int(fl>>15&1), int(fl>>13&1), int(fl>>12&1)
 		hl := 4 + 4*(c+k+s)
 		if len(b) < g+hl {
@@ -124,7 +139,8 @@ func parse(b []byte, vxlanPort uint16) *packet {
 }
 
 // parseIPv4 parses the IPv4 header at off (and a UDP header after it). It reports whether
-// the IPv4 header was valid; t.udp tells about UDP.
+// the IPv4 header was valid; t.udp tells about UDP. The header must fit in its
+// tot_len and the UDP header must lie within it.
 func parseIPv4(b []byte, off int, t *tuple) bool {
 	if len(b) < off+20 || b[off]>>4 != 4 {
 		return false
@@ -133,16 +149,22 @@ func parseIPv4(b []byte, off int, t *tuple) bool {
 	if ihl < 20 || len(b) < off+ihl {
 		return false
 	}
+	t.iplen = be16(b, off+2)
+	if int(t.iplen) < ihl {
+		return false // tot_len shorter than the header: not a valid IPv4 packet
+	}
+	t.end = min(off+int(t.iplen), len(b))
 	t.ipv4 = true
 	copy(t.src[:], b[off+12:off+16])
 	copy(t.dst[:], b[off+16:off+20])
-	t.iplen = be16(b, off+2)
-	if be16(b, off+6)&0x1fff != 0 {
+	fo := be16(b, off+6)
+	t.frag = fo&0x3fff != 0 // MF or an offset
+	if fo&0x1fff != 0 {
 		return true // a later fragment: no L4 header
 	}
 	t.proto = b[off+9]
 	t.l4off = off + ihl
-	if t.proto == protoUDP && len(b) >= t.l4off+8 {
+	if t.proto == protoUDP && t.end >= t.l4off+8 {
 		t.udp = true
 		t.sport, t.dport = be16(b, t.l4off), be16(b, t.l4off+2)
 	}
@@ -191,7 +213,7 @@ func (r *Rule) matches(p *packet) (*tuple, bool) {
 	if f := r.Flex; f != nil {
 		o := &p.outer
 		at := o.l4off + 8 + f.Offset
-		if !o.udp || o.dport != f.UDPPort || len(p.frame) < at+4 {
+		if !o.udp || o.dport != f.UDPPort || min(len(p.frame), o.end) < at+4 {
 			return nil, false
 		}
 		if binary.BigEndian.Uint32(p.frame[at:])&f.Mask != f.Value {
@@ -257,8 +279,9 @@ func (t *Table) VXLANPort() uint16 {
 }
 
 // Classify decides what happens to a frame.
-func (t *Table) Classify(frame []byte) Verdict {
-	p := parse(frame, t.VXLANPort())
+func (t *Table) Classify(frame []byte) Verdict { return t.classify(parse(frame, t.VXLANPort())) }
+
+func (t *Table) classify(p *packet) Verdict {
 	key := t.Key
 	if key == nil {
 		key = DefaultRSSKey[:]

@@ -43,7 +43,8 @@ func PopVLAN(f []byte) (shift int, ok bool) {
 // Decapsulate finds the inner Ethernet frame of a tunnelled frame. VXLAN and NVGRE carry a
 // whole Ethernet frame; a GRE payload is an L3 packet, so an Ethernet header (the outer
 // MAC addresses, EtherType = the GRE protocol) is written just in front of it. The inner frame
-// is f[start : start+length].
+// is f[start : start+length]. Only the outer IPv4 packet's tot_len bytes count: what follows
+// them in the frame (Ethernet padding) is not part of the inner frame.
 func Decapsulate(f []byte, kind Decap) (start, length int, ok bool) {
 	l3, et, ok := l3Offset(f)
 	if !ok || et != EtherTypeIPv4 || len(f) < l3+20 {
@@ -51,9 +52,11 @@ func Decapsulate(f []byte, kind Decap) (start, length int, ok bool) {
 	}
 	ihl := int(f[l3]&0x0f) * 4
 	l4 := l3 + ihl
-	if ihl < 20 || len(f) < l4 {
+	tot := int(be16(f, l3+2))
+	if ihl < 20 || len(f) < l4 || tot < ihl {
 		return 0, 0, false
 	}
+	f = f[:min(len(f), l3+tot)]
 	switch kind {
 	case DecapVXLAN:
 		in := l4 + 8 + 8

@@ -2,6 +2,7 @@ package hugepage
 
 import (
 	"errors"
+	"fmt"
 	"github.com/daqiri-go/daqiri/internal/testutil"
 	"os"
 	"path/filepath"
@@ -67,4 +68,32 @@ func TestMapHuge(t *testing.T) {
 		t.Fatalf("huge=%v len=%d", m.Huge(), len(m.Bytes()))
 	}
 	m.Bytes()[len(m.Bytes())-1] = 7
+}
+
+// TestMapOnNode (issue 19 item 10): the region's NUMA node is applied as the mapping's memory
+// policy (the kernel lists it in /proc/self/numa_maps as prefer:N); a node that does not
+// exist is an error.
+func TestMapOnNode(t *testing.T) {
+	m, err := MapOnNode(1<<20, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	maps, err := os.ReadFile("/proc/self/numa_maps")
+	if err != nil {
+		t.Skipf("no /proc/self/numa_maps (kernel without NUMA support): %v", err)
+	}
+	prefix := fmt.Sprintf("%x ", m.Addr())
+	var line string
+	for _, l := range strings.Split(string(maps), "\n") {
+		if strings.HasPrefix(l, prefix) {
+			line = l
+		}
+	}
+	if !strings.Contains(line, " prefer:0 ") && !strings.Contains(line, " prefer=relative:0 ") {
+		t.Fatalf("mapping at %#x: numa_maps line %q, want policy prefer:0", m.Addr(), line)
+	}
+	if _, err := MapOnNode(4096, false, 4000); err == nil || !strings.Contains(err.Error(), "NUMA node 4000 does not exist") {
+		t.Fatalf("node 4000: %v", err)
+	}
 }

@@ -81,6 +81,12 @@ sendp(pk, iface=IFACE)
 			t.Errorf("queue %d dropped %d: %v", i, q.Dropped, q.Drops)
 		}
 	}
+	// Issue 19 item 16: frames handed to the kernel appear in the port's stats (15 unmatched
+	// datagrams; the kernel's own chatter on the veth, IPv6 router solicitations and the
+	// like, may add more).
+	if n := st.Events["kernel_passed"]; n < 15 {
+		t.Errorf("kernel_passed %d, want at least the 15 unmatched datagrams (events %v)", n, st.Events)
+	}
 }
 
 // TestXDPFlexAndECPRI checks flex-item and eCPRI matches (each class on its own interface, as

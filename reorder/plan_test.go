@@ -704,3 +704,49 @@ type gpuOnly struct{}
 func (gpuOnly) Bytes() []byte { return nil }
 func (gpuOnly) Addr() uintptr { return 0x7f0000000000 }
 func (gpuOnly) Close() error  { return nil }
+
+// TestOnePlanLeavesOtherFlows (issue 19 item 3): a queue with exactly one plan used to hand
+// that plan every packet, whatever its flow. Packets of flows outside the plan's flow_ids
+// reach the application as an ordinary burst, in order, none lost.
+func TestOnePlanLeavesOtherFlows(t *testing.T) {
+	g := newRig(t, rigSpec{srcBufs: 64, srcSize: 64, outBufs: 4, outSize: 4 * 60, meta: 16, batch: 16})
+	s := &scenario{ppb: 2, seqBits: 16, offset: 4, payload: 8, keys: 1 << 15}
+	s.rc = config.Reorder{Name: "a", Type: config.ReorderCPU, PayloadByteOffset: 4, FlowIDs: []int{1},
+		Method: config.ReorderMethod{Kind: config.MethodSeqPacketsPerBatch, Seq: config.BitField{Width: 16}, PacketsPerBatch: 2}}
+	p, err := g.svc.Add(g.q, &s.rc, g.out, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.svc.Start()
+	var in []pkt
+	for i, q := range s.pkts(0, 0, 1) {
+		q.flow = 1
+		in = append(in, q, pkt{data: []byte{byte(i), 1, 2, 3, 4, 5, 6, 7}, flow: 5})
+	}
+	g.send(in, 16)
+	bs := g.drain()
+	var pass *engine.Burst
+	aggs := 0
+	for _, b := range bs {
+		if _, err := b.ReorderInfo(); errors.Is(err, engine.ErrInvalidParameter) {
+			pass = b
+		} else {
+			aggs++
+		}
+	}
+	if pass == nil || aggs != 1 || pass.Len() != 2 {
+		t.Fatalf("passed-through burst %v, %d aggregates; want 2 packets of flow 5 and 1 aggregate", pass, aggs)
+	}
+	for i := 0; i < 2; i++ {
+		if d := pass.Packet(i); d[0] != byte(i) || pass.FlowID(i) != 5 {
+			t.Fatalf("passed-through packet %d: %x flow %d", i, d, pass.FlowID(i))
+		}
+	}
+	for _, b := range bs {
+		b.Free()
+	}
+	if st := p.Stats(); st.Complete != 1 || st.Malformed != 0 {
+		t.Fatalf("plan stats %+v", st)
+	}
+	g.checkReturned()
+}

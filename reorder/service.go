@@ -14,7 +14,7 @@ import (
 
 // Service runs a session's reorder plans. It takes every burst a queue with plans delivers
 // (through the queue's Intercept, in the engine's worker), hands each packet to the plan of
-// its flow — or, with one plan on the queue, every packet to that plan — and delivers the
+// its flow — or, for a plan without flow ids (socket streams), every packet — and delivers the
 // packets no plan takes as an ordinary burst. A timer goroutine of its own flushes batches
 // whose timeout has passed, so a partial batch is delivered on time even when no traffic and
 // no application poll arrive.
@@ -253,7 +253,9 @@ func (g *group) intercept(b *engine.Burst) {
 	if r := b.SegmentRegion(0); r != nil {
 		buf = r.Bytes()
 	}
-	if len(g.plans) == 1 {
+	if len(g.plans) == 1 && len(g.plans[0].flows) == 0 {
+		// A plan without flow ids (a socket stream) reads every packet of its queue. A plan
+		// with flow ids takes only those: other flows steered to the same queue pass through.
 		g.plans[0].addRun(b, 0, n, buf, now)
 	} else {
 		// Flows mostly come in runs: one plan lookup per run.

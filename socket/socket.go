@@ -75,8 +75,11 @@ type endpoint struct {
 	gsoOK   atomic.Bool
 
 	// TCP
-	ln  *sockio.TCPListener
-	def atomic.Pointer[conn] // default TX connection
+	ln     *sockio.TCPListener
+	poller *sockio.Poller       // the receive worker's epoll set (see tcpserve.go)
+	def    atomic.Pointer[conn] // default TX connection
+	regMu  sync.Mutex
+	reg    map[uint64]*conn // connections handed to the worker, not yet taken over by it
 }
 
 // conn is a connection id's state.
@@ -88,6 +91,44 @@ type conn struct {
 	txMu sync.Mutex
 	hdrs []byte
 	iov  [][]byte
+	// fd is the TCP descriptor's number, fixed at creation (for the poller). fdMu orders
+	// shutting the socket down (from Close, from any thread) against closing it (by its
+	// receive worker), so that a shutdown never reaches a descriptor number the kernel has
+	// since handed to another socket.
+	fd       int
+	fdMu     sync.Mutex
+	fdClosed bool
+}
+
+// shutdown shuts the connection's socket down (waking a sender blocked on it), unless it
+// is closed already.
+func (c *conn) shutdown() {
+	c.fdMu.Lock()
+	defer c.fdMu.Unlock()
+	if !c.fdClosed {
+		c.tcp.Shutdown()
+	}
+}
+
+// closeFD closes the connection's socket once.
+func (c *conn) closeFD() error {
+	c.fdMu.Lock()
+	defer c.fdMu.Unlock()
+	if c.fdClosed {
+		return nil
+	}
+	c.fdClosed = true
+	return c.tcp.Close()
+}
+
+// withFD runs fn on the open socket; ErrConnectFailure once it is closed.
+func (c *conn) withFD(fn func() error) error {
+	c.fdMu.Lock()
+	defer c.fdMu.Unlock()
+	if c.fdClosed {
+		return fmt.Errorf("connection %d is closed: %w", c.id, engine.ErrConnectFailure)
+	}
+	return fn()
 }
 
 // Open starts the endpoints of env.Ports.
@@ -195,7 +236,7 @@ func parseAddr(ep config.Endpoint) (netip.AddrPort, error) {
 }
 
 func (e *Engine) newConn(ep *endpoint, c *sockio.TCPConn) *conn {
-	cn := &conn{id: e.nextID.Add(1), ep: ep, tcp: c}
+	cn := &conn{id: e.nextID.Add(1), ep: ep, tcp: c, fd: c.FD()}
 	e.mu.Lock()
 	e.conns[cn.id] = cn
 	e.mu.Unlock()
@@ -210,7 +251,7 @@ func (e *Engine) dropConn(cn *conn) {
 	delete(e.conns, cn.id)
 	e.mu.Unlock()
 	if cn.tcp != nil {
-		cn.tcp.Shutdown()
+		cn.shutdown()
 	}
 	cn.ep.def.CompareAndSwap(cn, nil)
 }
@@ -248,15 +289,28 @@ func (ep *endpoint) start() error {
 			e.w.Go(ep.port.Name+"/udp-rx", ep.rxq.Config.CPUCore, ep.udpRx)
 		}
 	case config.ProtoTCP:
+		if ep.poller, err = sockio.NewPoller(64); err != nil {
+			return cfg.Errorf(ep.port.Path()+".socket_config", "interface %s: %v", ep.port.Name, err)
+		}
+		core := ""
+		if ep.rxq != nil {
+			core = ep.rxq.Config.CPUCore
+		}
 		if ep.cfg.Mode == config.ModeServer {
 			ep.ln, err = sockio.ListenTCP(local, 128, ep.opt)
+			if err == nil {
+				err = ep.ln.SetNonblock()
+			}
+			if err == nil {
+				err = ep.poller.Add(ep.ln.FD(), listenToken)
+			}
 			if err != nil {
 				return cfg.Errorf(ep.port.Path()+".socket_config.local_addr", "interface %s: %v", ep.port.Name, err)
 			}
-			e.w.Go(ep.port.Name+"/tcp-accept", "", ep.accept)
 		} else {
 			e.w.Go(ep.port.Name+"/tcp-connect", "", func() { ep.dialLoop(local, remote) })
 		}
+		e.w.Go(ep.port.Name+"/tcp-rx", core, ep.tcpServe)
 	default:
 		return cfg.Errorf(ep.port.Path()+".socket_config", "interface %s: protocol %q is not served by the socket engine", ep.port.Name, ep.cfg.Proto())
 	}
@@ -274,14 +328,22 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	for _, c := range conns {
 		if c.tcp != nil {
-			c.tcp.Shutdown()
+			c.shutdown()
 		}
 	}
 	e.w.Stop()
+	// The workers closed the connections they served; these are the ones they never saw.
+	e.mu.Lock()
+	conns = conns[:0]
+	for _, c := range e.conns {
+		conns = append(conns, c)
+	}
+	e.mu.Unlock()
 	var errs []error
 	for _, c := range conns {
 		if c.tcp != nil {
-			errs = append(errs, c.tcp.Close())
+			e.dropConn(c)
+			errs = append(errs, c.closeFD())
 		}
 	}
 	for _, ep := range e.eps {
@@ -290,6 +352,9 @@ func (e *Engine) Close() error {
 		}
 		if ep.ln != nil {
 			errs = append(errs, ep.ln.Close())
+		}
+		if ep.poller != nil {
+			errs = append(errs, ep.poller.Close())
 		}
 	}
 	errs = append(errs, e.netns.Close())
@@ -393,7 +458,9 @@ func (e *Engine) SetSockopt(id uint64, level, opt int, val []byte) error {
 	}
 	var serr error
 	if c.tcp != nil {
-		serr = c.tcp.Setsockopt(level, opt, val)
+		if err := c.withFD(func() error { serr = c.tcp.Setsockopt(level, opt, val); return nil }); err != nil {
+			return err
+		}
 	} else {
 		serr = c.ep.udp.Setsockopt(level, opt, val)
 	}
@@ -417,8 +484,11 @@ func (e *Engine) Connect(port int, remote netip.AddrPort, timeout time.Duration)
 		}
 		return ep.udpConn.id, nil
 	}
-	if c := ep.def.Load(); c != nil && c.tcp.RemoteAddr() == remote {
-		return c.id, nil
+	if c := ep.def.Load(); c != nil {
+		var ra netip.AddrPort
+		if c.withFD(func() error { ra = c.tcp.RemoteAddr(); return nil }) == nil && ra == remote {
+			return c.id, nil
+		}
 	}
 	local, _ := parseAddr(config.Endpoint{Proto: config.ProtoTCP, Host: ep.cfg.Local.Host})
 	if ep.cfg.Local.IsZero() {
@@ -429,15 +499,11 @@ func (e *Engine) Connect(port int, remote netip.AddrPort, timeout time.Duration)
 		return 0, fmt.Errorf("%v: %w", err, engine.ErrConnectFailure)
 	}
 	c := e.newConn(ep, tc)
-	ep.def.Store(c)
-	e.startConnRx(c)
-	return c.id, nil
-}
-
-func (e *Engine) startConnRx(c *conn) {
-	core := ""
-	if c.ep.rxq != nil {
-		core = c.ep.rxq.Config.CPUCore
+	if err := ep.register(c); err != nil {
+		e.dropConn(c)
+		c.closeFD()
+		return 0, fmt.Errorf("%v: %w", err, engine.ErrConnectFailure)
 	}
-	e.w.Go(fmt.Sprintf("%s/tcp-rx-%d", c.ep.port.Name, c.id), core, func() { c.ep.tcpRx(c) })
+	ep.def.Store(c)
+	return c.id, nil
 }

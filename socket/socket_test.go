@@ -2,7 +2,6 @@ package socket
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"net/netip"
@@ -112,25 +111,6 @@ func roundTrip(t *testing.T, proto config.Protocol, maxLen int) {
 // buffer in its region at the end.
 func TestUDPRoundTrip(t *testing.T) { roundTrip(t, config.ProtoUDP, 8000) }
 func TestTCPRoundTrip(t *testing.T) { roundTrip(t, config.ProtoTCP, 40000) }
-
-// TestFrameStaged checks the TCP framing test on whole, partial and empty staging contents.
-func TestFrameStaged(t *testing.T) {
-	frame := func(n, have int) []byte {
-		b := binary.BigEndian.AppendUint32(nil, uint32(n))
-		return append(b, make([]byte, have)...)
-	}
-	for _, c := range []struct {
-		b    []byte
-		want bool
-	}{
-		{nil, false}, {[]byte{0, 0, 0}, false}, {frame(0, 0), true}, {frame(5, 4), false},
-		{frame(5, 5), true}, {frame(5, 9), true}, {frame(1<<31, 10), false},
-	} {
-		if got := frameStaged(c.b); got != c.want {
-			t.Errorf("frameStaged(%x) = %v", c.b[:min(len(c.b), 8)], got)
-		}
-	}
-}
 
 // TestBadEndpoints: what the engine refuses at open, each error naming the problem.
 func TestBadEndpoints(t *testing.T) {

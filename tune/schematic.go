@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // The schematic check (upstream tune_system.py --check schematic) draws the machine's PCIe
@@ -527,7 +528,7 @@ func (s *System) CheckSchematic() []Finding {
 		tree.Message = "no PCI function under /sys/bus/pci/devices is a GPU, NIC, NVMe drive or owns a named network or block device"
 	}
 	if out := s.SchematicOutput; out != "" {
-		if err := writeSchematic(out, t); err != nil {
+		if err := writeSchematic(out, t, s.SchematicNamed); err != nil {
 			tree.Status, tree.Measured = StatusFail, "not written"
 			tree.Message = fmt.Sprintf("cannot write the schematic: %v", err)
 		} else {
@@ -644,12 +645,36 @@ func linkNote(t *PCITopology, p TopoPath) string {
 
 // writeSchematic renders the SVG picture and then writes it to a file: rendering cannot
 // fail half way through the file, and a device path (/dev/stdout) is written, not replaced.
-func writeSchematic(path string, t *PCITopology) error {
+// Unless named says the user chose the path, a symbolic link or a file that is not regular
+// is refused (O_NOFOLLOW; O_NONBLOCK so that a FIFO is refused, not waited on).
+func writeSchematic(path string, t *PCITopology, named bool) error {
 	var b bytes.Buffer
 	if err := t.WriteSVG(&b); err != nil {
 		return err
 	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
+	if named {
+		return os.WriteFile(path, b.Bytes(), 0o644)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+	if errors.Is(err, syscall.ELOOP) {
+		return fmt.Errorf("%s is a symbolic link; not writing through it (name the output with --schematic-output to write there)", path)
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return err
+	} else if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s exists and is not a regular file; not writing to it (name the output with --schematic-output to write there)", path)
+	}
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := f.Write(b.Bytes()); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // plural formats a count with its noun: "1 device", "2 devices", "3 root complexes",

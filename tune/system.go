@@ -36,6 +36,11 @@ type System struct {
 	// check only reports the GPU↔I/O paths. `check all` leaves it empty unless asked, so
 	// that a routine run never drops files in the working directory.
 	SchematicOutput string
+	// SchematicNamed says the user named SchematicOutput (--schematic-output): a symbolic
+	// link there is written through, as with any path a user names (/dev/stdout is one).
+	// The default name is never followed: a link planted in the working directory must not
+	// redirect the write to another file.
+	SchematicNamed bool
 
 	gpuOnce  sync.Once
 	gpuCache GPUFacts

@@ -215,7 +215,7 @@ func (d *Driver) Open(f *os.File) (*File, error) {
 		fd := int(f.Fd())
 		what := "descriptor"
 		if direct {
-			df, err := os.OpenFile(f.Name(), os.O_RDWR|unix.O_DIRECT, 0)
+			df, err := os.OpenFile(f.Name(), os.O_RDWR|unix.O_DIRECT|unix.O_NOFOLLOW, 0)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("opening %s with O_DIRECT: %w", f.Name(), err))
 				continue

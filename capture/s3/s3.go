@@ -20,6 +20,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -67,12 +68,43 @@ type Config struct {
 	Device capture.DeviceIO
 }
 
+// String formats the configuration with the secret key (and any user information in the
+// endpoint) redacted, so that printing it (%v,
+// %+v, %s) never reveals a credential.
+func (c Config) String() string {
+	if c.SecretKey != "" {
+		c.SecretKey = "<redacted>"
+	}
+	if u, err := url.Parse(c.Endpoint); err == nil && u.User != nil {
+		u.User = url.User("<redacted>")
+		c.Endpoint = u.String()
+	} else if err != nil {
+		c.Endpoint = "<unparsable, redacted>"
+	}
+	type plain Config // without the String method
+	return fmt.Sprintf("%+v", plain(c))
+}
+
+// GoString is String for %#v.
+func (c Config) GoString() string { return "s3.Config" + c.String() }
+
 func (c *Config) defaults() error {
 	if c.Bucket == "" || c.Region == "" {
 		return fmt.Errorf("s3 capture: bucket and region are required (bucket %q, region %q): %w", c.Bucket, c.Region, engine.ErrInvalidParameter)
 	}
-	if c.MaxInflight < 0 || c.MaxStagedBytes < 0 || c.MaxAttempts < 0 || c.RetryBackoff < 0 || c.MaxBackoff < 0 || c.AttemptTimeout < 0 {
-		return fmt.Errorf("s3 capture: negative limit in %+v: %w", *c, engine.ErrInvalidParameter)
+	for _, l := range []struct {
+		name string
+		v    int64
+	}{{"MaxInflight", int64(c.MaxInflight)}, {"MaxStagedBytes", c.MaxStagedBytes}, {"MaxAttempts", int64(c.MaxAttempts)},
+		{"RetryBackoff", int64(c.RetryBackoff)}, {"MaxBackoff", int64(c.MaxBackoff)}, {"AttemptTimeout", int64(c.AttemptTimeout)}} {
+		if l.v < 0 {
+			// Name the field, never the whole Config: it holds the secret key.
+			return fmt.Errorf("s3 capture: %s must be ≥ 0, got %d: %w", l.name, l.v, engine.ErrInvalidParameter)
+		}
+	}
+	if u, err := url.Parse(c.Endpoint); c.Endpoint != "" && (err != nil || u.User != nil) {
+		// The URL is not repeated: it may hold a password.
+		return fmt.Errorf("s3 capture: the endpoint must be a URL without user or password (give credentials as AccessKey and SecretKey): %w", engine.ErrInvalidParameter)
 	}
 	if (c.AccessKey == "") != (c.SecretKey == "") {
 		return fmt.Errorf("s3 capture: access key and secret key must be given together: %w", engine.ErrInvalidParameter)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -460,5 +461,55 @@ func TestDecodeBurstBadInput(t *testing.T) {
 	bad("trailing", append(append([]byte{}, obj...), 1), "after its last packet")
 	if sum > burstHeaderLen+burstEntryLen*5 && sizes[4] > 0 {
 		bad("short", obj[:len(obj)-1], "runs past the end")
+	}
+}
+
+// TestNoCredentialInErrors (issue 19 item 5): the secret key appeared in the error for a
+// negative limit (the whole Config formatted with %+v). No error, formatted Config or failed
+// upload's message may contain it.
+func TestNoCredentialInErrors(t *testing.T) {
+	const secret = "S3CR3T-do-not-print-0123456789"
+	bad := []Config{
+		{Bucket: "b", Region: "r", AccessKey: "AKID", SecretKey: secret, MaxInflight: -1},
+		{Bucket: "b", Region: "r", AccessKey: "AKID", SecretKey: secret, AttemptTimeout: -1},
+		{Bucket: "b", Region: "r", AccessKey: "AKID", SecretKey: secret, Endpoint: "http://AKID:" + secret + "@127.0.0.1:1"},
+		{Region: "r", AccessKey: "AKID", SecretKey: secret},
+	}
+	for _, c := range bad {
+		_, err := New(context.Background(), c)
+		if err == nil {
+			t.Fatalf("accepted %v", c)
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("error reveals the secret: %v", err)
+		}
+		for _, f := range []string{"%v", "%+v", "%#v", "%s"} {
+			if s := fmt.Sprintf(f, c); strings.Contains(s, secret) {
+				t.Errorf("%s of a Config reveals the secret: %s", f, s)
+			}
+			if s := fmt.Sprintf(f, &c); strings.Contains(s, secret) {
+				t.Errorf("%s of a *Config reveals the secret: %s", f, s)
+			}
+		}
+	}
+	// A server that rejects the signature: the upload error names the failure, not the key.
+	srv := s3test.Start(t)
+	srv.CreateBucket(t, "bucket")
+	w := newWriter(t, srv, "bucket", func(c *Config) { c.SecretKey = secret; c.MaxAttempts = 1 })
+	defer w.Close(context.Background())
+	r := regiontest.Host(t, "r", 8, 512)
+	meta, _ := engine.NewMetaPool("rx", 2, 8, false)
+	b, _, _ := burst(t, meta, []*engine.Region{r}, 2)
+	defer b.Free()
+	u, err := w.WritePackets(b, "p", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = u.Close()
+	if err == nil {
+		t.Fatal("upload with a wrong secret succeeded")
+	}
+	if strings.Contains(err.Error(), secret) || strings.Contains(fmt.Sprintf("%+v", u.Objects()), secret) {
+		t.Errorf("upload error reveals the secret: %v", err)
 	}
 }

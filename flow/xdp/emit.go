@@ -2,6 +2,7 @@ package xdp
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -18,6 +19,13 @@ import (
 type builder struct {
 	insns   asm.Instructions
 	pending []string
+	labels  int // for fresh labels inside stages emitted more than once
+}
+
+// fresh returns a label no other call returns.
+func (b *builder) fresh(name string) string {
+	b.labels++
+	return fmt.Sprintf("%s_%d", name, b.labels)
 }
 
 func (b *builder) emit(ins ...asm.Instruction) {
@@ -70,9 +78,13 @@ func loadPkt(b *builder) {
 }
 
 // ipv4 parses the IPv4 header at packet offset R7 into the tuple at base, and a UDP header
-// after it. R7 ends as the L4 offset when the header was complete. Jumps to done when
-// finished, whatever it found.
+// after it, reading nothing past the packet: the header must fit in its tot_len and the UDP
+// header must lie within it (and, for an inner header, within the outer packet, whose end the
+// outer parse leaves in sOEnd). The outer parse also records the packet's end and whether it
+// is a fragment. R7 ends as the L4 offset when the header was complete. Jumps to done when
+// finished, whatever it found. Uses R0, R1, R4, R5, R8.
 func ipv4(b *builder, base int16, done string) {
+	outer := base == sOut
 	loadPkt(b)
 	b.emit(
 		asm.Mov.Reg(asm.R4, asm.R2),
@@ -90,16 +102,58 @@ func ipv4(b *builder, base int16, done string) {
 		asm.Mov.Reg(asm.R5, asm.R4),
 		asm.Add.Reg(asm.R5, asm.R1),
 		asm.JGT.Reg(asm.R5, asm.R3, done),
+	)
+	if !outer {
+		// The inner header lies within the outer packet.
+		b.emit(
+			ldStack(asm.R0, sOEnd),
+			asm.Mov.Reg(asm.R5, asm.R7),
+			asm.Add.Reg(asm.R5, asm.R1),
+			asm.JGT.Reg(asm.R5, asm.R0, done),
+		)
+	}
+	b.emit(
+		// R8 = the packet's end offset (header offset + tot_len); tot_len below the header
+		// length is no IPv4 packet.
+		asm.LoadMem(asm.R5, asm.R4, 2, asm.Half),
+		be(asm.R5, asm.Half),
+		asm.JLT.Reg(asm.R5, asm.R1, done),
+		stStack(base+tLen, asm.R5),
+		asm.Mov.Reg(asm.R8, asm.R7),
+		asm.Add.Reg(asm.R8, asm.R5),
+	)
+	if outer {
+		b.emit(stStack(sOEnd, asm.R8))
+	} else {
+		// An inner packet ends with the outer one at the latest.
+		ok := b.fresh("ipv4_end_ok")
+		b.emit(
+			ldStack(asm.R0, sOEnd),
+			asm.JLE.Reg(asm.R8, asm.R0, ok),
+			asm.Mov.Reg(asm.R8, asm.R0),
+		)
+		b.label(ok)
+	}
+	b.emit(
 		stStackImm(base+tFlags, 1),
 		asm.LoadMem(asm.R5, asm.R4, 12, asm.Word),
 		stStack(base+tSip, asm.R5),
 		asm.LoadMem(asm.R5, asm.R4, 16, asm.Word),
 		stStack(base+tDip, asm.R5),
-		asm.LoadMem(asm.R5, asm.R4, 2, asm.Half),
-		be(asm.R5, asm.Half),
-		stStack(base+tLen, asm.R5),
 		asm.LoadMem(asm.R5, asm.R4, 6, asm.Half),
 		be(asm.R5, asm.Half),
+	)
+	if outer {
+		// MF or a fragment offset: a fragment (the first one still has its L4 header).
+		b.emit(
+			asm.Mov.Reg(asm.R0, asm.R5),
+			asm.And.Imm(asm.R0, 0x3fff),
+			asm.JEq.Imm(asm.R0, 0, "ipv4_not_frag"),
+			stStackImm(sOFrag, 1),
+		)
+		b.label("ipv4_not_frag")
+	}
+	b.emit(
 		asm.And.Imm(asm.R5, 0x1fff),
 		asm.JNE.Imm(asm.R5, 0, done), // a later fragment: no L4 header
 		asm.LoadMem(asm.R5, asm.R4, 9, asm.Byte),
@@ -107,6 +161,10 @@ func ipv4(b *builder, base int16, done string) {
 		asm.Add.Reg(asm.R7, asm.R1),
 		stStack(base+tL4, asm.R7),
 		asm.JNE.Imm(asm.R5, protoUDP, done),
+		// The UDP header lies within the packet and within the frame.
+		asm.Mov.Reg(asm.R1, asm.R7),
+		asm.Add.Imm(asm.R1, 8),
+		asm.JGT.Reg(asm.R1, asm.R8, done),
 		asm.Mov.Reg(asm.R4, asm.R2),
 		asm.Add.Reg(asm.R4, asm.R7),
 		asm.Mov.Reg(asm.R1, asm.R4),
@@ -271,6 +329,8 @@ func emitVXLAN(b *builder) {
 	b.emit(
 		ldStack(asm.R1, sOut+tFlags),
 		asm.JEq.Imm(asm.R1, 0, "parsed"),
+		ldStack(asm.R5, sOFrag),
+		asm.JNE.Imm(asm.R5, 0, "parsed"), // a fragment's tunnel payload is incomplete
 		ldStack(asm.R7, sOut+tL4),
 		asm.JEq.Imm(asm.R7, 0, "parsed"),
 		asm.JGT.Imm(asm.R7, 100, "parsed"),
@@ -290,6 +350,10 @@ func emitVXLAN(b *builder) {
 		asm.Mov.Reg(asm.R1, asm.R4),
 		asm.Add.Imm(asm.R1, 30),
 		asm.JGT.Reg(asm.R1, asm.R3, "parsed"),
+		ldStack(asm.R0, sOEnd),
+		asm.Mov.Reg(asm.R1, asm.R7),
+		asm.Add.Imm(asm.R1, 30),
+		asm.JGT.Reg(asm.R1, asm.R0, "parsed"), // UDP + VXLAN + inner Ethernet within the packet
 		asm.LoadMem(asm.R1, asm.R4, 8, asm.Byte),
 		asm.And.Imm(asm.R1, 0x08),
 		asm.JEq.Imm(asm.R1, 0, "parsed"),
@@ -317,8 +381,17 @@ func emitGRE(b *builder) {
 		asm.Mov.Reg(asm.R1, asm.R4),
 		asm.Add.Imm(asm.R1, 4),
 		asm.JGT.Reg(asm.R1, asm.R3, "parsed"),
+		ldStack(asm.R0, sOEnd),
+		asm.Mov.Reg(asm.R1, asm.R7),
+		asm.Add.Imm(asm.R1, 4),
+		asm.JGT.Reg(asm.R1, asm.R0, "parsed"),
 		asm.LoadMem(asm.R1, asm.R4, 0, asm.Half),
 		be(asm.R1, asm.Half),
+		// Version (low 3 bits of the flags word) must be 0: version 1 is PPTP's enhanced
+		// GRE (RFC 2637), not a tunnel this program decapsulates.
+		asm.Mov.Reg(asm.R5, asm.R1),
+		asm.And.Imm(asm.R5, 7),
+		asm.JNE.Imm(asm.R5, 0, "parsed"),
 		asm.LoadMem(asm.R5, asm.R4, 2, asm.Half),
 		be(asm.R5, asm.Half),
 		// R8 = 4*C, R9 = K, R0 = header length
@@ -341,6 +414,12 @@ func emitGRE(b *builder) {
 		asm.Mov.Reg(asm.R1, asm.R4),
 		asm.Add.Reg(asm.R1, asm.R0),
 		asm.JGT.Reg(asm.R1, asm.R3, "parsed"),
+		// The GRE header lies within the outer packet (R1 = its end offset).
+		// (R2, the data pointer, is free here: ipv4 reloads it.)
+		asm.Mov.Reg(asm.R2, asm.R7),
+		asm.Add.Reg(asm.R2, asm.R0),
+		ldStack(asm.R1, sOEnd),
+		asm.JGT.Reg(asm.R2, asm.R1, "parsed"),
 		asm.JEq.Imm(asm.R5, flow.EtherTypeTEB, "nvgre"),
 		stStack(sTunKey, asm.R5),
 		stStackImm(sTun, int64(flow.DecapGRE)),
@@ -366,6 +445,12 @@ func emitGRE(b *builder) {
 		asm.Mov.Reg(asm.R8, asm.R1),
 		asm.Add.Imm(asm.R8, 14),
 		asm.JGT.Reg(asm.R8, asm.R3, "parsed"),
+		// ... and within the outer packet.
+		asm.Mov.Reg(asm.R8, asm.R7),
+		asm.Add.Reg(asm.R8, asm.R0),
+		asm.Add.Imm(asm.R8, 14),
+		ldStack(asm.R2, sOEnd),
+		asm.JGT.Reg(asm.R8, asm.R2, "parsed"),
 		stStack(sTunKey, asm.R5),
 		stStackImm(sTun, int64(flow.DecapNVGRE)),
 		asm.LoadMem(asm.R5, asm.R1, 12, asm.Half),
@@ -573,6 +658,11 @@ func emitMatchFlex(b *builder) {
 		asm.And.Imm(asm.R4, 28),
 		asm.Add.Reg(asm.R3, asm.R4),
 		asm.Add.Imm(asm.R3, 8),
+		// The word lies within the outer IPv4 packet, not only within the frame.
+		asm.Mov.Reg(asm.R0, asm.R3),
+		asm.Add.Imm(asm.R0, 4),
+		ldScr(asm.R4, sOEnd),
+		asm.JGT.Reg(asm.R0, asm.R4, "next"),
 		asm.LoadMem(asm.R5, asm.R10, sCtx, asm.DWord),
 		asm.LoadMem(asm.R4, asm.R5, 0, asm.Word),
 		asm.LoadMem(asm.R5, asm.R5, 4, asm.Word),

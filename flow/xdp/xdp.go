@@ -147,24 +147,29 @@ const (
 	tL4    = 24
 	tProto = 28
 
-	sVlan    = -68
-	sEcpri   = -72 // bit0 present, bit1 PC_ID present
-	sEType   = -76
-	sPCID    = -80
-	sTun     = -84
-	sTunKey  = -88
-	sKey     = -92
-	sNRules  = -96
-	sIso     = -100
-	sDefQ    = -104
-	sDrop    = -108
-	sVXPort  = -112
-	sQ       = -116
-	sFlow    = -120
-	sXform   = -124
-	sNQ      = -128
-	stackLow = -128
-	sCtx     = -136                   // the context while R6 points at the scratch value
+	sVlan   = -68
+	sEcpri  = -72 // bit0 present, bit1 PC_ID present
+	sEType  = -76
+	sPCID   = -80
+	sTun    = -84
+	sTunKey = -88
+	sKey    = -92
+	sNRules = -96
+	sIso    = -100
+	sDefQ   = -104
+	sDrop   = -108
+	sVXPort = -112
+	sQ      = -116
+	sFlow   = -120
+	sXform  = -124
+	sNQ     = -128
+	// The outer IPv4 packet's end (its header offset + tot_len) and whether it is a fragment
+	// (MF or an offset): the tunnel parse and the flex match read nothing past the packet,
+	// and a fragment is never decapsulated (flow's reference parser, issue 19 items 9, 16).
+	sOEnd    = -132
+	sOFrag   = -136
+	stackLow = -136
+	sCtx     = -144                   // the context while R6 points at the scratch value
 	scrConf  = -stackLow              // configuration copy in the scratch value
 	scrSize  = scrConf + confSize + 4 // + padding to a multiple of 8
 )

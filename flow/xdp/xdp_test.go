@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"net/netip"
+	"strconv"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -89,23 +90,6 @@ func check(t *testing.T, p *Program, tb *flow.Table, frame []byte) flow.Verdict 
 	return want
 }
 
-func compileAll(t *testing.T, flows []config.Flow, nq int) []*flow.Rule {
-	t.Helper()
-	ids := make([]int, nq)
-	for i := range ids {
-		ids[i] = i
-	}
-	var rs []*flow.Rule
-	for i := range flows {
-		r, err := flow.Compile(nil, "flow", &flows[i], ids, frametest.Flex)
-		if err != nil {
-			t.Fatalf("compile %+v: %v", flows[i], err)
-		}
-		rs = append(rs, r)
-	}
-	return rs
-}
-
 // TestXDPMatchesReference runs the XDP program with BPF_PROG_TEST_RUN on thousands of random
 // frames (all header shapes, truncated and with damaged IPv4 headers) under random rule
 // tables, and requires the exact verdict of the Go reference for each.
@@ -122,7 +106,7 @@ func TestXDPMatchesReference(t *testing.T) {
 		for i := 0; i < 1+r.IntN(12); i++ {
 			flows = append(flows, frametest.RandRule(r, 1+r.IntN(1000), nq, frametest.Flex))
 		}
-		tb := &flow.Table{Slots: compileAll(t, flows, nq), Isolation: r.IntN(2) == 0, DefaultQueue: r.IntN(nq), DropAll: r.IntN(6) == 0}
+		tb := &flow.Table{Slots: frametest.Compile(t, flows, nq), Isolation: r.IntN(2) == 0, DefaultQueue: r.IntN(nq), DropAll: r.IntN(6) == 0}
 		// A hole, as a deleted dynamic flow leaves.
 		if len(tb.Slots) > 2 && r.IntN(2) == 0 {
 			tb.Slots[1] = nil
@@ -153,7 +137,7 @@ func TestXDPMalformed(t *testing.T) {
 		{Name: "vlan", ID: 13, Actions: []config.Action{{Type: config.ActionVLANPop}, {Type: config.ActionQueue, Queues: []int{3}}}},
 		{Name: "ecpri", ID: 14, Match: config.Match{ECPRI: &config.ECPRIMatch{MsgType: frametest.U8(2), PCID: frametest.U16(7)}}, Actions: []config.Action{{Type: config.ActionQueue, Queues: []int{0}}}},
 	}
-	tb := &flow.Table{Slots: compileAll(t, flows[:2], 4), Isolation: true}
+	tb := &flow.Table{Slots: frametest.Compile(t, flows[:2], 4), Isolation: true}
 	install(t, p, tb)
 	good := frametest.Eth(flow.EtherTypeIPv4, frametest.IPv4(src, dst, protoUDP, 0, 0, frametest.UDP(1000, 2000, []byte("payload"))))
 	if v := check(t, p, tb, good); v.FlowID != 11 {
@@ -196,7 +180,7 @@ func TestXDPMalformed(t *testing.T) {
 		t.Fatalf("VLAN-tagged UDP: %+v", v)
 	}
 
-	tb = &flow.Table{Slots: compileAll(t, flows[2:], 4), Isolation: true}
+	tb = &flow.Table{Slots: frametest.Compile(t, flows[2:], 4), Isolation: true}
 	install(t, p, tb)
 	unmatched("untagged for vlan_pop", good)
 	if v := check(t, p, tb, tagged); v.FlowID != 13 || !v.VLANPop {
@@ -215,7 +199,7 @@ func TestXDPMalformed(t *testing.T) {
 func TestXDPRSSMatchesReference(t *testing.T) {
 	p := loadProgram(t)
 	flows := []config.Flow{{Name: "rss", ID: 77, Match: config.Match{UDPDst: config.PortRange{Lo: 7000, Hi: 7999}}, Actions: []config.Action{{Type: config.ActionQueue, Queues: []int{0, 1, 2, 3}}}}}
-	tb := &flow.Table{Slots: compileAll(t, flows, 4)}
+	tb := &flow.Table{Slots: frametest.Compile(t, flows, 4)}
 	install(t, p, tb)
 	r := rand.New(rand.NewPCG(rand.Uint64(), 1))
 	per := map[int]int{}
@@ -263,7 +247,7 @@ func TestXDPEthernetMatch(t *testing.T) {
 		{Name: "src+udp", ID: 2, Match: config.Match{Ethernet: &config.EthernetMatch{Src: pool[2]}, UDPDst: config.PortRange{Lo: 9, Hi: 9}}, Actions: []config.Action{{Type: config.ActionQueue, Queues: []int{1}}}},
 		{Name: "both+ecpri", ID: 3, Match: config.Match{Ethernet: &config.EthernetMatch{Src: pool[0], Dst: pool[1]}, ECPRI: &config.ECPRIMatch{}}, Actions: []config.Action{{Type: config.ActionQueue, Queues: []int{2}}}},
 	}
-	tb := &flow.Table{Slots: compileAll(t, flows, 4), Isolation: true}
+	tb := &flow.Table{Slots: frametest.Compile(t, flows, 4), Isolation: true}
 	install(t, p, tb)
 	src, dst := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
 	base := frametest.Eth(flow.EtherTypeIPv4, frametest.IPv4(src, dst, protoUDP, 0, 0, frametest.UDP(1, 9, nil)))
@@ -291,4 +275,82 @@ func TestXDPEthernetMatch(t *testing.T) {
 		}
 	}
 	t.Logf("flows matched: %v", seen)
+}
+
+// TestXDPPacketBounds (issue 19 items 9 and 16): the program reads nothing past the IPv4
+// packet's tot_len, never decapsulates a fragment or GRE version 1, and bounds a tunnel's
+// headers and a flex word by the outer packet; each crafted frame must get the reference's
+// verdict and the one named here.
+func TestXDPPacketBounds(t *testing.T) {
+	p := loadProgram(t)
+	src, dst := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	tunnel := func(id int, tt config.TunnelType) config.Flow {
+		tn := config.Tunnel{Type: tt, VNI: 5, OuterUDPDst: flow.DefaultVXLANPort, GREProtocol: flow.EtherTypeIPv4}
+		return config.Flow{Name: "tun", ID: id, Actions: []config.Action{{Type: config.ActionTunnelDecap, Tunnel: tn}, {Type: config.ActionQueue, Queues: []int{1}}}}
+	}
+	want := func(tb *flow.Table, name string, f []byte, flowID uint32, action flow.Action) {
+		t.Helper()
+		v := check(t, p, tb, f)
+		if v.Action != action || (action == flow.ActionSteer && v.FlowID != flowID) {
+			t.Fatalf("%s: %+v, want %v flow %d", name, v, action, flowID)
+		}
+	}
+	// UDP header past tot_len, cut by it, IHL beyond tot_len, options within it.
+	flows := []config.Flow{
+		{Name: "udp-dst", ID: 11, Match: config.Match{UDPDst: config.PortRange{Lo: 2000, Hi: 2000}}, Actions: []config.Action{{Type: config.ActionQueue, Queues: []int{1}}}},
+		{Name: "src", ID: 12, Match: config.Match{IPv4Src: src}, Actions: []config.Action{{Type: config.ActionQueue, Queues: []int{2}}}},
+	}
+	tb := &flow.Table{Slots: frametest.Compile(t, flows, 4), Isolation: true}
+	install(t, p, tb)
+	good := frametest.Eth(flow.EtherTypeIPv4, frametest.IPv4(src, dst, protoUDP, 0, 0, frametest.UDP(1000, 2000, []byte("payload"))))
+	want(tb, "well-formed", good, 11, flow.ActionSteer)
+	for _, totLen := range []uint16{20, 24, 27} {
+		f := append([]byte{}, good...)
+		binary.BigEndian.PutUint16(f[14+2:], totLen)
+		want(tb, "UDP header past tot_len "+strconv.Itoa(int(totLen)), f, 12, flow.ActionSteer)
+	}
+	opts := frametest.Eth(flow.EtherTypeIPv4, frametest.IPv4(src, dst, protoUDP, 4, 0, frametest.UDP(1000, 2000, nil)))
+	binary.BigEndian.PutUint16(opts[14+2:], 20)
+	want(tb, "IHL beyond tot_len", opts, 0, flow.ActionPass)
+	want(tb, "IHL 60 within tot_len", frametest.Eth(flow.EtherTypeIPv4, frametest.IPv4(src, dst, protoUDP, 40, 0, frametest.UDP(1000, 2000, nil))), 11, flow.ActionSteer)
+
+	// Tunnels: fragments, GRE version 1, a tunnel cut by the outer tot_len.
+	inner := frametest.Eth(flow.EtherTypeIPv4, frametest.IPv4(src, dst, protoUDP, 0, 0, frametest.UDP(1, 2, make([]byte, 64))))
+	tb = &flow.Table{Slots: frametest.Compile(t, []config.Flow{tunnel(21, config.TunnelVXLAN)}, 4), Isolation: true}
+	install(t, p, tb)
+	vx := func(fo uint16) []byte {
+		return frametest.Eth(flow.EtherTypeIPv4, frametest.IPv4(src, dst, protoUDP, 0, fo, frametest.UDP(49152, flow.DefaultVXLANPort, frametest.VXLAN(5, inner))))
+	}
+	want(tb, "VXLAN", vx(0), 21, flow.ActionSteer)
+	want(tb, "VXLAN with DF", vx(0x4000), 21, flow.ActionSteer)
+	want(tb, "VXLAN first fragment (MF)", vx(0x2000), 0, flow.ActionPass)
+	want(tb, "VXLAN first fragment (MF+DF)", vx(0x6000), 0, flow.ActionPass)
+	cut := vx(0)
+	binary.BigEndian.PutUint16(cut[14+2:], 20+8+8+10) // ends inside the inner Ethernet header
+	want(tb, "VXLAN cut by the outer tot_len", cut, 0, flow.ActionPass)
+	cut = vx(0)
+	binary.BigEndian.PutUint16(cut[14+2:], 20+8+8+14+10) // ends inside the inner IPv4 header
+	want(tb, "VXLAN inner IPv4 cut by the outer tot_len", cut, 21, flow.ActionSteer)
+
+	tb = &flow.Table{Slots: frametest.Compile(t, []config.Flow{tunnel(22, config.TunnelGRE)}, 4), Isolation: true}
+	install(t, p, tb)
+	g0 := frametest.Eth(flow.EtherTypeIPv4, frametest.IPv4(src, dst, protoGRE, 0, 0, frametest.GRE(flow.EtherTypeIPv4, nil, false, false, inner[14:])))
+	want(tb, "GRE version 0", g0, 22, flow.ActionSteer)
+	g1 := append([]byte{}, g0...)
+	g1[14+20+1] |= 1
+	want(tb, "GRE version 1", g1, 0, flow.ActionPass)
+	gfrag := frametest.Eth(flow.EtherTypeIPv4, frametest.IPv4(src, dst, protoGRE, 0, 0x2000, frametest.GRE(flow.EtherTypeIPv4, nil, false, false, inner[14:])))
+	want(tb, "GRE first fragment", gfrag, 0, flow.ActionPass)
+	gcut := append([]byte{}, g0...)
+	binary.BigEndian.PutUint16(gcut[14+2:], 20+2)
+	want(tb, "GRE header cut by tot_len", gcut, 0, flow.ActionPass)
+
+	// A flex word past the outer packet does not match.
+	flex := config.Flow{Name: "flex", ID: 31, Match: config.Match{Flex: &config.FlexMatch{ItemID: 1, Value: 0x01020304, Mask: 0xffffffff}}, Actions: []config.Action{{Type: config.ActionQueue, Queues: []int{3}}}}
+	tb = &flow.Table{Slots: frametest.Compile(t, []config.Flow{flex}, 4), Isolation: true}
+	install(t, p, tb)
+	fl := frametest.Eth(flow.EtherTypeIPv4, frametest.IPv4(src, dst, protoUDP, 0, 0, frametest.UDP(1000, 4096, []byte{1, 2, 3, 4, 9, 9})))
+	want(tb, "flex word inside the packet", fl, 31, flow.ActionSteer)
+	binary.BigEndian.PutUint16(fl[14+2:], 20+8+2)
+	want(tb, "flex word past tot_len", fl, 0, flow.ActionPass)
 }

@@ -14,4 +14,21 @@
 // them in the source and compare each one with what gcc makes of the installed headers
 // (linux-headers for mlx5_ifc.h, libibverbs-dev for mlx5dv.h). A number that appears in no
 // header says so in its comment and names its source.
+//
+// The layout test (TestLayout) parses the package's non-test files and fails when a Field is
+// made any other way (a Field literal, a changed Off or Width, a constructor with a
+// non-literal argument, or a prm.Field literal elsewhere under mlx5/), so every field the
+// code uses is one the headers confirm. It writes two C probes, because mlx5dv.h and the
+// kernel's device.h define some of the same names: the kernel probe includes device.h (and
+// with it mlx5_ifc.h) with the few definitions the kernel build would give, and checks every
+// ifcField (bit offset by offsetof, width by sizeof on struct mlx5_ifc_<layout>_bits) and
+// every dvField whose layout is written "linux:<struct>"; the user probe includes mlx5dv.h
+// and the rdma/ UAPI headers and checks the other dvFields (byte offset and size). A `// C:
+// NAME` constant is looked up in the user-space headers first, then in mlx5_ifc.h and
+// device.h (`// C: linux:NAME` forces the kernel's), and last, for headers that only compile
+// inside the kernel (driver.h, cq.h), read from the enumerator's text. Offsets, widths and
+// values must all match; the test also moves each one by one and checks that the comparison
+// sees it. Without gcc or the headers it skips with what is missing, and under CI=true it
+// fails instead (.ci/apt.d/mlx5.txt installs linux-headers-amd64, libibverbs-dev,
+// linux-libc-dev and gcc).
 package prm

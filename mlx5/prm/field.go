@@ -27,6 +27,8 @@ func ifcField(layout, name string, off, width uint32) Field {
 
 // dvField names a byte-aligned field of a C structure in mlx5dv.h (the datapath: CQEs, WQE
 // segments), given as byte offset and byte size; checked like ifcField with offsetof/sizeof.
+// A layout written "linux:<struct>" is the kernel's include/linux/mlx5/device.h struct of
+// that name (the init segment, mini-CQEs, EQE data), checked in the kernel-header probe.
 func dvField(layout, name string, byteOff, byteSize uint32) Field {
 	return Field{Layout: layout, Name: name, Off: byteOff * 8, Width: byteSize * 8}
 }

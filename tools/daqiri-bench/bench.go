@@ -8,6 +8,7 @@ import (
 	"io"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,13 +16,19 @@ import (
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/internal/osthread"
+	"github.com/daqiri-go/daqiri/internal/tty"
 )
+
+// defaultWindow bounds the packets in flight when neither --window nor bench.window says:
+// sender and receiver share the process, and an unbounded sender measures socket-buffer
+// overflow rather than the data path.
+const defaultWindow = 4096
 
 // benchSection is the config's optional application section `bench:`.
 type benchSection struct {
 	PayloadSize int     `yaml:"payload_size"`
 	RateGbps    float64 `yaml:"rate_gbps"`
-	Window      int     `yaml:"window"`
+	Window      *int    `yaml:"window"`
 }
 
 // result is what a run measured. Rates count payload bytes (goodput) for socket streams and
@@ -37,18 +44,66 @@ type result struct {
 	Drops          map[string]uint64 `json:"drops,omitempty"`
 	// Unaccounted are packets sent in this process and neither received nor counted as
 	// dropped by it (lost in the network, or still in flight at the end).
-	Unaccounted int64        `json:"unaccounted_packets"`
-	TxGbps      float64      `json:"tx_gbps"`
-	RxGbps      float64      `json:"rx_gbps"`
-	TxMpps      float64      `json:"tx_mpps"`
-	RxMpps      float64      `json:"rx_mpps"`
-	SendErrors  uint64       `json:"send_errors"`
-	Stats       daqiri.Stats `json:"stats"`
-	mode        string
+	Unaccounted int64   `json:"unaccounted_packets"`
+	TxGbps      float64 `json:"tx_gbps"`
+	RxGbps      float64 `json:"rx_gbps"`
+	TxMpps      float64 `json:"tx_mpps"`
+	RxMpps      float64 `json:"rx_mpps"`
+	SendErrors  uint64  `json:"send_errors"`
+	// SendErrorReasons counts send errors by what went wrong.
+	SendErrorReasons map[string]uint64 `json:"send_error_reasons,omitempty"`
+	// Reorder counts the aggregates reorder plans delivered (raw configurations with
+	// reorder_configs): batches complete, batches delivered on timeout with slots missing.
+	Reorder *reorderResult `json:"reorder,omitempty"`
+	Stats   daqiri.Stats   `json:"stats"`
+	mode    string
+}
+
+// reorderResult sums the reorder aggregates a run received.
+type reorderResult struct {
+	Batches       uint64 `json:"batches"`
+	Complete      uint64 `json:"complete"`
+	TimedOut      uint64 `json:"timed_out"`
+	MissingSlots  uint64 `json:"missing_slots"`
+	SourcePackets uint64 `json:"source_packets"`
+}
+
+// errCounter counts send errors with their reasons.
+type errCounter struct {
+	n       atomic.Uint64
+	mu      sync.Mutex
+	reasons map[string]uint64
+}
+
+func (e *errCounter) add(err error) {
+	e.n.Add(1)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.reasons == nil {
+		e.reasons = map[string]uint64{}
+	}
+	if k := err.Error(); len(e.reasons) < 16 || e.reasons[k] > 0 {
+		e.reasons[k]++
+	}
+}
+
+func (e *errCounter) snapshot() map[string]uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.reasons) == 0 {
+		return nil
+	}
+	out := make(map[string]uint64, len(e.reasons))
+	for k, v := range e.reasons {
+		out[k] = v
+	}
+	return out
 }
 
 type counter struct {
 	packets, bytes atomic.Uint64
+	// Reorder aggregates (receivers only).
+	batches, complete, timedOut, missing, sources atomic.Uint64
 }
 
 func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writer) (*result, error) {
@@ -60,20 +115,30 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 			}
 		}
 	}
+	up, err := readUpstreamSections(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range up.notes {
+		fmt.Fprintln(progress, "note:", n)
+	}
 	payload := o.payload
 	if payload == 0 {
 		payload = sec.PayloadSize
 	}
-	if payload == 0 {
+	if payload == 0 && !up.hasTx && !up.hasSocks {
 		payload = 8000
 	}
 	rate := o.rateGbps
 	if rate == 0 {
 		rate = sec.RateGbps
 	}
-	window := o.window
-	if window < 0 {
-		window = sec.Window
+	window := defaultWindow
+	switch {
+	case o.window.set:
+		window = o.window.v
+	case sec.Window != nil:
+		window = *sec.Window
 	}
 	if o.mode != "both" {
 		window = 0 // the receiver is in another process: nothing to measure in flight
@@ -93,7 +158,7 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 	}
 
 	var tx, rx counter
-	var sendErrs atomic.Uint64
+	var sendErrs errCounter
 	runCtx, cancel := context.WithTimeout(ctx, o.duration)
 	defer cancel()
 	stopRx := make(chan struct{})
@@ -117,10 +182,38 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 	if len(txqs) == 0 && len(rxqs) == 0 {
 		return nil, errors.New("the configuration has no queues to drive in this mode")
 	}
+	// How each TX queue sends: upstream's bench sections, else the flags and bench section.
+	plans := map[pq]*txPlan{}
+	var sending []pq
+	for _, q := range txqs {
+		pl, err := up.txPlanFor(s, cfg, q.port, q.queue, o.payload)
+		if err != nil {
+			return nil, err
+		}
+		if pl == nil {
+			continue // the socket bench section says this side does not send
+		}
+		if pl.payload == 0 {
+			pl.payload = payload
+			if pl.payload == 0 {
+				pl.payload = 8000
+			}
+		}
+		if err := checkFits(s, q.port, q.queue, pl); err != nil {
+			return nil, err
+		}
+		plans[q] = pl
+		sending = append(sending, q)
+		payload = pl.payload
+	}
+	txqs = sending
 	for _, q := range rxqs {
 		rxWG.Add(1)
+		core := up.rxCoreFor(s, cfg, q.port, q.queue)
 		go func() {
 			defer rxWG.Done()
+			pinTo(core)
+			defer osthread.Unlock()
 			receiver(s, q.port, q.queue, &rx, stopRx)
 		}()
 	}
@@ -129,11 +222,16 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 	start := time.Now()
 	for _, q := range txqs {
 		txWG.Add(1)
+		pl := plans[q]
 		go func() {
 			defer txWG.Done()
-			pinSender(cfg, q.port, q.queue)
+			if pl.core != nil {
+				pinTo(pl.core)
+			} else {
+				pinSender(cfg, q.port, q.queue)
+			}
 			defer osthread.Unlock()
-			sender(runCtx, s, q.port, q.queue, payload, rate/float64(len(txqs)), &tx, &sendErrs, &rx, uint64(window))
+			sender(runCtx, s, q.port, q.queue, pl, rate/float64(len(txqs)), &tx, &sendErrs, &rx, uint64(window))
 		}()
 	}
 	// done closes when every sender has finished; with no senders (--mode rx) it stays nil,
@@ -150,6 +248,7 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 	var lastTx, lastRx, lastTxP, lastRxP uint64
 	last := start
 	live := !o.quiet && !o.json
+	line := tty.NewProgress(progress)
 wait:
 	for {
 		select {
@@ -166,11 +265,11 @@ wait:
 				st := s.Stats()
 				rxs, txs := st.Totals()
 				tp, rp := txs.Packets, rx.packets.Load()
-				fmt.Fprintf(progress, "\r%6.1fs  tx %7.2f Gb/s %7.3f Mpps | rx %7.2f Gb/s %7.3f Mpps | dropped %d   ",
+				line.Update(fmt.Sprintf("%6.1fs  tx %7.2f Gb/s %7.3f Mpps | rx %7.2f Gb/s %7.3f Mpps | dropped %d",
 					now.Sub(start).Seconds(),
 					float64(tb-lastTx)*8/dt/1e9, float64(tp-lastTxP)/dt/1e6,
 					float64(rb-lastRx)*8/dt/1e9, float64(rp-lastRxP)/dt/1e6,
-					rxs.Dropped+txs.Dropped)
+					rxs.Dropped+txs.Dropped))
 				lastTx, lastRx, lastTxP, lastRxP, last = tb, rb, tp, rp, now
 			}
 		}
@@ -191,15 +290,16 @@ wait:
 	}
 	close(stopRx)
 	rxWG.Wait()
-	if live {
-		fmt.Fprintln(progress)
-	}
+	line.Done()
 	if err := s.Close(); err != nil {
 		fmt.Fprintln(progress, "close:", err)
 	}
 	closed = true
 	st := s.Stats()
-	res := &result{Seconds: elapsed, PayloadSize: payload, Stats: st, mode: o.mode, SendErrors: sendErrs.Load()}
+	res := &result{Seconds: elapsed, PayloadSize: payload, Stats: st, mode: o.mode, SendErrors: sendErrs.n.Load(), SendErrorReasons: sendErrs.snapshot()}
+	if n := rx.batches.Load(); n > 0 {
+		res.Reorder = &reorderResult{Batches: n, Complete: rx.complete.Load(), TimedOut: rx.timedOut.Load(), MissingSlots: rx.missing.Load(), SourcePackets: rx.sources.Load()}
+	}
 	rxs, txs := st.Totals()
 	res.TxPackets, res.TxBytes = txs.Packets, tx.bytes.Load()
 	res.RxPackets, res.RxBytes = rx.packets.Load(), rx.bytes.Load()
@@ -224,17 +324,54 @@ wait:
 	return res, nil
 }
 
-// sender fills and sends bursts until ctx ends. Each packet carries a sequence number in its
-// first 8 bytes; the rest of the payload is whatever the buffer holds (the data a sensor
-// would have written there).
-func sender(ctx context.Context, s *daqiri.Session, port, queue, payload int, gbps float64, c *counter, errs *atomic.Uint64, rx *counter, window uint64) {
-	var seq uint64
+// checkFits refuses a plan whose frames do not fit the TX queue's buffers, before anything is
+// sent: otherwise every burst would fail the same way.
+func checkFits(s *daqiri.Session, port, queue int, pl *txPlan) error {
+	q := s.Ports()[port].TxQueueByID(queue)
+	if q == nil {
+		return nil
+	}
+	room := 0
+	for _, r := range q.Regions {
+		room += r.BufSize
+	}
+	if n := pl.frameLen(); n > room {
+		what := fmt.Sprintf("payload %d B", pl.payload)
+		if len(pl.header) > 0 {
+			what = fmt.Sprintf("header %d B + payload %d B = %d B", len(pl.header), pl.payload, n)
+		}
+		return fmt.Errorf("interface %s TX queue %d: %s does not fit its %d-byte buffers (memory_regions %v); use --payload %d or less", s.PortName(port), queue, what, room, q.Config.MemoryRegions, max(room-len(pl.header), 0))
+	}
+	return nil
+}
+
+// sender fills and sends bursts until ctx ends. Each packet carries a sequence number: with
+// an upstream bench_tx section, a big-endian u32 at header_size + sequence_number_offset from
+// sequence_number_start, after the Ethernet/IPv4/UDP header area; otherwise a big-endian u64
+// in its first 8 bytes. The rest of the payload is whatever the buffer holds (the data a
+// sensor would have written there).
+func sender(ctx context.Context, s *daqiri.Session, port, queue int, pl *txPlan, gbps float64, c *counter, errs *errCounter, rx *counter, window uint64) {
+	seq := uint64(pl.seqFrom)
+	n := pl.frameLen()
+	var header []byte
+	if len(pl.header) > 0 {
+		header = append([]byte(nil), pl.header...)
+		finishHeader(header, n)
+	}
 	start := time.Now()
 	bytesPerSec := gbps * 1e9 / 8
+	var dropped uint64
+	var droppedAt time.Time
 	for ctx.Err() == nil {
-		if window > 0 && c.packets.Load() > rx.packets.Load()+window {
+		if window > 0 && c.packets.Load() > rx.packets.Load()+dropped+window {
 			// Sender and receiver share this process: keep at most window packets in flight,
 			// so a loopback run measures the data path rather than socket-buffer overflow.
+			// Dropped packets never arrive: they leave the window too (the counters are read
+			// at most once a millisecond while the window is full).
+			if now := time.Now(); now.Sub(droppedAt) > time.Millisecond {
+				rxs, txs := s.Stats().Totals()
+				dropped, droppedAt = rxs.Dropped+txs.Dropped, now
+			}
 			runtime.Gosched()
 			continue
 		}
@@ -245,24 +382,29 @@ func sender(ctx context.Context, s *daqiri.Session, port, queue, payload int, gb
 				continue
 			}
 		}
-		b, err := s.TxBurst(port, queue, 0)
+		b, err := s.TxBurst(port, queue, pl.batch)
 		if err != nil {
 			if errors.Is(err, daqiri.ErrNoFreePacketBuffers) || errors.Is(err, daqiri.ErrNoFreeBurstBuffers) {
 				runtime.Gosched()
 				continue
 			}
-			errs.Add(1)
+			errs.add(fmt.Errorf("taking a TX burst: %w", err))
 			time.Sleep(time.Millisecond)
 			continue
 		}
-		n := b.Len()
-		for i := 0; i < n; i++ {
-			if err := b.SetPacketLengths(i, payload); err != nil {
+		k := b.Len()
+		for i := 0; i < k; i++ {
+			if err := b.SetPacketLengths(i, n); err != nil {
 				b.Free()
-				errs.Add(1)
+				errs.add(fmt.Errorf("setting a %d-byte packet length: %w", n, err))
 				return
 			}
-			if p := b.Packet(i); len(p) >= 8 {
+			p := b.Packet(i)
+			copy(p, header)
+			switch {
+			case pl.seq32 && len(p) >= pl.seqAt+4:
+				binary.BigEndian.PutUint32(p[pl.seqAt:], uint32(seq))
+			case !pl.seq32 && len(p) >= 8:
 				binary.BigEndian.PutUint64(p, seq)
 			}
 			seq++
@@ -272,22 +414,23 @@ func sender(ctx context.Context, s *daqiri.Session, port, queue, payload int, gb
 				// Not connected yet (TCP client, UDP server without a peer): the burst is
 				// still ours.
 				b.Free()
-				seq -= uint64(n)
+				seq -= uint64(k)
 				time.Sleep(10 * time.Millisecond)
 				continue
 			}
 			if errors.Is(err, daqiri.ErrInvalidParameter) {
 				b.Free()
 			}
-			errs.Add(1)
+			errs.add(err)
 			continue
 		}
-		c.packets.Add(uint64(n))
-		c.bytes.Add(uint64(n * payload))
+		c.packets.Add(uint64(k))
+		c.bytes.Add(uint64(k * pl.payload))
 	}
 }
 
-// receiver takes bursts from one queue and frees them, counting packets and bytes.
+// receiver takes bursts from one queue and frees them, counting packets and bytes. An
+// aggregate of a reorder plan counts as the packets that went into it.
 func receiver(s *daqiri.Session, port, queue int, c *counter, stop <-chan struct{}) {
 	idle := 0
 	for {
@@ -309,6 +452,20 @@ func receiver(s *daqiri.Session, port, queue int, c *counter, stop <-chan struct
 			continue
 		}
 		idle = 0
+		if info, err := b.ReorderInfo(); err == nil {
+			c.batches.Add(1)
+			c.sources.Add(uint64(info.SourcePackets))
+			c.missing.Add(uint64(info.Missing))
+			if info.Missing == 0 {
+				c.complete.Add(1)
+			} else {
+				c.timedOut.Add(1)
+			}
+			c.packets.Add(uint64(info.SourcePackets))
+			c.bytes.Add(uint64(info.SourcePackets * info.PayloadLen))
+			b.Free()
+			continue
+		}
 		c.packets.Add(uint64(b.Len()))
 		c.bytes.Add(uint64(b.TotalBytes()))
 		b.Free()
@@ -324,6 +481,9 @@ func (r *result) table(w io.Writer) {
 		for i, q := range p.Tx {
 			fmt.Fprintf(w, "%-16s %-8s %-3s %5d %14d %16d %12d%s\n", p.Name, p.Engine, "tx", i, q.Packets, q.Bytes, q.Dropped, reasons(q.Drops))
 		}
+		if len(p.Events) > 0 {
+			fmt.Fprintf(w, "%-16s %-8s events: %s\n", p.Name, p.Engine, strings.TrimSuffix(strings.TrimPrefix(reasons(p.Events), "  ("), ")"))
+		}
 	}
 	fmt.Fprintf(w, "\n%.2f s, payload %d B\n", r.Seconds, r.PayloadSize)
 	fmt.Fprintf(w, "  sent      %14d packets  %8.2f Gb/s  %8.3f Mpps\n", r.TxPackets, r.TxGbps, r.TxMpps)
@@ -332,8 +492,20 @@ func (r *result) table(w io.Writer) {
 	if r.mode == "both" {
 		fmt.Fprintf(w, "  unaccounted %12d packets\n", r.Unaccounted)
 	}
+	if r.Reorder != nil {
+		fmt.Fprintf(w, "  reorder   %14d batches (%d complete, %d delivered on timeout with %d slots missing) from %d packets\n",
+			r.Reorder.Batches, r.Reorder.Complete, r.Reorder.TimedOut, r.Reorder.MissingSlots, r.Reorder.SourcePackets)
+	}
 	if r.SendErrors > 0 {
 		fmt.Fprintf(w, "  send errors %12d\n", r.SendErrors)
+		keys := make([]string, 0, len(r.SendErrorReasons))
+		for k := range r.SendErrorReasons {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "    %d × %s\n", r.SendErrorReasons[k], k)
+		}
 	}
 }
 
@@ -354,6 +526,17 @@ func reasons(m map[string]uint64) string {
 		s += fmt.Sprintf("%s %d", k, m[k])
 	}
 	return s + ")"
+}
+
+// pinTo locks the calling goroutine to its OS thread and pins it to core when one is given
+// and allowed (upstream's bench sections name the cores of the application's threads).
+func pinTo(core *int) {
+	if core != nil {
+		if _, err := osthread.LockAndPin(*core); err == nil {
+			return
+		}
+	}
+	runtime.LockOSThread()
 }
 
 // pinSender locks the calling goroutine to its OS thread and pins that thread to the TX

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -39,13 +40,39 @@ type options struct {
 	mode     string
 	payload  int
 	rateGbps float64
-	window   int
+	window   optInt
 	json     bool
 	quiet    bool
 
 	metricsAddr   string
 	metricsLinger time.Duration
 	metrics       *metricsServer // set by run when metricsAddr is
+}
+
+// optInt is an integer flag that knows whether it was given (its help shows no default:
+// the default depends on the configuration).
+type optInt struct {
+	v   int
+	set bool
+}
+
+func (o *optInt) String() string {
+	if o == nil || !o.set {
+		return ""
+	}
+	return strconv.Itoa(o.v)
+}
+
+func (o *optInt) Set(s string) error {
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return errors.New("not an integer")
+	}
+	if v < 0 {
+		return errors.New("must be ≥ 0")
+	}
+	o.v, o.set = v, true
+	return nil
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -58,7 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.mode, "mode", "both", "which queues to drive: both, tx (send only) or rx (receive only)")
 	fs.IntVar(&o.payload, "payload", 0, "payload bytes per packet (default: from the config's bench section, else 8000)")
 	fs.Float64Var(&o.rateGbps, "rate", 0, "cap the send rate at this many Gb/s of payload (0 = as fast as possible)")
-	fs.IntVar(&o.window, "window", -1, "with --mode both: at most this many packets sent but not yet received (0 = unlimited; default: the config's bench.window)")
+	fs.Var(&o.window, "window", fmt.Sprintf("with --mode both: at most this many `packets` sent but not yet received; 0 = no limit (default: the config's bench.window, else %d)", defaultWindow))
 	fs.BoolVar(&o.json, "json", false, "print one JSON object with the results at the end instead of the table")
 	fs.BoolVar(&o.quiet, "quiet", false, "no live progress line")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve the counters in Prometheus text format at http://HOST:PORT/metrics (port 0: any free one)")

@@ -55,3 +55,26 @@ func TestShortRunJSON(t *testing.T) {
 		t.Fatalf("tx %v, rx %v, dropped %v: packets unaccounted for", tx, rx, dr)
 	}
 }
+
+// TestWindowHelp (issue 19 item 17): --window's help names its real default and no "-1".
+func TestWindowHelp(t *testing.T) {
+	var out, errb bytes.Buffer
+	if rc := run([]string{"-h"}, &out, &errb); rc != 0 {
+		t.Fatalf("rc %d", rc)
+	}
+	h := errb.String()
+	i := strings.Index(h, "-window")
+	if i < 0 {
+		t.Fatalf("no -window in the help:\n%s", h)
+	}
+	w := h[i:]
+	if j := strings.Index(w[1:], "\n  -"); j > 0 {
+		w = w[:j+1]
+	}
+	if strings.Contains(w, "-1") || !strings.Contains(w, "else 4096") || !strings.Contains(w, "0 = no limit") {
+		t.Fatalf("window help: %q", w)
+	}
+	if rc := run([]string{"--window", "-3"}, &out, &errb); rc != 2 {
+		t.Fatalf("negative window: rc %d", rc)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/daqiri-go/daqiri/capture/gds"
 	"github.com/daqiri-go/daqiri/capture/s3"
 	"github.com/daqiri-go/daqiri/cudart"
+	"github.com/daqiri-go/daqiri/internal/tty"
 )
 
 // capturer owns the session's receive loop and the writers.
@@ -22,6 +23,7 @@ type capturer struct {
 	s      *daqiri.Session
 	o      *options
 	stderr io.Writer
+	line   *tty.Progress
 	ports  []int
 
 	pcap   *capture.PcapWriter
@@ -38,7 +40,7 @@ type capturer struct {
 }
 
 func newCapturer(ctx context.Context, s *daqiri.Session, o *options, stderr io.Writer) (_ *capturer, err error) {
-	c := &capturer{s: s, o: o, stderr: stderr}
+	c := &capturer{s: s, o: o, stderr: stderr, line: tty.NewProgress(stderr)}
 	defer func() {
 		if err != nil {
 			c.closeWriters()
@@ -217,9 +219,7 @@ func (c *capturer) loop(ctx context.Context) {
 			b.Free()
 		}
 	}
-	if !c.o.quiet && !c.o.json {
-		fmt.Fprintln(c.stderr)
-	}
+	c.line.Done()
 }
 
 func (c *capturer) fail(msg string) {
@@ -248,11 +248,11 @@ func (c *capturer) progress(now time.Time, mbps float64) {
 			dropped += q.Dropped
 		}
 	}
-	line := fmt.Sprintf("\r%7.1fs  %d pkts  %.1f MB  dropped %d  write %.1f MB/s", now.Sub(c.start).Seconds(), c.sum.Packets, float64(c.sum.Bytes)/1e6, dropped, mbps)
+	line := fmt.Sprintf("%7.1fs  %d pkts  %.1f MB  dropped %d  write %.1f MB/s", now.Sub(c.start).Seconds(), c.sum.Packets, float64(c.sum.Bytes)/1e6, dropped, mbps)
 	if c.s3w != nil {
 		line += fmt.Sprintf("  s3 %d up %d failed %.1f MB staged", c.sum.S3.Written, c.sum.S3.Failed, float64(c.s3w.Staged())/1e6)
 	}
-	fmt.Fprint(c.stderr, line+"   ")
+	c.line.Update(line)
 }
 
 // write records one burst in every output.

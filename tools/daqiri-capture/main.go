@@ -11,7 +11,8 @@
 //	                [--s3-prefix P] [--s3-mode burst|packet]]
 //	               [--ports a,b] [--duration D] [--count N] [--quiet] [--json]
 //
-// S3 credentials come from the AWS SDK's default chain (AWS_ACCESS_KEY_ID and
+// tools/daqiri-capture/example.yaml is a configuration to start from (a UDP server on
+// 127.0.0.1:5005). S3 credentials come from the AWS SDK's default chain (AWS_ACCESS_KEY_ID and
 // AWS_SECRET_ACCESS_KEY, shared configuration files, ...).
 package main
 

@@ -130,7 +130,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// routinely and must not leave pictures in whatever directory it was run from.
 		switch {
 		case *schematicOut != "":
-			sys.SchematicOutput = *schematicOut
+			sys.SchematicOutput, sys.SchematicNamed = *schematicOut, true
 		case what == "schematic":
 			sys.SchematicOutput = tune.SchematicFile
 		}

@@ -172,3 +172,40 @@ func TestCheckSchematic(t *testing.T) {
 		t.Errorf("no sysfs: rc %d\n%s", rc, stdout)
 	}
 }
+
+// TestSchematicSymlink (issue 19 item 7): the default pcie_schematic.svg used to be written
+// through a symbolic link planted in the working directory, overwriting the link's target.
+// The default name is never followed; a path the user names explicitly is.
+func TestSchematicSymlink(t *testing.T) {
+	root, err := filepath.Abs(igx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	victim := filepath.Join(dir, "victim.txt")
+	if err := os.WriteFile(victim, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(dir, "pcie_schematic.svg")); err != nil {
+		t.Fatal(err)
+	}
+	rc, stdout, _ := runCLI("check", "schematic", "--root", root)
+	if rc != 1 || !strings.Contains(stdout, "is a symbolic link; not writing through it") {
+		t.Errorf("default name on a symlink: rc %d\n%s", rc, stdout)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep me" {
+		t.Fatalf("the link's target was overwritten: %q", b)
+	}
+	// Named explicitly: followed.
+	link := filepath.Join(dir, "named.svg")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	if rc, stdout, _ := runCLI("check", "schematic", "--root", root, "--schematic-output", link); rc != 0 {
+		t.Errorf("named link: rc %d\n%s", rc, stdout)
+	}
+	if b, _ := os.ReadFile(victim); !bytes.Contains(b, []byte("<svg")) {
+		t.Fatalf("named link not written through: %.40q", b)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"net/netip"
+	"testing"
 
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/flow"
@@ -15,8 +16,10 @@ import (
 
 // IP protocol numbers (IANA).
 const (
-	protoUDP = 17
-	protoGRE = 47
+	ProtoUDP = 17
+	ProtoGRE = 47
+	protoUDP = ProtoUDP
+	protoGRE = ProtoGRE
 )
 
 var (
@@ -175,6 +178,14 @@ func RandFrame(r *rand.Rand) []byte {
 				break
 			}
 		}
+	case 2: // shorten the first IPv4 header's tot_len: the frame carries bytes past the packet
+		for _, off := range []int{14, 18, 22} {
+			if len(f) > off+4 && f[off]>>4 == 4 {
+				l := binary.BigEndian.Uint16(f[off+2:])
+				binary.BigEndian.PutUint16(f[off+2:], uint16(r.IntN(int(l)+1)))
+				break
+			}
+		}
 	}
 	return f
 }
@@ -251,4 +262,23 @@ func RandRule(r *rand.Rand, id, nq int, flex []config.FlexItem) config.Flow {
 	}
 	f.Actions = append(f.Actions, config.Action{Type: config.ActionQueue, Queues: qs})
 	return f
+}
+
+// Compile compiles RX flows over queues 0..nq-1 (queue ids = positions) with Flex's items,
+// failing the test on an error.
+func Compile(t testing.TB, flows []config.Flow, nq int) []*flow.Rule {
+	t.Helper()
+	ids := make([]int, nq)
+	for i := range ids {
+		ids[i] = i
+	}
+	var rs []*flow.Rule
+	for i := range flows {
+		r, err := flow.Compile(nil, "flow", &flows[i], ids, Flex)
+		if err != nil {
+			t.Fatalf("compile %+v: %v", flows[i], err)
+		}
+		rs = append(rs, r)
+	}
+	return rs
 }

@@ -1,0 +1,126 @@
+package sockio
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Poller is an epoll instance: one thread waits on many sockets, so serving a connection
+// costs a file descriptor and a table entry, not a thread. Readiness is level-triggered: a
+// socket with bytes left stays ready, so a reader may stop early (for fairness, or for want
+// of buffers) without losing a wakeup.
+type Poller struct {
+	fd  int
+	evs []unix.EpollEvent
+}
+
+// PollEvent is one ready socket, by the token it was added with.
+type PollEvent struct {
+	Token uint64
+	// Hangup: the peer closed or the socket failed; reading tells which (EOF or an error).
+	Hangup bool
+}
+
+// NewPoller creates an epoll instance reporting up to batch events per Wait.
+func NewPoller(batch int) (*Poller, error) {
+	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("epoll_create1: %w", err)
+	}
+	return &Poller{fd: fd, evs: make([]unix.EpollEvent, max(batch, 1))}, nil
+}
+
+// Add watches fd for input, reporting it with token.
+func (p *Poller) Add(fd int, token uint64) error {
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP}
+	// The 64-bit epoll_data is Fd and Pad in x/sys's layout; keep the token there whole.
+	*(*uint64)(unsafe.Pointer(&ev.Fd)) = token
+	if err := unix.EpollCtl(p.fd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		return fmt.Errorf("epoll_ctl add: %w", err)
+	}
+	return nil
+}
+
+// Remove stops watching fd.
+func (p *Poller) Remove(fd int) error {
+	if err := unix.EpollCtl(p.fd, unix.EPOLL_CTL_DEL, fd, nil); err != nil {
+		return fmt.Errorf("epoll_ctl del: %w", err)
+	}
+	return nil
+}
+
+// Wait blocks until a watched socket is ready or d passes, and fills out with the ready ones.
+func (p *Poller) Wait(out []PollEvent, d time.Duration) (int, error) {
+	ms := int(d / time.Millisecond)
+	if d > 0 && ms == 0 {
+		ms = 1
+	}
+	k := min(len(out), len(p.evs))
+	for {
+		n, err := unix.EpollWait(p.fd, p.evs[:k], ms)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("epoll_wait: %w", err)
+		}
+		for i := 0; i < n; i++ {
+			e := &p.evs[i]
+			out[i] = PollEvent{Token: *(*uint64)(unsafe.Pointer(&e.Fd)), Hangup: e.Events&(unix.EPOLLHUP|unix.EPOLLERR|unix.EPOLLRDHUP) != 0}
+		}
+		return n, nil
+	}
+}
+
+// Close releases the epoll instance.
+func (p *Poller) Close() error {
+	if p.fd < 0 {
+		return nil
+	}
+	err := unix.Close(p.fd)
+	p.fd = -1
+	return err
+}
+
+// SetNonblock makes calls on the socket return at once instead of waiting (for listeners
+// served from a Poller: Accept then reports ErrTimeout when no connection is pending).
+func (s *sock) SetNonblock() error { return unix.SetNonblock(s.fd, true) }
+
+// ReadvNow is Readv that never waits (MSG_DONTWAIT): ErrTimeout when nothing is there, io.EOF
+// when the peer closed. The socket itself stays blocking, so writes on it still block for
+// flow control.
+func (c *TCPConn) ReadvNow(a, b []byte) (int, error) {
+	var iov [2]unix.Iovec
+	k := 0
+	for _, p := range [2][]byte{a, b} {
+		if len(p) > 0 {
+			iov[k].Base = unsafe.SliceData(p)
+			iov[k].SetLen(len(p))
+			k++
+		}
+	}
+	if k == 0 {
+		return 0, nil
+	}
+	msg := unix.Msghdr{Iov: &iov[0]}
+	msg.SetIovlen(k)
+	for {
+		n, _, errno := unix.Syscall(unix.SYS_RECVMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&msg)), unix.MSG_DONTWAIT)
+		switch {
+		case errno == 0 && n == 0:
+			return 0, io.EOF
+		case errno == 0:
+			return int(n), nil
+		case errno == unix.EINTR:
+			continue
+		case errno == unix.EAGAIN:
+			return 0, ErrTimeout
+		}
+		return 0, fmt.Errorf("tcp recvmsg: %w", errno)
+	}
+}

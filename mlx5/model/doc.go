@@ -1,0 +1,96 @@
+// Package model is a software ConnectX (mlx5) device: one PCI function with one Ethernet
+// port, written so that a driver can be developed and tested against it without the
+// hardware, through the same interfaces a real device offers. No ConnectX is reachable from
+// this project's machines and no open-source emulator of one exists, so the model is held
+// to NVIDIA-authored sources: every layout comes from package prm, whose fields are checked
+// against the installed kernel and rdma-core headers, and every behaviour below names where
+// it comes from.
+//
+// # What a driver sees
+//
+// BAR0 (Device.BAR0) is byte-addressed like a VFIO region: the initialization segment at
+// offset 0 — firmware revision, command-interface revision 5, the command queue's address
+// and geometry (32 entries of 64 bytes), the command doorbell, the initializing bit, the
+// health buffer, the health counter, the free-running internal timer and the real-time clock
+// (include/linux/mlx5/device.h struct mlx5_init_seg, mlx5_ifc.h initial_seg) — and UAR pages
+// from index 2 on, whose CQ/EQ doorbells and BlueFlame registers go to the datapath. DMA
+// (Device.DMA) is an I/O address space the driver maps its memory into, as a VFIO container
+// does; every address in a command, a context, a WQE or a mailbox is looked up there, and
+// an address outside every mapping is a fault that becomes a PRM error, never a panic.
+//
+// Commands reach the firmware model two ways, as on the real device: the command queue in
+// host memory (entries with 16 inline bytes each way, chains of 1 KiB-aligned mailboxes with
+// block numbers and tokens, the ownership bit, the delivery status, and a command-completion
+// EQE with the completion vector; kernel drivers/net/ethernet/mellanox/mlx5/core/cmd.c,
+// rdma-core providers/mlx5/mlx5_vfio.c), and Device.Exec, the "execute these PRM bytes" call
+// that stands in for the DevX ioctls. Both run the same handlers and write the same output:
+// status and syndrome (device.h MLX5_CMD_STAT_*), then the command's output layout.
+//
+// # What is modelled, and from which source
+//
+//   - Bring-up as mlx5_core (main.c mlx5_function_setup) and mlx5_vfio.c order it:
+//     ENABLE_HCA, QUERY_ISSI/SET_ISSI (ISSI 0 and 1), QUERY_PAGES for boot, init and regular
+//     pages with MANAGE_PAGES give/take and page accounting (pagealloc.c), page-request
+//     EQEs (device.h struct mlx5_eqe_page_req; Device.RequestPages), ACCESS_REG of the host
+//     endianness register (driver.h MLX5_REG_HOST_ENDIANNESS), QUERY_HCA_CAP/SET_HCA_CAP for
+//     the general, Ethernet-offload, flow-table and QoS capability pages, INIT_HCA,
+//     TEARDOWN_HCA (graceful, force, prepare-fast, with the NIC interface state mlx5_vfio.c
+//     polls), DISABLE_HCA, QUERY/MODIFY_NIC_VPORT_CONTEXT (permanent MAC, MTU, promiscuous
+//     bits), QUERY_VPORT_STATE and QUERY_VPORT_COUNTER. Commands out of order get
+//     BAD_SYS_STATE. Device.Fail puts firmware in a fatal state: health syndrome set, health
+//     counter stopped (what mlx5_core's poll_health watches), commands answered INT_ERR.
+//   - Objects with firmware-like checks (mlx5_ifc.h layouts): UAR, PD, transport domain,
+//     UMEM, MKEY (PA and MTT), EQ (event bitmask, owner bit per lap as eq.c reads it, arming
+//     through the UAR doorbell, an interrupt callback per armed EQ), Q counters, CQ, RQ
+//     (cyclic and striding), SQ, RQT, TIR (direct and Toeplitz RSS), TIS, NIC RX/TX flow
+//     tables, groups and entries, flow counters, packet reformat contexts and packet pacing
+//     indexes. Sizes beyond the capabilities, unknown or foreign object numbers, objects still
+//     in use, malformed contexts and illegal queue state transitions get the PRM status and a
+//     syndrome; short inputs get BAD_INP_LEN and short outputs BAD_OUTP_LEN.
+//   - The datapath (package internal/datapath, which documents its own sources): CQEs with
+//     owner bit and compression in both layouts, RQs with scatter and striding with filler
+//     CQEs, SQs with SEND, inline headers, eMPW, WAIT-on-time, checksum offload, VLAN insert,
+//     reformat and pacing, steering and RSS, timestamps, counters, the wire (Device.Cable for
+//     two ports or internal loopback, Device.SetWire, Device.Bridge to a netdev).
+//   - Time: deterministic by default (the clock moves only by Device.Advance and the
+//     datapath only by Device.Step), or free-running (Config.Realtime, Device.Run).
+//
+// # Where real hardware may differ (inferred, not documented)
+//
+// The public sources give layouts and driver behaviour, not firmware's rules; these are the
+// model's own choices, each a plausible reading, and each a place a driver written against
+// the model could still meet a surprise on hardware:
+//
+//   - Syndromes are the model's (Syndrome* constants): firmware's are undocumented hashes.
+//     Drivers must act on the status only.
+//   - Capability values (Config and defaultCaps) are chosen, not copied from a device; the
+//     bits SET_HCA_CAP may change are those the drivers set. Page counts for boot and init
+//     are configuration (defaults 32 and 64).
+//   - The BAR is 1 MiB, UAR indices start at 2 (the init segment reaches into page 1), the
+//     health counter ticks every 100 ms of device time, the initializing bit clears after
+//     Config.InitializingReads reads, and commands complete synchronously inside the
+//     doorbell store.
+//   - Mailbox and entry signatures are not checked (mlx5_core disables checksums, and the
+//     model reports cmdif_checksum 0); a mailbox chain the model cannot read is reported as a
+//     pointer-alignment delivery error, which is the nearest status the kernel names.
+//   - Memory handed to firmware (pages, PAS lists, doorbell records, MTT entries) must be
+//     mapped when the command runs, or the command fails with BAD_PARAM; hardware would take
+//     the fault later, on first access.
+//   - uid rules: an object belongs to the uid that created it; uid 0 (a kernel or VFIO
+//     driver) may use and destroy anything, and others may use uid 0's objects (from the
+//     kernel's devx.c uid stamping).
+//   - An EQ that is full loses the event and is marked overrun; arming an EQ that holds
+//     unconsumed EQEs raises its interrupt at once.
+//   - MODIFY_TIR replaces the whole context; object numbers are not reused until their
+//     space wraps; the vport is operationally up while the port has a wire, and its counters
+//     report all traffic as unicast; a failed device still completes commands (INT_ERR).
+//
+// # Not modelled
+//
+// UMEM-backed queues and keys (the umem id fields of cqc, wq and create_mkey_in are not in
+// Linux 6.1's mlx5_ifc.h, which the layout test checks against; PAS lists and MTT keys are
+// modelled), KLM/KSM keys, 128-byte CQEs, CQ resize, RMPs, QPs and RDMA, LRO, the extended
+// striding-RQ stride range, other vports and the eswitch, registers other than host
+// endianness, PCI configuration space and the MSI-X table (Config.Interrupt stands in), and
+// more than one function per device.
+package model

@@ -1,0 +1,216 @@
+package datapath
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"github.com/daqiri-go/daqiri/internal/testutil"
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/daqiri-go/daqiri/integration/netns"
+	"github.com/daqiri-go/daqiri/mlx5/model/internal/datapath/afpacket"
+	"github.com/daqiri-go/daqiri/mlx5/prm"
+)
+
+// TestBridgeVeth bridges a model port to one end of a veth pair whose other end is in
+// another network namespace: UDP datagrams the peer's kernel sends arrive in the model's RQ
+// through its steering, and frames the model's SQ sends as raw WQEs (checksums left to the
+// offload) are decoded by tshark on the peer, with valid checksums, and delivered to a UDP
+// socket there. Run privileged tests under `flock /tmp/daqiri-priv.lock`.
+func TestBridgeVeth(t *testing.T) {
+	netns.Require(t)
+	tshark := testutil.RequireTool(t, "tshark", "Debian: apt-get install tshark; CI installs it from .ci/apt.d/mlx5.txt")
+	pair := netns.NewPairWith(t, netns.PairOptions{MTU: 1500})
+	var sock *afpacket.Socket
+	must(t, pair.A.Do(func() error {
+		s, err := afpacket.Open(pair.VethA)
+		sock = s
+		return err
+	}))
+	t.Cleanup(func() { sock.Close() })
+
+	e := newEnv(t)
+	rxcq := e.newCQ(6, nil)
+	rq := e.newRQ(rxcq, 6, 2048, 0, 0)
+	rq.post(64)
+	tirn := e.id()
+	must(t, e.nic.CreateTIR(TIRParams{TIRN: tirn, InlineRQ: rq.rqn}))
+	// Steering: UDP to port 7000 goes to the RQ; everything else (ARP, IPv6, ICMP) misses.
+	ft, g := e.id(), e.id()
+	must(t, e.nic.CreateFlowTable(FlowTableParams{Type: TableNICRX, ID: ft, LogSize: 2}))
+	crit := make([]byte, matchParamBytes)
+	prm.FTEMatchSetLyr24.IPProtocol.Set(crit, 0xff)
+	prm.FTEMatchSetLyr24.UDPDport.Set(crit, 0xffff)
+	must(t, e.nic.CreateFlowGroup(FlowGroupParams{Type: TableNICRX, Table: ft, ID: g, Start: 0, End: 0, CriteriaEnable: 1, Criteria: crit}))
+	val := make([]byte, matchParamBytes)
+	prm.FTEMatchSetLyr24.IPProtocol.Set(val, protoUDP)
+	prm.FTEMatchSetLyr24.UDPDport.Set(val, 7000)
+	must(t, e.nic.SetFTE(FTEParams{Type: TableNICRX, Table: ft, Group: g, Action: ActionFwdDest, FlowTag: 0x70, Dests: []Dest{{DestTIR, tirn}}, Value: val}))
+	must(t, e.nic.SetRoot(TableNICRX, ft))
+	txcq := e.newCQ(6, nil)
+	sq := e.newSQ(txcq, 6, nil)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	bridged := make(chan error, 1)
+	go func() { bridged <- Bridge(ctx, e.nic, sock) }()
+	defer func() {
+		cancel()
+		if err := <-bridged; err != context.Canceled {
+			t.Errorf("bridge: %v", err)
+		}
+	}()
+
+	// Peer → model: the peer's kernel sends five datagrams to the veth end's address.
+	const n = 5
+	must(t, pair.B.Do(func() error {
+		// Unconnected: the veth end's own kernel answers port unreachable, which must not
+		// fail the later sends.
+		c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: pair.AddrB.AsSlice()})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		to := &net.UDPAddr{IP: pair.AddrA.AsSlice(), Port: 7000}
+		for i := 0; i < n; i++ {
+			if _, err := c.WriteToUDP([]byte(fmt.Sprintf("peer-to-model-%d", i)), to); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	var got []string
+	deadline := time.Now().Add(10 * time.Second)
+	for len(got) < n && time.Now().Before(deadline) {
+		e.nic.Step(64)
+		for _, c := range rxcq.poll() {
+			idx := prm.CQE64.WQECounter.Get(c[:]) & 63
+			f := rq.mem[idx][:prm.CQE64.ByteCnt.Get(c[:])]
+			if tag := prm.CQE64.SopDropQPN.Get(c[:]) & 0xffffff; tag != 0x70 {
+				t.Fatalf("flow tag %#x", tag)
+			}
+			got = append(got, string(f[42:]))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := 0; i < n; i++ {
+		if i >= len(got) || got[i] != fmt.Sprintf("peer-to-model-%d", i) {
+			t.Fatalf("model received %q, want %d datagrams from the peer", got, n)
+		}
+	}
+
+	// Model → peer: tshark captures on the peer's end, a UDP socket there receives.
+	var lis *net.UDPConn
+	must(t, pair.B.Do(func() error {
+		var err error
+		lis, err = net.ListenUDP("udp4", &net.UDPAddr{IP: pair.AddrB.AsSlice(), Port: 7001})
+		return err
+	}))
+	defer lis.Close()
+	tctx, tcancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer tcancel()
+	cmd := exec.CommandContext(tctx, "ip", "netns", "exec", pair.B.Name, tshark, "-i", pair.VethB, "-l", "-n",
+		"-a", "duration:55", "-f", "udp dst port 7001",
+		"-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE",
+		"-T", "fields", "-E", "separator=|", "-e", "eth.src", "-e", "ip.src", "-e", "ip.dst",
+		"-e", "udp.dstport", "-e", "data.data", "-e", "ip.checksum.status", "-e", "udp.checksum.status")
+	var errText bytes.Buffer
+	cmd.Stderr = &errText
+	stdout, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	defer func() {
+		tcancel()
+		cmd.Wait()
+	}()
+	lines := make(chan string, 1024)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	send := func(payload string) {
+		f := udpFrame(pair.AddrA.As4(), pair.AddrB.As4(), 7000, 7001, 0, 0)
+		f = append(f, payload...)
+		copy(f[0:6], pair.MACB)
+		copy(f[6:12], pair.MACA)
+		binary.BigEndian.PutUint16(f[16:], uint16(len(f)-14)) // IPv4 total length
+		binary.BigEndian.PutUint16(f[38:], uint16(len(f)-34)) // UDP length
+		// Checksums zeroed: the WQE asks the device for them.
+		f[24], f[25], f[40], f[41] = 0, 0, 0, 0
+		sq.send(f, prm.WQEEthL3Csum|prm.WQEEthL4Csum, prm.WQECtrlCQUpdate)
+		e.nic.Step(64)
+	}
+	// tshark says "Capturing on" before its capture sees packets: probe until it decodes
+	// one (at most 100 probes, 100 ms apart), so that no test frame is sent too early.
+	probes, live := 0, false
+	for probes < 100 && !live {
+		send(fmt.Sprintf("probe-%d", probes))
+		probes++
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("tshark ended: %s", errText.String())
+			}
+			live = strings.Contains(l, fmt.Sprintf("%x", "probe-"))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if !live {
+		t.Fatalf("tshark decoded none of %d probes: %s", probes, errText.String())
+	}
+	for i := 0; i < n; i++ {
+		send(fmt.Sprintf("model-to-peer-%d", i))
+	}
+	if c := e.nic.Counters(false); c.TXPackets != uint64(n+probes) || c.TXErrors != 0 {
+		t.Fatalf("model sent %d frames, %d errors; want %d", c.TXPackets, c.TXErrors, n+probes)
+	}
+	if cq := txcq.poll(); len(cq) != n+probes {
+		t.Fatalf("%d requester CQEs, want %d", len(cq), n+probes)
+	}
+	buf := make([]byte, 2048)
+	for i := 0; i < n; {
+		lis.SetReadDeadline(time.Now().Add(10 * time.Second))
+		k, from, err := lis.ReadFromUDP(buf)
+		if err != nil {
+			t.Fatalf("peer socket: %v after %d datagrams", err, i)
+		}
+		if bytes.HasPrefix(buf[:k], []byte("probe-")) {
+			continue
+		}
+		i++
+		if want := fmt.Sprintf("model-to-peer-%d", i-1); string(buf[:k]) != want || from.Port != 7000 {
+			t.Fatalf("peer socket got %q from %v, want %q", buf[:k], from, want)
+		}
+	}
+	var decoded []string
+	for len(decoded) < n {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("tshark ended after %d frames: %s", len(decoded), errText.String())
+			}
+			if !strings.Contains(l, fmt.Sprintf("%x", "probe-")) {
+				decoded = append(decoded, l)
+			}
+		case <-tctx.Done():
+			t.Fatalf("tshark decoded %d frames, want %d", len(decoded), n)
+		}
+	}
+	for i, l := range decoded {
+		fs := strings.Split(l, "|")
+		payload := fmt.Sprintf("%x", fmt.Sprintf("model-to-peer-%d", i))
+		good := func(s string) bool { return s == "1" || s == "Good" }
+		if len(fs) != 7 || fs[0] != pair.MACA.String() || fs[1] != pair.AddrA.String() || fs[2] != pair.AddrB.String() ||
+			fs[3] != "7001" || strings.ReplaceAll(fs[4], ":", "") != payload || !good(fs[5]) || !good(fs[6]) {
+			t.Fatalf("tshark line %d: %q", i, l)
+		}
+	}
+}

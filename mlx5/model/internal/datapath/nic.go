@@ -1,0 +1,321 @@
+package datapath
+
+import (
+	"context"
+	"encoding/binary"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/daqiri-go/daqiri/mlx5/prm"
+)
+
+// NIC is one simulated port's datapath: its queues, steering and wire. The control side
+// decodes and validates commands, then calls these methods; a method's *Error carries the
+// PRM status and syndrome the command must return. Methods are safe for concurrent use.
+// Events are delivered after the NIC's lock is released, so an Events implementation may
+// call back into the NIC.
+type NIC struct {
+	cfg Config
+
+	mu        sync.Mutex
+	cqs       map[uint32]*cq
+	rqs       map[uint32]*rq
+	sqs       map[uint32]*sq
+	rqts      map[uint32]*rqt
+	tirs      map[uint32]*tir
+	tiss      map[uint32]*TISParams
+	tables    [2]map[uint32]*table
+	roots     [2]uint32
+	hasRoot   [2]bool
+	fcounters map[uint32]*FlowCounter
+	reformats map[uint32]*ReformatParams
+	pacing    map[uint16]PacingParams
+	stats     Counters
+	qOOB      map[uint32]uint64 // out_of_buffer per Q counter set
+	wire      Wire
+	pendingSQ map[uint32]bool
+	events    []func()
+
+	inMu    sync.Mutex
+	inbox   [][]byte
+	inDrops uint64 // frames the full inbox refused, under inMu
+
+	kick chan struct{}
+}
+
+// inboxLimit bounds the frames waiting for a Step: a port that is not stepped drops what
+// arrives beyond it (counted as out of buffer), as a NIC's RX FIFO overflows.
+const inboxLimit = 4096
+
+// New returns a port's datapath with no objects.
+func New(cfg Config) *NIC {
+	n := &NIC{
+		cfg:       cfg,
+		cqs:       map[uint32]*cq{},
+		rqs:       map[uint32]*rq{},
+		sqs:       map[uint32]*sq{},
+		rqts:      map[uint32]*rqt{},
+		tirs:      map[uint32]*tir{},
+		tiss:      map[uint32]*TISParams{},
+		fcounters: map[uint32]*FlowCounter{},
+		reformats: map[uint32]*ReformatParams{},
+		pacing:    map[uint16]PacingParams{},
+		pendingSQ: map[uint32]bool{},
+		qOOB:      map[uint32]uint64{},
+		kick:      make(chan struct{}, 1),
+	}
+	n.tables[0] = map[uint32]*table{}
+	n.tables[1] = map[uint32]*table{}
+	return n
+}
+
+// lock and unlock bracket every method; unlock delivers the events raised meanwhile.
+func (n *NIC) lock() { n.mu.Lock() }
+
+func (n *NIC) unlock() {
+	ev := n.events
+	n.events = nil
+	n.mu.Unlock()
+	for _, f := range ev {
+		f()
+	}
+}
+
+func (n *NIC) raise(f func()) {
+	if n.cfg.Events != nil {
+		n.events = append(n.events, f)
+	}
+}
+
+func (n *NIC) signal() {
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Counters reads the port's counters; clear zeroes them after reading.
+func (n *NIC) Counters(clear bool) Counters {
+	n.lock()
+	defer n.unlock()
+	c := n.stats
+	n.inMu.Lock()
+	c.RXOutOfBuffer += n.inDrops
+	if clear {
+		n.stats = Counters{}
+		n.inDrops = 0
+	}
+	n.inMu.Unlock()
+	return c
+}
+
+// QCounterOutOfBuffer reads (and optionally clears) a Q counter set's out_of_buffer: the
+// frames dropped because an RQ whose rqc counter_set_id names the set had no posted WQE
+// (QUERY_Q_COUNTER; DPDK reports it as rx_out_of_buffer). Counters' RXOutOfBuffer counts
+// them for all RQs.
+func (n *NIC) QCounterOutOfBuffer(set uint32, clear bool) uint64 {
+	n.lock()
+	defer n.unlock()
+	v := n.qOOB[set]
+	if clear {
+		delete(n.qOOB, set)
+	}
+	return v
+}
+
+// UARWrite is a store to a UAR page of BAR0 at byte offset off (4 or 8 bytes, or a whole
+// BlueFlame buffer), big-endian data as the driver wrote it: CQ arm doorbells (0x20), EQ
+// doorbells (0x40, 0x48, forwarded to Events) and SQ doorbells/BlueFlame (0x800 to 0xfff).
+// A store the model does not decode is ignored, as writes to unused UAR space are.
+func (n *NIC) UARWrite(uar uint32, off uint32, data []byte) {
+	n.lock()
+	defer n.unlock()
+	switch {
+	case off == prm.UARCQDoorbell && len(data) >= 8:
+		// kernel cq.h mlx5_cq_arm: sn<<28 | cmd | ci, then the CQ number.
+		hi := binary.BigEndian.Uint32(data)
+		cqn := binary.BigEndian.Uint32(data[4:]) & 0xffffff
+		if c := n.cqs[cqn]; c != nil {
+			n.armCQ(c, hi&0xffffff, hi&prm.CQDBReqNotSol != 0)
+		}
+	case (off == prm.UAREQDoorbellArm || off == prm.UAREQDoorbellUpdate) && len(data) >= 4:
+		v := binary.BigEndian.Uint32(data)
+		arm := off == prm.UAREQDoorbellArm
+		ev := n.cfg.Events
+		n.raise(func() { ev.EQDoorbell(uar, v>>24, v&0xffffff, arm) })
+	case off >= prm.UARBlueFlame && off < prm.UARPageSize && len(data) >= 8:
+		// The first 8 bytes of the control segment: the SQ number is in qpn_ds (rdma-core
+		// qp.c mlx5_bf_copy / DPDK mlx5_tx_dbrec: the doorbell is the ctrl segment's head).
+		sqn := prm.CtrlSQN(binary.BigEndian.Uint32(data[4:]))
+		if s := n.sqs[sqn]; s != nil {
+			n.pendingSQ[sqn] = true
+			n.signal()
+		}
+	}
+}
+
+// SetWire connects the port's transmit side; nil drops what it sends.
+func (n *NIC) SetWire(w Wire) {
+	n.lock()
+	defer n.unlock()
+	n.wire = w
+}
+
+// Receive hands the port a frame from its wire. The frame is copied and processed on the
+// next Step (or at once in free-running mode).
+func (n *NIC) Receive(frame []byte) {
+	n.inMu.Lock()
+	if len(n.inbox) >= inboxLimit {
+		n.inDrops++
+		n.inMu.Unlock()
+		return
+	}
+	n.inbox = append(n.inbox, append([]byte(nil), frame...))
+	n.inMu.Unlock()
+	n.signal()
+}
+
+// Transmit makes a NIC a Wire: what is transmitted to it, it receives.
+func (n *NIC) Transmit(frame []byte) { n.Receive(frame) }
+
+// Step does the work pending now: SQ doorbells rung since the last Step and frames received
+// are processed until none is left or budget units of work (a WQE, a frame) were done. It
+// returns the units done; 0 means idle. Deterministic mode is calling only Step.
+func (n *NIC) Step(budget int) int {
+	if budget <= 0 {
+		return 0
+	}
+	done := 0
+	n.lock()
+	// SQs in number order, so that runs are reproducible.
+	sqns := make([]uint32, 0, len(n.pendingSQ))
+	for sqn := range n.pendingSQ {
+		sqns = append(sqns, sqn)
+	}
+	sort.Slice(sqns, func(i, j int) bool { return sqns[i] < sqns[j] })
+	for _, sqn := range sqns {
+		s := n.sqs[sqn]
+		if s == nil {
+			delete(n.pendingSQ, sqn)
+			continue
+		}
+		k, idle := n.runSQ(s, budget-done)
+		done += k
+		if idle {
+			delete(n.pendingSQ, sqn)
+		}
+		if done >= budget {
+			break
+		}
+	}
+	n.unlock()
+	for done < budget {
+		n.inMu.Lock()
+		if len(n.inbox) == 0 {
+			n.inMu.Unlock()
+			break
+		}
+		f := n.inbox[0]
+		n.inbox[0] = nil
+		n.inbox = n.inbox[1:]
+		n.inMu.Unlock()
+		n.lock()
+		n.receive(f)
+		n.unlock()
+		done++
+	}
+	n.lock()
+	n.flushCQs()
+	n.unlock()
+	return done
+}
+
+// Pending reports whether a Step has work: doorbells not yet served or frames waiting.
+// A paced or waiting SQ stays pending until its time comes.
+func (n *NIC) Pending() bool {
+	n.lock()
+	p := len(n.pendingSQ) > 0
+	n.unlock()
+	n.inMu.Lock()
+	p = p || len(n.inbox) > 0
+	n.inMu.Unlock()
+	return p
+}
+
+// Run steps the port from a goroutine until ctx ends (free-running mode). It sleeps while
+// idle until a doorbell or a frame arrives, or briefly while an SQ waits for its time.
+func (n *NIC) Run(ctx context.Context) {
+	t := time.NewTimer(time.Millisecond)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		if n.Step(256) > 0 {
+			continue
+		}
+		wait := time.Hour
+		if n.Pending() {
+			wait = 50 * time.Microsecond
+		}
+		t.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.kick:
+		case <-t.C:
+		}
+	}
+}
+
+// Cable connects two ports back to back: each one's transmit is the other's receive.
+// Cable(a, a) is a port's internal loopback.
+func Cable(a, b *NIC) {
+	a.SetWire(b)
+	if a != b {
+		b.SetWire(a)
+	}
+}
+
+func (n *NIC) now() (free, rt uint64) {
+	if n.cfg.Clock == nil {
+		return 0, 0
+	}
+	return n.cfg.Clock.FreeRunning(), n.cfg.Clock.RealTime()
+}
+
+// rtNanos converts the PRM real-time format (seconds << 32 | nanoseconds) to nanoseconds.
+func rtNanos(v uint64) uint64 { return (v>>32)*1e9 + v&0xffffffff }
+
+// ManualClock is a Clock tests advance by hand: both formats derive from one nanosecond
+// count (the free-running counter ticks once a nanosecond, i.e. device_frequency_khz 1e6).
+type ManualClock struct {
+	mu sync.Mutex
+	ns uint64
+}
+
+// Advance moves the clock forward by d.
+func (c *ManualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.ns += uint64(d)
+	c.mu.Unlock()
+}
+
+// Set sets the clock to ns nanoseconds.
+func (c *ManualClock) Set(ns uint64) {
+	c.mu.Lock()
+	c.ns = ns
+	c.mu.Unlock()
+}
+
+// FreeRunning implements Clock.
+func (c *ManualClock) FreeRunning() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ns
+}
+
+// RealTime implements Clock.
+func (c *ManualClock) RealTime() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ns/1e9<<32 | c.ns%1e9
+}

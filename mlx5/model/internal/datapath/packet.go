@@ -1,0 +1,344 @@
+package datapath
+
+import (
+	"encoding/binary"
+
+	"github.com/daqiri-go/daqiri/mlx5/prm"
+)
+
+// Ethertypes and IP protocols the parser knows.
+const (
+	etherIPv4  = 0x0800
+	etherIPv6  = 0x86dd
+	etherCVLAN = 0x8100
+	etherSVLAN = 0x88a8
+	protoTCP   = 6
+	protoUDP   = 17
+	protoGRE   = 47
+	vxlanPort  = 4789
+)
+
+// headers is what the device's parser finds in one layer of a frame (outer, or inner
+// behind a tunnel).
+type headers struct {
+	dmac, smac [6]byte
+	ethertype  uint16 // after VLAN tags
+	vlans      []vlanTag
+	l3         int // offset of the IP header, -1 if none
+	ipVersion  uint8
+	ihl        uint8
+	proto      uint8
+	dscp, ecn  uint8
+	ttl        uint8
+	frag       bool
+	src, dst   [16]byte // IPv4 in the last 4 bytes, as fte_match_set_lyr_2_4 keeps it
+	l4         int      // offset of the L4 header, -1 if none
+	sport      uint16
+	dport      uint16
+	tcpFlags   uint16
+	l4Len      int
+}
+
+type vlanTag struct {
+	tpid uint16
+	tci  uint16
+}
+
+// packet is a parsed frame: outer headers, tunnel fields and inner headers.
+type packet struct {
+	frame    []byte
+	outer    headers
+	tunneled bool
+	vni      uint32
+	greKey   uint32
+	greProto uint16
+	greK     bool
+	inner    headers
+}
+
+// parseL2 parses Ethernet, up to two VLAN tags, IPv4/IPv6 and TCP/UDP starting at off.
+// A truncated header stops the parse where it is; nothing beyond the frame is read.
+func parseL2(f []byte, off int) headers {
+	h := headers{l3: -1, l4: -1}
+	if len(f) < off+14 {
+		return h
+	}
+	copy(h.dmac[:], f[off:])
+	copy(h.smac[:], f[off+6:])
+	et := binary.BigEndian.Uint16(f[off+12:])
+	p := off + 14
+	for (et == etherCVLAN || et == etherSVLAN) && len(f) >= p+4 && len(h.vlans) < 2 {
+		h.vlans = append(h.vlans, vlanTag{tpid: et, tci: binary.BigEndian.Uint16(f[p:])})
+		et = binary.BigEndian.Uint16(f[p+2:])
+		p += 4
+	}
+	h.ethertype = et
+	switch et {
+	case etherIPv4:
+		if len(f) < p+20 || f[p]>>4 != 4 {
+			return h
+		}
+		ihl := int(f[p]&0xf) * 4
+		if ihl < 20 || len(f) < p+ihl {
+			return h
+		}
+		h.l3, h.ipVersion, h.ihl = p, 4, f[p]&0xf
+		h.dscp, h.ecn = f[p+1]>>2, f[p+1]&3
+		h.ttl, h.proto = f[p+8], f[p+9]
+		fo := binary.BigEndian.Uint16(f[p+6:])
+		h.frag = fo&0x3fff != 0
+		copy(h.src[12:], f[p+12:p+16])
+		copy(h.dst[12:], f[p+16:p+20])
+		p += ihl
+	case etherIPv6:
+		if len(f) < p+40 || f[p]>>4 != 6 {
+			return h
+		}
+		h.l3, h.ipVersion = p, 6
+		tc := binary.BigEndian.Uint16(f[p:]) >> 4 & 0xff
+		h.dscp, h.ecn = uint8(tc>>2), uint8(tc&3)
+		h.proto, h.ttl = f[p+6], f[p+7]
+		copy(h.src[:], f[p+8:p+24])
+		copy(h.dst[:], f[p+24:p+40])
+		p += 40
+	default:
+		return h
+	}
+	if h.frag {
+		return h
+	}
+	switch h.proto {
+	case protoTCP:
+		if len(f) >= p+20 {
+			h.l4 = p
+			h.sport, h.dport = binary.BigEndian.Uint16(f[p:]), binary.BigEndian.Uint16(f[p+2:])
+			h.tcpFlags = binary.BigEndian.Uint16(f[p+12:]) & 0x1ff
+			h.l4Len = int(f[p+12]>>4) * 4
+		}
+	case protoUDP:
+		if len(f) >= p+8 {
+			h.l4, h.l4Len = p, 8
+			h.sport, h.dport = binary.BigEndian.Uint16(f[p:]), binary.BigEndian.Uint16(f[p+2:])
+		}
+	}
+	return h
+}
+
+// parse parses a frame, and behind a VXLAN (UDP 4789) or GRE (transparent Ethernet
+// bridging 0x6558) header the inner frame.
+func parse(f []byte) *packet {
+	p := &packet{frame: f, outer: parseL2(f, 0)}
+	o := &p.outer
+	switch {
+	case o.proto == protoUDP && o.l4 >= 0 && o.dport == vxlanPort && len(f) >= o.l4+16:
+		v := f[o.l4+8:]
+		if v[0]&0x08 != 0 { // the I flag: the VNI is valid (RFC 7348)
+			p.tunneled = true
+			p.vni = binary.BigEndian.Uint32(v[4:]) >> 8
+			p.inner = parseL2(f, o.l4+16)
+		}
+	case o.proto == protoGRE && o.l3 >= 0:
+		g := o.l3 + int(o.ihl)*4
+		if o.ipVersion == 6 {
+			g = o.l3 + 40
+		}
+		if len(f) < g+4 {
+			return p
+		}
+		flags := binary.BigEndian.Uint16(f[g:])
+		p.tunneled = true
+		p.greProto = binary.BigEndian.Uint16(f[g+2:])
+		q := g + 4
+		if flags&0x8000 != 0 { // checksum present
+			q += 4
+		}
+		if flags&0x2000 != 0 && len(f) >= q+4 {
+			p.greK, p.greKey = true, binary.BigEndian.Uint32(f[q:])
+			q += 4
+		}
+		if flags&0x1000 != 0 {
+			q += 4
+		}
+		if p.greProto == 0x6558 {
+			p.inner = parseL2(f, q)
+		}
+	}
+	return p
+}
+
+// matchParam lays a parsed frame out as an fte_match_param, so that a flow entry matches
+// when (param & criteria) == (value & criteria) (mlx5_ifc.h fte_match_param: outer L2-L4,
+// misc, inner L2-L4).
+func (p *packet) matchParam() []byte {
+	b := make([]byte, prm.FTEMatchParam.MiscParameters5.End()/8)
+	setLyr24(b[prm.FTEMatchParam.OuterHeaders.ByteOff():], &p.outer)
+	misc := b[prm.FTEMatchParam.MiscParameters.ByteOff():]
+	m := prm.FTEMatchSetMisc
+	if len(p.outer.vlans) > 1 {
+		v := p.outer.vlans[1]
+		m.OuterSecondPrio.Set(misc, uint64(v.tci>>13))
+		m.OuterSecondCFI.Set(misc, uint64(v.tci>>12&1))
+		m.OuterSecondVid.Set(misc, uint64(v.tci&0xfff))
+		if v.tpid == etherSVLAN {
+			m.OuterSecondSVLANTag.Set(misc, 1)
+		} else {
+			m.OuterSecondCVLANTag.Set(misc, 1)
+		}
+	}
+	if p.tunneled {
+		m.VXLANVNI.Set(misc, uint64(p.vni))
+		if p.greProto != 0 {
+			m.GREProtocol.Set(misc, uint64(p.greProto))
+			if p.greK {
+				m.GREKPresent.Set(misc, 1)
+				m.GREKey.Set(misc, uint64(p.greKey))
+			}
+		}
+		setLyr24(b[prm.FTEMatchParam.InnerHeaders.ByteOff():], &p.inner)
+	}
+	return b
+}
+
+func setLyr24(b []byte, h *headers) {
+	l := prm.FTEMatchSetLyr24
+	l.SMAC4716.Set(b, uint64(binary.BigEndian.Uint32(h.smac[:])))
+	l.SMAC150.Set(b, uint64(binary.BigEndian.Uint16(h.smac[4:])))
+	l.DMAC4716.Set(b, uint64(binary.BigEndian.Uint32(h.dmac[:])))
+	l.DMAC150.Set(b, uint64(binary.BigEndian.Uint16(h.dmac[4:])))
+	l.Ethertype.Set(b, uint64(h.ethertype))
+	if len(h.vlans) > 0 {
+		v := h.vlans[0]
+		if v.tpid == etherSVLAN {
+			l.SVLANTag.Set(b, 1)
+		} else {
+			l.CVLANTag.Set(b, 1)
+		}
+		l.FirstPrio.Set(b, uint64(v.tci>>13))
+		l.FirstCFI.Set(b, uint64(v.tci>>12&1))
+		l.FirstVid.Set(b, uint64(v.tci&0xfff))
+	}
+	if h.l3 < 0 {
+		return
+	}
+	l.IPVersion.Set(b, uint64(h.ipVersion))
+	l.IPProtocol.Set(b, uint64(h.proto))
+	l.IPDSCP.Set(b, uint64(h.dscp))
+	l.IPECN.Set(b, uint64(h.ecn))
+	l.TTLHoplimit.Set(b, uint64(h.ttl))
+	if h.frag {
+		l.Frag.Set(b, 1)
+	}
+	if h.ipVersion == 4 {
+		l.IPv4Ihl.Set(b, uint64(h.ihl))
+	}
+	copy(l.SrcIPv4SrcIPv6.Slice(b), h.src[:])
+	copy(l.DstIPv4DstIPv6.Slice(b), h.dst[:])
+	if h.l4 < 0 {
+		return
+	}
+	switch h.proto {
+	case protoTCP:
+		l.TCPSport.Set(b, uint64(h.sport))
+		l.TCPDport.Set(b, uint64(h.dport))
+		l.TCPFlags.Set(b, uint64(h.tcpFlags))
+	case protoUDP:
+		l.UDPSport.Set(b, uint64(h.sport))
+		l.UDPDport.Set(b, uint64(h.dport))
+	}
+}
+
+// csum16 is the 16-bit ones' complement sum of b, folded, not inverted (RFC 1071).
+func csum16(sum uint32, b []byte) uint32 {
+	for len(b) >= 2 {
+		sum += uint32(binary.BigEndian.Uint16(b))
+		b = b[2:]
+	}
+	if len(b) == 1 {
+		sum += uint32(b[0]) << 8
+	}
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	return sum
+}
+
+// pseudo is the TCP/UDP pseudo-header sum of an IP header at h.l3 for an L4 length.
+func pseudo(f []byte, h *headers, l4len int) uint32 {
+	var s uint32
+	if h.ipVersion == 4 {
+		s = csum16(0, f[h.l3+12:h.l3+20])
+	} else {
+		s = csum16(0, f[h.l3+8:h.l3+40])
+	}
+	s += uint32(h.proto) + uint32(l4len)
+	return s
+}
+
+// ipPayloadEnd is where the IP datagram ends (frames may carry Ethernet padding).
+func ipPayloadEnd(f []byte, h *headers) int {
+	if h.ipVersion == 4 {
+		if e := h.l3 + int(binary.BigEndian.Uint16(f[h.l3+2:])); e <= len(f) && e >= h.l3+int(h.ihl)*4 {
+			return e
+		}
+	} else if e := h.l3 + 40 + int(binary.BigEndian.Uint16(f[h.l3+4:])); e <= len(f) {
+		return e
+	}
+	return len(f)
+}
+
+// l3OK and l4OK are the checks whose results the RX CQE's CQE_L3_OK/CQE_L4_OK bits report.
+func l3OK(f []byte, h *headers) bool {
+	if h.l3 < 0 {
+		return false
+	}
+	if h.ipVersion == 6 {
+		return true
+	}
+	return csum16(0, f[h.l3:h.l3+int(h.ihl)*4]) == 0xffff
+}
+
+func l4OK(f []byte, h *headers) bool {
+	if h.l4 < 0 || (h.proto != protoTCP && h.proto != protoUDP) {
+		return false
+	}
+	end := ipPayloadEnd(f, h)
+	if end < h.l4+h.l4Len {
+		return false
+	}
+	if h.proto == protoUDP && h.ipVersion == 4 && binary.BigEndian.Uint16(f[h.l4+6:]) == 0 {
+		return true // UDP over IPv4 without checksum
+	}
+	return csum16(pseudo(f, h, end-h.l4), f[h.l4:end]) == 0xffff
+}
+
+// fillChecksums computes the IPv4 header and TCP/UDP checksums of a frame in place, as
+// the SQ's checksum offload does (WQEEthL3Csum, WQEEthL4Csum).
+func fillChecksums(f []byte, h *headers, l3, l4 bool) {
+	if l3 && h.l3 >= 0 && h.ipVersion == 4 {
+		f[h.l3+10], f[h.l3+11] = 0, 0
+		s := ^csum16(0, f[h.l3:h.l3+int(h.ihl)*4])
+		binary.BigEndian.PutUint16(f[h.l3+10:], uint16(s))
+	}
+	if !l4 || h.l4 < 0 {
+		return
+	}
+	end := ipPayloadEnd(f, h)
+	var at int
+	switch h.proto {
+	case protoTCP:
+		at = h.l4 + 16
+	case protoUDP:
+		at = h.l4 + 6
+	default:
+		return
+	}
+	if at+2 > end {
+		return
+	}
+	f[at], f[at+1] = 0, 0
+	s := uint16(^csum16(pseudo(f, h, end-h.l4), f[h.l4:end]))
+	if s == 0 && h.proto == protoUDP {
+		s = 0xffff
+	}
+	binary.BigEndian.PutUint16(f[at:], s)
+}

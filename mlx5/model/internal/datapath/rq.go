@@ -1,0 +1,434 @@
+package datapath
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+
+	"github.com/daqiri-go/daqiri/mlx5/model/internal/dma"
+	"github.com/daqiri-go/daqiri/mlx5/prm"
+)
+
+// rq is a receive queue: cyclic (each WQE a scatter list of data segments) or striding (each
+// WQE one buffer cut into strides that several packets share).
+type rq struct {
+	p     RQParams
+	state QueueState
+	cq    *cq
+	// wqes is the number of WQEs consumed (the RQ's WQE counter; 16 bits on the wire).
+	wqes uint32
+	// cur is the index of the WQE in use: wqes modulo the size on a cyclic RQ; on a linked
+	// list RQ the WQE the previous one's next_wqe_index named (kernel wq.c mlx5_wq_ll: the
+	// device follows the list, which the driver may relink out of order).
+	cur uint32
+	// strides used in the current striding WQE.
+	strides int
+	refs    int
+}
+
+func (r *rq) linked() bool {
+	return r.p.WQ.Type == WQLinkedList || r.p.WQ.Type == WQLinkedListStrided
+}
+
+// id is what the CQE names the WQE in use by: the index on a linked list RQ (the kernel
+// looks the WQE up by wqe_id), the 16-bit counter on a cyclic one (DPDK compares it masked).
+func (r *rq) id() uint32 {
+	if r.linked() {
+		return r.cur
+	}
+	return r.wqes & 0xffff
+}
+
+// advance moves past the WQE in use.
+func (r *rq) advance() {
+	r.wqes++
+	mask := uint32(1)<<r.p.WQ.LogSize - 1
+	if !r.linked() {
+		r.cur = r.wqes & mask
+		return
+	}
+	w, err := r.wqe(r.cur)
+	if err != nil || len(w) < 16 {
+		r.cur = (r.cur + 1) & mask
+		return
+	}
+	r.cur = uint32(prm.WQESrqNext.NextWQEIndex.Get(w)) & mask
+}
+
+func (r *rq) striding() bool {
+	return r.p.WQ.Type == WQLinkedListStrided || r.p.WQ.Type == WQCyclicStriding
+}
+
+// CreateRQ makes an RQ on an existing CQ.
+func (n *NIC) CreateRQ(p RQParams) error {
+	n.lock()
+	defer n.unlock()
+	if n.rqs[p.RQN] != nil {
+		return errf(StatusBadParam, SyndromeDuplicateID, "CREATE_RQ: rq %#x exists", p.RQN)
+	}
+	c := n.cqs[p.CQN]
+	if c == nil {
+		return errf(StatusBadParam, SyndromeUnknownID, "CREATE_RQ: rq %#x names cq %#x, which does not exist", p.RQN, p.CQN)
+	}
+	if p.WQ.Buf == nil || p.WQ.DBR == nil {
+		return errf(StatusBadParam, SyndromeBadMemory, "CREATE_RQ: rq %#x without buffer or doorbell record", p.RQN)
+	}
+	if p.State != StateReset {
+		return errf(StatusBadParam, SyndromeBadState, "CREATE_RQ: rq %#x must be created in RST, not state %d", p.RQN, p.State)
+	}
+	if p.WQ.LogSize > 16 || p.WQ.LogStride < 4 || p.WQ.LogStride > 11 {
+		return errf(StatusBadParam, SyndromeBadSize, "CREATE_RQ: rq %#x log_wq_sz %d / log_wq_stride %d out of range", p.RQN, p.WQ.LogSize, p.WQ.LogStride)
+	}
+	r := &rq{p: p, state: StateReset, cq: c}
+	switch p.WQ.Type {
+	case WQCyclic, WQLinkedList:
+	case WQLinkedListStrided, WQCyclicStriding:
+		if p.WQ.StrideSize < 64 || p.WQ.StrideSize&(p.WQ.StrideSize-1) != 0 || p.WQ.NumStrides < 1 || p.WQ.NumStrides&(p.WQ.NumStrides-1) != 0 {
+			return errf(StatusBadParam, SyndromeBadSize, "CREATE_RQ: rq %#x striding with %d strides of %d bytes (powers of two, strides >= 64 bytes)", p.RQN, p.WQ.NumStrides, p.WQ.StrideSize)
+		}
+	default:
+		return errf(StatusBadParam, SyndromeBadFormat, "CREATE_RQ: rq %#x wq_type %d unknown", p.RQN, p.WQ.Type)
+	}
+	c.refs++
+	n.rqs[p.RQN] = r
+	return nil
+}
+
+// legal reports whether a queue may move from one state to another (PRM RQ/SQ state
+// machine: RST→RDY, RDY→RDY, RDY→ERR, ERR→RST, and any state to RST; kernel en_main.c
+// mlx5e_modify_rq_state / mlx5e_modify_sq follow these).
+func legal(from, to QueueState) bool {
+	switch {
+	case to == StateReset:
+		return true
+	case from == StateReset && to == StateReady, from == StateReady && to == StateReady, from == StateReady && to == StateError:
+		return true
+	}
+	return false
+}
+
+// ModifyRQ applies a state transition (RST→RDY, RDY→ERR, ERR→RST, RDY→RDY) and changes.
+func (n *NIC) ModifyRQ(rqn uint32, m RQModify) error {
+	n.lock()
+	defer n.unlock()
+	r := n.rqs[rqn]
+	if r == nil {
+		return errf(StatusBadParam, SyndromeUnknownID, "MODIFY_RQ: no rq %#x", rqn)
+	}
+	if m.CurrState != r.state {
+		return errf(StatusBadResState, SyndromeBadState, "MODIFY_RQ: rq %#x is in state %d, not rq_state %d", rqn, r.state, m.CurrState)
+	}
+	if !legal(r.state, m.NextState) {
+		return errf(StatusBadResState, SyndromeBadState, "MODIFY_RQ: rq %#x cannot go from state %d to %d", rqn, r.state, m.NextState)
+	}
+	if m.NextState == StateReset {
+		r.wqes, r.strides, r.cur = 0, 0, 0
+	}
+	r.state = m.NextState
+	r.p.State = m.NextState
+	if m.SetVLANStrip {
+		r.p.VLANStrip = m.VLANStrip
+	}
+	if m.SetCounter {
+		r.p.Counter = m.Counter
+	}
+	return nil
+}
+
+// QueryRQ reports an RQ.
+func (n *NIC) QueryRQ(rqn uint32) (RQStateInfo, error) {
+	n.lock()
+	defer n.unlock()
+	r := n.rqs[rqn]
+	if r == nil {
+		return RQStateInfo{}, errf(StatusBadParam, SyndromeUnknownID, "QUERY_RQ: no rq %#x", rqn)
+	}
+	posted, _ := r.posted()
+	return RQStateInfo{Params: r.p, Counter: r.wqes & 0xffff, Posted: posted}, nil
+}
+
+// DestroyRQ removes an RQ; one referenced by a TIR or RQT is busy.
+func (n *NIC) DestroyRQ(rqn uint32) error {
+	n.lock()
+	defer n.unlock()
+	r := n.rqs[rqn]
+	if r == nil {
+		return errf(StatusBadParam, SyndromeUnknownID, "DESTROY_RQ: no rq %#x", rqn)
+	}
+	if r.refs > 0 {
+		return errf(StatusBadResState, SyndromeInUse, "DESTROY_RQ: rq %#x used by %d RQTs/TIRs", rqn, r.refs)
+	}
+	r.cq.refs--
+	delete(n.rqs, rqn)
+	return nil
+}
+
+// posted reads the receive counter from the doorbell record (word MLX5_RCV_DBR, 16 bits).
+func (r *rq) posted() (uint32, error) {
+	b, err := r.p.WQ.DBR.Slice(0, 4, dma.Read)
+	if err != nil {
+		return 0, err
+	}
+	return binary.BigEndian.Uint32(b[4*prm.RcvDBR:]) & 0xffff, nil
+}
+
+// available is how many posted WQEs the RQ has not consumed.
+func (r *rq) available() uint32 {
+	p, err := r.posted()
+	if err != nil {
+		return 0
+	}
+	return (p - r.wqes) & 0xffff
+}
+
+// wqe returns the bytes of WQE index i.
+func (r *rq) wqe(i uint32) ([]byte, error) {
+	size := 1 << r.p.WQ.LogStride
+	mask := uint32(1)<<r.p.WQ.LogSize - 1
+	return r.p.WQ.Buf.Slice(uint64(i&mask)*uint64(size), size, dma.Read)
+}
+
+// outOfBuffer counts a frame an RQ had no WQE for.
+func (n *NIC) outOfBuffer(r *rq) {
+	n.stats.RXOutOfBuffer++
+	if r.p.Counter != 0 {
+		n.qOOB[r.p.Counter]++
+	}
+}
+
+// rxMeta is what steering and RSS decided for a frame, for its CQE.
+type rxMeta struct {
+	flowTag  uint32
+	hash     uint32
+	hashType uint8
+}
+
+// deliver puts a frame into an RQ and queues its CQE; a frame the RQ cannot take is dropped
+// and counted (out of buffer when no WQE is posted, as the Q counter out_of_buffer counts).
+func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta) {
+	if r.state != StateReady {
+		n.stats.RXNotReady++
+		return
+	}
+	var e [prm.CQESize]byte
+	if r.p.VLANStrip && len(pkt.outer.vlans) > 0 {
+		// Strip the outer tag into the CQE (rqc vsd clear; kernel en_rx.c reads
+		// cqe_has_vlan from l4_l3_hdr_type bit 0 and vlan_info).
+		tci := pkt.outer.vlans[0].tci
+		g := make([]byte, 0, len(f)-4)
+		g = append(g, f[:12]...)
+		g = append(g, f[16:]...)
+		f = g
+		pkt = parse(f)
+		prm.CQE64.VLANInfo.Set(e[:], uint64(tci))
+		e[29] |= 1
+	}
+	if r.p.ScatterFCS {
+		var fcs [4]byte
+		binary.LittleEndian.PutUint32(fcs[:], crc32.ChecksumIEEE(f))
+		f = append(append([]byte(nil), f...), fcs[:]...)
+	}
+	n.fillRXCQE(r, pkt, f, meta, &e)
+	if r.striding() {
+		n.deliverStriding(r, f, &e)
+		return
+	}
+	if r.available() == 0 {
+		n.outOfBuffer(r)
+		return
+	}
+	idx := r.id()
+	w, err := r.wqe(r.cur)
+	if err != nil {
+		n.rxError(r, idx, prm.CQESyndLocalAccess)
+		return
+	}
+	if r.linked() {
+		w = w[min(len(w), 16):] // the next segment comes first
+	}
+	// Scatter over the WQE's data segments in order; a zero byte count or the invalid
+	// lkey ends the list (rdma-core verbs.c/qp.c terminate short lists so).
+	left := f
+	for off := 0; off+prm.WQEDataSize <= len(w) && len(left) > 0; off += prm.WQEDataSize {
+		seg := w[off : off+prm.WQEDataSize]
+		bc := uint32(prm.WQEData.ByteCount.Get(seg))
+		lkey := uint32(prm.WQEData.LKey.Get(seg))
+		if bc == 0 || lkey == prm.InvalidLKey {
+			break
+		}
+		k := min(int(bc), len(left))
+		dst, err := n.translate(lkey, prm.WQEData.Addr.Get(seg), k)
+		if err != nil {
+			r.advance()
+			n.rxError(r, idx, prm.CQESyndLocalProt)
+			return
+		}
+		copy(dst, left[:k])
+		left = left[k:]
+	}
+	r.advance()
+	if len(left) > 0 {
+		// The frame did not fit the WQE's buffers: a local length error completion,
+		// and the frame is lost (DPDK mlx5_rx_err_handle counts and skips it).
+		n.rxError(r, idx, prm.CQESyndLocalLength)
+		return
+	}
+	prm.CQE64.WQECounter.Set(e[:], uint64(idx&0xffff))
+	prm.CQE64.ByteCnt.Set(e[:], uint64(len(f)))
+	n.stats.RXPackets++
+	n.stats.RXBytes += uint64(len(f))
+	n.pushCQE(r.cq, &e, true, false)
+}
+
+// deliverStriding places a frame in the current striding WQE's next free strides. When the
+// frame does not fit in the strides left, a filler CQE consumes them and the frame goes to
+// the next WQE; the CQE carries the WQE index (wqe_id), the first stride (wqe_counter) and
+// the strides consumed (DPDK mlx5_rx.c mlx5_rx_burst_mprq; kernel en_rx.c
+// mlx5e_handle_rx_cqe_mpwrq, mpwrq_is_filler_cqe).
+func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
+	ss, ns := r.p.WQ.StrideSize, r.p.WQ.NumStrides
+	need := len(f)
+	if r.p.WQ.TwoByteShift {
+		need += 2
+	}
+	k := (need + ss - 1) / ss
+	if k > ns {
+		// Larger than a whole WQE: nothing can take it.
+		n.outOfBuffer(r)
+		return
+	}
+	if r.available() == 0 {
+		n.outOfBuffer(r)
+		return
+	}
+	if r.strides+k > ns {
+		var fe [prm.CQESize]byte
+		left := ns - r.strides
+		prm.CQE64.WQEID.Set(fe[:], uint64(r.id()))
+		prm.CQE64.WQECounter.Set(fe[:], uint64(r.strides))
+		prm.CQE64.ByteCnt.Set(fe[:], uint64(prm.MPRQByteCntFiller|uint32(left)<<prm.MPRQByteCntStrideShift))
+		prm.CQE64.FlagsRQPN.Set(fe[:], uint64(r.p.RQN))
+		fe[63] = prm.CQEOpRespSend << 4
+		n.pushCQE(r.cq, &fe, false, false)
+		r.advance()
+		r.strides = 0
+		if r.available() == 0 {
+			n.outOfBuffer(r)
+			return
+		}
+	}
+	idx := r.id()
+	w, err := r.wqe(r.cur)
+	if err != nil || len(w) < 32 {
+		n.rxError(r, idx, prm.CQESyndLocalAccess)
+		return
+	}
+	d := w[prm.MPRQWQE.DSeg.ByteOff():]
+	lkey := uint32(prm.WQEData.LKey.Get(d))
+	bc := int(prm.WQEData.ByteCount.Get(d))
+	first := r.strides
+	off := first * ss
+	if bc < ns*ss {
+		n.rxError(r, idx, prm.CQESyndLocalLength)
+		return
+	}
+	dst, err := n.translate(lkey, prm.WQEData.Addr.Get(d)+uint64(off), need)
+	if err != nil {
+		n.rxError(r, idx, prm.CQESyndLocalProt)
+		return
+	}
+	if r.p.WQ.TwoByteShift {
+		dst[0], dst[1] = 0, 0
+		dst = dst[2:]
+	}
+	copy(dst, f)
+	r.strides += k
+	prm.CQE64.WQEID.Set(e[:], uint64(idx&0xffff))
+	prm.CQE64.WQECounter.Set(e[:], uint64(first))
+	prm.CQE64.ByteCnt.Set(e[:], uint64(uint32(k)<<prm.MPRQByteCntStrideShift|uint32(len(f))&prm.MPRQByteCntLenMask))
+	if r.strides == ns {
+		// Every stride used: the WQE is done and the next packet takes the next one.
+		r.advance()
+		r.strides = 0
+	}
+	n.stats.RXPackets++
+	n.stats.RXBytes += uint64(len(f))
+	n.pushCQE(r.cq, e, true, false)
+}
+
+// rxError completes an RQ WQE in error (MLX5_CQE_RESP_ERR with a syndrome) and counts it.
+func (n *NIC) rxError(r *rq, idx uint32, synd uint8) {
+	var e [prm.CQESize]byte
+	prm.ErrCQE.Syndrome.Set(e[:], uint64(synd))
+	prm.ErrCQE.WQECounter.Set(e[:], uint64(idx&0xffff))
+	prm.ErrCQE.SRQN.Set(e[:], uint64(r.p.RQN))
+	e[63] = prm.CQEOpRespErr << 4
+	n.stats.RXErrors++
+	n.pushCQE(r.cq, &e, false, false)
+}
+
+func (n *NIC) translate(lkey uint32, addr uint64, size int) ([]byte, error) {
+	if n.cfg.Keys == nil {
+		return nil, errf(StatusBadParam, SyndromeBadMemory, "no memory keys")
+	}
+	return n.cfg.Keys.Translate(lkey, addr, size, dma.Write)
+}
+
+// fillRXCQE sets the fields every RX CQE carries: opcode, header types and checksum results,
+// RSS hash, flow tag, queue number and timestamp (kernel en_rx.c mlx5e_build_rx_skb; DPDK
+// mlx5_rx.c rxq_cq_to_mbuf).
+func (n *NIC) fillRXCQE(r *rq, pkt *packet, f []byte, meta rxMeta, e *[prm.CQESize]byte) {
+	h := &pkt.outer
+	if pkt.tunneled {
+		e[0] |= 1
+	}
+	prm.CQE64.RSSHashResult.Set(e[:], uint64(meta.hash))
+	prm.CQE64.RSSHashType.Set(e[:], uint64(meta.hashType))
+	var ok uint8
+	if len(f) >= 14 {
+		ok |= prm.CQEL2OK
+	}
+	if l3OK(f, h) {
+		ok |= prm.CQEL3OK
+		if l4OK(f, h) {
+			ok |= prm.CQEL4OK
+		}
+	}
+	prm.CQE64.HdsIPExt.Set(e[:], uint64(ok))
+	var l3, l4 uint8
+	switch h.ipVersion {
+	case 4:
+		l3 = prm.CQEL3IPv4
+	case 6:
+		l3 = prm.CQEL3IPv6
+	}
+	if h.l4 >= 0 {
+		switch h.proto {
+		case protoUDP:
+			l4 = prm.CQEL4UDP
+		case protoTCP:
+			l4 = prm.CQEL4TCPNoAck
+			if h.tcpFlags&0x10 != 0 {
+				l4 = prm.CQEL4TCPAckNoData
+				if ipPayloadEnd(f, h) > h.l4+h.l4Len {
+					l4 = prm.CQEL4TCPAckData
+				}
+			}
+		}
+	}
+	e[29] = e[29]&1 | l4<<4 | l3<<2
+	// The checksum the CQE reports for CHECKSUM_COMPLETE: the ones' complement sum of the
+	// bytes after the L2 header (inferred from kernel en_rx.c mlx5e_handle_csum, which
+	// adds it to skb->csum after pulling ETH_HLEN).
+	if h.l3 >= 0 {
+		prm.CQE64.Checksum.Set(e[:], uint64(csum16(0, f[h.l3:])))
+	}
+	prm.CQE64.FlagsRQPN.Set(e[:], uint64(r.p.RQN))
+	prm.CQE64.SopDropQPN.Set(e[:], uint64(meta.flowTag&0xffffff))
+	free, rt := n.now()
+	ts := free
+	if r.p.TSFormat == TSRealTime {
+		ts = rt
+	}
+	prm.CQE64.Timestamp.Set(e[:], ts)
+	e[63] = prm.CQEOpRespSend << 4
+}

@@ -1,0 +1,6 @@
+//go:build race
+
+package model_test
+
+// raceEnabled: the race detector is on (see TestLoopbackFreeRunning).
+const raceEnabled = true

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/daqiri-go/daqiri"
+	"github.com/daqiri-go/daqiri/config"
+)
+
+// Upstream's bench applications read their parameters from sections of the configuration
+// file: `bench_tx` / `bench_rx` (raw benches; a map, or a list of maps for several queues)
+// and `socket_bench_server` / `socket_bench_client` (socket bench). daqiri-bench honours
+// them so that upstream's example files run as written.
+
+// benchTx is one bench_tx entry. Every key upstream's examples use is listed, so that a
+// misspelt one is still an error (sections decode strictly).
+type benchTx struct {
+	InterfaceName string `yaml:"interface_name"`
+	QueueID       *int   `yaml:"queue_id"`
+	CPUCore       *int   `yaml:"cpu_core"`
+	BatchSize     int    `yaml:"batch_size"`
+	PayloadSize   int    `yaml:"payload_size"`
+	HeaderSize    *int   `yaml:"header_size"`
+	EthDst        string `yaml:"eth_dst_addr"`
+	EthSrc        string `yaml:"eth_src_addr"`
+	IPSrc         string `yaml:"ip_src_addr"`
+	IPDst         string `yaml:"ip_dst_addr"`
+	UDPSrc        int    `yaml:"udp_src_port"`
+	UDPDst        int    `yaml:"udp_dst_port"`
+	SeqOffset     int    `yaml:"sequence_number_offset"`
+	SeqStart      uint32 `yaml:"sequence_number_start"`
+	// Parsed for compatibility: daqiri-go places segments by the queue's memory regions.
+	GPUDirect     bool `yaml:"gpu_direct"`
+	SplitBoundary bool `yaml:"split_boundary"`
+	MaxPacketSize int  `yaml:"max_packet_size"`
+}
+
+// benchRx is one bench_rx entry.
+type benchRx struct {
+	InterfaceName string `yaml:"interface_name"`
+	QueueID       *int   `yaml:"queue_id"`
+	CPUCore       *int   `yaml:"cpu_core"`
+	BatchSize     int    `yaml:"batch_size"`
+	HeaderSize    int    `yaml:"header_size"`
+	GPUDirect     bool   `yaml:"gpu_direct"`
+	SplitBoundary bool   `yaml:"split_boundary"`
+	MaxPacketSize int    `yaml:"max_packet_size"`
+}
+
+// socketBench is a socket_bench_server / socket_bench_client section.
+type socketBench struct {
+	Server        bool   `yaml:"server"`
+	Send          bool   `yaml:"send"`
+	Receive       bool   `yaml:"receive"`
+	CPUCore       *int   `yaml:"cpu_core"`
+	Iterations    int    `yaml:"iterations"`
+	MessageSize   int    `yaml:"message_size"`
+	ServerAddress string `yaml:"server_address"`
+	ClientAddress string `yaml:"client_address"`
+	ServerPort    int    `yaml:"server_port"`
+}
+
+// upstreamSections is what a configuration's upstream bench sections ask for.
+type upstreamSections struct {
+	tx       []benchTx
+	rx       []benchRx
+	sockets  map[string]*socketBench // by section name
+	notes    []string                // what daqiri-bench does differently, printed once
+	hasTx    bool
+	hasRx    bool
+	hasSocks bool
+}
+
+// appList decodes a section that is a map or a list of maps.
+func appList[T any](cfg *config.Config, name string) ([]T, error) {
+	var list []T
+	if err := cfg.App(name, &list); err == nil {
+		return list, nil
+	}
+	var one T
+	if err := cfg.App(name, &one); err != nil {
+		return nil, err
+	}
+	return []T{one}, nil
+}
+
+func readUpstreamSections(cfg *config.Config) (*upstreamSections, error) {
+	u := &upstreamSections{sockets: map[string]*socketBench{}}
+	for _, name := range cfg.AppNames() {
+		var err error
+		switch name {
+		case "bench_tx":
+			u.tx, err = appList[benchTx](cfg, name)
+			u.hasTx = true
+		case "bench_rx":
+			u.rx, err = appList[benchRx](cfg, name)
+			u.hasRx = true
+		case "socket_bench_server", "socket_bench_client":
+			sb := &socketBench{}
+			err = cfg.App(name, sb)
+			u.sockets[name] = sb
+			u.hasSocks = true
+			if sb.Iterations > 0 {
+				u.notes = append(u.notes, fmt.Sprintf("%s.iterations %d ignored: daqiri-bench sends for --duration", name, sb.Iterations))
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return u, nil
+}
+
+// txPlan is how one TX queue sends.
+type txPlan struct {
+	batch   int    // packets per burst (0: the queue's batch_size)
+	payload int    // bytes after the header area
+	header  []byte // raw streams: the header area written at the start of every frame
+	seqAt   int    // where the big-endian sequence number goes; -1: 8-byte counter at 0
+	seq32   bool
+	seqFrom uint32
+	core    *int
+}
+
+// frameLen is the length of every frame (raw) or message (socket).
+func (p *txPlan) frameLen() int { return len(p.header) + p.payload }
+
+// txPlanFor finds the bench_tx entry of a TX queue (by interface name and queue id; an
+// entry without queue_id is the interface's first queue) and builds its frame template.
+func (u *upstreamSections) txPlanFor(s *daqiri.Session, cfg *config.Config, port, queue int, payloadFlag int) (*txPlan, error) {
+	p := &txPlan{seqAt: -1}
+	name := s.PortName(port)
+	first := s.TxQueueIDs(port)[0]
+	var e *benchTx
+	for i := range u.tx {
+		t := &u.tx[i]
+		if t.InterfaceName == name && ((t.QueueID == nil && queue == first) || (t.QueueID != nil && *t.QueueID == queue)) {
+			e = t
+			break
+		}
+	}
+	// Socket streams: the socket bench section of this endpoint's role.
+	if cfg.StreamType == config.StreamSocket {
+		role := "socket_bench_client"
+		if sc := cfg.Interfaces[port].Socket; sc != nil && sc.Mode == config.ModeServer {
+			role = "socket_bench_server"
+		}
+		if sb := u.sockets[role]; sb != nil {
+			p.payload, p.core = sb.MessageSize, sb.CPUCore
+			if !sb.Send {
+				return nil, nil // this side does not send
+			}
+		}
+	}
+	if e != nil {
+		p.batch, p.payload, p.core = e.BatchSize, e.PayloadSize, e.CPUCore
+		if cfg.StreamType == config.StreamRaw {
+			hs := 64
+			if e.HeaderSize != nil {
+				hs = *e.HeaderSize
+			}
+			h, err := headerTemplate(e, hs, s, port)
+			if err != nil {
+				return nil, fmt.Errorf("bench_tx for %s queue %d: %w", name, queue, err)
+			}
+			p.header, p.seq32, p.seqFrom = h, true, e.SeqStart
+			p.seqAt = hs + e.SeqOffset
+		}
+	}
+	if payloadFlag > 0 {
+		p.payload = payloadFlag
+	}
+	return p, nil
+}
+
+// headerTemplate is upstream's bench frame header area: Ethernet, IPv4 and UDP headers,
+// zero-padded to size bytes. Lengths and the IPv4 checksum are for the whole frame and are
+// filled in by finishHeader once the payload size is known.
+func headerTemplate(e *benchTx, size int, s *daqiri.Session, port int) ([]byte, error) {
+	const l2l4 = 14 + 20 + 8
+	if size < l2l4 {
+		return nil, fmt.Errorf("header_size %d is smaller than the %d bytes of Ethernet, IPv4 and UDP headers", size, l2l4)
+	}
+	h := make([]byte, size)
+	dst := loosMAC(e.EthDst)
+	src := loosMAC(e.EthSrc)
+	if e.EthSrc == "" {
+		if m, err := s.MACAddr(port); err == nil && len(m) == 6 {
+			src = m
+		}
+	}
+	copy(h[0:6], dst)
+	copy(h[6:12], src)
+	binary.BigEndian.PutUint16(h[12:], 0x0800)
+	ip := h[14:34]
+	ip[0], ip[8], ip[9] = 0x45, 64, 17
+	sa, da := loosIPv4(e.IPSrc), loosIPv4(e.IPDst)
+	copy(ip[12:16], sa[:])
+	copy(ip[16:20], da[:])
+	udp := h[34:42]
+	binary.BigEndian.PutUint16(udp[0:], uint16(e.UDPSrc))
+	binary.BigEndian.PutUint16(udp[2:], uint16(e.UDPDst))
+	return h, nil
+}
+
+// finishHeader writes the lengths of a frame of n bytes and the IPv4 checksum.
+func finishHeader(h []byte, n int) {
+	ip := h[14:34]
+	binary.BigEndian.PutUint16(ip[2:], uint16(n-14))
+	binary.BigEndian.PutUint16(h[34+4:], uint16(n-34))
+	ip[10], ip[11] = 0, 0
+	var sum uint32
+	for i := 0; i < 20; i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(ip[i:]))
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
+}
+
+// loosMAC reads a MAC address as upstream's examples write them, placeholders (<...>)
+// included; anything unreadable is all zeros, as upstream's template values are.
+func loosMAC(s string) net.HardwareAddr {
+	s = strings.Trim(strings.TrimSpace(s), "<>")
+	if m, err := net.ParseMAC(s); err == nil && len(m) == 6 {
+		return m
+	}
+	return make(net.HardwareAddr, 6)
+}
+
+// loosIPv4 reads a dotted IPv4 address leniently: placeholders (<1.2.3.4>) and zero-padded
+// parts ("000.000.000.0", which upstream's examples use) are accepted; anything else is
+// 0.0.0.0.
+func loosIPv4(s string) [4]byte {
+	var a [4]byte
+	parts := strings.Split(strings.Trim(strings.TrimSpace(s), "<>"), ".")
+	if len(parts) != 4 {
+		return a
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || n > 255 {
+			return [4]byte{}
+		}
+		a[i] = byte(n)
+	}
+	return a
+}
+
+// rxCoreFor is the bench_rx (or socket bench) cpu_core for an RX queue, if any.
+func (u *upstreamSections) rxCoreFor(s *daqiri.Session, cfg *config.Config, port, queue int) *int {
+	name := s.PortName(port)
+	first := s.RxQueueIDs(port)[0]
+	for i := range u.rx {
+		r := &u.rx[i]
+		if r.InterfaceName == name && ((r.QueueID == nil && queue == first) || (r.QueueID != nil && *r.QueueID == queue)) {
+			return r.CPUCore
+		}
+	}
+	if cfg.StreamType == config.StreamSocket {
+		role := "socket_bench_client"
+		if sc := cfg.Interfaces[port].Socket; sc != nil && sc.Mode == config.ModeServer {
+			role = "socket_bench_server"
+		}
+		if sb := u.sockets[role]; sb != nil {
+			return sb.CPUCore
+		}
+	}
+	return nil
+}
