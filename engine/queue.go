@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/daqiri-go/daqiri/config"
@@ -20,6 +21,8 @@ type Port struct {
 	// Events counts what happens to the port outside its queues: connections refused or
 	// closed for a protocol error, frames handed to the kernel.
 	Events PortEvents
+
+	set atomic.Pointer[QueueSet] // queues after a run-time change (nil: Rx and Tx)
 }
 
 // Path is the port's key path in the configuration, for errors.
@@ -57,6 +60,7 @@ type RxQueue struct {
 
 	meta *MetaPool
 	ring *ring.Ring[*Burst]
+	gate gate
 
 	// Poll, set by engines for direct-mode queues, is run by RxBurst in the caller's thread.
 	Poll func() (*Burst, error)
@@ -102,6 +106,13 @@ func (q *RxQueue) NewBurst() (*Burst, error) {
 // set). When the ring is full the burst's packets are counted as dropped and freed; Deliver
 // reports whether the burst was delivered. Empty bursts are freed.
 func (q *RxQueue) Deliver(b *Burst) bool {
+	if !q.gate.enter() {
+		// Deleted: the session drains the ring once deliveries in flight are out.
+		q.Stats.Drop(DropClosed, b.Len())
+		b.Free()
+		return false
+	}
+	defer q.gate.leave()
 	if q.Intercept != nil && b.Len() > 0 {
 		q.Intercept(b)
 		return true
@@ -111,6 +122,12 @@ func (q *RxQueue) Deliver(b *Burst) bool {
 
 // DeliverDirect puts a burst on the application ring, bypassing Intercept.
 func (q *RxQueue) DeliverDirect(b *Burst) bool {
+	if !q.gate.enter() {
+		q.Stats.Drop(DropClosed, b.Len())
+		b.Free()
+		return false
+	}
+	defer q.gate.leave()
 	n := b.Len()
 	if n == 0 {
 		b.Free()
@@ -155,6 +172,7 @@ type TxQueue struct {
 	Stats   Counters
 
 	meta *MetaPool
+	gate gate
 }
 
 // NewTxQueue wires a transmit queue to its metadata pool.

@@ -80,6 +80,8 @@ func (c *Counters) Snapshot() QueueStats {
 
 // QueueStats is a snapshot of one queue's counters.
 type QueueStats struct {
+	Queue   int               `json:"queue"`             // the queue id (set by the session's Stats)
+	Deleted bool              `json:"deleted,omitempty"` // deleted at run time (its final counters)
 	Packets uint64            `json:"packets"`
 	Bytes   uint64            `json:"bytes"`
 	Bursts  uint64            `json:"bursts"`

@@ -185,6 +185,9 @@ func (p *Plan) Port() int { return p.q.Port.ID }
 // Queue is the id of the queue the plan reads.
 func (p *Plan) Queue() int { return p.q.ID }
 
+// Output is the region the plan writes its aggregates into.
+func (p *Plan) Output() *engine.Region { return p.out }
+
 // GPU reports whether the plan runs on the GPU.
 func (p *Plan) GPU() bool { return p.gpu }
 
