@@ -144,7 +144,9 @@ func TestRuntimeQueues(t *testing.T) {
 	}
 }
 
-func contains(err error, s string) bool { return err != nil && len(s) > 0 && errorsContains(err.Error(), s) }
+func contains(err error, s string) bool {
+	return err != nil && len(s) > 0 && errorsContains(err.Error(), s)
+}
 
 func errorsContains(a, b string) bool {
 	for i := 0; i+len(b) <= len(a); i++ {
