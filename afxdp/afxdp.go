@@ -79,8 +79,12 @@ type port struct {
 	mode    string // "native" or "generic"
 
 	socks []*sock // by NIC queue (nil where none)
-	rxqs  []*rxq  // by RX queue position
-	txqs  []*txq  // by TX queue position
+	// RX queues by position and TX queues, published whole so that pollers and senders read
+	// them without a lock while queues are added and deleted at run time (qmu serialises
+	// the changes). RX positions are never reused: a deleted queue stays as a tombstone.
+	rxv atomic.Pointer[[]*rxq]
+	txv atomic.Pointer[[]*txq]
+	qmu sync.Mutex
 	// timeouts is set when a partial burst to some RX queue may time out (an indirect queue
 	// with timeout_us): only then do pollers read the clock.
 	timeouts bool
@@ -213,11 +217,13 @@ func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 		return nil, err
 	}
 	pt.socks = make([]*sock, max(pt.nicRx, len(p.Tx)))
+	var rxs []*rxq
 	for i, q := range p.Rx {
 		r := &rxq{pt: pt, q: q, pos: i, region: q.Regions[0], direct: q.Config.PollMode == config.PollDirect}
-		pt.rxqs = append(pt.rxqs, r)
+		rxs = append(rxs, r)
 		pt.timeouts = pt.timeouts || r.timeout() > 0
 	}
+	pt.rxv.Store(&rxs)
 	if len(p.Rx) > 0 {
 		if pt.prog, err = xdp.NewProgram(nil); err != nil {
 			return nil, cfg.Errorf(path, "interface %s: %v", p.Name, err)
@@ -228,11 +234,12 @@ func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 		// Sockets sharing a region split its buffers between their fill rings.
 		users := map[*engine.Region]int{}
 		for k := 0; k < pt.nicRx; k++ {
-			users[pt.rxqs[k%len(pt.rxqs)].region]++
+			users[rxs[k%len(rxs)].region]++
 		}
 		for k := 0; k < pt.nicRx; k++ {
-			owner := pt.rxqs[k%len(pt.rxqs)]
-			s, err := pt.openSock(k, owner.region, true, k < len(p.Tx), users[owner.region])
+			owner := rxs[k%len(rxs)]
+			// Every RX socket gets a TX ring, so that a TX queue added at run time can share it.
+			s, err := pt.openSock(k, owner.region, true, k < pt.nicTx, users[owner.region])
 			if err != nil {
 				return nil, err
 			}
@@ -245,6 +252,8 @@ func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 			s.refill()
 		}
 	}
+	var txs []*txq
+	defer func() { pt.txv.Store(&txs) }()
 	for j, q := range p.Tx {
 		t := &txq{pt: pt, q: q, pos: j, region: q.Regions[0], direct: q.Config.PollMode == config.PollDirect}
 		if s := pt.socks[j]; s != nil {
@@ -259,7 +268,7 @@ func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 			t.s = s
 		}
 		t.init(e)
-		pt.txqs = append(pt.txqs, t)
+		txs = append(txs, t)
 	}
 	if pt.prog != nil {
 		if err := pt.attach(); err != nil {
@@ -316,7 +325,7 @@ func (e *Engine) Mode(portID int) (xdpMode string, zeroCopy bool) {
 
 func (pt *port) start() {
 	e := pt.e
-	for _, r := range pt.rxqs {
+	for _, r := range pt.rxqs() {
 		if r.direct {
 			r.q.Poll = r.poll
 			continue
@@ -326,7 +335,7 @@ func (pt *port) start() {
 			e.w.Go(fmt.Sprintf("%s/xdp-rx%d", pt.p.Name, r.q.ID), r.q.Config.CPUCore, r.run)
 		}
 	}
-	for _, t := range pt.txqs {
+	for _, t := range pt.txqs() {
 		if !t.direct {
 			t := t
 			e.w.Go(fmt.Sprintf("%s/xdp-tx%d", pt.p.Name, t.q.ID), t.q.Config.CPUCore, t.run)
@@ -354,10 +363,10 @@ func (pt *port) close() {
 		pt.xdpLink.Close()
 		pt.xdpLink = nil
 	}
-	for _, t := range pt.txqs {
+	for _, t := range pt.txqs() {
 		t.shutdown()
 	}
-	for _, r := range pt.rxqs {
+	for _, r := range pt.rxqs() {
 		r.flushAll()
 	}
 	for _, s := range pt.socks {
@@ -420,10 +429,11 @@ func (pt *port) syncStats() {
 	defer pt.mu.Unlock()
 	if pt.prog != nil {
 		if c, err := pt.prog.Counters(); err == nil {
-			for q := 0; q < len(pt.rxqs); q++ {
+			rxs := pt.rxqs()
+			for q := 0; q < len(rxs) && q < xdp.MaxQueues; q++ {
 				for reason, dr := range []engine.DropReason{engine.DropFiltered, engine.DropOther} {
 					if d := c[q][reason] - pt.xdpCnt[q][reason]; d > 0 {
-						pt.rxqs[q].q.Stats.Drop(dr, int(d))
+						rxs[q].q.Stats.Drop(dr, int(d))
 					}
 				}
 			}

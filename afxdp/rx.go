@@ -13,14 +13,15 @@ import (
 
 // rxq is one configured RX queue.
 type rxq struct {
-	pt     *port
-	q      *engine.RxQueue
-	pos    int
-	region *engine.Region
-	direct bool
-	socks  []*sock     // sockets this queue polls (its worker, or its caller in direct mode)
-	pend   []pending   // partial bursts being built by this queue's poller, by target position
-	busy   atomic.Bool // direct mode: a caller is polling
+	pt      *port
+	q       *engine.RxQueue
+	pos     int
+	region  *engine.Region
+	direct  bool
+	deleted atomic.Bool // deleted at run time: frames steered here are dropped (closed)
+	socks   []*sock     // sockets this queue polls (its worker, or its caller in direct mode)
+	pend    []pending   // partial bursts being built by this queue's poller, by target position
+	busy    atomic.Bool // direct mode: a caller is polling
 }
 
 // now is the time partial bursts are stamped and flushed with: the zero time when no queue of
@@ -60,8 +61,9 @@ func (r *rxq) drop(reason engine.DropReason, n int) { r.q.Stats.Drop(reason, n) 
 // receive takes up to max frames off socket s and sorts them into the poller's partial bursts;
 // hold is the queue whose burst must not be handed over when full (a direct poller's own).
 func (r *rxq) receive(s *sock, max int, now time.Time, hold *rxq) int {
-	if r.pend == nil {
-		r.pend = make([]pending, len(r.pt.rxqs))
+	if n := len(r.pt.rxqs()); len(r.pend) < n {
+		// Queues added at run time: this poller's partial bursts grow with them.
+		r.pend = append(r.pend, make([]pending, n-len(r.pend))...)
 	}
 	n := s.x.Receive(s.descs[:min(max, len(s.descs))])
 	if n == 0 {
@@ -123,12 +125,19 @@ func (r *rxq) frame(s *sock, d xsk.Desc, now time.Time, ts int64, hold *rxq) {
 		}
 		m = xdp.Meta{FlowID: v.FlowID, Queue: v.Queue, VLANPop: v.VLANPop, Decap: v.Decap}
 	}
-	if m.Queue >= len(pt.rxqs) {
+	rxs := pt.rxqs()
+	if m.Queue >= len(rxs) || m.Queue >= len(r.pend) {
 		s.region.Put(idx)
 		s.owner.drop(engine.DropMalformed, 1)
 		return
 	}
-	tq := pt.rxqs[m.Queue]
+	tq := rxs[m.Queue]
+	if tq.deleted.Load() {
+		// Steered to a queue deleted at run time (its flows may still point at it).
+		s.region.Put(idx)
+		tq.drop(engine.DropClosed, 1)
+		return
+	}
 	switch {
 	case m.Decap != flow.DecapNone:
 		st, l, ok := flow.Decapsulate(buf[off:off+uint64(n)], m.Decap)
@@ -185,12 +194,13 @@ func (r *rxq) frame(s *sock, d xsk.Desc, now time.Time, ts int64, hold *rxq) {
 // how long the oldest remaining one may still wait (0 when none waits).
 func (r *rxq) flush(now time.Time, idle bool, hold *rxq) time.Duration {
 	var wait time.Duration
+	rxs := r.pt.rxqs()
 	for i := range r.pend {
 		p := &r.pend[i]
-		if p.b == nil || r.pt.rxqs[i] == hold {
+		if p.b == nil || rxs[i] == hold {
 			continue
 		}
-		tq := r.pt.rxqs[i]
+		tq := rxs[i]
 		to := tq.timeout()
 		left := to - now.Sub(p.first)
 		if (to == 0 && idle) || (to > 0 && left <= 0) {
@@ -207,9 +217,10 @@ func (r *rxq) flush(now time.Time, idle bool, hold *rxq) time.Duration {
 
 // flushAll hands over every partial burst (at Close: they are freed by the session's drain).
 func (r *rxq) flushAll() {
+	rxs := r.pt.rxqs()
 	for i := range r.pend {
 		if p := &r.pend[i]; p.b != nil {
-			r.pt.rxqs[i].q.Deliver(p.b)
+			rxs[i].q.Deliver(p.b)
 			p.b = nil
 		}
 	}

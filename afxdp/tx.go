@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/daqiri-go/daqiri/engine"
@@ -26,6 +27,9 @@ type txq struct {
 	direct bool
 	s      *sock
 	copyTx bool // frames are copied into the socket's UMEM (it is another queue's region)
+	// stopped ends this queue's worker (deleted at run time); done closes when it has.
+	stopped atomic.Bool
+	done    chan struct{}
 
 	ring  *ring.Ring[*engine.Burst] // bursts for the worker (indirect)
 	mu    sync.Mutex                // serialises senders on the socket's TX rings
@@ -43,6 +47,7 @@ func (t *txq) init(e *Engine) {
 	t.descs = make([]xsk.Desc, 64)
 	t.comp = make([]uint64, 256)
 	t.mbps = float64(t.q.Config.PacingMbps)
+	t.done = make(chan struct{})
 	if !t.direct {
 		t.ring, _ = ring.New[*engine.Burst](sendRingSize, ring.MPSC)
 	}
@@ -63,8 +68,8 @@ func (e *Engine) Send(b *engine.Burst) error {
 		return fmt.Errorf("port %d is not an xdp port: %w", b.Port(), engine.ErrInvalidParameter)
 	}
 	var t *txq
-	for _, x := range pt.txqs {
-		if x.q.ID == b.Queue() {
+	for _, x := range pt.txqs() {
+		if x.q.ID == b.Queue() && !x.stopped.Load() {
 			t = x
 		}
 	}
@@ -96,7 +101,7 @@ func (e *Engine) TxAvailable(q *engine.TxQueue, n int) bool {
 	if pt == nil {
 		return false
 	}
-	for _, t := range pt.txqs {
+	for _, t := range pt.txqs() {
 		if t.q == q && t.ring != nil {
 			return t.ring.Len() < sendRingSize
 		}
@@ -106,9 +111,10 @@ func (e *Engine) TxAvailable(q *engine.TxQueue, n int) bool {
 
 // run is the worker of an indirect TX queue.
 func (t *txq) run() {
+	defer close(t.done)
 	w := t.pt.e.w
 	idle := 0
-	for !w.Stopped() {
+	for !w.Stopped() && !t.stopped.Load() {
 		b, ok := t.ring.Dequeue()
 		if !ok {
 			t.mu.Lock()
