@@ -52,7 +52,7 @@ func (e *Engine) AddRxQueue(q *engine.RxQueue) error {
 	if len(old) >= xdp.MaxQueues {
 		return fmt.Errorf("interface %s: %d RX queue positions used (deleted ones included), at most %d: %w", pt.p.Name, len(old), xdp.MaxQueues, engine.ErrInvalidParameter)
 	}
-	if err := e.checkRegion(q.Path(), q.Regions, true, pt.mtu); err != nil {
+	if err := e.checkRegion(q.Path(), q.Regions, true, pt.mtu, pt.jumbo); err != nil {
 		return fmt.Errorf("%v: %w", err, engine.ErrInvalidParameter)
 	}
 	if len(q.Regions) != 1 {
@@ -101,7 +101,7 @@ func (e *Engine) AddTxQueue(q *engine.TxQueue) error {
 	if len(q.Regions) != 1 {
 		return fmt.Errorf("interface %s: engine xdp TX queues have one region: %w", pt.p.Name, engine.ErrInvalidParameter)
 	}
-	if err := e.checkRegion(q.Path(), q.Regions, false, pt.mtu); err != nil {
+	if err := e.checkRegion(q.Path(), q.Regions, false, pt.mtu, pt.jumbo); err != nil {
 		return fmt.Errorf("%v: %w", err, engine.ErrInvalidParameter)
 	}
 	old := pt.txqs()
@@ -127,10 +127,19 @@ func (e *Engine) AddTxQueue(q *engine.TxQueue) error {
 	switch s := pt.socks[pos]; {
 	case s != nil && s.owner != nil:
 		t.s, t.copyTx = s, true
+	case s != nil && s.umem:
+		t.s, t.copyTx = s, true
 	case s != nil && s.region == t.region:
 		t.s = s
 	case s != nil:
 		return fmt.Errorf("interface %s: NIC queue %d keeps the TX socket of a deleted queue, whose UMEM is region %s; add the queue with that region: %w", pt.p.Name, pos, s.region.Name, engine.ErrInvalidParameter)
+	case pt.jumbo:
+		s, err := pt.openStagingSock(pos, false, true)
+		if err != nil {
+			return fmt.Errorf("%v: %w", err, engine.ErrInvalidParameter)
+		}
+		pt.socks[pos] = s
+		t.s, t.copyTx = s, true
 	default:
 		s, err := pt.openSock(pos, t.region, false, true, 1)
 		if err != nil {

@@ -95,10 +95,119 @@ func (r *rxq) receive(s *sock, max int, now time.Time, hold *rxq) int {
 	// One receive time for the batch: CLOCK_REALTIME nanoseconds when the descriptors were
 	// taken off the RX ring (a software timestamp; veth and copy mode offer no NIC time).
 	ts := time.Now().UnixNano()
-	for _, d := range descs {
-		r.frame(s, d, now, ts, hold)
+	if !r.pt.jumbo {
+		for _, d := range descs {
+			r.frame(s, d, now, ts, hold)
+		}
+		return n
+	}
+	// Multi-buffer: a frame is a run of descriptors, each but the last flagged PktContd; a
+	// run cut by the end of the batch waits in s.partial for its rest.
+	for i := 0; i < len(descs); {
+		j := i
+		for j < len(descs) && descs[j].Options&xsk.PktContd != 0 {
+			j++
+		}
+		if j == len(descs) {
+			s.partial = append(s.partial, descs[i:]...)
+			break
+		}
+		if len(s.partial) == 0 && j == i {
+			r.frame(s, descs[i], now, ts, hold)
+		} else {
+			s.partial = append(s.partial, descs[i:j+1]...)
+			r.frameFrags(s, s.partial, now, ts, hold)
+			s.partial = s.partial[:0]
+		}
+		i = j + 1
 	}
 	return n
+}
+
+// frameFrags gathers a multi-buffer frame (descriptors ds, in the socket's staging UMEM)
+// into one buffer of its target queue and hands it on as frame does.
+func (r *rxq) frameFrags(s *sock, ds []xsk.Desc, now time.Time, ts int64, hold *rxq) {
+	pt := r.pt
+	buf := s.region.Bytes()
+	total, bad := 0, false
+	for _, d := range ds {
+		off := xsk.FrameAddr(d.Addr)
+		if off+uint64(d.Len) > uint64(len(buf)) {
+			bad = true
+		}
+		total += int(d.Len)
+	}
+	putAll := func() {
+		for _, d := range ds {
+			idx := s.index(xsk.FrameAddr(d.Addr))
+			s.given[idx] = false
+			s.region.Put(idx)
+		}
+	}
+	off0 := xsk.FrameAddr(ds[0].Addr)
+	if bad || off0 < xdp.MetaLen || ds[0].Len == 0 {
+		putAll()
+		s.owner.drop(engine.DropMalformed, 1)
+		return
+	}
+	m, ok := xdp.ParseMeta(buf[off0-xdp.MetaLen : off0])
+	if !ok {
+		// Classify on the first buffer, which holds the headers the rules look at.
+		v := pt.table.Load().Classify(buf[off0 : off0+uint64(ds[0].Len)])
+		if v.Action != flow.ActionSteer {
+			putAll()
+			s.owner.drop(engine.DropFiltered, 1)
+			return
+		}
+		m = xdp.Meta{FlowID: v.FlowID, Queue: v.Queue, VLANPop: v.VLANPop, Decap: v.Decap}
+	}
+	rxs := pt.rxqs()
+	if m.Queue >= len(rxs) || m.Queue >= len(r.pend) {
+		putAll()
+		s.owner.drop(engine.DropMalformed, 1)
+		return
+	}
+	tq := rxs[m.Queue]
+	if tq.deleted.Load() {
+		putAll()
+		tq.drop(engine.DropClosed, 1)
+		return
+	}
+	j, ok := tq.region.Get()
+	if !ok {
+		putAll()
+		tq.drop(engine.DropNoPacketBuffers, 1)
+		return
+	}
+	dst := tq.region.Buf(j)
+	if total > len(dst) {
+		tq.region.Put(j)
+		putAll()
+		tq.drop(engine.DropTruncated, 1)
+		return
+	}
+	at := 0
+	for _, d := range ds {
+		o := xsk.FrameAddr(d.Addr)
+		at += copy(dst[at:], buf[o:o+uint64(d.Len)])
+	}
+	putAll()
+	st, n := 0, total
+	switch {
+	case m.Decap != flow.DecapNone:
+		a, l, ok := flow.Decapsulate(dst[:total], m.Decap)
+		if !ok {
+			tq.region.Put(j)
+			tq.drop(engine.DropMalformed, 1)
+			return
+		}
+		st, n = a, l
+	case m.VLANPop:
+		if sh, ok := flow.PopVLAN(dst[:total]); ok {
+			st, n = sh, total-sh
+		}
+	}
+	r.appendTo(tq, uint64(j)*uint64(tq.region.BufSize)+uint64(st), n, m.FlowID, now, ts, hold)
 }
 
 // frame hands one received frame to its target queue's partial burst.
@@ -173,6 +282,12 @@ func (r *rxq) frame(s *sock, d xsk.Desc, now time.Time, ts int64, hold *rxq) {
 		s.region.Put(idx)
 		off = uint64(j) * uint64(tq.region.BufSize)
 	}
+	r.appendTo(tq, off, n, m.FlowID, now, ts, hold)
+}
+
+// appendTo adds the packet at offset off (n bytes) of tq's region to the poller's partial
+// burst for tq, handing the burst over when full.
+func (r *rxq) appendTo(tq *rxq, off uint64, n int, flowID uint32, now time.Time, ts int64, hold *rxq) {
 	p := &r.pend[tq.pos]
 	if p.b == nil {
 		b, err := tq.q.NewBurst()
@@ -183,7 +298,7 @@ func (r *rxq) frame(s *sock, d xsk.Desc, now time.Time, ts int64, hold *rxq) {
 		}
 		p.b, p.first = b, now
 	}
-	p.b.Append(off, uint32(n), m.FlowID, ts)
+	p.b.Append(off, uint32(n), flowID, ts)
 	if tq != hold && p.b.Len() >= tq.batch() {
 		tq.q.Deliver(p.b)
 		p.b = nil

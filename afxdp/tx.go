@@ -199,6 +199,19 @@ func (t *txq) sendBurst(b *engine.Burst) {
 			t.wait(t.next)
 			t.next += float64(n) * 8 * 1e3 / t.mbps
 		}
+		if t.copyTx && n > s.region.BufSize {
+			// Multi-buffer: the frame goes out as a chain of chunks, each but the last
+			// flagged PktContd (the socket is bound with XDP_USE_SG).
+			if !t.sendChain(buf[:n]) {
+				b.FreePacket(i)
+				t.q.Stats.Drop(engine.DropNoPacketBuffers, 1)
+				continue
+			}
+			b.FreePacket(i)
+			sent++
+			bytes += n
+			continue
+		}
 		var addr uint64
 		if t.copyTx {
 			j, ok := s.region.Get()
@@ -237,6 +250,54 @@ func (t *txq) sendBurst(b *engine.Burst) {
 	if sent > 0 {
 		t.q.Stats.Add(sent, bytes)
 	}
+}
+
+// sendChain copies a frame larger than a chunk into as many chunks as it needs and queues
+// their chained descriptors; false when the UMEM has no free chunks (nothing queued).
+func (t *txq) sendChain(f []byte) bool {
+	s := t.s
+	bs := s.region.BufSize
+	k := (len(f) + bs - 1) / bs
+	if k > len(t.descs) {
+		return false
+	}
+	if t.nd+k > len(t.descs) {
+		t.submit() // a chain never straddles two submits
+	}
+	idx := make([]uint32, 0, 8)
+	for len(idx) < k {
+		j, ok := s.region.Get()
+		for tries := 0; !ok && tries < 1000; tries++ {
+			t.submit()
+			t.kick(false)
+			t.reap()
+			if j, ok = s.region.Get(); !ok {
+				time.Sleep(10 * time.Microsecond)
+			}
+		}
+		if !ok {
+			for _, x := range idx {
+				s.region.Put(x)
+			}
+			return false
+		}
+		idx = append(idx, j)
+	}
+	for c, j := range idx {
+		part := f[c*bs : min(len(f), (c+1)*bs)]
+		copy(s.region.Buf(j), part)
+		s.given[j] = true
+		d := xsk.Desc{Addr: uint64(j) * uint64(bs), Len: uint32(len(part))}
+		if c < k-1 {
+			d.Options = xsk.PktContd
+		}
+		t.descs[t.nd] = d
+		t.nd++
+	}
+	if t.nd == len(t.descs) {
+		t.submit()
+	}
+	return true
 }
 
 // submit moves the queued descriptors onto the TX ring, making room as needed.

@@ -96,6 +96,9 @@ type PortEvents struct {
 	ConnsAccepted      atomic.Uint64 // TCP connections accepted
 	ConnsRefused       atomic.Uint64 // TCP connections refused: max_connections reached
 	ConnsFrameTooLarge atomic.Uint64 // TCP connections closed: a frame length above max_payload_size
+	// AFXDPCopyMode and AFXDPZeroCopy count a port's AF_XDP sockets by how they bound: zero-
+	// copy is asked for first and copy mode is the fallback where the driver lacks it.
+	AFXDPCopyMode, AFXDPZeroCopy atomic.Uint64
 	// KernelPassed reads the count of received frames handed to the kernel network stack
 	// instead of a queue (XDP with flow_isolation: frames no flow matches); nil when the
 	// engine has none.
@@ -116,6 +119,8 @@ func (e *PortEvents) Snapshot() map[string]uint64 {
 	put("connections_accepted", e.ConnsAccepted.Load())
 	put("connections_refused_max_connections", e.ConnsRefused.Load())
 	put("connections_closed_frame_too_large", e.ConnsFrameTooLarge.Load())
+	put("afxdp_copy_mode_sockets", e.AFXDPCopyMode.Load())
+	put("afxdp_zero_copy_sockets", e.AFXDPZeroCopy.Load())
 	if e.KernelPassed != nil {
 		put("kernel_passed", e.KernelPassed())
 	}

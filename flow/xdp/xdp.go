@@ -13,6 +13,7 @@ import (
 	"net/netip"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/daqiri-go/daqiri/flow"
 )
@@ -248,12 +249,22 @@ func NewProgram(key []byte) (*Program, error) {
 		p.m.close()
 		return nil, err
 	}
-	p.prog, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
+	spec := &ebpf.ProgramSpec{
 		Name:         "daqiri_steer",
 		Type:         ebpf.XDP,
 		License:      "GPL", // needed for nothing it calls, but harmless and conventional
 		Instructions: instructions(&p.m),
-	}, ebpf.ProgramOptions{LogSizeStart: 1 << 26})
+		// Frags-aware (xdp.frags): the program reads only the frame's first buffer, which
+		// holds every header it parses, so it is correct for multi-buffer frames too; and a
+		// driver lets a frags-aware program run at an MTU above a page (veth at 9000).
+		Flags: unix.BPF_F_XDP_HAS_FRAGS,
+	}
+	p.prog, err = ebpf.NewProgramWithOptions(spec, ebpf.ProgramOptions{LogSizeStart: 1 << 26})
+	if err != nil && !errors.As(err, new(*ebpf.VerifierError)) {
+		// Kernels before 5.18 know no frags flag: load the plain program.
+		spec.Flags = 0
+		p.prog, err = ebpf.NewProgramWithOptions(spec, ebpf.ProgramOptions{LogSizeStart: 1 << 26})
+	}
 	if err != nil {
 		p.m.close()
 		var ve *ebpf.VerifierError
