@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 )
 
 // Limits shared with upstream DAQIRI (include/daqiri/types.h, common.h).
@@ -147,7 +148,11 @@ func (e Endpoint) String() string {
 	if e.IsZero() {
 		return ""
 	}
-	s := string(e.Proto) + "://" + e.Host
+	h := e.Host
+	if strings.Contains(h, ":") {
+		h = "[" + h + "]" // IPv6
+	}
+	s := string(e.Proto) + "://" + h
 	if e.Port != 0 {
 		s += ":" + strconv.Itoa(e.Port)
 	}

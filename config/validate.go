@@ -377,8 +377,12 @@ func (v *validator) socket(p string, s *SocketConfig) Protocol {
 			v.errf(local, "server mode needs local_addr (scheme://ip:port to listen on)")
 		}
 		needPort(local, s.Local, "a server's local_addr")
-		if !s.Remote.IsZero() || phRemote {
-			v.errf(remote, "a server has no remote_addr: it accepts peers")
+		switch {
+		case proto == ProtoUDP:
+			// Upstream's meaning: the one peer a UDP server accepts (port 0: any port of
+			// that host); datagrams from others are dropped and counted (peer_filtered).
+		case !s.Remote.IsZero() || phRemote:
+			v.errf(remote, "a %s server has no remote_addr: it accepts peers (only a udp server takes one, the peer it accepts)", proto)
 		}
 	case s.Mode == ModeClient && proto == ProtoRoCE:
 		if s.Local.IsZero() && !phLocal {

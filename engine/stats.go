@@ -21,13 +21,14 @@ const (
 	DropDuplicate                         // reorder: a second packet for a slot already filled
 	DropLate                              // reorder: the packet's batch was already delivered
 	DropIncomplete                        // reorder: its batch was incomplete when flushed, under missing_action: drop
+	DropPeerFiltered                      // a UDP server's datagram from a peer other than its remote_addr
 	NumDropReasons
 )
 
 var dropNames = [NumDropReasons]string{
 	"rx_ring_full", "no_burst_buffers", "no_packet_buffers", "truncated", "malformed",
 	"send_failure", "socket_overflow", "not_connected", "closed", "filtered", "other",
-	"duplicate", "late", "incomplete",
+	"duplicate", "late", "incomplete", "peer_filtered",
 }
 
 // String is the reason's metric label.

@@ -68,6 +68,7 @@ type endpoint struct {
 	udp     *sockio.UDP
 	udpConn *conn
 	peer    atomic.Pointer[netip.AddrPort] // server: last sender, the reply target
+	allow   netip.AddrPort                 // server: remote_addr, the only peer accepted (port 0: any)
 	txMu    sync.Mutex
 	sb      *sockio.SendBatch
 	msgs    []sockio.SendMsg
@@ -230,9 +231,9 @@ func parseAddr(ep config.Endpoint) (netip.AddrPort, error) {
 	}
 	a, err := netip.ParseAddr(ep.Host)
 	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("%s: the socket engine needs an IPv4 address, not %q", ep, ep.Host)
+		return netip.AddrPort{}, fmt.Errorf("%s: the socket engine needs an IP address (IPv4, or IPv6 in brackets), not %q", ep, ep.Host)
 	}
-	return netip.AddrPortFrom(a, uint16(ep.Port)), nil
+	return netip.AddrPortFrom(a.Unmap(), uint16(ep.Port)), nil
 }
 
 func (e *Engine) newConn(ep *endpoint, c *sockio.TCPConn) *conn {
@@ -271,6 +272,16 @@ func (ep *endpoint) start() error {
 	case config.ProtoUDP:
 		if ep.rxq != nil && ep.rxq.Regions[0].BufSize >= groBufSize {
 			ep.opt.GRO = true
+		}
+		if ep.cfg.Mode == config.ModeServer && remote.IsValid() {
+			// The server does not connect to its remote_addr (the kernel would drop other
+			// peers silently): it filters and counts them (peer_filtered), and replies to it
+			// before it has heard from it when its port is known.
+			ep.allow, remote = remote, netip.AddrPort{}
+			if ep.allow.Port() != 0 {
+				p := ep.allow
+				ep.peer.Store(&p)
+			}
 		}
 		ep.udp, err = sockio.ListenUDP(local, remote, ep.opt)
 		if err != nil {
