@@ -6,9 +6,9 @@
 package sockio
 
 import (
-	"net"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"time"
 	"unsafe"
