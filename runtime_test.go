@@ -3,6 +3,7 @@ package daqiri_test
 import (
 	"context"
 	"errors"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -312,4 +313,93 @@ func TestRuntimeQueuesRace(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("close after churn (lost buffers?): %v", err)
 	}
+}
+
+// TestRuntimeQueuesSocket deletes and replaces a UDP server's RX queue and a client's TX
+// queue: while the RX queue is deleted what the socket receives is counted as dropped
+// (closed) on it; its replacement (same region, new id) receives again; a replacement over
+// another region, a second live queue, and sends on the deleted TX queue are refused.
+func TestRuntimeQueuesSocket(t *testing.T) {
+	cfg := pairConfig(config.ProtoUDP, testutil.FreePort(t, "udp"), 2048, 8, 100)
+	s := mustOpen(t, cfg)
+	sendAll(t, s, 1, randomPayloads(8, 10, 100), 8)
+	if got := recvAll(t, s, 0, 8, 10*time.Second); len(got) != 8 {
+		t.Fatalf("before: %d of 8", len(got))
+	}
+	if err := s.DeleteRxQueue(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	sendAll(t, s, 1, randomPayloads(5, 10, 100), 8)
+	var closed uint64
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && closed < 5; time.Sleep(time.Millisecond) {
+		closed = s.Stats().Ports[0].Rx[0].Drops["closed"]
+	}
+	if closed != 5 {
+		t.Fatalf("%d datagrams counted closed on the deleted queue, want 5: %+v", closed, s.Stats().Ports[0].Rx)
+	}
+	if err := s.AddRxQueue(0, config.Queue{Name: "r5", ID: 5, CPUCore: "0", BatchSize: 8, TimeoutUs: 100, MemoryRegions: []string{"cli_rx"}}); !errors.Is(err, daqiri.ErrNotSupported) {
+		t.Fatalf("replacement over another region: %v", err)
+	}
+	if err := s.AddRxQueue(0, config.Queue{Name: "r5", ID: 5, CPUCore: "0", BatchSize: 8, TimeoutUs: 100, MemoryRegions: []string{"srv_rx"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddRxQueue(0, config.Queue{Name: "r6", ID: 6, CPUCore: "0", BatchSize: 8, MemoryRegions: []string{"srv_rx"}}); !errors.Is(err, daqiri.ErrInvalidParameter) {
+		t.Fatalf("a second live rx queue: %v", err)
+	}
+	payloads := randomPayloads(6, 10, 100)
+	sendAll(t, s, 1, payloads, 8)
+	got := 0
+	for end := time.Now().Add(10 * time.Second); got < 6 && time.Now().Before(end); {
+		b, err := s.RxBurst(0, 5)
+		if err != nil {
+			time.Sleep(100 * time.Microsecond)
+			continue
+		}
+		if b.Queue() != 5 {
+			t.Fatalf("burst says queue %d", b.Queue())
+		}
+		got += b.Len()
+		b.Free()
+	}
+	if got != 6 {
+		t.Fatalf("replacement queue received %d of 6", got)
+	}
+	// TX.
+	if err := s.DeleteTxQueue(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TxBurst(1, 0, 1); !errors.Is(err, daqiri.ErrQueueDeleted) {
+		t.Fatalf("TxBurst on the deleted queue: %v", err)
+	}
+	if err := s.AddTxQueue(1, config.Queue{Name: "t3", ID: 3, BatchSize: 8, MemoryRegions: []string{"cli_tx"}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.TxBurst(1, 3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetUDPPayload(0, []byte("again-0"))
+	b.SetUDPPayload(1, []byte("again-1"))
+	if err := s.Send(b); err != nil {
+		t.Fatal(err)
+	}
+	if g := recvAllQ(t, s, 5, 2); len(g) != 2 || string(g[1]) != "again-1" {
+		t.Fatalf("after the TX replacement: %q", g)
+	}
+}
+
+func recvAllQ(t *testing.T, s *daqiri.Session, q, n int) [][]byte {
+	var got [][]byte
+	for end := time.Now().Add(10 * time.Second); len(got) < n && time.Now().Before(end); {
+		b, err := s.RxBurst(0, q)
+		if err != nil {
+			time.Sleep(100 * time.Microsecond)
+			continue
+		}
+		for i := 0; i < b.Len(); i++ {
+			got = append(got, append([]byte(nil), b.Packet(i)...))
+		}
+		b.Free()
+	}
+	return got
 }

@@ -61,6 +61,7 @@ type RxQueue struct {
 	meta *MetaPool
 	ring *ring.Ring[*Burst]
 	gate gate
+	succ atomic.Pointer[RxQueue] // after deletion: the queue that replaced it (Forward)
 
 	// Poll, set by engines for direct-mode queues, is run by RxBurst in the caller's thread.
 	Poll func() (*Burst, error)
@@ -107,6 +108,10 @@ func (q *RxQueue) NewBurst() (*Burst, error) {
 // reports whether the burst was delivered. Empty bursts are freed.
 func (q *RxQueue) Deliver(b *Burst) bool {
 	if !q.gate.enter() {
+		if s := q.succ.Load(); s != nil {
+			b.queue = s.ID
+			return s.Deliver(b)
+		}
 		// Deleted: the session drains the ring once deliveries in flight are out.
 		q.Stats.Drop(DropClosed, b.Len())
 		b.Free()
@@ -123,6 +128,10 @@ func (q *RxQueue) Deliver(b *Burst) bool {
 // DeliverDirect puts a burst on the application ring, bypassing Intercept.
 func (q *RxQueue) DeliverDirect(b *Burst) bool {
 	if !q.gate.enter() {
+		if s := q.succ.Load(); s != nil {
+			b.queue = s.ID
+			return s.DeliverDirect(b)
+		}
 		q.Stats.Drop(DropClosed, b.Len())
 		b.Free()
 		return false

@@ -86,6 +86,14 @@ func (q *RxQueue) Deleted() bool { return q.gate.closed.Load() }
 // before the engine's DeleteRxQueue). A second Shut is ErrQueueDeleted.
 func (q *RxQueue) Shut() error { return q.gate.shut(queueShutBound) }
 
+// Forward makes a deleted queue hand what is still delivered to it to its replacement (an
+// engine whose workers keep the queue they started with, such as socket's, uses it when the
+// application adds a queue over the same regions). The bursts take the new queue's id.
+func (q *RxQueue) Forward(to *RxQueue) { q.succ.Store(to) }
+
+// Successor is the queue a deleted queue forwards to (nil: none).
+func (q *RxQueue) Successor() *RxQueue { return q.succ.Load() }
+
 // Enter admits a caller (TX burst, send) to the queue; false once it is deleted.
 func (q *TxQueue) Enter() bool { return q.gate.enter() }
 

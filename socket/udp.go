@@ -211,7 +211,7 @@ func (ep *endpoint) sendUDP(b *engine.Burst) error {
 		}
 		to = *p
 	}
-	q := ep.txq
+	q := ep.tx()
 	n := b.Len()
 	for i := 0; i < n; i++ {
 		if l := b.PacketLen(i); l > sockio.MaxUDPPayload {
