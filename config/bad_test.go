@@ -714,6 +714,10 @@ func TestBadFlows(t *testing.T) {
 			[]string{"interfaces[0].rx.flows[0].match.ethernet: an ethernet match needs src, dst or both"}},
 		{"ethernet unknown key", rawBase, []string{"udp_src: 4096\n            udp_dst: 4096", "udp_src: 4096\n            udp_dst: 4096\n            ethernet: {type: 0x0800} #!"},
 			[]string{"interfaces[0].rx.flows[0].match.ethernet.type: unknown key \"type\" in ethernet (valid keys: dst, src)"}},
+		{"ipv6 junk", rawBase, []string{"udp_src: 4096\n            udp_dst: 4096", "udp_src: 4096\n            udp_dst: 4096\n            ipv6_src: \"::ffff:10.0.0.1\" #!"},
+			[]string{"interfaces[0].rx.flows[0].match.ipv6_src: \"::ffff:10.0.0.1\" is not an IPv6 address"}},
+		{"ipv4 and ipv6", rawBase, []string{"udp_dst: \"5000-5010\"\n            ipv4_src: 10.0.0.1\n", "udp_dst: \"5000-5010\"\n            ipv4_src: 10.0.0.1\n            ipv6_dst: fd00::9 #!\n"},
+			[]string{"interfaces[0].rx.flows[1].match.ipv6_dst: a match has IPv4 or IPv6 fields, not both"}},
 		{"duplicate flow id across interfaces", rawBase, []string{"bench_rx:", "    - name: port1\n      address: veth1\n      rx:\n        queues: [{name: q, id: 0, cpu_core: 1, batch_size: 8, memory_regions: [rx_mr]}]\n        flows:\n        - name: g\n          id: 10 #!\n          action: {type: queue, id: 0}\nbench_rx:"},
 			[]string{"interfaces[1].rx.flows[0].id: duplicate flow id 10 (also used by interfaces[0].rx.flows[0])"}},
 	})

@@ -1048,6 +1048,8 @@ func (d *decoder) match(me entry, m *Match) {
 		},
 		"ipv4_src": func(e entry) { m.IPv4Src, _ = d.ipv4(e) },
 		"ipv4_dst": func(e entry) { m.IPv4Dst, _ = d.ipv4(e) },
+		"ipv6_src": func(e entry) { m.IPv6Src, _ = d.ipv6(e) },
+		"ipv6_dst": func(e entry) { m.IPv6Dst, _ = d.ipv6(e) },
 		"flex_item_id": func(e entry) {
 			if v, ok := d.uinteger(e, 0, math.MaxUint16); ok {
 				flex.ItemID = int(v)

@@ -345,7 +345,8 @@ func (e *encoder) match(p string, mt *Match) *yaml.Node {
 		k  string
 		ok bool
 		s  string
-	}{{"ipv4_src", mt.IPv4Src.IsValid(), mt.IPv4Src.String()}, {"ipv4_dst", mt.IPv4Dst.IsValid(), mt.IPv4Dst.String()}} {
+	}{{"ipv4_src", mt.IPv4Src.IsValid(), mt.IPv4Src.String()}, {"ipv4_dst", mt.IPv4Dst.IsValid(), mt.IPv4Dst.String()},
+		{"ipv6_src", mt.IPv6Src.IsValid(), mt.IPv6Src.String()}, {"ipv6_dst", mt.IPv6Dst.IsValid(), mt.IPv6Dst.String()}} {
 		switch {
 		case e.c.isPlaceholder(p + "." + a.k):
 			e.str(m, a.k, placeholderText)

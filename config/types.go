@@ -338,6 +338,8 @@ type Match struct {
 	IPv4Len uint16     // `ipv4_len`: IPv4 total length
 	IPv4Src netip.Addr // `ipv4_src`
 	IPv4Dst netip.Addr // `ipv4_dst`
+	IPv6Src netip.Addr // `ipv6_src`
+	IPv6Dst netip.Addr // `ipv6_dst`
 
 	// Ethernet qualifies any class of match by the frame's outer MAC addresses (upstream's
 	// `match.ethernet: {src, dst}`); nil matches every address.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"math/bits"
+	"net/netip"
 	"strings"
 )
 
@@ -623,7 +624,8 @@ func (k flowClass) String() string {
 
 // hasIPFields reports whether any UDP/IPv4 field of the match is set.
 func (m *Match) hasIPFields() bool {
-	return !m.UDPSrc.Any() || !m.UDPDst.Any() || m.IPv4Len != 0 || m.IPv4Src.IsValid() || m.IPv4Dst.IsValid()
+	return !m.UDPSrc.Any() || !m.UDPDst.Any() || m.IPv4Len != 0 || m.IPv4Src.IsValid() || m.IPv4Dst.IsValid() ||
+		m.IPv6Src.IsValid() || m.IPv6Dst.IsValid()
 }
 
 // flows checks the flows of one direction (base is "interfaces[i].rx" or ".tx").
@@ -739,6 +741,21 @@ func (v *validator) flows(base string, fs []Flow, qs []Queue, flex []FlexItem, i
 			if !a.ok {
 				v.errf(mp+"."+a.key, "must be an IPv4 address")
 			}
+		}
+		for _, a := range []struct {
+			key string
+			a   netip.Addr
+		}{{"ipv6_src", m.IPv6Src}, {"ipv6_dst", m.IPv6Dst}} {
+			if a.a.IsValid() && (!a.a.Is6() || a.a.Is4In6()) {
+				v.errf(mp+"."+a.key, "must be an IPv6 address")
+			}
+		}
+		if (m.IPv6Src.IsValid() || m.IPv6Dst.IsValid()) && (m.IPv4Src.IsValid() || m.IPv4Dst.IsValid() || m.IPv4Len != 0) {
+			k := "ipv6_src"
+			if !m.IPv6Src.IsValid() {
+				k = "ipv6_dst"
+			}
+			v.errf(mp+"."+k, "a match has IPv4 or IPv6 fields, not both")
 		}
 		if eth := m.Ethernet; eth != nil {
 			if len(eth.Src) == 0 && len(eth.Dst) == 0 && !v.given(mp+".ethernet.src") && !v.given(mp+".ethernet.dst") {

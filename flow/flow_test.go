@@ -94,6 +94,9 @@ func TestCompileErrors(t *testing.T) {
 		{config.Flow{Name: "a", Actions: []config.Action{q(0)}, Match: config.Match{ECPRI: &config.ECPRIMatch{PCID: frametest.U16(1)}}}, "needs msg_type"},
 		{config.Flow{Name: "a", ID: config.MaxFlowID + 1, Actions: []config.Action{q(0)}}, "flow id must be"},
 		{config.Flow{Name: "a", Actions: []config.Action{q(0)}, Match: config.Match{UDPSrc: config.PortRange{Lo: 9, Hi: 3}}}, "is empty"},
+		{config.Flow{Name: "a", Actions: []config.Action{q(0)}, Match: config.Match{IPv6Src: netip.MustParseAddr("10.0.0.1")}}, "must be an IPv6 address"},
+		{config.Flow{Name: "a", Actions: []config.Action{q(0)}, Match: config.Match{IPv6Src: netip.MustParseAddr("fd00::1"), IPv4Dst: netip.MustParseAddr("10.0.0.1")}}, "IPv4 or IPv6 fields, not both"},
+		{config.Flow{Name: "a", Actions: []config.Action{{Type: config.ActionTunnelDecap, Tunnel: config.Tunnel{Type: config.TunnelVXLAN, VNI: 1}}, q(0)}, Match: config.Match{IPv6Dst: netip.MustParseAddr("fd00::1")}}, "decapsulated from IPv4 only"},
 	} {
 		_, err := flow.Compile(nil, "rule", &c.f, ids, frametest.Flex)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -168,6 +171,30 @@ func TestEthernetMatch(t *testing.T) {
 		f := config.Flow{Name: "x", Match: config.Match{Ethernet: bad.e}, Actions: []config.Action{q(0)}}
 		if _, err := flow.Compile(nil, "f", &f, []int{0}, nil); err == nil || err.Error() != bad.want {
 			t.Errorf("%+v: %v, want %q", bad.e, err, bad.want)
+		}
+	}
+}
+
+// TestToeplitzVectorsIPv6 checks IPv6 tuples against the IPv6 table of the same Microsoft
+// page ("IPv6 with TCP" hashes the 36-byte address+port input, "IPv6 only" the 32 address
+// bytes).
+func TestToeplitzVectorsIPv6(t *testing.T) {
+	for _, v := range []struct {
+		dst, src       string
+		dport, sport   uint16
+		ipOnly, withL4 uint32
+	}{
+		{"3ffe:2501:200:3::1", "3ffe:2501:200:1fff::7", 1766, 2794, 0x2cc18cd5, 0x40207d3d},
+		{"ff02::1", "3ffe:501:8::260:97ff:fe40:efab", 4739, 14230, 0x0f0c461c, 0xdde51bbf},
+		{"fe80::200:f8ff:fe21:67cf", "3ffe:1900:4545:3:200:f8ff:fe21:67cf", 38024, 44251, 0x4b61e985, 0x02d1feef},
+	} {
+		tu := flow.Tuple{Src: netip.MustParseAddr(v.src), Dst: netip.MustParseAddr(v.dst), SrcPort: v.sport, DstPort: v.dport}
+		if h := tu.Hash(flow.DefaultRSSKey[:]); h != v.withL4 {
+			t.Errorf("[%s]:%d → [%s]:%d: hash %#x, want %#x", v.src, v.sport, v.dst, v.dport, h, v.withL4)
+		}
+		b := tu.Bytes6()
+		if h := flow.Toeplitz(flow.DefaultRSSKey[:], b[:32]); h != v.ipOnly {
+			t.Errorf("%s → %s addresses only: hash %#x, want %#x", v.src, v.dst, h, v.ipOnly)
 		}
 	}
 }

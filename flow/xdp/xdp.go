@@ -83,8 +83,10 @@ const (
 	rDmacHi   = 68 // bytes 4-5 (a loaded half word, zero-extended)
 	rSmacLo   = 72 // source MAC
 	rSmacHi   = 76
-	rNQ       = 80
-	rQ        = 84 // MaxQueues bytes of queue positions
+	rV6Src    = 80 // IPv6 source address: four words as loaded from the packet
+	rV6Dst    = 96
+	rNQ       = 112
+	rQ        = 116 // MaxQueues bytes of queue positions
 	ruleSize  = rQ + MaxQueues + 4
 )
 
@@ -104,6 +106,8 @@ const (
 	fDecapSh = 11 // two bits
 	fEthDst  = 1 << 13
 	fEthSrc  = 1 << 14
+	fV6Src   = 1 << 15
+	fV6Dst   = 1 << 16
 )
 
 // Configuration word layout (one-entry conf map).
@@ -169,8 +173,10 @@ const (
 	// and a fragment is never decapsulated (flow's reference parser, issue 19 items 9, 16).
 	sOEnd    = -132
 	sOFrag   = -136
-	stackLow = -136
-	sCtx     = -144                   // the context while R6 points at the scratch value
+	sV6Src   = -152 // outer IPv6 source address, 16 bytes as loaded
+	sV6Dst   = -168 // and destination
+	stackLow = -168
+	sCtx     = -176                   // the context while R6 points at the scratch value
 	scrConf  = -stackLow              // configuration copy in the scratch value
 	scrSize  = scrConf + confSize + 4 // + padding to a multiple of 8
 )
@@ -228,7 +234,7 @@ func NewProgram(key []byte) (*Program, error) {
 	}
 	p.m.rules = mk("dq_rules", ebpf.Array, 4, ruleSize, MaxRules)
 	p.m.conf = mk("dq_conf", ebpf.Array, 4, confSize, 1)
-	p.m.rss = mk("dq_rss", ebpf.Array, 4, 12*256*4, 1)
+	p.m.rss = mk("dq_rss", ebpf.Array, 4, flow.ToeplitzPositions*256*4, 1)
 	p.m.xsks = mk("dq_xsks", ebpf.XSKMap, 4, 4, MaxNICQueues)
 	p.m.counters = mk("dq_counters", ebpf.PerCPUArray, 4, 8, (MaxQueues+1)*counterStride)
 	p.m.scratch = mk("dq_scratch", ebpf.PerCPUArray, 4, scrSize, 1)
@@ -334,6 +340,17 @@ func encode(r *flow.Rule, valid bool) ([]byte, error) {
 	if r.IPv4Dst.IsValid() {
 		fl |= fDip
 		ne.PutUint32(v[rDip:], addrWord(r.IPv4Dst))
+	}
+	for _, a := range []struct {
+		addr netip.Addr
+		bit  uint32
+		at   int
+	}{{r.IPv6Src, fV6Src, rV6Src}, {r.IPv6Dst, fV6Dst, rV6Dst}} {
+		if a.addr.IsValid() {
+			fl |= a.bit
+			b := a.addr.As16()
+			copy(v[a.at:a.at+16], b[:]) // the words as the program loads them
+		}
 	}
 	if r.IPv4Len != 0 {
 		fl |= fLen
