@@ -521,7 +521,7 @@ func TestHelpers(t *testing.T) {
 func TestEthernetMatch(t *testing.T) {
 	doc := strings.Replace(rawBase, "udp_src: 4096\n            udp_dst: 4096",
 		"udp_src: 4096\n            udp_dst: 4096\n            ethernet:\n              src: 02:00:00:00:00:01\n              dst: AA:BB:CC:DD:EE:FF", 1)
-	doc = strings.Replace(doc, "udp_dst: \"5000-5010\"\n            ipv4_src: 10.0.0.1\n", "ethernet: {dst: \"aa:bb:cc:00:00:01\"}\n", 1)
+	doc = strings.Replace(doc, "udp_dst: \"5000-5010\"\n            ipv4_src: 10.0.0.1\n", "ethernet: {dst: \"aa:bb:cc:00:00:01\"}\n            ipv6_src: \"2001:db8::7\"\n            ipv6_dst: fd00::1\n", 1)
 	c := mustParse(t, doc)
 	fs := c.Interfaces[0].RX.Flows
 	e0, e1 := fs[0].Match.Ethernet, fs[1].Match.Ethernet
@@ -530,6 +530,9 @@ func TestEthernetMatch(t *testing.T) {
 	}
 	if e1 == nil || e1.Src != nil || e1.Dst.String() != "aa:bb:cc:00:00:01" {
 		t.Fatalf("flow 1 ethernet %+v", e1)
+	}
+	if m := fs[1].Match; m.IPv6Src.String() != "2001:db8::7" || m.IPv6Dst.String() != "fd00::1" {
+		t.Fatalf("flow 1 IPv6 addresses %v %v", m.IPv6Src, m.IPv6Dst)
 	}
 	out, err := yaml.Marshal(c)
 	if err != nil {
