@@ -7,8 +7,8 @@
 // first RX queue when there are fewer RX queues. Bursts keep their packets and segments
 // (header-data split included); received packets carry flow id 0 and the time they came back.
 // Queues added or deleted at run time take part: TX queue j (among the live ones) feeds live RX
-// queue j. pacing_mbps
-// and SetPacketTxTime are honoured in software in the sending thread, as in engine xdp.
+// queue j. pacing_mbps and SetPacketTxTime are honoured in software in the sending thread, as
+// in engine xdp.
 package swloop
 
 import (
