@@ -132,8 +132,11 @@ func TestBadEndpoints(t *testing.T) {
 	if a, err := parseAddr(config.Endpoint{Proto: config.ProtoUDP, Host: "10.1.2.3", Port: 9}); err != nil || a != netip.MustParseAddrPort("10.1.2.3:9") {
 		t.Fatalf("10.1.2.3:9: %v %v", a, err)
 	}
-	if _, err := parseAddr(config.Endpoint{Proto: config.ProtoUDP, Host: "example.org", Port: 9}); err == nil || !strings.Contains(err.Error(), "IPv4 address") {
+	if _, err := parseAddr(config.Endpoint{Proto: config.ProtoUDP, Host: "example.org", Port: 9}); err == nil || !strings.Contains(err.Error(), "needs an IP address") {
 		t.Fatalf("host name: %v", err)
+	}
+	if a, err := parseAddr(config.Endpoint{Proto: config.ProtoUDP, Host: "::1", Port: 9}); err != nil || a != netip.MustParseAddrPort("[::1]:9") {
+		t.Fatalf("[::1]:9: %v %v", a, err)
 	}
 	cfg := pair(config.ProtoUDP, 9, 64)
 	host := regiontest.Host(t, "h", 4, 64)
