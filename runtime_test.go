@@ -3,6 +3,7 @@ package daqiri_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/daqiri-go/daqiri/internal/testutil"
 	"sync"
 	"sync/atomic"
@@ -71,6 +72,13 @@ func TestRuntimeQueues(t *testing.T) {
 	}
 	if ids := s.RxQueueIDs(0); len(ids) != 2 || ids[1] != 5 || s.NumTxQueues(0) != 2 {
 		t.Fatalf("rx ids %v, %d tx queues", ids, s.NumTxQueues(0))
+	}
+	var sampled []string
+	for _, m := range s.MetricSamples() {
+		sampled = append(sampled, fmt.Sprintf("%v%s", m.Dir, m.Queue))
+	}
+	if fmt.Sprint(sampled) != "[00 05 10 16]" { // direction (rx 0, tx 1), queue id
+		t.Fatalf("metric samples for queues %v", sampled)
 	}
 	// TX 6 is the second live TX queue: it loops to the second live RX queue, 5.
 	for k := 0; k < 3; k++ {
@@ -245,6 +253,7 @@ func TestRuntimeQueuesRace(t *testing.T) {
 						bad.Store(err)
 						return
 					}
+					time.Sleep(20 * time.Microsecond) // nothing there: leave the CPU to the others
 					continue
 				}
 				recv.Add(int64(b.Len()))
@@ -253,7 +262,7 @@ func TestRuntimeQueuesRace(t *testing.T) {
 		}()
 	}
 	cycles := 0
-	for deadline := time.Now().Add(1500 * time.Millisecond); time.Now().Before(deadline) && cycles < 200; cycles++ {
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) && cycles < 200; cycles++ {
 		id := 100 + cycles
 		if err := s.AddRxQueue(0, config.Queue{Name: "rt", ID: id, BatchSize: 8, MemoryRegions: []string{"rx"}}); err != nil {
 			t.Fatal(err)

@@ -26,7 +26,7 @@ func pair(proto config.Protocol, port, bufSize int) *config.Config {
 		return config.Queue{Name: name, ID: 0, CPUCore: "0", BatchSize: 16, TimeoutUs: 0, MemoryRegions: []string{mr}}
 	}
 	return &config.Config{
-		Version: 1, StreamType: config.StreamSocket, LogLevel: "error", RxMetaBuffers: 64, TxMetaBuffers: 64,
+		Version: 1, StreamType: config.StreamSocket, LogLevel: "error", RxMetaBuffers: 256, TxMetaBuffers: 64, // the test holds every burst it receives (up to one per packet) before freeing
 		MemoryRegions: []config.MemoryRegion{mr("srv_rx"), mr("cli_tx")},
 		Interfaces: []config.Interface{
 			{Name: "server", Address: "127.0.0.1", Socket: &config.SocketConfig{Mode: config.ModeServer, Local: ep(port), RetryConnectS: 1},
