@@ -9,6 +9,15 @@ package uapi
 // `// C: NAME` is compared with the header's value by mlx5_probe_test.go (gcc at test time),
 // and so is every struct marked `C: struct NAME` with its fields.
 
+// ProbeHeaders are the linux-libc-dev headers (under /usr/include) this file's facts come
+// from: tests compile them in C probes.
+func ProbeHeaders() []string {
+	return []string{
+		"rdma/ib_user_ioctl_verbs.h", "rdma/ib_user_ioctl_cmds.h", "rdma/mlx5_user_ioctl_cmds.h",
+		"rdma/mlx5_user_ioctl_verbs.h", "rdma/mlx5-abi.h",
+	}
+}
+
 // Driver ids (enum rdma_driver_id, ib_user_ioctl_verbs.h): every ioctl header names the
 // device's driver, and the kernel refuses a call that names another with EINVAL.
 const (
