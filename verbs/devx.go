@@ -126,10 +126,29 @@ func (d *DevX) run(method string, call *uapi.Call) error {
 	}
 	werr := d.ctx.wrap("ioctl "+method, err)
 	if !d.mlx5 {
-		return fmt.Errorf("verbs: %s on %s (driver %q): %w: %w", method, d.ctx.dev.Name, d.ctx.dev.Driver, ErrNotMLX5, werr)
+		return &notMLX5Error{op: "ioctl " + method, dev: d.ctx.dev, kernel: werr}
 	}
 	return werr
 }
+
+// notMLX5Error is an mlx5 method the kernel refused because the device is not mlx5: it
+// matches ErrNotMLX5 and the kernel's error (an *Error with the errno).
+type notMLX5Error struct {
+	op     string
+	dev    DeviceInfo
+	kernel error
+}
+
+func (e *notMLX5Error) Error() string {
+	k := e.kernel.Error()
+	var ke *Error
+	if errors.As(e.kernel, &ke) {
+		k = fmt.Sprintf("%v (%s)", ke.Errno.Error(), errnoName(ke.Errno))
+	}
+	return fmt.Sprintf("verbs: %s on %s: %v (driver %q; the kernel: %s)", e.op, e.dev.Name, ErrNotMLX5, e.dev.Driver, k)
+}
+
+func (e *notMLX5Error) Unwrap() []error { return []error{ErrNotMLX5, e.kernel} }
 
 func (d *DevX) call(object, method uint16) *uapi.Call { return d.ctx.newCall(object, method) }
 
@@ -374,7 +393,7 @@ func (d *DevX) mmap(off int64, length int, prot int) ([]byte, error) {
 	if err != nil {
 		werr := d.ctx.wrap(fmt.Sprintf("mmap(%#x, %d)", off, length), err)
 		if !d.mlx5 {
-			return nil, fmt.Errorf("verbs: mmap of an mlx5 page on %s (driver %q): %w: %w", d.ctx.dev.Name, d.ctx.dev.Driver, ErrNotMLX5, werr)
+			return nil, &notMLX5Error{op: fmt.Sprintf("mmap of mlx5 page %#x", off), dev: d.ctx.dev, kernel: werr}
 		}
 		return nil, werr
 	}

@@ -71,7 +71,7 @@ func TestGuestDevXOnRxe(t *testing.T) {
 			return err
 		}},
 		{"PP_OBJ_ALLOC", func() error { _, err := d.AllocPP(make([]byte, 48), false); return err }},
-		{"mmap", func() error { _, err := d.ClockInfo(); return err }},
+		{"mmap of mlx5 page", func() error { _, err := d.ClockInfo(); return err }},
 	}
 	for _, k := range calls {
 		err := k.run()

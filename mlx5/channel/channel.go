@@ -15,6 +15,8 @@ package channel
 import (
 	"errors"
 	"fmt"
+
+	"github.com/daqiri-go/daqiri/verbs"
 )
 
 // Channel is one open ConnectX function. Methods are safe for concurrent use unless a method
@@ -129,6 +131,7 @@ var (
 	// ErrUnsupported: the transport cannot do this (for example DMA-BUF UMEMs on the model).
 	ErrUnsupported = errors.New("mlx5 channel: not supported by this transport")
 	// ErrNotMLX5: the device behind the transport is not a ConnectX (DevX on another
-	// provider, such as rxe).
-	ErrNotMLX5 = errors.New("device is not mlx5")
+	// provider, such as rxe). It is verbs.ErrNotMLX5, so an error from the typed DevX calls
+	// in package verbs matches it without translation.
+	ErrNotMLX5 = verbs.ErrNotMLX5
 )
