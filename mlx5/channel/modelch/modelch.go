@@ -472,19 +472,21 @@ func (c *Channel) AttachRoot(table uint32) (func() error, error) {
 	if c.isClosed() {
 		return nil, channel.ErrClosed
 	}
-	set := func(id uint32) error {
-		in := cmdIn(prm.CmdOpSetFlowTableRoot, 0, 0x40)
+	// Detaching is op_mod 1 without a table id: the kernel's fs_cmd.c mlx5_cmd_update_root_ft
+	// disconnects the root so when the last table of the namespace goes.
+	set := func(id uint32, opMod uint16) error {
+		in := cmdIn(prm.CmdOpSetFlowTableRoot, opMod, 0x40)
 		prm.SetFlowTableRootIn.TableType.Set(in, prm.FlowTableNICRX)
 		prm.SetFlowTableRootIn.TableID.Set(in, uint64(id))
 		return c.exec(in, make([]byte, 16))
 	}
-	if err := set(table); err != nil {
+	if err := set(table, 0); err != nil {
 		return nil, err
 	}
 	var once sync.Once
 	return func() error {
 		var err error
-		once.Do(func() { err = set(0) })
+		once.Do(func() { err = set(0, 1) })
 		return err
 	}, nil
 }

@@ -1,0 +1,280 @@
+// Package mlx5 is the raw Ethernet engine for ConnectX NICs (engine name mlx5; upstream's
+// ibverbs engine on raw streams), written in Go against the PRM: every object is a PRM
+// command sent through a channel.Channel (DevX over uverbs, VFIO, or the device model in
+// process), and the datapath reads CQEs and writes WQEs and doorbells in memory it shares
+// with the device. No libibverbs, no DPDK, no C.
+//
+// # Ports
+//
+// An interface whose address is `model:N` runs on port N of the ConnectX device model in this
+// process: ports 0↔1, 2↔3, … are cabled back to back when both are configured, `loopback: hw`
+// loops every model port's transmit into its own receive (upstream's hardware loopback), and
+// `model:N@IFNAME` bridges port N to the Linux netdev IFNAME (AF_PACKET; root). Per port the
+// engine creates a PD, a transport domain, a TIS, a UAR page, a Q counter (the NIC's
+// out-of-buffer drops), one memory key per memory region (the region registered as a UMEM),
+// and for each queue a CQ and an RQ or SQ. PCI addresses and RDMA device names need the DevX
+// transport (mlx5/channel/devx), which this build does not have yet: they fail with a clear
+// error.
+//
+// # Receive
+//
+// A queue with one memory region whose buffer size is a power of two from 64 to 8192 bytes
+// and that has at least 512 buffers gets a striding RQ (upstream's default: one stride per
+// buffer, 512 strides per WQE; DAQIRI_IBV_STRIDING=0 forces the cyclic RQ as upstream's
+// variable does): each WQE is 512 consecutive buffers of the region, a packet lands in the
+// stride the CQE names and is handed to the application in place (zero copy), and a WQE is
+// reposted once the NIC has consumed all its strides and the application has freed every
+// packet in it. A queue naming 2–4 regions (header-data split) or whose region does not fit
+// striding gets a cyclic RQ with one buffer of each region per WQE as a scatter list.
+// CQE compression is on (basic layout; mini-CQEs carry checksum and stride index on striding
+// RQs, hash and length on cyclic ones); DAQIRI_MLX5_CQE_COMPRESSION=0 turns it off.
+// Hardware timestamps (the RQ in real-time format) are in b.RxTimestamp.
+//
+// # Transmit
+//
+// Each TX burst becomes enhanced multi-packet send WQEs of up to 32 packets (one pointer
+// data segment per packet, no inline data: the SQ's minimal inline mode is none), or SEND
+// WQEs with the first 18 bytes inline for header-data split packets; a completion is asked
+// for every 16 WQEs and on the last WQE of every burst. The doorbell record is written after
+// the WQEs, then the control segment's first 8 bytes go to the UAR's BlueFlame register,
+// alternating its two halves, with a full barrier between each step.
+package mlx5
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/mlx5/channel/modelch"
+	"github.com/daqiri-go/daqiri/mlx5/model"
+)
+
+// Engine serves a session's mlx5 ports.
+type Engine struct {
+	env    *engine.Env
+	w      *engine.Workers
+	ports  []*port
+	byID   map[int]*port
+	closed atomic.Bool
+	opts   options
+	fence  atomic.Uint32 // the target of barrier's atomic operation
+
+	// models are the model devices of this engine's model ports, by port number, and the
+	// goroutines that run them.
+	models    map[int]*model.Device
+	runCancel context.CancelFunc
+	runWG     sync.WaitGroup
+}
+
+// options are the engine's tunables (environment, as upstream's DAQIRI_IBV_* variables).
+type options struct {
+	striding    int  // -1 auto, 0 off, 1 forced
+	compression bool // CQE compression
+}
+
+func optionsFromEnv() options {
+	o := options{striding: -1, compression: true}
+	switch os.Getenv("DAQIRI_IBV_STRIDING") {
+	case "0":
+		o.striding = 0
+	case "1":
+		o.striding = 1
+	}
+	if os.Getenv("DAQIRI_MLX5_CQE_COMPRESSION") == "0" {
+		o.compression = false
+	}
+	return o
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// Address is a parsed interface address of the mlx5 engine.
+type Address struct {
+	Model  bool   // a model port
+	Port   int    // the model port number
+	Bridge string // model:N@IFNAME: the netdev the port is bridged to
+	Device string // a PCI address or RDMA device name (DevX)
+}
+
+// ParseAddress parses an mlx5 interface address: model:N, model:N@IFNAME, a PCI address or
+// an RDMA device name.
+func ParseAddress(s string) (Address, error) {
+	if rest, ok := strings.CutPrefix(s, "model:"); ok {
+		num, bridge, hasBridge := strings.Cut(rest, "@")
+		n, err := strconv.Atoi(num)
+		if err != nil || n < 0 || n > 1023 {
+			return Address{}, fmt.Errorf("model port %q is not a number from 0 to 1023", num)
+		}
+		if hasBridge && !config.IsNetdevName(bridge) {
+			return Address{}, fmt.Errorf("model:%d@%q: not a Linux netdev name", n, bridge)
+		}
+		return Address{Model: true, Port: n, Bridge: bridge}, nil
+	}
+	if s == "" {
+		return Address{}, errors.New("empty address")
+	}
+	return Address{Device: s}, nil
+}
+
+// Open starts the mlx5 ports of env.
+func Open(ctx context.Context, env *engine.Env) (engine.Engine, error) {
+	return open(ctx, env, optionsFromEnv())
+}
+
+func open(ctx context.Context, env *engine.Env, opts options) (*Engine, error) {
+	e := &Engine{env: env, w: engine.NewWorkers(env.Log), byID: map[int]*port{}, opts: opts, models: map[int]*model.Device{}}
+	addrs := make([]Address, len(env.Ports))
+	for i, p := range env.Ports {
+		a, err := ParseAddress(p.Config.Address)
+		if err != nil {
+			return nil, env.Config.Errorf(p.Path()+".address", "interface %s: %v", p.Name, err)
+		}
+		if !a.Model {
+			return nil, env.Config.Errorf(p.Path()+".address", "interface %s: %s needs the DevX transport (a ConnectX with mlx5_ib), which this build does not have; use model:N for the device model: %v", p.Name, a.Device, engine.ErrNotSupported)
+		}
+		if _, dup := e.models[a.Port]; dup {
+			return nil, env.Config.Errorf(p.Path()+".address", "interface %s: model port %d is used by two interfaces", p.Name, a.Port)
+		}
+		addrs[i] = a
+		e.models[a.Port] = model.New(model.Config{MAC: modelMAC(a.Port), Realtime: true})
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	e.runCancel = cancel
+	hwLoop := env.Config.Loopback == "hw"
+	for i, a := range addrs {
+		dev := e.models[a.Port]
+		switch {
+		case hwLoop:
+			dev.Cable(dev)
+		case a.Bridge != "":
+			if _, err := net.InterfaceByName(a.Bridge); err != nil {
+				e.shutdown()
+				return nil, env.Config.Errorf(env.Ports[i].Path()+".address", "interface %s: bridge model port %d to %s: %v", env.Ports[i].Name, a.Port, a.Bridge, err)
+			}
+			e.runWG.Add(1)
+			go func() {
+				defer e.runWG.Done()
+				if err := dev.Bridge(runCtx, a.Bridge); err != nil && runCtx.Err() == nil {
+					env.Log.Error("mlx5 model bridge stopped", "port", a.Port, "netdev", a.Bridge, "err", err)
+				}
+			}()
+		default:
+			if peer := e.models[a.Port^1]; peer != nil && a.Port&1 == 0 {
+				dev.Cable(peer)
+			}
+		}
+	}
+	for i, p := range env.Ports {
+		a := addrs[i]
+		ch, err := modelch.Open(e.models[a.Port], fmt.Sprintf("model:%d", a.Port))
+		if err != nil {
+			e.shutdown()
+			return nil, err
+		}
+		pt, err := e.openPort(p, ch, e.models[a.Port])
+		if err != nil {
+			ch.Close()
+			e.shutdown()
+			return nil, err
+		}
+		e.ports = append(e.ports, pt)
+		e.byID[p.ID] = pt
+	}
+	for _, dev := range e.models {
+		e.runWG.Add(1)
+		go func() { defer e.runWG.Done(); dev.Run(runCtx) }()
+	}
+	for _, pt := range e.ports {
+		pt.start()
+	}
+	return e, nil
+}
+
+// modelMAC is model port n's address: 02:da:51:00:00:nn (locally administered).
+func modelMAC(n int) net.HardwareAddr {
+	return net.HardwareAddr{0x02, 0xda, 0x51, 0, byte(n >> 8), byte(n)}
+}
+
+// MACAddr implements engine.MACer.
+func (e *Engine) MACAddr(portID int) (net.HardwareAddr, error) {
+	pt := e.byID[portID]
+	if pt == nil {
+		return nil, fmt.Errorf("port %d is not an mlx5 port: %w", portID, engine.ErrInvalidParameter)
+	}
+	return append(net.HardwareAddr(nil), pt.mac...), nil
+}
+
+// Send implements engine.Engine.
+func (e *Engine) Send(b *engine.Burst) error {
+	if e.closed.Load() {
+		return fmt.Errorf("mlx5 engine closed: %w", engine.ErrNotReady)
+	}
+	pt := e.byID[b.Port()]
+	if pt == nil {
+		return fmt.Errorf("port %d is not an mlx5 port: %w", b.Port(), engine.ErrInvalidParameter)
+	}
+	t := pt.txByID[b.Queue()]
+	if t == nil {
+		return fmt.Errorf("port %d has no tx queue %d: %w", b.Port(), b.Queue(), engine.ErrInvalidParameter)
+	}
+	return t.send(b)
+}
+
+// TxAvailable implements engine.TxChecker: room in the SQ and buffers in the regions.
+func (e *Engine) TxAvailable(q *engine.TxQueue, n int) bool {
+	pt := e.byID[q.Port.ID]
+	if pt == nil || pt.txByID[q.ID] == nil {
+		return false
+	}
+	return q.Available(n) && pt.txByID[q.ID].room(n)
+}
+
+// Close stops the workers, waits for sent packets to complete (bounded), returns every
+// buffer the engine holds, and destroys every object in reverse order of creation.
+func (e *Engine) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	e.w.Stop()
+	var errs []error
+	for i := len(e.ports) - 1; i >= 0; i-- {
+		if err := e.ports[i].close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	e.shutdown()
+	return errors.Join(errs...)
+}
+
+// shutdown stops the model devices.
+func (e *Engine) shutdown() {
+	if e.runCancel != nil {
+		e.runCancel()
+	}
+	e.runWG.Wait()
+}
+
+// now is the wall clock in ns, for burst timeouts.
+func now() int64 { return time.Now().UnixNano() }
+
+// backoff sleeps an idle worker a little longer each idle round, up to 50 µs: a busy port
+// never sleeps, an idle one costs little CPU.
+func backoff(idle int) {
+	switch {
+	case idle < 64:
+	case idle < 256:
+		runtime.Gosched()
+	default:
+		time.Sleep(time.Duration(min(idle-255, 50)) * time.Microsecond)
+	}
+}
