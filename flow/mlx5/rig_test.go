@@ -1,0 +1,380 @@
+package mlx5_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/daqiri-go/daqiri/flow"
+	"github.com/daqiri-go/daqiri/mlx5/channel"
+	"github.com/daqiri-go/daqiri/mlx5/model"
+	"github.com/daqiri-go/daqiri/mlx5/prm"
+)
+
+// testCh is a test-only channel.Channel over a model.Device's Exec, enough for steering:
+// creates remember the destroy command they imply (as DevX builds it in the kernel), and
+// AttachRoot is SET_FLOW_TABLE_ROOT. The engine's model transport replaces it when it exists.
+type testCh struct {
+	d    *model.Device
+	mu   sync.Mutex
+	live map[*testObj]bool
+	// fail, when set, makes the next create of that opcode fail (a device rejection).
+	fail prm.CmdOp
+}
+
+type testObj struct {
+	ch      *testCh
+	id      uint32
+	destroy []byte
+	gone    bool
+}
+
+func newTestCh(d *model.Device) *testCh { return &testCh{d: d, live: map[*testObj]bool{}} }
+
+func (c *testCh) Name() string { return "test:model" }
+
+func (c *testCh) Exec(in, out []byte) error {
+	err := c.d.Exec(in, out)
+	var ce *model.CmdError
+	if errors.As(err, &ce) {
+		return &channel.CommandError{Opcode: uint16(ce.Op), OpMod: ce.OpMod, Status: uint8(ce.Status), Syndrome: ce.Syndrome, Name: ce.Op.String(), Detail: ce.Msg}
+	}
+	return err
+}
+
+func destroyIn(op prm.CmdOp, n int, kv ...any) []byte {
+	b := make([]byte, n)
+	prm.CmdIn.Opcode.Set(b, uint64(op))
+	for i := 0; i < len(kv); i += 2 {
+		kv[i].(prm.Field).Set(b, kv[i+1].(uint64))
+	}
+	return b
+}
+
+func (c *testCh) Create(in, out []byte) (channel.Object, error) {
+	op := prm.CmdOp(prm.CmdIn.Opcode.Get(in))
+	if c.fail != 0 && op == c.fail {
+		c.fail = 0
+		return nil, &channel.CommandError{Opcode: uint16(op), Status: uint8(prm.StatusBadParamErr), Name: op.String(), Detail: "rejected by the test"}
+	}
+	if err := c.Exec(in, out); err != nil {
+		return nil, err
+	}
+	o := &testObj{ch: c}
+	switch op {
+	case prm.CmdOpCreateTIR:
+		o.id = uint32(prm.CreateTIROut.TIRN.Get(out))
+		o.destroy = destroyIn(prm.CmdOpDestroyTIR, 16, prm.DestroyTIRIn.TIRN, uint64(o.id))
+	case prm.CmdOpCreateRQT:
+		o.id = uint32(prm.CreateRQTOut.RQTN.Get(out))
+		o.destroy = destroyIn(prm.CmdOpDestroyRQT, 16, prm.DestroyRQTIn.RQTN, uint64(o.id))
+	case prm.CmdOpCreateFlowTable:
+		o.id = uint32(prm.CreateFlowTableOut.TableID.Get(out))
+		o.destroy = destroyIn(prm.CmdOpDestroyFlowTable, 0x40, prm.DestroyFlowTableIn.TableType, prm.CreateFlowTableIn.TableType.Get(in), prm.DestroyFlowTableIn.TableID, uint64(o.id))
+	case prm.CmdOpCreateFlowGroup:
+		o.id = uint32(prm.CreateFlowGroupOut.GroupID.Get(out))
+		o.destroy = destroyIn(prm.CmdOpDestroyFlowGroup, 0x40, prm.DestroyFlowGroupIn.TableType, prm.CreateFlowGroupIn.TableType.Get(in),
+			prm.DestroyFlowGroupIn.TableID, prm.CreateFlowGroupIn.TableID.Get(in), prm.DestroyFlowGroupIn.GroupID, uint64(o.id))
+	case prm.CmdOpSetFlowTableEntry:
+		o.id = uint32(prm.SetFTEIn.FlowIndex.Get(in))
+		o.destroy = destroyIn(prm.CmdOpDeleteFlowTableEntry, 0x40, prm.DeleteFTEIn.TableType, prm.SetFTEIn.TableType.Get(in),
+			prm.DeleteFTEIn.TableID, prm.SetFTEIn.TableID.Get(in), prm.DeleteFTEIn.FlowIndex, uint64(o.id))
+	case prm.CmdOpAllocPacketReformatContext:
+		o.id = uint32(prm.AllocPacketReformatContextOut.PacketReformatID.Get(out))
+		o.destroy = destroyIn(prm.CmdOpDeallocPacketReformatContext, 16, prm.DeallocPacketReformatContextIn.PacketReformatID, uint64(o.id))
+	default:
+		return nil, fmt.Errorf("test channel: create opcode %v not handled", op)
+	}
+	c.mu.Lock()
+	c.live[o] = true
+	c.mu.Unlock()
+	return o, nil
+}
+
+func (o *testObj) ID() uint32                  { return o.id }
+func (o *testObj) Modify(in, out []byte) error { return o.ch.Exec(in, out) }
+func (o *testObj) Query(in, out []byte) error  { return o.ch.Exec(in, out) }
+func (o *testObj) Destroy() error {
+	o.ch.mu.Lock()
+	if o.gone {
+		o.ch.mu.Unlock()
+		return channel.ErrClosed
+	}
+	o.gone = true
+	delete(o.ch.live, o)
+	o.ch.mu.Unlock()
+	return o.ch.Exec(o.destroy, make([]byte, 16))
+}
+
+func (c *testCh) RegisterMemory([]byte, channel.Access) (channel.UMEM, error) {
+	return nil, channel.ErrUnsupported
+}
+func (c *testCh) AllocUAR() (channel.UAR, error) { return nil, channel.ErrUnsupported }
+func (c *testCh) EQN(int) (uint32, error)        { return 0, channel.ErrUnsupported }
+
+func (c *testCh) AttachRoot(table uint32) (func() error, error) {
+	in := destroyIn(prm.CmdOpSetFlowTableRoot, 0x40, prm.SetFlowTableRootIn.TableID, uint64(table))
+	if err := c.Exec(in, make([]byte, 16)); err != nil {
+		return nil, err
+	}
+	return func() error {
+		in := destroyIn(prm.CmdOpSetFlowTableRoot, 0x40)
+		prm.CmdIn.OpMod.Set(in, 1)
+		return c.Exec(in, make([]byte, 16))
+	}, nil
+}
+
+func (c *testCh) Close() error { return nil }
+
+// rig is a brought-up model device with nq RX queues (CQ + cyclic RQ of 2 KiB buffers
+// each), a PA key over its memory, and the transport domain steering needs.
+type rig struct {
+	t    testing.TB
+	d    *model.Device
+	ch   *testCh
+	mem  []byte
+	next uint64
+	uar  uint32
+	eqn  uint32
+	pd   uint32
+	td   uint32
+	lkey uint32
+	rxs  []*rxq
+	rqns []uint32
+}
+
+const iova = 0x1000_0000
+
+func (r *rig) alloc(n, align int) uint64 {
+	off := (r.next + uint64(align) - 1) &^ (uint64(align) - 1)
+	if off+uint64(n) > uint64(len(r.mem)) {
+		r.t.Fatalf("rig memory exhausted")
+	}
+	r.next = off + uint64(n)
+	return iova + off
+}
+
+func (r *rig) at(a uint64, n int) []byte { return r.mem[a-iova : a-iova+uint64(n)] }
+
+func (r *rig) cmd(in []byte, outLen int) []byte {
+	r.t.Helper()
+	out := make([]byte, outLen)
+	if err := r.d.Exec(in, out); err != nil {
+		r.t.Fatalf("%v: %v", prm.CmdOp(prm.CmdIn.Opcode.Get(in)), err)
+	}
+	return out
+}
+
+func cmdIn(op prm.CmdOp, opMod uint16, n int, kv ...any) []byte {
+	b := make([]byte, n)
+	prm.CmdIn.Opcode.Set(b, uint64(op))
+	prm.CmdIn.OpMod.Set(b, uint64(opMod))
+	for i := 0; i+1 < len(kv); i += 2 {
+		var v uint64
+		switch x := kv[i+1].(type) {
+		case int:
+			v = uint64(x)
+		case uint32:
+			v = uint64(x)
+		case uint64:
+			v = x
+		}
+		kv[i].(prm.Field).Set(b, v)
+	}
+	return b
+}
+
+func (r *rig) pages(opMod uint16) {
+	n := int(int32(uint32(prm.QueryPagesOut.NumPages.Get(r.cmd(cmdIn(prm.CmdOpQueryPages, opMod, 16), 16)))))
+	if n <= 0 {
+		return
+	}
+	pas := prm.ManagePagesIn.PAS
+	b := cmdIn(prm.CmdOpManagePages, prm.ManagePagesGive, pas.ByteOff()+8*n, prm.ManagePagesIn.InputNumEntries, n)
+	for i := range n {
+		pas.At(uint32(i)*64).Set(b, r.alloc(4096, 4096))
+	}
+	r.cmd(b, 16)
+}
+
+// newRig brings a device up in mlx5_vfio.c's order (ENABLE_HCA, ISSI, boot pages, host
+// endianness, caps, init pages, INIT_HCA) and makes nq RX queues.
+func newRig(t testing.TB, nq int) *rig {
+	d := model.New(model.Config{})
+	r := &rig{t: t, d: d, mem: make([]byte, 24<<20)}
+	if err := d.DMA().Map(iova, r.mem, model.DMARead|model.DMAWrite); err != nil {
+		t.Fatal(err)
+	}
+	r.ch = newTestCh(d)
+	r.cmd(cmdIn(prm.CmdOpEnableHCA, 0, 16), 16)
+	r.cmd(cmdIn(prm.CmdOpQueryISSI, 0, 16), 0x70)
+	r.cmd(cmdIn(prm.CmdOpSetISSI, 0, 16, prm.SetISSIIn.CurrentISSI, 1), 16)
+	r.pages(prm.QueryPagesBoot)
+	r.cmd(cmdIn(prm.CmdOpAccessReg, prm.AccessRegWrite, 0x20, prm.AccessRegisterIn.RegisterID, prm.RegHostEndianness), 0x20)
+	capOut := r.cmd(cmdIn(prm.CmdOpQueryHCACap, uint16(prm.CapTypeGeneral)<<1|prm.CapOpModCur, 16), int(prm.QueryHCACapOut.Capability.End()/8))
+	setCap := cmdIn(prm.CmdOpSetHCACap, uint16(prm.CapTypeGeneral)<<1, int(prm.SetHCACapIn.Capability.End()/8))
+	copy(prm.SetHCACapIn.Capability.Slice(setCap), prm.QueryHCACapOut.Capability.Slice(capOut))
+	r.cmd(setCap, 16)
+	r.pages(prm.QueryPagesInit)
+	r.cmd(cmdIn(prm.CmdOpInitHCA, 0, 16), 16)
+	r.uar = uint32(prm.AllocUAROut.UAR.Get(r.cmd(cmdIn(prm.CmdOpAllocUAR, 0, 16), 16)))
+	ring := r.alloc(4096, 4096)
+	eb := prm.CreateEQIn.EQContextEntry.Off
+	eq := cmdIn(prm.CmdOpCreateEQ, 0, prm.CreateEQIn.PAS.ByteOff()+8, prm.EQC.LogEQSize.At(eb), 6, prm.EQC.UARPage.At(eb), r.uar, prm.CreateEQIn.PAS, ring)
+	prm.CreateEQIn.EventBitmask.Set(eq, 1<<prm.EventTypeComp)
+	r.eqn = uint32(prm.CreateEQOut.EQNumber.Get(r.cmd(eq, 16)))
+	r.pd = uint32(prm.AllocPDOut.PD.Get(r.cmd(cmdIn(prm.CmdOpAllocPD, 0, 16), 16)))
+	r.td = uint32(prm.AllocTransportDomainOut.TransportDomain.Get(r.cmd(cmdIn(prm.CmdOpAllocTransportDomain, 0, 16), 16)))
+	mb := prm.CreateMKeyIn.MemoryKeyMKeyEntry.Off
+	k := prm.MKC
+	key := cmdIn(prm.CmdOpCreateMKey, 0, prm.CreateMKeyIn.KlmPASMtt.ByteOff(), k.AccessMode10.At(mb), prm.MKeyAccessPA, k.Lr.At(mb), 1, k.Lw.At(mb), 1,
+		k.PD.At(mb), r.pd, k.QPN.At(mb), 0xffffff, k.StartAddr.At(mb), uint64(iova), k.Len.At(mb), uint64(len(r.mem)), k.MKey70.At(mb), 0x5a)
+	// The variant byte keeps key 1 from reading as MLX5_INVALID_LKEY (0x100).
+	r.lkey = uint32(prm.CreateMKeyOut.MKeyIndex.Get(r.cmd(key, 16)))<<8 | 0x5a
+	for range nq {
+		q := r.newRX()
+		r.rxs = append(r.rxs, q)
+		r.rqns = append(r.rqns, q.rqn)
+	}
+	return r
+}
+
+// cq is a CQ of 64-byte CQEs, valid when the owner bit equals the consumer lap's parity.
+type cq struct {
+	r       *rig
+	n       uint32
+	buf     uint64
+	dbr     uint64
+	logSize uint
+	ci      uint32
+}
+
+func (r *rig) newCQ(logSize uint) *cq {
+	c := &cq{r: r, logSize: logSize, buf: r.alloc(64<<logSize, 4096), dbr: r.alloc(64, 64)}
+	for i := 0; i < 1<<logSize; i++ {
+		prm.CQE64.OpOwn.Set(r.at(c.buf+uint64(i)*64, 64), uint64(prm.CQEOpInvalid)<<4|1)
+	}
+	base := prm.CreateCQIn.CQContext.Off
+	q := prm.CQC
+	npages := (64<<logSize + 4095) / 4096
+	b := cmdIn(prm.CmdOpCreateCQ, 0, prm.CreateCQIn.PAS.ByteOff()+8*npages, q.LogCQSize.At(base), int(logSize), q.UARPage.At(base), r.uar,
+		q.CEQNOrApuElement.At(base), r.eqn, q.DbrAddr.At(base), c.dbr)
+	for i := range npages {
+		prm.CreateCQIn.PAS.At(uint32(i)*64).Set(b, c.buf+uint64(i)*4096)
+	}
+	c.n = uint32(prm.CreateCQOut.CQN.Get(r.cmd(b, 16)))
+	return c
+}
+
+func (c *cq) poll() []byte {
+	e := c.r.at(c.buf+uint64(c.ci&(1<<c.logSize-1))*64, 64)
+	own := prm.CQE64.OpOwn.Get(e)
+	if own>>4 == prm.CQEOpInvalid || own&1 != uint64(c.ci>>c.logSize&1) {
+		return nil
+	}
+	c.ci++
+	// The consumer index in the doorbell record frees the slot (kernel cq.h
+	// mlx5_cq_set_ci: word 0 of the record, 24 bits).
+	binary.BigEndian.PutUint32(c.r.at(c.dbr, 4), c.ci&0xffffff)
+	return e
+}
+
+const (
+	rqLog   = 7
+	bufSize = 2048
+)
+
+// rxq is one RX queue: CQ + cyclic RQ of one-segment WQEs; every buffer is posted again
+// after its frame is read, so the ring never runs dry in these tests.
+type rxq struct {
+	cq       *cq
+	rqn      uint32
+	ring     uint64
+	dbr      uint64
+	bufs     []uint64
+	consumed uint32
+}
+
+func (r *rig) newRX() *rxq {
+	q := &rxq{cq: r.newCQ(rqLog + 1)}
+	w := prm.WQ
+	base := prm.CreateRQIn.Ctx.Off
+	wb := base + prm.RQC.WQ.Off
+	q.ring = r.alloc(16<<rqLog, 4096)
+	q.dbr = r.alloc(64, 64)
+	npages := (16<<rqLog + 4095) / 4096
+	b := cmdIn(prm.CmdOpCreateRQ, 0, w.PAS.At(wb).ByteOff()+8*npages, prm.RQC.CQN.At(base), q.cq.n,
+		w.WQType.At(wb), prm.WQTypeCyclic, w.LogWQStride.At(wb), 4, w.LogWQSz.At(wb), rqLog, w.PD.At(wb), r.pd, w.DbrAddr.At(wb), q.dbr)
+	for i := range npages {
+		w.PAS.At(wb+uint32(i)*64).Set(b, q.ring+uint64(i)*4096)
+	}
+	q.rqn = uint32(prm.CreateRQOut.RQN.Get(r.cmd(b, 16)))
+	r.cmd(cmdIn(prm.CmdOpModifyRQ, 0, int(prm.ModifyRQIn.Ctx.End()/8), prm.ModifyRQIn.RQN, q.rqn, prm.ModifyRQIn.RQState, prm.RQStateRST,
+		prm.RQC.State.At(prm.ModifyRQIn.Ctx.Off), prm.RQStateRDY), 16)
+	for i := 0; i < 1<<rqLog; i++ {
+		a := r.alloc(bufSize, 64)
+		q.bufs = append(q.bufs, a)
+		seg := r.at(q.ring+uint64(i)*16, 16)
+		prm.WQEData.ByteCount.Set(seg, bufSize)
+		prm.WQEData.LKey.Set(seg, uint64(r.lkey))
+		prm.WQEData.Addr.Set(seg, a)
+	}
+	binary.BigEndian.PutUint32(r.at(q.dbr+4*prm.RcvDBR, 4), 1<<rqLog)
+	return q
+}
+
+// got is what the device did with one frame.
+type got struct {
+	queue   int // -1: not received
+	tag     uint32
+	hash    uint32
+	frame   []byte
+	dropped bool // by a rule
+	missed  bool // no entry took it
+}
+
+// receive runs one frame through the device's receive path and reports where it went.
+func (r *rig) receive(f []byte) got {
+	r.t.Helper()
+	before := r.d.Counters()
+	r.d.Receive(f)
+	for i := 0; r.d.Step(64) > 0; i++ {
+		if i == 1000 {
+			r.t.Fatal("device still busy after 1000 steps")
+		}
+	}
+	g := got{queue: -1}
+	for qi, q := range r.rxs {
+		for e := q.cq.poll(); e != nil; e = q.cq.poll() {
+			if g.queue >= 0 {
+				r.t.Fatalf("one frame gave CQEs on queues %d and %d", g.queue, qi)
+			}
+			if op := prm.CQE64.OpOwn.Get(e) >> 4; op != prm.CQEOpRespSend {
+				r.t.Fatalf("queue %d: CQE opcode %d syndrome %#x", qi, op, prm.ErrCQE.Syndrome.Get(e))
+			}
+			idx := uint32(prm.CQE64.WQECounter.Get(e)) & (1<<rqLog - 1)
+			n := int(prm.CQE64.ByteCnt.Get(e))
+			g.queue, g.tag, g.hash = qi, uint32(prm.CQE64.SopDropQPN.Get(e))&0xffffff, uint32(prm.CQE64.RSSHashResult.Get(e))
+			g.frame = append([]byte(nil), r.at(q.bufs[idx], n)...)
+			q.consumed++
+			binary.BigEndian.PutUint32(r.at(q.dbr+4*prm.RcvDBR, 4), q.consumed+1<<rqLog)
+		}
+	}
+	after := r.d.Counters()
+	g.dropped = after.RXDropRule > before.RXDropRule
+	g.missed = after.RXSteeringMiss > before.RXSteeringMiss
+	if after.RXErrors != before.RXErrors || after.RXNotReady != before.RXNotReady {
+		r.t.Fatalf("frame % x: receive errors %d, not ready %d", f, after.RXErrors-before.RXErrors, after.RXNotReady-before.RXNotReady)
+	}
+	if g.queue < 0 && !g.dropped && !g.missed {
+		r.t.Fatalf("frame % x: neither received nor dropped: counters before %+v after %+v", f, before, after)
+	}
+	if oob := after.RXOutOfBuffer - before.RXOutOfBuffer; oob != 0 {
+		r.t.Fatalf("%d frames out of buffer: the rig's reposting is broken", oob)
+	}
+	return g
+}
+
+func fmtRule(r *flow.Rule) string { return fmt.Sprintf("%+v", *r) }
