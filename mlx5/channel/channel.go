@@ -135,3 +135,23 @@ var (
 	// in package verbs matches it without translation.
 	ErrNotMLX5 = verbs.ErrNotMLX5
 )
+
+// Pacer is a channel that hands out packet pacing indexes itself. DevX does: user space
+// may not run SET_PP_RATE_LIMIT, the kernel allocates the index from a rate-limit context
+// (MLX5_IB_OBJECT_PP). On a channel without it (or when AllocPacing returns
+// ErrUnsupported) the engine picks an index and runs SET_PP_RATE_LIMIT through Exec, as
+// on the model and VFIO.
+type Pacer interface {
+	// AllocPacing returns an index for ctx, a PRM set_pp_rate_limit_context (rate_limit,
+	// burst_upper_bound, typical_packet_size); dedicated asks for an index of its own even
+	// where another user has the same rate.
+	AllocPacing(ctx []byte, dedicated bool) (Pacing, error)
+}
+
+// Pacing is an allocated pacing index.
+type Pacing interface {
+	// Index is what an SQ context names in packet_pacing_rate_limit_index.
+	Index() uint16
+	// Release frees the index.
+	Release() error
+}

@@ -389,3 +389,36 @@ func (c *Channel) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+var _ channel.Pacer = (*Channel)(nil)
+
+// AllocPacing implements channel.Pacer (PP_OBJ_ALLOC).
+func (c *Channel) AllocPacing(ctx []byte, dedicated bool) (channel.Pacing, error) {
+	if err := c.begin(); err != nil {
+		return nil, err
+	}
+	p, err := c.d.AllocPP(ctx, dedicated)
+	if err != nil {
+		return nil, fmt.Errorf("%s: pacing index: %w", c.name, err)
+	}
+	h := &pacing{c: c, p: p}
+	c.track(h)
+	return h, nil
+}
+
+type pacing struct {
+	c *Channel
+	p *verbs.PP
+}
+
+func (p *pacing) Index() uint16 { return p.p.Index }
+
+func (p *pacing) Release() error {
+	if err := p.release(); err != nil {
+		return err
+	}
+	p.c.untrack(p)
+	return nil
+}
+
+func (p *pacing) release() error { return p.p.Close() }

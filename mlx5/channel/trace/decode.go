@@ -19,7 +19,7 @@ var fieldOrder = [...]string{"seq", "t", "ch", "call", "op", "opcode", "op_mod",
 func knownCall(s string) bool {
 	switch s {
 	case "exec", "create", "modify", "query", "destroy", "umem_reg", "umem_release",
-		"uar_alloc", "uar_release", "eqn", "attach_root", "detach_root", "close":
+		"uar_alloc", "uar_release", "eqn", "attach_root", "detach_root", "pp_alloc", "pp_release", "close":
 		return true
 	}
 	return false

@@ -21,7 +21,8 @@
 //	t        the call's start, RFC 3339 with nanoseconds, UTC
 //	ch       the channel's Name() ("devx:mlx5_0", "model:1")
 //	call     exec | create | modify | query | destroy | umem_reg | umem_release |
-//	         uar_alloc | uar_release | eqn | attach_root | detach_root | close
+//	         uar_alloc | uar_release | eqn | attach_root | detach_root | pp_alloc |
+//	         pp_release | close
 //	op       the PRM command's name as mlx5_ifc.h spells it without MLX5_CMD_OP_ (from
 //	         package prm), or "-" for calls that carry no command. For destroy it is the
 //	         destroy command the transport issues for the object (DESTROY_CQ for a CQ).
@@ -37,7 +38,8 @@
 //	         where the call has no output
 //	syndrome the output's syndrome in hex, or "-"
 //	dur_ns   decimal nanoseconds the call took
-//	in       the command input, lower-case hex, all bytes, or "-"
+//	in       the command input, lower-case hex, all bytes, or "-" (pp_alloc: the
+//	         set_pp_rate_limit_context the index is for)
 //	out      the command output as the call left it, lower-case hex, or "-"
 //	err      "-" when the call succeeded, else the error text Go-quoted
 //
@@ -57,6 +59,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/daqiri-go/daqiri/mlx5/channel"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
@@ -151,15 +154,23 @@ type Record struct {
 	Err       string // "" when the call succeeded
 }
 
+// dash writes an empty value as "-", and any white space in one as "_", so that a value is
+// one token.
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) {
+			return '_'
+		}
+		return r
+	}, s)
 }
 
+// hexOrDash writes an empty buffer as "-" too: a value is never empty.
 func hexOrDash(b []byte) string {
-	if b == nil {
+	if len(b) == 0 {
 		return "-"
 	}
 	return hex.EncodeToString(b)
@@ -527,5 +538,44 @@ func (c *Channel) Close() error {
 			err = fmt.Errorf("mlx5 trace: %w", serr)
 		}
 	}
+	return err
+}
+
+var _ channel.Pacer = (*Channel)(nil)
+
+// AllocPacing implements channel.Pacer when the traced channel does; otherwise it returns
+// channel.ErrUnsupported (and the engine falls back to SET_PP_RATE_LIMIT through Exec,
+// which is traced as a command).
+func (c *Channel) AllocPacing(ctx []byte, dedicated bool) (channel.Pacing, error) {
+	p, ok := c.ch.(channel.Pacer)
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", c.ch.Name(), channel.ErrUnsupported)
+	}
+	start := c.now()
+	pc, err := p.AllocPacing(ctx, dedicated)
+	r := c.plain("pp_alloc", start, err)
+	r.In = append([]byte{}, ctx...)
+	r.Arg = fmt.Sprintf("dedicated:%v", dedicated)
+	if err == nil {
+		r.Obj, r.HasObj = uint32(pc.Index()), true
+	}
+	c.sink.write(r)
+	if err != nil {
+		return nil, err
+	}
+	return &pacing{Pacing: pc, c: c}, nil
+}
+
+type pacing struct {
+	channel.Pacing
+	c *Channel
+}
+
+func (p *pacing) Release() error {
+	start := p.c.now()
+	err := p.Pacing.Release()
+	r := p.c.plain("pp_release", start, err)
+	r.Obj, r.HasObj = uint32(p.Pacing.Index()), true
+	p.c.sink.write(r)
 	return err
 }

@@ -365,3 +365,55 @@ func TestOpModNames(t *testing.T) {
 		}
 	}
 }
+
+type pacerFake struct{ fake }
+
+type fakePacing struct{ idx uint16 }
+
+func (p fakePacing) Index() uint16  { return p.idx }
+func (p fakePacing) Release() error { return nil }
+
+func (p *pacerFake) AllocPacing(ctx []byte, dedicated bool) (channel.Pacing, error) {
+	if len(ctx) == 0 {
+		return nil, errors.New("empty context")
+	}
+	return fakePacing{uint16(len(ctx))}, nil
+}
+
+// TestPacing: a traced Pacer allocates through the traced channel and both calls are
+// recorded; a traced channel without pacing answers ErrUnsupported, records nothing.
+func TestPacing(t *testing.T) {
+	var buf bytes.Buffer
+	tc := Wrap(&pacerFake{fake{name: "devx:x"}}, NewSink(&buf))
+	ctx := make([]byte, 48)
+	ctx[3] = 0x10
+	p, err := tc.AllocPacing(ctx, true)
+	if err != nil || p.Index() != 48 {
+		t.Fatalf("AllocPacing = %v, %v", p, err)
+	}
+	if _, err := tc.AllocPacing(nil, false); err == nil {
+		t.Fatal("empty context accepted")
+	}
+	if err := p.Release(); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 3 || recs[0].Call != "pp_alloc" || recs[0].Obj != 48 || !bytes.Equal(recs[0].In, ctx) || recs[0].Arg != "dedicated:true" ||
+		recs[1].Err != "empty context" || recs[2].Call != "pp_release" || recs[2].Obj != 48 {
+		t.Fatalf("records %+v", recs)
+	}
+	// A channel name with white space still makes one token.
+	var sp bytes.Buffer
+	odd := Wrap(&fake{name: "model:0@veth a"}, NewSink(&sp))
+	odd.EQN(1)
+	if recs, err := Decode(&sp); err != nil || len(recs) != 1 || recs[0].Channel != "model:0@veth_a" {
+		t.Errorf("odd channel name: %+v %v", recs, err)
+	}
+	var none bytes.Buffer
+	if _, err := Wrap(&fake{name: "model:0"}, NewSink(&none)).AllocPacing(ctx, false); !errors.Is(err, channel.ErrUnsupported) || none.Len() != 0 {
+		t.Errorf("AllocPacing without a Pacer = %v (%d bytes traced), want ErrUnsupported", err, none.Len())
+	}
+}
