@@ -109,7 +109,7 @@ func TestPropertyAgainstClassify(t *testing.T) {
 		if err := st.Close(); err != nil {
 			t.Fatalf("seed %d: Close: %v", seed, err)
 		}
-		if n := len(rig.ch.live); n != 0 {
+		if n := rig.ch.alive(); n != 0 {
 			t.Fatalf("seed %d: %d objects left after Close", seed, n)
 		}
 	}

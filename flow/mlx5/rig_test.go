@@ -2,131 +2,64 @@ package mlx5_test
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
 
 	"github.com/daqiri-go/daqiri/flow"
 	"github.com/daqiri-go/daqiri/mlx5/channel"
+	"github.com/daqiri-go/daqiri/mlx5/channel/modelch"
 	"github.com/daqiri-go/daqiri/mlx5/model"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
-// testCh is a test-only channel.Channel over a model.Device's Exec, enough for steering:
-// creates remember the destroy command they imply (as DevX builds it in the kernel), and
-// AttachRoot is SET_FLOW_TABLE_ROOT. The engine's model transport replaces it when it exists.
+// testCh wraps the engine's model transport (modelch) to count the objects steering
+// leaves alive and to make the device reject a chosen create (fail).
 type testCh struct {
-	d    *model.Device
+	channel.Channel
 	mu   sync.Mutex
 	live map[*testObj]bool
-	// fail, when set, makes the next create of that opcode fail (a device rejection).
+	// fail, when set, makes the next create of that opcode fail as the device would.
 	fail prm.CmdOp
 }
 
 type testObj struct {
-	ch      *testCh
-	id      uint32
-	destroy []byte
-	gone    bool
-}
-
-func newTestCh(d *model.Device) *testCh { return &testCh{d: d, live: map[*testObj]bool{}} }
-
-func (c *testCh) Name() string { return "test:model" }
-
-func (c *testCh) Exec(in, out []byte) error {
-	err := c.d.Exec(in, out)
-	var ce *model.CmdError
-	if errors.As(err, &ce) {
-		return &channel.CommandError{Opcode: uint16(ce.Op), OpMod: ce.OpMod, Status: uint8(ce.Status), Syndrome: ce.Syndrome, Name: ce.Op.String(), Detail: ce.Msg}
-	}
-	return err
-}
-
-func destroyIn(op prm.CmdOp, n int, kv ...any) []byte {
-	b := make([]byte, n)
-	prm.CmdIn.Opcode.Set(b, uint64(op))
-	for i := 0; i < len(kv); i += 2 {
-		kv[i].(prm.Field).Set(b, kv[i+1].(uint64))
-	}
-	return b
+	channel.Object
+	ch *testCh
 }
 
 func (c *testCh) Create(in, out []byte) (channel.Object, error) {
 	op := prm.CmdOp(prm.CmdIn.Opcode.Get(in))
+	c.mu.Lock()
 	if c.fail != 0 && op == c.fail {
 		c.fail = 0
+		c.mu.Unlock()
 		return nil, &channel.CommandError{Opcode: uint16(op), Status: uint8(prm.StatusBadParamErr), Name: op.String(), Detail: "rejected by the test"}
 	}
-	if err := c.Exec(in, out); err != nil {
+	c.mu.Unlock()
+	o, err := c.Channel.Create(in, out)
+	if err != nil {
 		return nil, err
 	}
-	o := &testObj{ch: c}
-	switch op {
-	case prm.CmdOpCreateTIR:
-		o.id = uint32(prm.CreateTIROut.TIRN.Get(out))
-		o.destroy = destroyIn(prm.CmdOpDestroyTIR, 16, prm.DestroyTIRIn.TIRN, uint64(o.id))
-	case prm.CmdOpCreateRQT:
-		o.id = uint32(prm.CreateRQTOut.RQTN.Get(out))
-		o.destroy = destroyIn(prm.CmdOpDestroyRQT, 16, prm.DestroyRQTIn.RQTN, uint64(o.id))
-	case prm.CmdOpCreateFlowTable:
-		o.id = uint32(prm.CreateFlowTableOut.TableID.Get(out))
-		o.destroy = destroyIn(prm.CmdOpDestroyFlowTable, 0x40, prm.DestroyFlowTableIn.TableType, prm.CreateFlowTableIn.TableType.Get(in), prm.DestroyFlowTableIn.TableID, uint64(o.id))
-	case prm.CmdOpCreateFlowGroup:
-		o.id = uint32(prm.CreateFlowGroupOut.GroupID.Get(out))
-		o.destroy = destroyIn(prm.CmdOpDestroyFlowGroup, 0x40, prm.DestroyFlowGroupIn.TableType, prm.CreateFlowGroupIn.TableType.Get(in),
-			prm.DestroyFlowGroupIn.TableID, prm.CreateFlowGroupIn.TableID.Get(in), prm.DestroyFlowGroupIn.GroupID, uint64(o.id))
-	case prm.CmdOpSetFlowTableEntry:
-		o.id = uint32(prm.SetFTEIn.FlowIndex.Get(in))
-		o.destroy = destroyIn(prm.CmdOpDeleteFlowTableEntry, 0x40, prm.DeleteFTEIn.TableType, prm.SetFTEIn.TableType.Get(in),
-			prm.DeleteFTEIn.TableID, prm.SetFTEIn.TableID.Get(in), prm.DeleteFTEIn.FlowIndex, uint64(o.id))
-	case prm.CmdOpAllocPacketReformatContext:
-		o.id = uint32(prm.AllocPacketReformatContextOut.PacketReformatID.Get(out))
-		o.destroy = destroyIn(prm.CmdOpDeallocPacketReformatContext, 16, prm.DeallocPacketReformatContextIn.PacketReformatID, uint64(o.id))
-	default:
-		return nil, fmt.Errorf("test channel: create opcode %v not handled", op)
-	}
+	t := &testObj{Object: o, ch: c}
 	c.mu.Lock()
-	c.live[o] = true
+	c.live[t] = true
 	c.mu.Unlock()
-	return o, nil
+	return t, nil
 }
 
-func (o *testObj) ID() uint32                  { return o.id }
-func (o *testObj) Modify(in, out []byte) error { return o.ch.Exec(in, out) }
-func (o *testObj) Query(in, out []byte) error  { return o.ch.Exec(in, out) }
 func (o *testObj) Destroy() error {
 	o.ch.mu.Lock()
-	if o.gone {
-		o.ch.mu.Unlock()
-		return channel.ErrClosed
-	}
-	o.gone = true
 	delete(o.ch.live, o)
 	o.ch.mu.Unlock()
-	return o.ch.Exec(o.destroy, make([]byte, 16))
+	return o.Object.Destroy()
 }
 
-func (c *testCh) RegisterMemory([]byte, channel.Access) (channel.UMEM, error) {
-	return nil, channel.ErrUnsupported
+func (c *testCh) alive() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.live)
 }
-func (c *testCh) AllocUAR() (channel.UAR, error) { return nil, channel.ErrUnsupported }
-func (c *testCh) EQN(int) (uint32, error)        { return 0, channel.ErrUnsupported }
-
-func (c *testCh) AttachRoot(table uint32) (func() error, error) {
-	in := destroyIn(prm.CmdOpSetFlowTableRoot, 0x40, prm.SetFlowTableRootIn.TableID, uint64(table))
-	if err := c.Exec(in, make([]byte, 16)); err != nil {
-		return nil, err
-	}
-	return func() error {
-		in := destroyIn(prm.CmdOpSetFlowTableRoot, 0x40)
-		prm.CmdIn.OpMod.Set(in, 1)
-		return c.Exec(in, make([]byte, 16))
-	}, nil
-}
-
-func (c *testCh) Close() error { return nil }
 
 // rig is a brought-up model device with nq RX queues (CQ + cyclic RQ of 2 KiB buffers
 // each), a PA key over its memory, and the transport domain steering needs.
@@ -186,45 +119,24 @@ func cmdIn(op prm.CmdOp, opMod uint16, n int, kv ...any) []byte {
 	return b
 }
 
-func (r *rig) pages(opMod uint16) {
-	n := int(int32(uint32(prm.QueryPagesOut.NumPages.Get(r.cmd(cmdIn(prm.CmdOpQueryPages, opMod, 16), 16)))))
-	if n <= 0 {
-		return
-	}
-	pas := prm.ManagePagesIn.PAS
-	b := cmdIn(prm.CmdOpManagePages, prm.ManagePagesGive, pas.ByteOff()+8*n, prm.ManagePagesIn.InputNumEntries, n)
-	for i := range n {
-		pas.At(uint32(i)*64).Set(b, r.alloc(4096, 4096))
-	}
-	r.cmd(b, 16)
-}
-
-// newRig brings a device up in mlx5_vfio.c's order (ENABLE_HCA, ISSI, boot pages, host
-// endianness, caps, init pages, INIT_HCA) and makes nq RX queues.
+// newRig opens a model device through the engine's model transport (modelch, which brings
+// it up) and makes nq RX queues with plain commands.
 func newRig(t testing.TB, nq int) *rig {
 	d := model.New(model.Config{})
 	r := &rig{t: t, d: d, mem: make([]byte, 24<<20)}
 	if err := d.DMA().Map(iova, r.mem, model.DMARead|model.DMAWrite); err != nil {
 		t.Fatal(err)
 	}
-	r.ch = newTestCh(d)
-	r.cmd(cmdIn(prm.CmdOpEnableHCA, 0, 16), 16)
-	r.cmd(cmdIn(prm.CmdOpQueryISSI, 0, 16), 0x70)
-	r.cmd(cmdIn(prm.CmdOpSetISSI, 0, 16, prm.SetISSIIn.CurrentISSI, 1), 16)
-	r.pages(prm.QueryPagesBoot)
-	r.cmd(cmdIn(prm.CmdOpAccessReg, prm.AccessRegWrite, 0x20, prm.AccessRegisterIn.RegisterID, prm.RegHostEndianness), 0x20)
-	capOut := r.cmd(cmdIn(prm.CmdOpQueryHCACap, uint16(prm.CapTypeGeneral)<<1|prm.CapOpModCur, 16), int(prm.QueryHCACapOut.Capability.End()/8))
-	setCap := cmdIn(prm.CmdOpSetHCACap, uint16(prm.CapTypeGeneral)<<1, int(prm.SetHCACapIn.Capability.End()/8))
-	copy(prm.SetHCACapIn.Capability.Slice(setCap), prm.QueryHCACapOut.Capability.Slice(capOut))
-	r.cmd(setCap, 16)
-	r.pages(prm.QueryPagesInit)
-	r.cmd(cmdIn(prm.CmdOpInitHCA, 0, 16), 16)
+	mc, err := modelch.Open(d, "model:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mc.Close() })
+	r.ch = &testCh{Channel: mc, live: map[*testObj]bool{}}
 	r.uar = uint32(prm.AllocUAROut.UAR.Get(r.cmd(cmdIn(prm.CmdOpAllocUAR, 0, 16), 16)))
-	ring := r.alloc(4096, 4096)
-	eb := prm.CreateEQIn.EQContextEntry.Off
-	eq := cmdIn(prm.CmdOpCreateEQ, 0, prm.CreateEQIn.PAS.ByteOff()+8, prm.EQC.LogEQSize.At(eb), 6, prm.EQC.UARPage.At(eb), r.uar, prm.CreateEQIn.PAS, ring)
-	prm.CreateEQIn.EventBitmask.Set(eq, 1<<prm.EventTypeComp)
-	r.eqn = uint32(prm.CreateEQOut.EQNumber.Get(r.cmd(eq, 16)))
+	if r.eqn, err = mc.EQN(0); err != nil {
+		t.Fatal(err)
+	}
 	r.pd = uint32(prm.AllocPDOut.PD.Get(r.cmd(cmdIn(prm.CmdOpAllocPD, 0, 16), 16)))
 	r.td = uint32(prm.AllocTransportDomainOut.TransportDomain.Get(r.cmd(cmdIn(prm.CmdOpAllocTransportDomain, 0, 16), 16)))
 	mb := prm.CreateMKeyIn.MemoryKeyMKeyEntry.Off
