@@ -89,7 +89,7 @@ func OpenDevX(name string) (*DevX, error) {
 	p := &mlx5DevXProvider{}
 	c, err := OpenDevice(dev, &Options{Provider: p})
 	if err != nil {
-		return nil, fmt.Errorf("verbs: DevX user context on %s (needs CAP_NET_RAW and a ConnectX with DevX): %w", dev.Name, err)
+		return nil, fmt.Errorf("verbs: DevX user context on %s (the device and its firmware must offer DevX): %w", dev.Name, err)
 	}
 	d := newDevX(c, true)
 	d.info = p.ctx.info()

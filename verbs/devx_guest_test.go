@@ -9,7 +9,8 @@ import (
 )
 
 // TestGuestDevXOnRxe opens Soft-RoCE for DevX in the VM: the generic parts (the user
-// context, queries, a PD and an MR, the device file's mmap) run for real, and every
+// context, queries, a PD and an MR, a CQ whose ring rxe maps through the device file) run
+// for real; an mlx5 page offset is refused by the same mmap, and every
 // mlx5-only method is asked of the kernel, which refuses it; each error wraps ErrNotMLX5
 // (channel.ErrNotMLX5), names the method and keeps the kernel's errno.
 func TestGuestDevXOnRxe(t *testing.T) {
@@ -40,6 +41,17 @@ func TestGuestDevXOnRxe(t *testing.T) {
 	if err != nil || mr.LKey == 0 {
 		t.Fatalf("RegMR through the DevX context: %v", err)
 	}
+	// rxe's own mmap (its CQ ring, mapped by the rxe provider) works through the DevX
+	// context: the device file's mmap runs for real where the driver offers pages.
+	cq, err := c.CreateCQ(16, nil, 0)
+	if err != nil {
+		t.Fatalf("CreateCQ (rxe's mmapped ring) through the DevX context: %v", err)
+	}
+	defer func() {
+		if err := cq.Close(); err != nil {
+			t.Errorf("CQ.Close: %v", err)
+		}
+	}()
 	memfd, err := unixMemfd("devx-dmabuf")
 	if err != nil {
 		t.Fatal(err)
