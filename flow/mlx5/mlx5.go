@@ -232,6 +232,12 @@ func (s *Steering) createTIR(rqn uint32, name string, queues []int) (channel.Obj
 		hs.SelectedFields.At(sel).Set(in, prm.HashFieldSrcIP|prm.HashFieldDstIP|prm.HashFieldL4SPort|prm.HashFieldL4DPort)
 	}
 	o, _, err := s.create(in, outBytes(prm.CreateTIROut.TIRN))
+	if err != nil && queues != nil {
+		// The RQT made for it would be an orphan until Close.
+		rqt := s.objs[len(s.objs)-1]
+		s.objs = s.objs[:len(s.objs)-1]
+		err = errors.Join(err, rqt.Destroy())
+	}
 	return o, err
 }
 
