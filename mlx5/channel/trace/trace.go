@@ -340,6 +340,8 @@ func (c *Channel) Name() string { return c.ch.Name() }
 // cmdRecord fills a record for a command with input in and output out.
 func (c *Channel) cmdRecord(call string, start time.Time, in, out []byte, err error) *Record {
 	r := &Record{Time: start, Channel: c.ch.Name(), Call: call, Dur: c.now().Sub(start)}
+	// A command shorter than its header (op_mod ends at byte 8) failed on its input; the
+	// record then names no command but keeps the bytes and the error.
 	if len(in) >= 8 {
 		op := prm.CmdOp(prm.CmdIn.Opcode.Get(in))
 		r.Op, r.Opcode = op.String(), uint16(op)
