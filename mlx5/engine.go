@@ -56,6 +56,7 @@ import (
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/mlx5/channel/modelch"
+	"github.com/daqiri-go/daqiri/mlx5/channel/trace"
 	"github.com/daqiri-go/daqiri/mlx5/model"
 )
 
@@ -176,8 +177,15 @@ func open(ctx context.Context, env *engine.Env, opts options) (*Engine, error) {
 	}
 	for i, p := range env.Ports {
 		a := addrs[i]
-		ch, err := modelch.Open(e.models[a.Port], fmt.Sprintf("model:%d", a.Port))
+		mch, err := modelch.Open(e.models[a.Port], fmt.Sprintf("model:%d", a.Port))
 		if err != nil {
+			e.shutdown()
+			return nil, err
+		}
+		// DAQIRI_MLX5_TRACE=path records every command from here on (mlx5/channel/trace).
+		ch, err := trace.WrapEnv(mch)
+		if err != nil {
+			mch.Close()
 			e.shutdown()
 			return nil, err
 		}
@@ -246,6 +254,35 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.w.Stop()
+	// Everything posted is sent first, then what arrived is read (until the ports have been
+	// quiet for 20 ms, at most a second), so that every packet sent is received or counted
+	// before any object goes.
+	for _, pt := range e.ports {
+		for _, t := range pt.txqs {
+			t.drain()
+		}
+	}
+	quiet := now()
+	for end := now() + int64(time.Second); now() < end && now()-quiet < int64(20*time.Millisecond); {
+		n := 0
+		for _, pt := range e.ports {
+			for _, r := range pt.rxqs {
+				for !r.busy.CompareAndSwap(false, true) {
+					runtime.Gosched()
+				}
+				n += r.poll(now(), 1<<16)
+				if r.cur != nil && r.cur.Len() > 0 {
+					r.deliver()
+				}
+				r.busy.Store(false)
+			}
+		}
+		if n > 0 {
+			quiet = now()
+		} else {
+			time.Sleep(time.Millisecond)
+		}
+	}
 	var errs []error
 	for i := len(e.ports) - 1; i >= 0; i-- {
 		if err := e.ports[i].close(); err != nil {

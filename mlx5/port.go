@@ -25,6 +25,7 @@ type port struct {
 
 	pd, td, tis uint32
 	qctr        uint32 // Q counter set of the port's RQs
+	qctrObj     channel.Object
 	uar         channel.UAR
 	eqn         uint32
 	keys        map[*engine.Region]uint32 // lkey by region
@@ -105,11 +106,16 @@ func (e *Engine) openPort(p *engine.Port, ch channel.Channel, dev *model.Device)
 	if o, _, err = pt.create(cmd(prm.CmdOpAllocQCounter, 0, 16), 16); err != nil {
 		return nil, err
 	}
-	pt.qctr = o.ID()
+	pt.qctr, pt.qctrObj = o.ID(), o
 	if err := pt.queryVport(); err != nil {
 		return nil, err
 	}
 	pt.clockOff = now() - pt.deviceNanos()
+	if dev != nil && p.Config.RX != nil && p.Config.RX.FlowIsolation {
+		// Frames no flow takes go to the kernel's tables on a real NIC; the model counts
+		// them as steering misses.
+		p.Events.KernelPassed = func() uint64 { return dev.Counters().RXSteeringMiss }
+	}
 	for i, q := range p.Rx {
 		r, err := pt.newRxq(i, q)
 		if err != nil {
@@ -325,8 +331,8 @@ func (pt *port) countOutOfBuffer() {
 	}
 	in := cmd(prm.CmdOpQueryQCounter, 0, 0x20)
 	prm.QueryQCounterIn.CounterSetID.Set(in, uint64(pt.qctr))
-	out, err := pt.exec(in, int(prm.QueryQCounterOut.OutOfBuffer.End()/8))
-	if err != nil {
+	out := make([]byte, prm.QueryQCounterOut.OutOfBuffer.End()/8)
+	if err := pt.qctrObj.Query(in, out); err != nil {
 		return
 	}
 	total := prm.QueryQCounterOut.OutOfBuffer.Get(out)

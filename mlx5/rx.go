@@ -8,6 +8,7 @@ import (
 
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/mlx5/channel"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
@@ -37,6 +38,7 @@ type rxq struct {
 	ci    uint32
 
 	rqn     uint32
+	rqObj   channel.Object
 	ring    []byte // RQ WQEs
 	ringLog uint8
 	dbr     []byte // receive counter word
@@ -198,7 +200,7 @@ func (r *rxq) createRQ(cqn uint32, ring uint64, n int, dbr uint64, wqeSize int) 
 	if err != nil {
 		return fmt.Errorf("%s: RQ: %w", r.q.Path(), err)
 	}
-	r.rqn = o.ID()
+	r.rqn, r.rqObj = o.ID(), o
 	return nil
 }
 
@@ -208,7 +210,7 @@ func (r *rxq) ready() error {
 	prm.ModifyRQIn.RQN.Set(in, uint64(r.rqn))
 	prm.ModifyRQIn.RQState.Set(in, prm.RQStateRST)
 	prm.RQC.State.At(prm.ModifyRQIn.Ctx.Off).Set(in, prm.RQStateRDY)
-	if _, err := r.pt.exec(in, 16); err != nil {
+	if err := r.rqObj.Modify(in, make([]byte, 16)); err != nil {
 		return fmt.Errorf("%s: RQ to ready: %w", r.q.Path(), err)
 	}
 	return nil

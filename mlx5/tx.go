@@ -8,6 +8,7 @@ import (
 
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/mlx5/channel"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
@@ -30,6 +31,7 @@ type txq struct {
 
 	mu    sync.Mutex
 	sqn   uint32
+	sqObj channel.Object
 	ring  []byte
 	dbr   []byte // send counter word
 	pc    uint32 // basic blocks posted
@@ -123,7 +125,7 @@ func (pt *port) newTxq(idx int, q *engine.TxQueue) (*txq, error) {
 	if o, _, err = pt.create(in, 16); err != nil {
 		return nil, fmt.Errorf("%s: SQ: %w", q.Path(), err)
 	}
-	t.sqn = o.ID()
+	t.sqn, t.sqObj = o.ID(), o
 	if err := t.modify(prm.SQStateRST, prm.SQStateRDY); err != nil {
 		return nil, err
 	}
@@ -149,7 +151,7 @@ func (t *txq) modify(cur, next uint64) error {
 	prm.ModifySQIn.SQN.Set(in, uint64(t.sqn))
 	prm.ModifySQIn.SQState.Set(in, cur)
 	prm.SQC.State.At(prm.ModifySQIn.Ctx.Off).Set(in, next)
-	if _, err := t.pt.exec(in, 16); err != nil {
+	if err := t.sqObj.Modify(in, make([]byte, 16)); err != nil {
 		return fmt.Errorf("%s: SQ state %d → %d: %w", t.q.Path(), cur, next, err)
 	}
 	return nil
