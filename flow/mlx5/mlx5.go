@@ -10,12 +10,31 @@
 // # How rules become flow-table entries
 //
 // Rule slot s owns a block of EntriesPerRule consecutive entry indexes of the RX table, so
-// the lowest index that matches is the first rule in slot order (the PRM's lookup order within
-// a table, which the model implements) and a rule is added or deleted without touching the
-// others. A rule becomes one or more entries with the same action: a UDP port range is split
+// the lowest index that matches is the first rule in slot order (the lookup order the device
+// model implements within a table; inferred for hardware, where the kernel's fs_core keeps
+// overlapping rules apart with priorities in separate tables) and a rule is added or deleted
+// without touching the others. A rule becomes one or more entries with the same action: a UDP port range is split
 // into prefix masks (a range 1000-1003 is one entry with mask 0xfffc, 1000-1004 two), and a
 // source range and a destination range give the cross product; a VLAN-pop rule becomes one
 // entry per tag kind (C-VLAN, S-VLAN). Entries with the same mask share a flow group.
+//
+// Matches follow flow's semantics field for field: IPv4 fields set ip_version 4, UDP ports
+// ip_protocol 17; tunnel rules match the outer headers (UDP 4789 and vxlan_vni; GRE protocol
+// 47 with gre_protocol, and for NVGRE gre_k_present and the TNI in gre_key's high 24 bits),
+// no outer fragment, and put the IPv4/UDP fields in inner_headers with no inner VLAN tag.
+// The actions do the RX transforms in the NIC: VLAN_POP, DECAP for VXLAN and NVGRE (the
+// inner Ethernet frame remains), and for GRE an L3_TUNNEL_TO_L2 reformat context whose
+// Ethernet header carries the GRE protocol. RSS over several queues is an indirect TIR
+// hashing the outer IPv4/UDP 4-tuple (after a decap, the inner one) over a 128-entry RQT
+// filled round-robin with the flow's queues, which is flow.RSSIndex.
+//
+// # TX
+//
+// TX rules (vlan_push and tunnel_encap, at most one each, the push first) become entries
+// of a NIC TX table at the root of NIC TX steering; their actions allow the frame on with
+// VLAN_PUSH (flow_context push_vlan) and a packet reformat context holding the outer headers
+// flow.Encapsulate writes (L2_TO_VXLAN, L2_TO_NVGRE, L2_TO_L3_TUNNEL for GRE); the device
+// fills the outer lengths and IPv4 checksum per packet.
 //
 // Unmatched frames: with flow isolation they miss the table (on the real NIC they go on to
 // the kernel's tables; the model counts them as steering misses); otherwise a catch-all entry
@@ -29,7 +48,21 @@
 // fte_match_set_lyr_2_4), flex-item payload words and eCPRI message type / PC_ID (they need
 // the flex parser of misc_parameters_4, which the model does not have), and VXLAN on a UDP
 // port other than 4789 (the parser recognises VXLAN on the port the device is told; the
-// model knows only 4789). Engines fall back or report the flow as unsupported.
+// model knows only 4789), and a port range whose prefixes exceed EntriesPerRule. Engines
+// report such a flow as unsupported (or steer it in software).
+//
+// # Where the NIC differs from flow's reference (inferred, and tested as such)
+//
+//   - A VNI-0 VXLAN rule also takes UDP/4789 frames that lack the VXLAN I flag (vxlan_vni
+//     reads 0 for them; flow does not call them VXLAN).
+//   - A GRE decap writes a fixed Ethernet header with zero MAC addresses (flow.Decapsulate
+//     keeps the outer ones); a VXLAN encap with outer_udp_src 0 uses one fixed source port
+//     (flow derives it from each inner flow).
+//   - On damaged frames (a tot_len shorter than the frame, a truncated tunnel header) the
+//     device model's parser reads to the frame's end where flow reads to tot_len; a first
+//     fragment (MF set, offset 0) has no L4 fields on the model, where flow reads its UDP
+//     ports. The property test compares intact frames exactly and damaged ones for
+//     accounting only.
 package mlx5
 
 import (

@@ -323,3 +323,69 @@ func TestNotExpressibleAndRejected(t *testing.T) {
 		t.Errorf("%d objects alive after Close", n)
 	}
 }
+
+// TestTXTransforms: TX rules become NIC TX flow-table entries; a frame an SQ sends leaves on
+// the wire with the rule's VLAN push and/or tunnel encap done by the device (push_vlan,
+// packet-reformat contexts of flow.Encapsulate's outer headers, the lengths and the outer
+// IPv4 checksum filled per packet), byte for byte what flow's software ApplyTX makes of it;
+// a frame no rule matches leaves unchanged; Close takes the TX table off the root.
+func TestTXTransforms(t *testing.T) {
+	mac1, mac2 := []byte{2, 0, 0, 0, 0, 0xa}, []byte{2, 0, 0, 0, 0, 0xb}
+	tun := func(typ config.TunnelType) config.Tunnel {
+		return config.Tunnel{Type: typ, OuterEthSrc: mac1, OuterEthDst: mac2, OuterIPv4Src: netip.MustParseAddr("192.0.2.1"),
+			OuterIPv4Dst: netip.MustParseAddr("192.0.2.2"), OuterTTL: 17, VNI: 4242, OuterUDPSrc: 50000, TNI: 99}
+	}
+	push := config.Action{Type: config.ActionVLANPush, VLAN: config.VLAN{ID: 100, PCP: 5, DEI: 1}}
+	flows := []config.Flow{
+		{Name: "push", Match: config.Match{UDPDst: config.PortRange{Lo: 8001, Hi: 8001}}, Actions: []config.Action{push}},
+		{Name: "vxlan", Match: config.Match{UDPDst: config.PortRange{Lo: 8002, Hi: 8002}}, Actions: []config.Action{{Type: config.ActionTunnelEncap, Tunnel: tun(config.TunnelVXLAN)}}},
+		{Name: "nvgre", Match: config.Match{UDPDst: config.PortRange{Lo: 8003, Hi: 8003}}, Actions: []config.Action{{Type: config.ActionTunnelEncap, Tunnel: tun(config.TunnelNVGRE)}}},
+		{Name: "gre", Match: config.Match{UDPDst: config.PortRange{Lo: 8004, Hi: 8004}}, Actions: []config.Action{{Type: config.ActionTunnelEncap, Tunnel: tun(config.TunnelGRE)}}},
+		{Name: "push+vxlan", Match: config.Match{UDPDst: config.PortRange{Lo: 8005, Hi: 8010}}, Actions: []config.Action{push, {Type: config.ActionTunnelEncap, Tunnel: tun(config.TunnelVXLAN)}}},
+	}
+	var rules []*flow.TxRule
+	for i := range flows {
+		r, err := flow.CompileTX(nil, "tx", &flows[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := flowmlx5.CheckTX(r); err != nil {
+			t.Fatalf("%s: %v", r.Name, err)
+		}
+		rules = append(rules, r)
+	}
+	rig := newRig(t, nq)
+	st := mustNew(t, rig, flowmlx5.Params{Isolation: true, TxRules: rules})
+	sq := rig.newTX()
+	for _, port := range []uint16{8000, 8001, 8002, 8003, 8004, 8005, 8010} {
+		f := udpFrame(1234, port)
+		want := bytes.Clone(f)
+		if r := flow.MatchTX(rules, f); r != nil {
+			buf := make([]byte, 256)
+			copy(buf, f)
+			n, err := r.ApplyTX(buf, len(f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = buf[:n]
+		}
+		if got := sq.send(f); !bytes.Equal(got, want) {
+			t.Errorf("port %d: on the wire\n% x\nflow's ApplyTX\n% x", port, got, want)
+		}
+	}
+	// Not expressible on TX: encap then push (a tag on the outer frame), two pushes.
+	bad, _ := flow.CompileTX(nil, "tx", &config.Flow{Name: "late push", Actions: []config.Action{{Type: config.ActionTunnelEncap, Tunnel: tun(config.TunnelGRE)}, push}})
+	if err := flowmlx5.CheckTX(bad); !errors.Is(err, flowmlx5.ErrNotExpressible) {
+		t.Errorf("encap then push: %v", err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := rig.ch.alive(); n != 0 {
+		t.Errorf("%d objects alive after Close", n)
+	}
+	f := udpFrame(1234, 8001)
+	if got := sq.send(f); !bytes.Equal(got, f) {
+		t.Error("a frame is still transformed after Close")
+	}
+}
