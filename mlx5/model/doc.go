@@ -59,8 +59,10 @@
 //   - The datapath (package internal/datapath, which documents its own sources): CQEs with
 //     owner bit and compression in both layouts, RQs with scatter and striding with filler
 //     CQEs, SQs with SEND, inline headers, eMPW, WAIT-on-time, checksum offload, VLAN insert,
-//     reformat and pacing, steering and RSS, timestamps, counters, the wire (Device.Cable for
-//     two ports or internal loopback, Device.SetWire, Device.Bridge to a netdev).
+//     reformat and pacing, steering and RSS (flow entries with VLAN pop/push, L2 decap, L3
+//     tunnel to L2 and encap reformats; SET_FLOW_TABLE_ROOT op_mod 1 disconnects a root),
+//     timestamps, counters, the wire (Device.Cable for two ports or internal loopback,
+//     Device.SetWire, Device.Bridge to a netdev).
 //   - Time: deterministic by default (the clock moves only by Device.Advance and the
 //     datapath only by Device.Step), or free-running (Config.Realtime, Device.Run).
 //
