@@ -52,9 +52,16 @@ var _ channel.Channel = (*Channel)(nil)
 
 type releaser interface{ release() error }
 
-// Open opens the RDMA device (for example "mlx5_0") for DevX. A device of another driver
-// fails with an error wrapping channel.ErrNotMLX5.
-func Open(device string) (*Channel, error) {
+// Open opens a ConnectX function for DevX. address is what an interface's address may say:
+// the RDMA device's name (mlx5_0), the function's PCI address (0000:3b:00.0 or 3b:00.0) or
+// one of its netdevs (verbs.LookupAddress). A device of another driver fails with an error
+// wrapping channel.ErrNotMLX5.
+func Open(address string) (*Channel, error) {
+	dev, err := verbs.LookupAddress(address)
+	if err != nil {
+		return nil, fmt.Errorf("devx:%s: %w", address, err)
+	}
+	device := dev.Name
 	d, err := verbs.OpenDevX(device)
 	if err != nil {
 		return nil, fmt.Errorf("devx:%s: %w", device, err)

@@ -58,9 +58,11 @@ func TestOpenMissingDevice(t *testing.T) {
 // with an error wrapping channel.ErrNotMLX5 that names the kernel method; Close still
 // closes the context.
 func TestGuestChannelOnRxe(t *testing.T) {
-	dev, _, _ := guest.Rxe(t)
-	if _, err := Open(dev); !errors.Is(err, channel.ErrNotMLX5) || !strings.Contains(err.Error(), "rxe") {
-		t.Errorf("Open(%s) = %v, want ErrNotMLX5 naming the driver", dev, err)
+	dev, netdev, _ := guest.Rxe(t)
+	for _, a := range []string{dev, netdev} {
+		if _, err := Open(a); !errors.Is(err, channel.ErrNotMLX5) || !strings.Contains(err.Error(), "rxe") {
+			t.Errorf("Open(%s) = %v, want ErrNotMLX5 naming the driver", a, err)
+		}
 	}
 	d, err := verbs.OpenDevX(dev)
 	if err != nil {
