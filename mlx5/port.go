@@ -40,7 +40,7 @@ type port struct {
 	txByID map[int]*txq
 	steer  steering
 
-	oob atomic.Uint64 // out-of-buffer drops already counted
+	seen [4]atomic.Uint64 // NIC drop counters already counted: out of buffer, errors, rules, not ready
 	// clockOff converts the device's real-time clock to Unix time: unix ns = device ns + off.
 	clockOff int64
 }
@@ -323,10 +323,22 @@ func (pt *port) work(rs []*rxq, ts []*txq) {
 	}
 }
 
-// countOutOfBuffer adds the NIC's out-of-buffer drops since the last call to the first RX
-// queue's counters (the Q counter covers all the port's RQs).
+// countOutOfBuffer adds the NIC's receive drops since the last call to the first RX queue's
+// counters: the Q counter's out_of_buffer (frames an RQ had no WQE for; it covers all the
+// port's RQs), and on a model port also what the port dropped before any RQ — its input
+// backlog overflowing (the physical port's discards on a real NIC), errors and drop rules —
+// from the model's port counters.
 func (pt *port) countOutOfBuffer() {
 	if len(pt.rxqs) == 0 {
+		return
+	}
+	q := &pt.rxqs[0].q.Stats
+	if pt.dev != nil {
+		c := pt.dev.Counters()
+		pt.dropDelta(q, &pt.seen[0], c.RXOutOfBuffer, engine.DropNoPacketBuffers)
+		pt.dropDelta(q, &pt.seen[1], c.RXErrors, engine.DropMalformed)
+		pt.dropDelta(q, &pt.seen[2], c.RXDropRule, engine.DropFiltered)
+		pt.dropDelta(q, &pt.seen[3], c.RXNotReady, engine.DropOther)
 		return
 	}
 	in := cmd(prm.CmdOpQueryQCounter, 0, 0x20)
@@ -335,9 +347,12 @@ func (pt *port) countOutOfBuffer() {
 	if err := pt.qctrObj.Query(in, out); err != nil {
 		return
 	}
-	total := prm.QueryQCounterOut.OutOfBuffer.Get(out)
-	if old := pt.oob.Swap(total); total > old {
-		pt.rxqs[0].q.Stats.Drop(engine.DropNoPacketBuffers, int(total-old))
+	pt.dropDelta(q, &pt.seen[0], prm.QueryQCounterOut.OutOfBuffer.Get(out), engine.DropNoPacketBuffers)
+}
+
+func (pt *port) dropDelta(q *engine.Counters, seen *atomic.Uint64, total uint64, why engine.DropReason) {
+	if old := seen.Swap(total); total > old {
+		q.Drop(why, int(total-old))
 	}
 }
 
