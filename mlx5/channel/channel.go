@@ -155,3 +155,11 @@ type Pacing interface {
 	// Release frees the index.
 	Release() error
 }
+
+// DMABufRegistrar is a channel that registers memory exported as a DMA-BUF (GPU memory from
+// its driver: the `device` memory regions), which has no address in this process. DevX
+// does (DEVX_UMEM_REG with a DMA-BUF fd); the model does not.
+type DMABufRegistrar interface {
+	// RegisterDMABuf registers length bytes at offset of the DMA-BUF fd.
+	RegisterDMABuf(fd int, offset, length uint64, access Access) (UMEM, error)
+}

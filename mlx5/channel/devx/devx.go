@@ -429,3 +429,19 @@ func (p *pacing) Release() error {
 }
 
 func (p *pacing) release() error { return p.p.Close() }
+
+var _ channel.DMABufRegistrar = (*Channel)(nil)
+
+// RegisterDMABuf implements channel.DMABufRegistrar (DEVX_UMEM_REG with a DMA-BUF fd).
+func (c *Channel) RegisterDMABuf(fd int, offset, length uint64, access channel.Access) (channel.UMEM, error) {
+	if err := c.begin(); err != nil {
+		return nil, err
+	}
+	u, err := c.d.RegUMEMDMABuf(fd, offset, length, verbs.Access(access))
+	if err != nil {
+		return nil, fmt.Errorf("%s: register %d bytes of DMA-BUF fd %d at %#x: %w", c.name, length, fd, offset, err)
+	}
+	h := &umem{c: c, u: u}
+	c.track(h)
+	return h, nil
+}

@@ -86,6 +86,16 @@ func TestGuestChannelOnRxe(t *testing.T) {
 		{"DEVX_OTHER", func() error { return c.Exec(in, out) }},
 		{"DEVX_OBJ_CREATE", func() error { _, err := c.Create(in, out); return err }},
 		{"DEVX_UMEM_REG", func() error { _, err := c.RegisterMemory(mem, channel.AccessLocalWrite); return err }},
+		{"DEVX_UMEM_REG", func() error {
+			fd, err := unix.MemfdCreate("dmabuf", unix.MFD_CLOEXEC)
+			if err != nil {
+				return err
+			}
+			defer unix.Close(fd)
+			_, err = c.RegisterDMABuf(fd, 0, 4096, channel.AccessLocalWrite)
+			return err
+		}},
+		{"PP_OBJ_ALLOC", func() error { _, err := c.AllocPacing(make([]byte, 48), false); return err }},
 		{"UAR_OBJ_ALLOC", func() error { _, err := c.AllocUAR(); return err }},
 		{"DEVX_QUERY_EQN", func() error { _, err := c.EQN(0); return err }},
 	}

@@ -33,7 +33,8 @@
 //	obj      the object id the call created or acted on (CQN, TIR number, flow table id,
 //	         UMEM id, UAR index, EQN, …) in decimal, or "-"
 //	arg      call-specific arguments as name:value pairs joined by "," (umem_reg:
-//	         bytes:N,access:0xA; eqn: vector:N), or "-"
+//	         bytes:N,access:0xA, or dmabuf_fd:F,offset:0xO,bytes:N,access:0xA; eqn:
+//	         vector:N; destroy: created_by:OP; pp_alloc: dedicated:B), or "-"
 //	status   the PRM status name (OK, BAD_PARAM_ERR, …) read from the output, or "-"
 //	         where the call has no output
 //	syndrome the output's syndrome in hex, or "-"
@@ -580,4 +581,27 @@ func (p *pacing) Release() error {
 	r.Obj, r.HasObj = uint32(p.Pacing.Index()), true
 	p.c.sink.write(r)
 	return err
+}
+
+var _ channel.DMABufRegistrar = (*Channel)(nil)
+
+// RegisterDMABuf implements channel.DMABufRegistrar when the traced channel does;
+// otherwise it returns channel.ErrUnsupported.
+func (c *Channel) RegisterDMABuf(fd int, offset, length uint64, access channel.Access) (channel.UMEM, error) {
+	d, ok := c.ch.(channel.DMABufRegistrar)
+	if !ok {
+		return nil, fmt.Errorf("%s: DMA-BUF memory: %w", c.ch.Name(), channel.ErrUnsupported)
+	}
+	start := c.now()
+	u, err := d.RegisterDMABuf(fd, offset, length, access)
+	r := c.plain("umem_reg", start, err)
+	r.Arg = fmt.Sprintf("dmabuf_fd:%d,offset:%#x,bytes:%d,access:%#x", fd, offset, length, uint32(access))
+	if err == nil {
+		r.Obj, r.HasObj = u.ID(), true
+	}
+	c.sink.write(r)
+	if err != nil {
+		return nil, err
+	}
+	return &umem{c: c, u: u}, nil
 }

@@ -381,6 +381,10 @@ type fakePacing struct{ idx uint16 }
 func (p fakePacing) Index() uint16  { return p.idx }
 func (p fakePacing) Release() error { return nil }
 
+func (p *pacerFake) RegisterDMABuf(fd int, offset, length uint64, _ channel.Access) (channel.UMEM, error) {
+	return fakeUMEM{uint32(length)}, nil
+}
+
 func (p *pacerFake) AllocPacing(ctx []byte, dedicated bool) (channel.Pacing, error) {
 	if len(ctx) == 0 {
 		return nil, errors.New("empty context")
@@ -419,6 +423,17 @@ func TestPacing(t *testing.T) {
 	odd.EQN(1)
 	if recs, err := Decode(&sp); err != nil || len(recs) != 1 || recs[0].Channel != "model:0@veth_a" {
 		t.Errorf("odd channel name: %+v %v", recs, err)
+	}
+	var dm bytes.Buffer
+	dtc := Wrap(&pacerFake{fake{name: "devx:x"}}, NewSink(&dm))
+	if u, err := dtc.RegisterDMABuf(9, 0x1000, 1<<20, channel.AccessLocalWrite); err != nil || u.ID() != 1<<20 {
+		t.Fatalf("RegisterDMABuf = %v, %v", u, err)
+	}
+	if recs, err := Decode(&dm); err != nil || len(recs) != 1 || recs[0].Arg != "dmabuf_fd:9,offset:0x1000,bytes:1048576,access:0x1" {
+		t.Errorf("DMA-BUF record %+v %v", recs, err)
+	}
+	if _, err := Wrap(&fake{name: "model:0"}, NewSink(&dm)).RegisterDMABuf(9, 0, 1, 0); !errors.Is(err, channel.ErrUnsupported) {
+		t.Errorf("RegisterDMABuf without support = %v", err)
 	}
 	var none bytes.Buffer
 	if _, err := Wrap(&fake{name: "model:0"}, NewSink(&none)).AllocPacing(ctx, false); !errors.Is(err, channel.ErrUnsupported) || none.Len() != 0 {
