@@ -187,8 +187,7 @@ func (pt *port) deviceNanos() int64 {
 func rtNanos(rt uint64) int64 { return int64(rt>>32)*1e9 + int64(rt&0xffffffff) }
 
 // regionKey registers region r with the device (once per port) and returns the lkey of a
-// physical-address key over it: I/O addresses are virtual addresses (the model transport maps
-// memory at its address; DevX UMEMs are addressed the same way).
+// key over the UMEM at the memory's virtual address, the address WQEs carry.
 func (pt *port) regionKey(r *engine.Region) (uint32, error) {
 	if k, ok := pt.keys[r]; ok {
 		return k, nil
@@ -202,7 +201,7 @@ func (pt *port) regionKey(r *engine.Region) (uint32, error) {
 		return 0, fmt.Errorf("%s: register memory region %s: %w", pt.p.Path(), r.Name, err)
 	}
 	pt.umems = append(pt.umems, um)
-	k, err := pt.paKey(addrOf(mem), uint64(len(mem)))
+	k, err := pt.umemKey(um.ID(), addrOf(mem), uint64(len(mem)))
 	if err != nil {
 		return 0, err
 	}
@@ -210,9 +209,11 @@ func (pt *port) regionKey(r *engine.Region) (uint32, error) {
 	return k, nil
 }
 
-// paKey creates a PA-mode key over [start, start+n) with local read and write (mlx5_ifc.h
-// mkc) and returns the lkey (index << 8 | the variant byte).
-func (pt *port) paKey(start, n uint64) (uint32, error) {
+// umemKey creates a key over a whole UMEM at virtual address start (MTT mode with
+// mkey_umem_valid and no translations, as DPDK's mlx5_devx_cmd_mkey_create does for a UMEM)
+// with local read and write (mlx5_ifc.h mkc), and returns the lkey (index << 8 | the variant
+// byte).
+func (pt *port) umemKey(umem uint32, start, n uint64) (uint32, error) {
 	const variant = 0xd5
 	base := prm.CreateMKeyIn.MemoryKeyMKeyEntry.Off
 	k := prm.MKC
@@ -220,10 +221,12 @@ func (pt *port) paKey(start, n uint64) (uint32, error) {
 	for _, kv := range []struct {
 		f prm.Field
 		v uint64
-	}{{k.AccessMode10, prm.MKeyAccessPA}, {k.Lr, 1}, {k.Lw, 1}, {k.PD, uint64(pt.pd)}, {k.QPN, 0xffffff},
+	}{{k.AccessMode10, prm.MKeyAccessMTT}, {k.Lr, 1}, {k.Lw, 1}, {k.PD, uint64(pt.pd)}, {k.QPN, 0xffffff},
 		{k.MKey70, variant}, {k.StartAddr, start}, {k.Len, n}} {
 		kv.f.At(base).Set(in, kv.v)
 	}
+	prm.CreateMKeyIn.MKeyUMEMValid.Set(in, 1)
+	prm.CreateMKeyIn.MKeyUMEMID.Set(in, uint64(umem))
 	o, _, err := pt.create(in, 16)
 	if err != nil {
 		return 0, err
@@ -236,6 +239,7 @@ func (pt *port) paKey(start, n uint64) (uint32, error) {
 type queueMem struct {
 	b    []byte
 	addr uint64
+	umem uint32 // the UMEM the queue contexts name (DevX: the only way to give a queue memory)
 	next int
 }
 
@@ -250,21 +254,14 @@ func (pt *port) newQueueMem(n int) (*queueMem, error) {
 		return nil, fmt.Errorf("%s: register queue memory: %w", pt.p.Path(), err)
 	}
 	pt.umems = append(pt.umems, um)
-	return &queueMem{b: m.Bytes(), addr: uint64(m.Addr())}, nil
+	return &queueMem{b: m.Bytes(), addr: uint64(m.Addr()), umem: um.ID()}, nil
 }
 
-// alloc returns n bytes aligned to align and their I/O address.
+// alloc returns n bytes aligned to align and their offset in the UMEM.
 func (m *queueMem) alloc(n, align int) ([]byte, uint64) {
 	off := (m.next + align - 1) &^ (align - 1)
 	m.next = off + n
-	return m.b[off : off+n : off+n], m.addr + uint64(off)
-}
-
-// pas writes the 4 KiB pages of [addr, addr+n) as a PAS list at field pas of in.
-func pasList(in []byte, pas prm.Field, addr uint64, n int) {
-	for i := 0; i*4096 < n; i++ {
-		pas.At(uint32(i)*64).Set(in, addr+uint64(i)*4096)
-	}
+	return m.b[off : off+n : off+n], uint64(off)
 }
 
 func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }

@@ -117,19 +117,19 @@ func (pt *port) newRxq(idx int, q *engine.RxQueue) (*rxq, error) {
 	if err != nil {
 		return nil, err
 	}
-	var cqAddr, ringAddr, dbrAddr uint64
-	r.cq, cqAddr = mem.alloc(cqBytes, 4096)
-	r.ring, ringAddr = mem.alloc(ringBytes, 4096)
-	dbr, dbrAddr := mem.alloc(64, 64)
+	var cqOff, ringOff, dbrOff uint64
+	r.cq, cqOff = mem.alloc(cqBytes, 4096)
+	r.ring, ringOff = mem.alloc(ringBytes, 4096)
+	dbr, dbrOff := mem.alloc(64, 64)
 	r.cqDBR, r.dbr = dbr[0:8], dbr[32:36]
 	for i := 0; i < 1<<r.cqLog; i++ {
 		r.cq[i*64+63] = prm.CQEOpInvalid<<4 | 1 // hardware-owned at first (rdma-core cq.c)
 	}
-	cqn, err := r.createCQ(cqAddr, cqBytes, dbrAddr)
+	cqn, err := r.createCQ(mem.umem, cqOff, dbrOff)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.createRQ(cqn, ringAddr, ringBytes, dbrAddr+32, wqeSize); err != nil {
+	if err := r.createRQ(cqn, mem.umem, ringOff, dbrOff+32, wqeSize); err != nil {
 		return nil, err
 	}
 	if r.striding {
@@ -150,14 +150,28 @@ func (pt *port) newRxq(idx int, q *engine.RxQueue) (*rxq, error) {
 	return r, nil
 }
 
-func (r *rxq) createCQ(ring uint64, n int, dbr uint64) (uint32, error) {
+// cqIn is a CREATE_CQ whose CQE ring and doorbell record are in a UMEM (cq_umem_* and
+// dbr_umem_*: DPDK mlx5_prm.h; what DevX requires).
+func (pt *port) cqIn(logSize uint8, umem uint32, ringOff, dbrOff uint64) []byte {
 	base := prm.CreateCQIn.CQContext.Off
-	in := cmd(prm.CmdOpCreateCQ, 0, prm.CreateCQIn.PAS.ByteOff()+8*((n+4095)/4096))
+	in := cmd(prm.CmdOpCreateCQ, 0, prm.CreateCQIn.PAS.ByteOff())
 	c := prm.CQC
-	c.LogCQSize.At(base).Set(in, uint64(r.cqLog))
-	c.UARPage.At(base).Set(in, uint64(r.pt.uar.Index()))
-	c.CEQNOrApuElement.At(base).Set(in, uint64(r.pt.eqn))
-	c.DbrAddr.At(base).Set(in, dbr)
+	c.LogCQSize.At(base).Set(in, uint64(logSize))
+	c.UARPage.At(base).Set(in, uint64(pt.uar.Index()))
+	c.CEQNOrApuElement.At(base).Set(in, uint64(pt.eqn))
+	c.DbrUMEMValid.At(base).Set(in, 1)
+	c.DbrUMEMID.At(base).Set(in, uint64(umem))
+	c.DbrAddr.At(base).Set(in, dbrOff)
+	prm.CreateCQIn.CQUMEMValid.Set(in, 1)
+	prm.CreateCQIn.CQUMEMID.Set(in, uint64(umem))
+	prm.CreateCQIn.CQUMEMOffset.Set(in, ringOff)
+	return in
+}
+
+func (r *rxq) createCQ(umem uint32, ringOff, dbrOff uint64) (uint32, error) {
+	base := prm.CreateCQIn.CQContext.Off
+	in := r.pt.cqIn(r.cqLog, umem, ringOff, dbrOff)
+	c := prm.CQC
 	if r.pt.e.opts.compression {
 		c.CQECompEn.At(base).Set(in, 1)
 		format := uint64(prm.MiniCQEFormatHash)
@@ -166,7 +180,6 @@ func (r *rxq) createCQ(ring uint64, n int, dbr uint64) (uint32, error) {
 		}
 		c.MiniCQEResFormat.At(base).Set(in, format)
 	}
-	pasList(in, prm.CreateCQIn.PAS, ring, n)
 	o, _, err := r.pt.create(in, 16)
 	if err != nil {
 		return 0, fmt.Errorf("%s: CQ: %w", r.q.Path(), err)
@@ -174,10 +187,10 @@ func (r *rxq) createCQ(ring uint64, n int, dbr uint64) (uint32, error) {
 	return o.ID(), nil
 }
 
-func (r *rxq) createRQ(cqn uint32, ring uint64, n int, dbr uint64, wqeSize int) error {
+func (r *rxq) createRQ(cqn, umem uint32, ringOff, dbrOff uint64, wqeSize int) error {
 	base := prm.CreateRQIn.Ctx.Off
 	wb := base + prm.RQC.WQ.Off
-	in := cmd(prm.CmdOpCreateRQ, 0, int(prm.WQ.PAS.At(wb).ByteOff())+8*((n+4095)/4096))
+	in := cmd(prm.CmdOpCreateRQ, 0, int(prm.WQ.PAS.At(wb).ByteOff()))
 	rc, w := prm.RQC, prm.WQ
 	rc.CQN.At(base).Set(in, uint64(cqn))
 	rc.Vsd.At(base).Set(in, 1) // frames as they came: no VLAN stripping
@@ -185,7 +198,7 @@ func (r *rxq) createRQ(cqn uint32, ring uint64, n int, dbr uint64, wqeSize int) 
 	rc.CounterSetID.At(base).Set(in, uint64(r.pt.qctr))
 	rc.FlushInErrorEn.At(base).Set(in, 1)
 	w.PD.At(wb).Set(in, uint64(r.pt.pd))
-	w.DbrAddr.At(wb).Set(in, dbr)
+	wqUMEM(in, wb, umem, ringOff, dbrOff)
 	w.LogWQStride.At(wb).Set(in, uint64(bits.Len(uint(wqeSize))-1))
 	w.LogWQSz.At(wb).Set(in, uint64(r.ringLog))
 	if r.striding {
@@ -195,13 +208,24 @@ func (r *rxq) createRQ(cqn uint32, ring uint64, n int, dbr uint64, wqeSize int) 
 	} else {
 		w.WQType.At(wb).Set(in, prm.WQTypeCyclic)
 	}
-	pasList(in, w.PAS.At(wb), ring, n)
 	o, _, err := r.pt.create(in, 16)
 	if err != nil {
 		return fmt.Errorf("%s: RQ: %w", r.q.Path(), err)
 	}
 	r.rqn, r.rqObj = o.ID(), o
 	return nil
+}
+
+// wqUMEM places a work queue's ring and doorbell record (the wq at bit offset wb of in) in a
+// UMEM (wq_umem_* and dbr_umem_*: DPDK mlx5_prm.h).
+func wqUMEM(in []byte, wb uint32, umem uint32, ringOff, dbrOff uint64) {
+	w := prm.WQ
+	w.WQUMEMValid.At(wb).Set(in, 1)
+	w.WQUMEMID.At(wb).Set(in, uint64(umem))
+	w.WQUMEMOffset.At(wb).Set(in, ringOff)
+	w.DbrUMEMValid.At(wb).Set(in, 1)
+	w.DbrUMEMID.At(wb).Set(in, uint64(umem))
+	w.DbrAddr.At(wb).Set(in, dbrOff)
 }
 
 // ready moves the RQ from reset to ready.

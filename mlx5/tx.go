@@ -79,22 +79,15 @@ func (pt *port) newTxq(idx int, q *engine.TxQueue) (*txq, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ringAddr, cqAddr, dbrAddr uint64
-	t.ring, ringAddr = mem.alloc(ringBytes, 4096)
-	t.cq, cqAddr = mem.alloc(cqBytes, 4096)
-	dbr, dbrAddr := mem.alloc(64, 64)
+	var ringOff, cqOff, dbrOff uint64
+	t.ring, ringOff = mem.alloc(ringBytes, 4096)
+	t.cq, cqOff = mem.alloc(cqBytes, 4096)
+	dbr, dbrOff := mem.alloc(64, 64)
 	t.cqDBR, t.dbr = dbr[0:8], dbr[36:40]
 	for i := 0; i < 1<<t.cqLog; i++ {
 		t.cq[i*64+63] = prm.CQEOpInvalid<<4 | 1
 	}
-	base := prm.CreateCQIn.CQContext.Off
-	in := cmd(prm.CmdOpCreateCQ, 0, prm.CreateCQIn.PAS.ByteOff()+8*(cqBytes/4096))
-	prm.CQC.LogCQSize.At(base).Set(in, uint64(t.cqLog))
-	prm.CQC.UARPage.At(base).Set(in, uint64(pt.uar.Index()))
-	prm.CQC.CEQNOrApuElement.At(base).Set(in, uint64(pt.eqn))
-	prm.CQC.DbrAddr.At(base).Set(in, dbrAddr)
-	pasList(in, prm.CreateCQIn.PAS, cqAddr, cqBytes)
-	o, _, err := pt.create(in, 16)
+	o, _, err := pt.create(pt.cqIn(t.cqLog, mem.umem, cqOff, dbrOff), 16)
 	if err != nil {
 		return nil, fmt.Errorf("%s: CQ: %w", q.Path(), err)
 	}
@@ -106,7 +99,7 @@ func (pt *port) newTxq(idx int, q *engine.TxQueue) (*txq, error) {
 	}
 	sb := prm.CreateSQIn.Ctx.Off
 	wb := sb + prm.SQC.WQ.Off
-	in = cmd(prm.CmdOpCreateSQ, 0, int(prm.WQ.PAS.At(wb).ByteOff())+8*(ringBytes/4096))
+	in := cmd(prm.CmdOpCreateSQ, 0, int(prm.WQ.PAS.At(wb).ByteOff()))
 	s, w := prm.SQC, prm.WQ
 	s.CQN.At(sb).Set(in, uint64(cqn))
 	s.TISNum0.At(sb).Set(in, uint64(pt.tis))
@@ -118,10 +111,9 @@ func (pt *port) newTxq(idx int, q *engine.TxQueue) (*txq, error) {
 	w.WQType.At(wb).Set(in, prm.WQTypeCyclic)
 	w.PD.At(wb).Set(in, uint64(pt.pd))
 	w.UARPage.At(wb).Set(in, uint64(pt.uar.Index()))
-	w.DbrAddr.At(wb).Set(in, dbrAddr+32)
+	wqUMEM(in, wb, mem.umem, ringOff, dbrOff+32)
 	w.LogWQStride.At(wb).Set(in, prm.SendWQEShift)
 	w.LogWQSz.At(wb).Set(in, sqLog)
-	pasList(in, w.PAS.At(wb), ringAddr, ringBytes)
 	if o, _, err = pt.create(in, 16); err != nil {
 		return nil, fmt.Errorf("%s: SQ: %w", q.Path(), err)
 	}

@@ -286,6 +286,11 @@ func (c *Channel) waitSlot(slot int, ent []byte) error {
 		if err := c.Health(); err != nil {
 			return err
 		}
+		if i%64 == 63 && c.bar.Read32(regHealthFWVer) == 0xffffffff {
+			// A removed function reads all ones and will never complete the command.
+			c.fail(fmt.Errorf("%w: BAR0 reads all ones (health buffer fw_version) while a command waits: the function was removed or stopped answering", ErrDeviceFailed))
+			return c.Health()
+		}
 		if !time.Now().Before(deadline) {
 			return fmt.Errorf("%w: ownership not returned within %v", ErrCommandTimeout, c.opts.CommandTimeout)
 		}
