@@ -40,12 +40,13 @@ import (
 // Channel is one ConnectX function over DevX.
 type Channel struct {
 	name string
-	d    *verbs.DevX
+	dx   *verbs.DevX // nil in tests
+	k    kernel
 
 	mu     sync.Mutex
 	closed bool
-	live   []releaser                // creation order; Close releases in reverse
-	tables map[uint32]*verbs.DevXObj // NIC RX flow tables by id, for AttachRoot
+	live   []releaser      // creation order; Close releases in reverse
+	tables map[uint32]kobj // NIC RX flow tables by id, for AttachRoot
 }
 
 var _ channel.Channel = (*Channel)(nil)
@@ -77,12 +78,18 @@ func Open(address string) (*Channel, error) {
 // New makes a channel of an opened DevX context, which the channel then owns (Close closes
 // it).
 func New(d *verbs.DevX) *Channel {
-	return &Channel{name: "devx:" + d.Context().Device().Name, d: d, tables: map[uint32]*verbs.DevXObj{}}
+	c := newChannel(verbsKernel{d})
+	c.dx = d
+	return c
+}
+
+func newChannel(k kernel) *Channel {
+	return &Channel{name: "devx:" + k.device(), k: k, tables: map[uint32]kobj{}}
 }
 
 // DevX is the underlying context (for the mlx5 driver's answer: UAR and BlueFlame layout,
 // eth_min_inline, clock information).
-func (c *Channel) DevX() *verbs.DevX { return c.d }
+func (c *Channel) DevX() *verbs.DevX { return c.dx }
 
 // Name implements channel.Channel.
 func (c *Channel) Name() string { return c.name }
@@ -136,12 +143,21 @@ func (c *Channel) cmdErr(in, out []byte, err error) error {
 	return fmt.Errorf("%s: %v (op_mod %#x): %w", c.name, prm.CmdOp(op), opMod, err)
 }
 
-// Exec implements channel.Channel (DEVX_OTHER).
+// Exec implements channel.Channel (DEVX_OTHER). The kernel refuses with EINVAL a command
+// it does not count as general (devx.c devx_is_general_cmd: queries of the device and vport,
+// NOP, …; not MODIFY_NIC_VPORT_CONTEXT or SET_PP_RATE_LIMIT, which the kernel driver owns or
+// offers otherwise): that error also matches channel.ErrUnsupported, so an engine can tell
+// "not through DevX" from a firmware refusal.
 func (c *Channel) Exec(in, out []byte) error {
 	if err := c.begin(); err != nil {
 		return err
 	}
-	return c.cmdErr(in, out, c.d.General(in, out))
+	err := c.k.General(in, out)
+	if errors.Is(err, unix.EINVAL) && len(in) >= 8 && len(out) >= 8 && prm.CmdOut.Status.Get(out) == 0 {
+		return fmt.Errorf("%s: %v: the kernel runs only general commands through DevX (devx.c devx_is_general_cmd): %w (%w)",
+			c.name, prm.CmdOp(prm.CmdIn.Opcode.Get(in)), channel.ErrUnsupported, err)
+	}
+	return c.cmdErr(in, out, err)
 }
 
 // Create implements channel.Channel (DEVX_OBJ_CREATE).
@@ -149,7 +165,7 @@ func (c *Channel) Create(in, out []byte) (channel.Object, error) {
 	if err := c.begin(); err != nil {
 		return nil, err
 	}
-	o, err := c.d.CreateObj(in, out)
+	o, err := c.k.CreateObj(in, out)
 	if err != nil {
 		return nil, c.cmdErr(in, out, err)
 	}
@@ -177,7 +193,7 @@ func (c *Channel) Create(in, out []byte) (channel.Object, error) {
 
 type object struct {
 	c     *Channel
-	o     *verbs.DevXObj
+	o     kobj
 	id    uint32
 	op    prm.CmdOp
 	table bool
@@ -238,7 +254,7 @@ func (c *Channel) RegisterMemory(mem []byte, access channel.Access) (channel.UME
 	if err := c.begin(); err != nil {
 		return nil, err
 	}
-	u, err := c.d.RegUMEM(mem, verbs.Access(access))
+	u, err := c.k.RegUMEM(mem, verbs.Access(access))
 	if err != nil {
 		return nil, fmt.Errorf("%s: register %d bytes: %w", c.name, len(mem), err)
 	}
@@ -249,10 +265,10 @@ func (c *Channel) RegisterMemory(mem []byte, access channel.Access) (channel.UME
 
 type umem struct {
 	c *Channel
-	u *verbs.UMEM
+	u kumem
 }
 
-func (u *umem) ID() uint32 { return u.u.ID }
+func (u *umem) ID() uint32 { return u.u.id() }
 
 func (u *umem) Release() error {
 	if err := u.release(); err != nil {
@@ -269,12 +285,12 @@ func (c *Channel) AllocUAR() (channel.UAR, error) {
 	if err := c.begin(); err != nil {
 		return nil, err
 	}
-	p, err := c.d.AllocUAR(verbs.UARTypeBF)
+	p, err := c.k.AllocUAR(verbs.UARTypeBF)
 	if err != nil && !errors.Is(err, channel.ErrNotMLX5) {
 		// Functions without BlueFlame offer non-cached pages only (rdma-core falls back
 		// the same way).
 		var err2 error
-		if p, err2 = c.d.AllocUAR(verbs.UARTypeNC); err2 != nil {
+		if p, err2 = c.k.AllocUAR(verbs.UARTypeNC); err2 != nil {
 			return nil, fmt.Errorf("%s: UAR: %w (non-cached: %v)", c.name, err, err2)
 		}
 		err = nil
@@ -289,10 +305,10 @@ func (c *Channel) AllocUAR() (channel.UAR, error) {
 
 type uar struct {
 	c *Channel
-	p *verbs.UARPage
+	p kuar
 }
 
-func (u *uar) Index() uint32                { return u.p.PageID }
+func (u *uar) Index() uint32                { return u.p.index() }
 func (u *uar) Write64(off uint32, v uint64) { u.p.Write64(off, v) }
 func (u *uar) Write32(off uint32, v uint32) { u.p.Write32(off, v) }
 
@@ -314,7 +330,7 @@ func (c *Channel) EQN(vector int) (uint32, error) {
 	if vector < 0 {
 		return 0, fmt.Errorf("%s: completion vector %d", c.name, vector)
 	}
-	eqn, err := c.d.QueryEQN(uint32(vector))
+	eqn, err := c.k.QueryEQN(uint32(vector))
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", c.name, err)
 	}
@@ -332,24 +348,18 @@ func (c *Channel) AttachRoot(table uint32) (func() error, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: AttachRoot: no NIC RX flow table %d was created through this channel", c.name, table)
 	}
-	m, err := c.d.CreateFlowMatcher(verbs.MatcherSpec{Table: verbs.FlowTableNICRX})
+	rel, err := c.k.RootRule(t)
 	if err != nil {
 		return nil, fmt.Errorf("%s: AttachRoot(table %d): %w", c.name, table, err)
 	}
-	f, err := m.CreateFlow(verbs.FlowSpec{Dest: t})
-	if err != nil {
-		m.Close()
-		return nil, fmt.Errorf("%s: AttachRoot(table %d): %w", c.name, table, err)
-	}
-	a := &attach{c: c, m: m, f: f}
+	a := &attach{c: c, rel: rel}
 	c.track(a)
 	return a.detach, nil
 }
 
 type attach struct {
 	c    *Channel
-	m    *verbs.FlowMatcher
-	f    *verbs.Flow
+	rel  func() error
 	once sync.Once
 	err  error
 }
@@ -363,13 +373,7 @@ func (a *attach) detach() error {
 }
 
 func (a *attach) release() error {
-	a.once.Do(func() {
-		if err := a.f.Close(); err != nil {
-			a.err = err
-			return
-		}
-		a.err = a.m.Close()
-	})
+	a.once.Do(func() { a.err = a.rel() })
 	return a.err
 }
 
@@ -391,7 +395,7 @@ func (c *Channel) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	if err := c.d.Close(); err != nil {
+	if err := c.k.Close(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -404,7 +408,7 @@ func (c *Channel) AllocPacing(ctx []byte, dedicated bool) (channel.Pacing, error
 	if err := c.begin(); err != nil {
 		return nil, err
 	}
-	p, err := c.d.AllocPP(ctx, dedicated)
+	p, err := c.k.AllocPP(ctx, dedicated)
 	if err != nil {
 		return nil, fmt.Errorf("%s: pacing index: %w", c.name, err)
 	}
@@ -415,10 +419,10 @@ func (c *Channel) AllocPacing(ctx []byte, dedicated bool) (channel.Pacing, error
 
 type pacing struct {
 	c *Channel
-	p *verbs.PP
+	p kpp
 }
 
-func (p *pacing) Index() uint16 { return p.p.Index }
+func (p *pacing) Index() uint16 { return p.p.index() }
 
 func (p *pacing) Release() error {
 	if err := p.release(); err != nil {
@@ -437,7 +441,7 @@ func (c *Channel) RegisterDMABuf(fd int, offset, length uint64, access channel.A
 	if err := c.begin(); err != nil {
 		return nil, err
 	}
-	u, err := c.d.RegUMEMDMABuf(fd, offset, length, verbs.Access(access))
+	u, err := c.k.RegUMEMDMABuf(fd, offset, length, verbs.Access(access))
 	if err != nil {
 		return nil, fmt.Errorf("%s: register %d bytes of DMA-BUF fd %d at %#x: %w", c.name, length, fd, offset, err)
 	}
