@@ -132,10 +132,10 @@ type Channel struct {
 	lastCount   uint32
 	misses      int
 
-	stats statsBox
-	caps  []byte // general capabilities, current
-	mac   net.HardwareAddr
-	mtu   int
+	stats   statsBox
+	caps    []byte // general capabilities, current
+	mac     net.HardwareAddr
+	mtu     int
 	cqEQ    uint32 // the EQ completion queues name
 	cqEQUAR uint32
 	cqEQOK  bool
@@ -281,7 +281,7 @@ func (c *Channel) startupPages(opMod uint16) error {
 // SET_HCA_CAP, as mlx5_vfio.c set_hca_cap does after adjusting them.
 func (c *Channel) setCaps() error {
 	qo := make([]byte, prm.QueryHCACapOut.Capability.End()/8)
-	q := cmdIn(prm.CmdOpQueryHCACap, prm.CapTypeGeneral<<1|prm.CapOpModMax, int(prm.QueryHCACapIn.FunctionID.End()/8)+4)
+	q := cmdIn(prm.CmdOpQueryHCACap, uint16(prm.CapTypeGeneral)<<1|prm.CapOpModMax, int(prm.QueryHCACapIn.FunctionID.End()/8)+4)
 	if err := c.run(q, qo); err != nil {
 		return err
 	}
@@ -289,12 +289,12 @@ func (c *Channel) setCaps() error {
 	if prm.CmdHCACap.UMEMUID0.Get(max) == 0 {
 		return fmt.Errorf("%w: firmware lacks the umem_uid_0 capability that UMEMs of a VFIO driver need", ErrUnsupportedDevice)
 	}
-	prm.CmdIn.OpMod.Set(q, prm.CapTypeGeneral<<1|prm.CapOpModCur)
+	prm.CmdIn.OpMod.Set(q, uint64(prm.CapTypeGeneral)<<1|prm.CapOpModCur)
 	if err := c.run(q, qo); err != nil {
 		return err
 	}
 	cur := prm.QueryHCACapOut.Capability.Slice(qo)
-	si := cmdIn(prm.CmdOpSetHCACap, prm.CapTypeGeneral<<1, int(prm.SetHCACapIn.Capability.End()/8))
+	si := cmdIn(prm.CmdOpSetHCACap, uint16(prm.CapTypeGeneral)<<1, int(prm.SetHCACapIn.Capability.End()/8))
 	copy(prm.SetHCACapIn.Capability.Slice(si), cur)
 	if err := c.run(si, make([]byte, 16)); err != nil {
 		return err

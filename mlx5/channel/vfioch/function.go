@@ -110,11 +110,11 @@ func CheckBound(bdf string) error {
 		ErrNotBound, bdf, drv, dev, bdf, dev, bdf)
 }
 
-func (f *pciFunction) Name() string          { return f.p.Name() }
-func (f *pciFunction) BAR0() Region          { return f.bar }
-func (f *pciFunction) DMA() DMA              { return f.p.Container }
+func (f *pciFunction) Name() string           { return f.p.Name() }
+func (f *pciFunction) BAR0() Region           { return f.bar }
+func (f *pciFunction) DMA() DMA               { return f.p.Container }
 func (f *pciFunction) EnableBusMaster() error { return f.p.SetBusMaster(true) }
-func (f *pciFunction) Close() error          { return f.p.Close() }
+func (f *pciFunction) Close() error           { return f.p.Close() }
 
 func (f *pciFunction) EnableMSIX(vectors int) (Interrupts, error) {
 	return f.p.EnableIRQ(vfio.IRQIndexMSIX, vectors)
