@@ -90,6 +90,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // summary counts what a trace holds.
 type summary struct {
 	records, commands, creates, destroys, failed int
+	openAtClose                                  int // objects a channel still held when it closed (Close released them)
 	channels                                     map[string]bool
 }
 
@@ -138,6 +139,9 @@ func show(name string, r io.Reader, o options, w io.Writer) error {
 				}
 			}
 		}
+		if rec.Call == "close" {
+			s.openAtClose += len(live[rec.Channel])
+		}
 		switch {
 		case o.check:
 		case o.objects:
@@ -150,15 +154,18 @@ func show(name string, r io.Reader, o options, w io.Writer) error {
 				for _, l := range live[rec.Channel] {
 					fmt.Fprintf(w, "%6d %-10s open at close: %s obj=%d (created on line %d)\n", d.Line(), rec.Channel, l.op, l.obj, l.line)
 				}
-				delete(live, rec.Channel)
 			}
 		default:
 			printRecord(w, rec, rec.Time.Sub(first), o.hex)
 		}
+		if rec.Call == "close" {
+			// A channel of the same name may open again later in the file (traces append).
+			delete(live, rec.Channel)
+		}
 	}
 	if o.check {
-		fmt.Fprintf(w, "%s: %d records valid: %d channels, %d commands, %d objects created, %d destroyed, %d calls failed\n",
-			name, s.records, len(s.channels), s.commands, s.creates, s.destroys, s.failed)
+		fmt.Fprintf(w, "%s: %d records valid: %d channels, %d commands, %d objects created, %d destroyed, %d open at close, %d calls failed\n",
+			name, s.records, len(s.channels), s.commands, s.creates, s.destroys, s.openAtClose, s.failed)
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func runTool(args ...string) (int, string, string) {
 func TestCheckObjectsAndPrint(t *testing.T) {
 	path := modelTrace(t)
 	rc, out, errs := runTool("-check", path)
-	if rc != 0 || !strings.Contains(out, "10 records valid: 2 channels, 6 commands, 4 objects created, 2 destroyed, 2 calls failed") {
+	if rc != 0 || !strings.Contains(out, "10 records valid: 2 channels, 6 commands, 4 objects created, 2 destroyed, 2 open at close, 2 calls failed") {
 		t.Fatalf("-check: rc %d\n%s%s", rc, out, errs)
 	}
 	rc, out, _ = runTool("-objects", path)
