@@ -13,7 +13,9 @@ import (
 )
 
 // fieldOrder is the version-1 field order (package doc).
-var fieldOrder = [...]string{"seq", "t", "ch", "call", "op", "opcode", "op_mod", "op_mod_name", "obj", "arg", "status", "syndrome", "dur_ns", "in", "out", "err"}
+func fieldOrder() [16]string {
+	return [16]string{"seq", "t", "ch", "call", "op", "opcode", "op_mod", "op_mod_name", "obj", "arg", "status", "syndrome", "dur_ns", "in", "out", "err"}
+}
 
 // calls are the call kinds a version-1 record may have.
 func knownCall(s string) bool {
@@ -33,8 +35,9 @@ func Parse(line string) (Record, error) {
 	if !ok {
 		return r, fmt.Errorf("not a %s record (starts %q)", Magic, truncate(line, 20))
 	}
-	vals := make(map[string]string, len(fieldOrder))
-	for i, key := range fieldOrder {
+	order := fieldOrder()
+	vals := make(map[string]string, len(order))
+	for i, key := range order {
 		k, v, ok := strings.Cut(rest, "=")
 		if !ok || k != key {
 			return r, fmt.Errorf("field %d: want %s=, found %q", i+1, key, truncate(rest, 20))
