@@ -79,8 +79,9 @@ type Engine struct {
 
 // options are the engine's tunables (environment, as upstream's DAQIRI_IBV_* variables).
 type options struct {
-	striding    int  // -1 auto, 0 off, 1 forced
-	compression bool // CQE compression
+	striding    int   // -1 auto, 0 off, 1 forced
+	compression bool  // CQE compression
+	rxCQLog     uint8 // tests: RX CQs of this log size instead of one CQE per posted buffer
 }
 
 func optionsFromEnv() options {
@@ -263,7 +264,8 @@ func (e *Engine) Close() error {
 		}
 	}
 	quiet := now()
-	for end := now() + int64(time.Second); now() < end && now()-quiet < int64(20*time.Millisecond); {
+	var last uint64
+	for end := now() + int64(2*time.Second); now() < end && now()-quiet < int64(50*time.Millisecond); {
 		n := 0
 		for _, pt := range e.ports {
 			for _, r := range pt.rxqs {
@@ -277,11 +279,21 @@ func (e *Engine) Close() error {
 				r.busy.Store(false)
 			}
 		}
-		if n > 0 {
-			quiet = now()
+		// A model port may still hold frames in its input: quiet means its counters
+		// stopped moving too.
+		var sum uint64
+		for _, d := range e.models {
+			c := d.Counters()
+			sum += c.RXPackets + c.RXOutOfBuffer + c.RXSteeringMiss + c.RXDropRule + c.RXNotReady + c.RXErrors + c.TXPackets
+		}
+		if n > 0 || sum != last {
+			quiet, last = now(), sum
 		} else {
 			time.Sleep(time.Millisecond)
 		}
+	}
+	for _, pt := range e.ports {
+		pt.reconcile()
 	}
 	var errs []error
 	for i := len(e.ports) - 1; i >= 0; i-- {

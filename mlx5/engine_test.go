@@ -21,7 +21,7 @@ import (
 // nrx RX queues. Each RX queue's region has rxBufs buffers of bufSize bytes (hds: a 64-byte
 // header region first).
 func pairConfig(nrx, rxBufs, bufSize int, hds bool) *config.Config {
-	c := &config.Config{Version: 1, StreamType: config.StreamRaw, LogLevel: "error", RxMetaBuffers: 256, TxMetaBuffers: 64}
+	c := &config.Config{Version: 1, StreamType: config.StreamRaw, LogLevel: "error", RxMetaBuffers: 2048, TxMetaBuffers: 64}
 	c.MemoryRegions = append(c.MemoryRegions, config.MemoryRegion{Name: "tx", Kind: config.KindHost, Access: config.AccessLocal, NumBufs: 1024, BufSize: 2048})
 	tx := config.Interface{Name: "tx", Address: "model:0", TX: &config.TxConfig{Queues: []config.Queue{{Name: "t0", ID: 0, CPUCore: "0", BatchSize: 64, MemoryRegions: []string{"tx"}}}}}
 	rx := config.Interface{Name: "rx", Address: "model:1", RX: &config.RxConfig{}}
@@ -140,6 +140,20 @@ func receiveAll(t *testing.T, qs []*engine.RxQueue, frames [][]byte, total int, 
 		}
 	}
 	return got, perQueue
+}
+
+func enginetestPorts(t *testing.T, cfg *config.Config) []*engine.Port {
+	return enginetest.Ports(t, cfg)
+}
+
+// openPorts opens the engine on ports without a cleanup Close (the test closes it).
+func openPorts(t *testing.T, cfg *config.Config, ports []*engine.Port) *Engine {
+	t.Helper()
+	e, err := open(context.Background(), &engine.Env{Config: cfg, Ports: ports, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, options{striding: -1, compression: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 func openTest(t *testing.T, cfg *config.Config, opts options) (*Engine, []*engine.Port) {

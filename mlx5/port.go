@@ -347,6 +347,30 @@ func (pt *port) countOutOfBuffer() {
 	pt.dropDelta(q, &pt.seen[0], prm.QueryQCounterOut.OutOfBuffer.Get(out), engine.DropNoPacketBuffers)
 }
 
+// reconcile runs at close, once everything that arrived has been read: a CQ that overran
+// completed nothing more, and on a model port the packets the NIC received beyond the
+// completions read are counted dropped (reason other) on the queues whose CQ overran.
+func (pt *port) reconcile() {
+	pt.countOutOfBuffer()
+	var bad []*rxq
+	for _, r := range pt.rxqs {
+		if r.overrun() {
+			pt.e.env.Log.Error("mlx5: RX CQ overran; the queue received nothing more", "queue", r.q.Path())
+			bad = append(bad, r)
+		}
+	}
+	if pt.dev == nil || len(bad) == 0 {
+		return
+	}
+	var read uint64
+	for _, r := range pt.rxqs {
+		read += r.packets.Load()
+	}
+	if nic := pt.dev.Counters().RXPackets; nic > read {
+		bad[0].q.Stats.Drop(engine.DropOther, int(nic-read))
+	}
+}
+
 func (pt *port) dropDelta(q *engine.Counters, seen *atomic.Uint64, total uint64, why engine.DropReason) {
 	if old := seen.Swap(total); total > old {
 		q.Drop(why, int(total-old))

@@ -64,6 +64,10 @@ type rxq struct {
 
 	cur   *engine.Burst
 	first int64 // when cur got its first packet
+	cqObj channel.Object
+	// packets counts the packet completions read (delivered or dropped), to find packets the
+	// NIC received but could not complete (a CQ overrun).
+	packets atomic.Uint64
 }
 
 func (pt *port) newRxq(idx int, q *engine.RxQueue) (*rxq, error) {
@@ -110,6 +114,9 @@ func (pt *port) newRxq(idx int, q *engine.RxQueue) (*rxq, error) {
 		cqes = wqes
 	}
 	r.cqLog = uint8(bits.Len(uint(cqes - 1)))
+	if l := pt.e.opts.rxCQLog; l != 0 {
+		r.cqLog = l
+	}
 	r.ringLog = uint8(bits.Len(uint(wqes - 1)))
 	cqBytes := 64 << r.cqLog
 	ringBytes := max(wqeSize<<r.ringLog, 4096)
@@ -184,6 +191,7 @@ func (r *rxq) createCQ(umem uint32, ringOff, dbrOff uint64) (uint32, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s: CQ: %w", r.q.Path(), err)
 	}
+	r.cqObj = o
 	return o.ID(), nil
 }
 
@@ -424,6 +432,7 @@ func (r *rxq) cqe(e []byte, bc uint32, wc uint16, hash uint32) {
 	_ = hash
 	op := prm.CQEOpcode(e[63])
 	if op == prm.CQEOpRespErr {
+		r.packets.Add(1)
 		r.q.Stats.Drop(engine.DropMalformed, 1)
 		if !r.striding {
 			r.recycleSlot(wc)
@@ -431,8 +440,12 @@ func (r *rxq) cqe(e []byte, bc uint32, wc uint16, hash uint32) {
 		return
 	}
 	if op != prm.CQEOpRespSend {
+		r.packets.Add(1)
 		r.q.Stats.Drop(engine.DropOther, 1)
 		return
+	}
+	if r.striding && bc&prm.MPRQByteCntFiller == 0 || !r.striding {
+		r.packets.Add(1)
 	}
 	tag := uint32(prm.CQE64.SopDropQPN.Get(e)) & 0xffffff
 	ts := rtNanos(prm.CQE64.Timestamp.Get(e)) + r.pt.clockOff
@@ -617,3 +630,18 @@ func (r *rxq) close() {
 // stores are not reordered with each other and the locked instruction of an atomic
 // read-modify-write also keeps the compiler from moving them).
 func (e *Engine) barrier() { e.fence.Add(1) }
+
+// overrun reports whether the queue's CQ overran (QUERY_CQ status; mlx5_ifc.h cqc status
+// CQ_OVERFLOW 0x9): the device then completes nothing more on it.
+func (r *rxq) overrun() bool {
+	in := cmd(prm.CmdOpQueryCQ, 0, 16)
+	prm.QueryCQIn.CQN.Set(in, uint64(r.cqObj.ID()))
+	out := make([]byte, prm.QueryCQOut.CQContext.End()/8)
+	if err := r.cqObj.Query(in, out); err != nil {
+		return false
+	}
+	return prm.CQC.Status.At(prm.QueryCQOut.CQContext.Off).Get(out) == cqStatusOverflow
+}
+
+// cqStatusOverflow is cqc status CQ_OVERFLOW (mlx5_ifc.h MLX5_CQC_STATUS_CQ_OVERFLOW).
+const cqStatusOverflow = 0x9
