@@ -405,10 +405,7 @@ func (c *Channel) fail(err error) {
 }
 
 func (c *Channel) usable(op string) error {
-	c.mu.Lock()
-	closed := c.closed
-	c.mu.Unlock()
-	if closed {
+	if c.isClosed() {
 		return channel.ErrClosed
 	}
 	if err := c.Health(); err != nil {
@@ -419,17 +416,23 @@ func (c *Channel) usable(op string) error {
 
 // Exec implements channel.Channel.
 func (c *Channel) Exec(in, out []byte) error {
-	if err := c.usable("exec"); err != nil {
-		return err
+	if c.isClosed() {
+		return channel.ErrClosed
 	}
-	return c.run(in, out)
+	return c.run(in, out) // names the command in its errors, the device's failure included
+}
+
+func (c *Channel) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 // Create implements channel.Channel: the command runs, and the object remembers the
 // destroy command built from it (as devx.c devx_obj_build_destroy_cmd does).
 func (c *Channel) Create(in, out []byte) (channel.Object, error) {
-	if err := c.usable("create"); err != nil {
-		return nil, err
+	if c.isClosed() {
+		return nil, channel.ErrClosed
 	}
 	if len(in) < 8 {
 		return nil, fmt.Errorf("%s: create command of %d bytes: %w", c.name, len(in), channel.ErrUnsupported)
