@@ -122,6 +122,16 @@ func applyModelPorts(cfg *config.Config, spec string) ([]string, error) {
 	if cfg.Loopback == "sw" {
 		return nil, fmt.Errorf("--model-ports: the configuration uses the software loopback (loopback: sw); model ports replace NICs")
 	}
+	for _, ifc := range cfg.Interfaces {
+		if ifc.RX == nil {
+			continue
+		}
+		for _, r := range ifc.RX.Reorders {
+			if r.Type == config.ReorderGPU {
+				return nil, fmt.Errorf("--model-ports: reorder plan %s of interface %s runs on a GPU, which needs packets in GPU memory; the model reaches host memory only", r.Name, ifc.Name)
+			}
+		}
+	}
 	for i := range cfg.MemoryRegions {
 		mr := &cfg.MemoryRegions[i]
 		if mr.Kind == config.KindDevice || mr.Kind == config.KindHostPinned {
