@@ -3,6 +3,7 @@ package trace_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/daqiri-go/daqiri/hugepage"
@@ -111,6 +112,9 @@ func TestModelTransport(t *testing.T) {
 		if r.Call != w.call || r.Op != w.op || r.Channel != "model:0" || (r.HasObj && r.Obj != w.obj) {
 			t.Errorf("record %d: %s %s obj %d, want %s %s obj %d", i, r.Call, r.Op, r.Obj, w.call, w.op, w.obj)
 		}
+	}
+	if r := recs[6]; r.Arg != fmt.Sprintf("eqn:%d,uar:%d", eqn, uar.Index()) {
+		t.Errorf("CREATE_CQ refs %q, want its EQ and UAR", r.Arg)
 	}
 	if r := recs[0]; r.OpModName != "GENERAL/cur" || r.Status != "OK" || len(r.Out) != len(capOut) {
 		t.Errorf("query record: op_mod_name %q status %q, %d output bytes", r.OpModName, r.Status, len(r.Out))

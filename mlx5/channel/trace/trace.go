@@ -32,7 +32,8 @@
 //	         QUERY_HCA_CAP, GIVE for MANAGE_PAGES, BOOT for QUERY_PAGES, …), else "-"
 //	obj      the object id the call created or acted on (CQN, TIR number, flow table id,
 //	         UMEM id, UAR index, EQN, …) in decimal, or "-"
-//	arg      call-specific arguments as name:value pairs joined by "," (umem_reg:
+//	arg      call-specific arguments as name:value pairs joined by "," (create: the
+//	         objects its input names, e.g. cqn:5,tisn:2 for CREATE_SQ; umem_reg:
 //	         bytes:N,access:0xA, or dmabuf_fd:F,offset:0xO,bytes:N,access:0xA; eqn:
 //	         vector:N; destroy: created_by:OP; pp_alloc: dedicated:B), or "-"
 //	status   the PRM status name (OK, BAD_PARAM_ERR, …) read from the output, or "-"
@@ -385,6 +386,7 @@ func (c *Channel) Create(in, out []byte) (channel.Object, error) {
 	start := c.now()
 	o, err := c.ch.Create(in, out)
 	r := c.cmdRecord("create", start, in, out, err)
+	r.Arg = refs(in)
 	if err != nil {
 		c.sink.write(r)
 		return nil, err
@@ -604,4 +606,44 @@ func (c *Channel) RegisterDMABuf(fd int, offset, length uint64, access channel.A
 		return nil, err
 	}
 	return &umem{c: c, u: u}, nil
+}
+
+// refs names the objects a create command's input refers to, as name:id pairs joined by
+// "," (for a reader following which queue feeds which: an SQ's CQ and TIS, a TIR's RQ or
+// RQT, an entry's table and group), or "" for commands not listed. Fields from package prm.
+func refs(in []byte) string {
+	if len(in) < 8 {
+		return ""
+	}
+	type ref struct {
+		name string
+		f    prm.Field
+	}
+	var rs []ref
+	switch prm.CmdOp(prm.CmdIn.Opcode.Get(in)) {
+	case prm.CmdOpCreateSQ:
+		b := prm.CreateSQIn.Ctx.Off
+		rs = []ref{{"cqn", prm.SQC.CQN.At(b)}, {"tisn", prm.SQC.TISNum0.At(b)}}
+	case prm.CmdOpCreateRQ:
+		rs = []ref{{"cqn", prm.RQC.CQN.At(prm.CreateRQIn.Ctx.Off)}}
+	case prm.CmdOpCreateTIR:
+		b := prm.CreateTIRIn.Ctx.Off
+		rs = []ref{{"rqn", prm.TIRC.InlineRQN.At(b)}, {"rqtn", prm.TIRC.IndirectTable.At(b)}, {"td", prm.TIRC.TransportDomain.At(b)}}
+	case prm.CmdOpCreateCQ:
+		b := prm.CreateCQIn.CQContext.Off
+		rs = []ref{{"eqn", prm.CQC.CEQNOrApuElement.At(b)}, {"uar", prm.CQC.UARPage.At(b)}}
+	case prm.CmdOpCreateMKey:
+		rs = []ref{{"pd", prm.MKC.PD.At(prm.CreateMKeyIn.MemoryKeyMKeyEntry.Off)}}
+	case prm.CmdOpCreateFlowGroup:
+		rs = []ref{{"table", prm.CreateFlowGroupIn.TableID}}
+	case prm.CmdOpSetFlowTableEntry:
+		rs = []ref{{"table", prm.SetFTEIn.TableID}, {"group", prm.FlowContext.GroupID.At(prm.SetFTEIn.FlowContext.Off)}, {"flow_tag", prm.FlowContext.FlowTag.At(prm.SetFTEIn.FlowContext.Off)}}
+	}
+	var parts []string
+	for _, r := range rs {
+		if r.f.In(in) {
+			parts = append(parts, fmt.Sprintf("%s:%d", r.name, r.f.Get(in)))
+		}
+	}
+	return strings.Join(parts, ",")
 }
