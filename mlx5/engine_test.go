@@ -142,6 +142,8 @@ func receiveAll(t *testing.T, qs []*engine.RxQueue, frames [][]byte, total int, 
 	return got, perQueue
 }
 
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
 func enginetestPorts(t *testing.T, cfg *config.Config) []*engine.Port {
 	return enginetest.Ports(t, cfg)
 }

@@ -64,6 +64,7 @@ type rxq struct {
 
 	cur   *engine.Burst
 	first int64 // when cur got its first packet
+	batch int   // packets per burst: batch_size, or directMaxPackets for a direct queue
 	cqObj channel.Object
 	// packets counts the packet completions read (delivered or dropped), to find packets the
 	// NIC received but could not complete (a CQ overrun).
@@ -71,7 +72,10 @@ type rxq struct {
 }
 
 func (pt *port) newRxq(idx int, q *engine.RxQueue) (*rxq, error) {
-	r := &rxq{pt: pt, q: q, direct: q.Config.PollMode == config.PollDirect, nseg: len(q.Regions)}
+	r := &rxq{pt: pt, q: q, direct: q.Config.PollMode == config.PollDirect, nseg: len(q.Regions), batch: q.BatchSize()}
+	if r.direct {
+		r.batch = directMaxPackets
+	}
 	if r.nseg == 0 || r.nseg > config.MaxSegments {
 		return nil, fmt.Errorf("%s: %d memory regions (1 to %d)", q.Path(), r.nseg, config.MaxSegments)
 	}
@@ -480,7 +484,7 @@ func (r *rxq) stridePacket(wqeID uint16, stride, bc, tag uint32, ts int64) {
 	r.held[g]--
 	r.out[idx] = true
 	b.Append(uint64(idx)*uint64(r.q.Regions[0].BufSize), length, tag, ts)
-	if b.Len() == b.Cap() {
+	if b.Len() >= r.batch {
 		r.deliver()
 	}
 }
@@ -513,7 +517,7 @@ func (r *rxq) cyclicPacket(wc uint16, bc, tag uint32, ts int64) {
 		left -= lens[s]
 	}
 	b.AppendSegments(offs[:r.nseg], lens[:r.nseg], tag, ts)
-	if b.Len() == b.Cap() {
+	if b.Len() >= r.batch {
 		r.deliver()
 	}
 }

@@ -377,7 +377,8 @@ type keys struct{ d *Device }
 
 // Translate resolves lkey + addr: the key's index and variant byte must match a key, the
 // range must lie inside it, the access must be allowed (local read for TX gathers, local
-// write for RX scatters), and the bytes must be in one page (MTT) and mapped.
+// write for RX scatters), and the bytes must be mapped — within one page of an MTT or UMEM
+// key, or over pages that follow each other in I/O address space.
 func (k keys) Translate(lkey uint32, addr uint64, n int, perm dma.Perm) ([]byte, error) {
 	d := k.d
 	d.keysMu.RLock()
@@ -401,8 +402,20 @@ func (k keys) Translate(lkey uint32, addr uint64, n int, perm dma.Perm) ([]byte,
 	}
 	page := off >> m.pageShift
 	in := off & (1<<m.pageShift - 1)
-	if page >= uint64(len(m.pages)) || in+uint64(n) > 1<<m.pageShift {
-		return nil, fmt.Errorf("mlx5 model: %d bytes at %#x cross a page of lkey %#x", n, addr, lkey)
+	if page >= uint64(len(m.pages)) {
+		return nil, fmt.Errorf("mlx5 model: %d bytes at %#x beyond the pages of lkey %#x", n, addr, lkey)
+	}
+	// A range that runs into the next pages is one slice when those pages follow each other
+	// in I/O address space (registered memory mapped in one piece); the device itself
+	// walks any page list, but Translate hands out one contiguous view.
+	last := (in + uint64(n) - 1) >> m.pageShift
+	if n > 0 && page+last >= uint64(len(m.pages)) {
+		return nil, fmt.Errorf("mlx5 model: %d bytes at %#x run past the pages of lkey %#x", n, addr, lkey)
+	}
+	for i := uint64(1); n > 0 && i <= last; i++ {
+		if m.pages[page+i] != m.pages[page]+i<<m.pageShift {
+			return nil, fmt.Errorf("mlx5 model: %d bytes at %#x cross into a non-adjacent page of lkey %#x (the model serves one contiguous view)", n, addr, lkey)
+		}
 	}
 	return d.space.Slice(m.pages[page]+in, n, perm)
 }

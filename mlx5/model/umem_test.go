@@ -68,11 +68,12 @@ func TestUMEMQueuesAndKeys(t *testing.T) {
 	}
 	key := uint32(get(r.mustCmd(mkIn(0x100, 0x1f00, prm.MKeyAccessMTT, did), 16), prm.CreateMKeyOut.MKeyIndex))<<8 | 0x11
 
-	// One receive WQE: 1 KiB at va+0x800 (data UMEM offset 0x900).
+	// One receive WQE: 1 KiB at va+0xec0 (data UMEM offset 0xfc0): the frame crosses into
+	// the UMEM's second page, which follows the first in I/O address space.
 	seg := r.at(qbase+0x1000, 16)
 	prm.WQEData.ByteCount.Set(seg, 1024)
 	prm.WQEData.LKey.Set(seg, uint64(key))
-	prm.WQEData.Addr.Set(seg, va+0x800)
+	prm.WQEData.Addr.Set(seg, va+0xec0)
 	binary.BigEndian.PutUint32(r.at(qbase+0x3040+4*prm.RcvDBR, 4), 1)
 	tir := get(r.mustCmd(in(prm.CmdOpCreateTIR, 0, int(prm.CreateTIRIn.Ctx.End()/8),
 		prm.TIRC.TransportDomain.At(prm.CreateTIRIn.Ctx.Off), r.td, prm.TIRC.InlineRQN.At(prm.CreateTIRIn.Ctx.Off), rq), 16), prm.CreateTIROut.TIRN)
@@ -101,8 +102,8 @@ func TestUMEMQueuesAndKeys(t *testing.T) {
 	if op := prm.CQE64.OpOwn.Get(e) >> 4; op != prm.CQEOpRespSend || prm.CQE64.ByteCnt.Get(e) != uint64(len(frame)) {
 		t.Fatalf("CQE in the UMEM: opcode %d, %d bytes; want %d, %d", op, prm.CQE64.ByteCnt.Get(e), prm.CQEOpRespSend, len(frame))
 	}
-	if got := r.at(dbase+0x900, len(frame)); !bytes.Equal(got, frame) {
-		t.Fatal("the frame is not where the UMEM key puts va+0x800")
+	if got := r.at(dbase+0xfc0, len(frame)); !bytes.Equal(got, frame) {
+		t.Fatal("the frame is not where the UMEM key puts va+0xec0")
 	}
 
 	// Errors.
