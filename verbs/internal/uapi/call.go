@@ -241,7 +241,8 @@ func (w *Write) Do(fd int) ([]byte, error) {
 // and b is that element's PTR_IN data, inline when it fits in 8 bytes.
 func (c *Call) Enum(id uint16, elem uint8, b []byte) {
 	c.in(id, b, AttrFMandatory)
-	c.attrs[len(c.attrs)-1].AttrData = uint16(elem)
+	// elem_id is the first byte of attr_data in memory (struct ib_uverbs_attr).
+	c.attrs[len(c.attrs)-1].AttrData = binary.NativeEndian.Uint16([]byte{elem, 0})
 }
 
 // Handles passes an IDRS_ARRAY attribute: the object handles as an array of u32, inline
