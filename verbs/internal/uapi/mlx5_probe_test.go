@@ -1,6 +1,7 @@
 package uapi
 
 import (
+	"encoding/binary"
 	"fmt"
 	"go/ast"
 	"go/constant"
@@ -149,4 +150,26 @@ func TestMLX5ABIMatchesHeaders(t *testing.T) {
 		}
 	}
 	t.Logf("%d facts of mlx5.go checked against %s, %d differ", len(facts), strings.Join(ProbeHeaders(), ", "), bad)
+}
+
+// TestEnumAndHandles: an ENUM_IN's element is attr_data's first byte with its data inline; an
+// IDRS array of two handles is 8 bytes inline, of three a pointer to 12 bytes.
+func TestEnumAndHandles(t *testing.T) {
+	c := NewCall(DriverMLX5, MLX5ObjectFlowMatcher, MLX5MethodFlowMatcherCreate)
+	c.Enum(MLX5AttrFlowMatcherFlowType, 3, []byte{0x34, 0x12})
+	c.Handles(MLX5AttrCreateFlowArrFlowActions, []uint32{7, 9})
+	c.Handles(MLX5AttrCreateFlowArrCounters, []uint32{1, 2, 3})
+	b := c.Encode()
+	a0 := b[24:40]
+	if a0[6] != 3 || a0[7] != 0 || binary.NativeEndian.Uint16(a0[2:]) != 2 || binary.NativeEndian.Uint16(a0[8:]) != 0x1234 {
+		t.Errorf("ENUM_IN attribute % x", a0)
+	}
+	a1 := b[40:56]
+	if binary.NativeEndian.Uint16(a1[2:]) != 8 || binary.NativeEndian.Uint32(a1[8:]) != 7 || binary.NativeEndian.Uint32(a1[12:]) != 9 {
+		t.Errorf("two handles % x", a1)
+	}
+	a2 := b[56:72]
+	if binary.NativeEndian.Uint16(a2[2:]) != 12 || binary.NativeEndian.Uint64(a2[8:]) == 0 {
+		t.Errorf("three handles % x: want 12 bytes by pointer", a2)
+	}
 }
