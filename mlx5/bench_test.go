@@ -22,7 +22,7 @@ import (
 const benchRound = 4096 // packets per fill round, per queue
 
 func benchRxConfig(queues int) *config.Config {
-	c := &config.Config{Version: 1, StreamType: config.StreamRaw, LogLevel: "error", RxMetaBuffers: 4096, TxMetaBuffers: 64}
+	c := &config.Config{Version: 1, StreamType: config.StreamRaw, LogLevel: "error", RxMetaBuffers: 32, TxMetaBuffers: 64}
 	ifc := config.Interface{Name: "rx", Address: "model:0", RX: &config.RxConfig{}}
 	for q := 0; q < queues; q++ {
 		n := fmt.Sprintf("rx%d", q)

@@ -15,6 +15,7 @@ import (
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/internal/testutil/enginetest"
+	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
 // pairConfig is two model ports cabled back to back: model:0 with one TX queue, model:1 with
@@ -217,5 +218,25 @@ func waitTx(t *testing.T, q *engine.TxQueue, n uint64) {
 	}
 	if s := q.Stats.Snapshot(); s.Packets != n || s.Dropped != 0 {
 		t.Fatalf("TX stats %+v, want %d packets and no drops", s, n)
+	}
+}
+
+// TestHotOffsets checks the byte offsets the datapath reads CQEs with against prm's layouts
+// (which the prm layout test checks against rdma-core's and the kernel's headers).
+func TestHotOffsets(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		got  int
+		f    prm.Field
+	}{
+		{"wqe_id", cqeWQEID, prm.CQE64.WQEID}, {"rss_hash_result", cqeRSSHash, prm.CQE64.RSSHashResult},
+		{"byte_cnt", cqeByteCnt, prm.CQE64.ByteCnt}, {"timestamp", cqeTimestamp, prm.CQE64.Timestamp},
+		{"sop_drop_qpn", cqeSopDropQPN, prm.CQE64.SopDropQPN}, {"wqe_counter", cqeWQECounter, prm.CQE64.WQECounter},
+		{"mini rx_hash_result", miniHash, prm.MiniCQE.RxHashResult}, {"mini stridx", miniStrideIdx, prm.MiniCQE.StrideIdx},
+		{"mini byte_cnt", miniByteCnt, prm.MiniCQE.ByteCnt},
+	} {
+		if c.got != c.f.ByteOff() {
+			t.Errorf("%s at byte %d, prm says %d", c.name, c.got, c.f.ByteOff())
+		}
 	}
 }

@@ -364,7 +364,7 @@ func (pt *port) reconcile() {
 	}
 	var read uint64
 	for _, r := range pt.rxqs {
-		read += r.packets.Load()
+		read += r.packets
 	}
 	if nic := pt.dev.Counters().RXPackets; nic > read {
 		bad[0].q.Stats.Drop(engine.DropOther, int(nic-read))

@@ -68,7 +68,7 @@ type rxq struct {
 	cqObj channel.Object
 	// packets counts the packet completions read (delivered or dropped), to find packets the
 	// NIC received but could not complete (a CQ overrun).
-	packets atomic.Uint64
+	packets uint64 // read by Close once the workers stopped
 }
 
 func (pt *port) newRxq(idx int, q *engine.RxQueue) (*rxq, error) {
@@ -394,14 +394,14 @@ func (r *rxq) readCQ(budget int) int {
 			break
 		}
 		if prm.CQEFormat(op) != prm.CQEFormatCompressed {
-			r.cqe(e, uint32(prm.CQE64.ByteCnt.Get(e)), uint16(prm.CQE64.WQECounter.Get(e)), uint32(prm.CQE64.RSSHashResult.Get(e)))
+			r.cqe(e, be32(e, cqeByteCnt), be16(e, cqeWQECounter), be32(e, cqeRSSHash))
 			r.ci++
 			n++
 			continue
 		}
-		cnt := uint32(prm.CQE64.ByteCnt.Get(e))
+		cnt := be32(e, cqeByteCnt)
 		title := *(*[64]byte)(e)
-		wc := uint16(prm.CQE64.WQECounter.Get(e))
+		wc := be16(e, cqeWQECounter)
 		for k := uint32(0); k < cnt; k++ {
 			at := r.ci + 1
 			if k >= prm.MiniCQEArraySize {
@@ -409,11 +409,11 @@ func (r *rxq) readCQ(budget int) int {
 			}
 			s := r.cq[(at&mask)*64:]
 			m := s[(k%prm.MiniCQEArraySize)*prm.MiniCQESize:]
-			bc := uint32(prm.MiniCQE.ByteCnt.Get(m))
+			bc := be32(m, miniByteCnt)
 			if r.striding {
-				r.cqe(title[:], bc, uint16(prm.MiniCQE.StrideIdx.Get(m)), uint32(prm.CQE64.RSSHashResult.Get(title[:])))
+				r.cqe(title[:], bc, be16(m, miniStrideIdx), be32(title[:], cqeRSSHash))
 			} else {
-				r.cqe(title[:], bc, wc+uint16(k), uint32(prm.MiniCQE.RxHashResult.Get(m)))
+				r.cqe(title[:], bc, wc+uint16(k), be32(m, miniHash))
 			}
 		}
 		for k := uint32(0); k < cnt; k++ {
@@ -429,6 +429,24 @@ func (r *rxq) readCQ(budget int) int {
 	return n
 }
 
+// Byte offsets of the CQE and mini-CQE fields the hot path reads (rdma-core mlx5dv.h struct
+// mlx5_cqe64, kernel device.h struct mlx5_mini_cqe8): plain loads instead of prm's general
+// bit-field access; TestHotOffsets checks each against prm's layout.
+const (
+	cqeWQEID      = 2
+	cqeRSSHash    = 12
+	cqeByteCnt    = 44
+	cqeTimestamp  = 48
+	cqeSopDropQPN = 56
+	cqeWQECounter = 60
+	miniHash      = 0
+	miniStrideIdx = 2
+	miniByteCnt   = 4
+)
+
+func be32(b []byte, off int) uint32 { return binary.BigEndian.Uint32(b[off:]) }
+func be16(b []byte, off int) uint16 { return binary.BigEndian.Uint16(b[off:]) }
+
 // cqe handles one completion: e holds the shared fields (the CQE itself, or a compressed
 // session's title), bc the byte count word, wc the WQE counter (cyclic) or first stride
 // (striding).
@@ -436,7 +454,7 @@ func (r *rxq) cqe(e []byte, bc uint32, wc uint16, hash uint32) {
 	_ = hash
 	op := prm.CQEOpcode(e[63])
 	if op == prm.CQEOpRespErr {
-		r.packets.Add(1)
+		r.packets++
 		r.q.Stats.Drop(engine.DropMalformed, 1)
 		if !r.striding {
 			r.recycleSlot(wc)
@@ -444,17 +462,17 @@ func (r *rxq) cqe(e []byte, bc uint32, wc uint16, hash uint32) {
 		return
 	}
 	if op != prm.CQEOpRespSend {
-		r.packets.Add(1)
+		r.packets++
 		r.q.Stats.Drop(engine.DropOther, 1)
 		return
 	}
 	if r.striding && bc&prm.MPRQByteCntFiller == 0 || !r.striding {
-		r.packets.Add(1)
+		r.packets++
 	}
-	tag := uint32(prm.CQE64.SopDropQPN.Get(e)) & 0xffffff
-	ts := rtNanos(prm.CQE64.Timestamp.Get(e)) + r.pt.clockOff
+	tag := be32(e, cqeSopDropQPN) & 0xffffff
+	ts := rtNanos(binary.BigEndian.Uint64(e[cqeTimestamp:])) + r.pt.clockOff
 	if r.striding {
-		r.stridePacket(uint16(prm.CQE64.WQEID.Get(e)), uint32(wc), bc, tag, ts)
+		r.stridePacket(be16(e, cqeWQEID), uint32(wc), bc, tag, ts)
 		return
 	}
 	r.cyclicPacket(wc, bc, tag, ts)
