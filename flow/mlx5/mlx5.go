@@ -100,7 +100,8 @@ var ErrClosed = errors.New("flow/mlx5: steering closed")
 // Params describe one port's receive steering.
 type Params struct {
 	// RQNs are the RQ numbers of the port's RX queues, by queue position (flow.Rule.Queues
-	// and DefaultQueue are positions). The RQs must exist.
+	// and DefaultQueue are positions). The RQs must exist. A port without RX queues (none)
+	// gets only its TX table, and then needs TxRules.
 	RQNs []uint32
 	// TD is the transport domain of the TIRs (tir_context.transport_domain).
 	TD uint32
@@ -153,10 +154,10 @@ type slot struct {
 // entries for p.Rules, attached at the root of NIC RX steering, and the TX table for
 // p.TxRules. On error everything created so far is destroyed.
 func New(ch channel.Channel, p Params) (*Steering, error) {
-	if len(p.RQNs) == 0 {
+	if len(p.RQNs) == 0 && (len(p.Rules) > 0 || len(p.TxRules) == 0) {
 		return nil, fmt.Errorf("flow/mlx5: no RX queues to steer to")
 	}
-	if !p.Isolation && (p.DefaultQueue < 0 || p.DefaultQueue >= len(p.RQNs)) {
+	if len(p.RQNs) > 0 && !p.Isolation && (p.DefaultQueue < 0 || p.DefaultQueue >= len(p.RQNs)) {
 		return nil, fmt.Errorf("flow/mlx5: default queue %d outside the %d RX queues", p.DefaultQueue, len(p.RQNs))
 	}
 	if len(p.Rules) > MaxRules {
@@ -180,6 +181,15 @@ func New(ch channel.Channel, p Params) (*Steering, error) {
 }
 
 func (s *Steering) build() error {
+	if len(s.p.RQNs) == 0 {
+		// A port that only sends: its TX transforms, no receive steering.
+		tx, err := newTX(s, s.p.TxRules)
+		if err != nil {
+			return err
+		}
+		s.tx = tx
+		return nil
+	}
 	for q, rqn := range s.p.RQNs {
 		tir, err := s.createTIR(rqn, "", nil)
 		if err != nil {
@@ -527,6 +537,9 @@ func (s *Steering) Set(slot int, r *flow.Rule) error {
 	if s.closed {
 		return ErrClosed
 	}
+	if s.table == nil {
+		return fmt.Errorf("flow/mlx5: the port has no RX queues to steer to")
+	}
 	if old := s.slots[slot]; old != nil {
 		if err := s.remove(old); err != nil {
 			return err
@@ -567,6 +580,9 @@ func (s *Steering) SetDropAll(on bool) error {
 		return nil
 	}
 	s.dropAll = on
+	if s.table == nil {
+		return nil
+	}
 	for i, sl := range s.slots {
 		if sl != nil {
 			if err := s.writeEntries(sl, uint32(i*EntriesPerRule), true); err != nil {

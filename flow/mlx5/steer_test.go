@@ -355,7 +355,17 @@ func TestTXTransforms(t *testing.T) {
 		rules = append(rules, r)
 	}
 	rig := newRig(t, nq)
-	st := mustNew(t, rig, flowmlx5.Params{Isolation: true, TxRules: rules})
+	// A send-only port: TX table only (no RX queues, no RX root).
+	if _, err := flowmlx5.New(rig.ch, flowmlx5.Params{TD: rig.td}); err == nil {
+		t.Fatal("New with neither RX queues nor TX rules succeeded")
+	}
+	st, err := flowmlx5.New(rig.ch, flowmlx5.Params{TD: rig.td, TxRules: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Set(0, rule(t, config.Flow{Name: "x", ID: 1, Actions: toQueues(0)})); err == nil {
+		t.Error("Set on a send-only port succeeded")
+	}
 	sq := rig.newTX()
 	for _, port := range []uint16{8000, 8001, 8002, 8003, 8004, 8005, 8010} {
 		f := udpFrame(1234, port)
