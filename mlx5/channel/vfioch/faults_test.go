@@ -3,6 +3,9 @@ package vfioch_test
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -321,4 +324,76 @@ func TestIOVARanges(t *testing.T) {
 	if n := f.LeftMapped(); n != 0 {
 		t.Errorf("%d mappings left", n)
 	}
+}
+
+// TestFastTeardownFails: when the prepare-fast TEARDOWN_HCA fails, Close tears down
+// gracefully and still takes every page back.
+func TestFastTeardownFails(t *testing.T) {
+	ch, f := open(t, model.Config{}, testOpts())
+	f.FailCommandN(prm.CmdOpTeardownHCA, prm.StatusBadSysStateErr, 0x42, 1)
+	closeClean(t, ch, f)
+	var tds []string
+	for _, c := range f.Commands() {
+		if c.Op == prm.CmdOpTeardownHCA {
+			tds = append(tds, fmt.Sprintf("injected=%v status=%v", c.Injected, c.Status))
+		}
+	}
+	if len(tds) != 2 || tds[1] != "injected=false status=OK" {
+		t.Errorf("TEARDOWN_HCA commands: %v, want the failed fast one then a graceful one", tds)
+	}
+	checkCommands(t, f)
+}
+
+// TestDeliveryError: a command the device cannot carry fails with ErrDelivery naming the
+// command and the delivery status, and the channel goes on.
+func TestDeliveryError(t *testing.T) {
+	ch, f := open(t, model.Config{}, testOpts())
+	f.FailDelivery(prm.CmdOpQueryISSI, prm.DeliveryTokenErr)
+	err := ch.Exec(cmd(prm.CmdOpQueryISSI, 16), make([]byte, 0x70))
+	if !errors.Is(err, vfioch.ErrDelivery) || !strings.Contains(err.Error(), "QUERY_ISSI") || !strings.Contains(err.Error(), "token error") {
+		t.Fatalf("undeliverable command: %v", err)
+	}
+	t.Log(err)
+	f.FailDelivery(prm.CmdOpQueryISSI, prm.DeliveryOK)
+	if err := ch.Exec(cmd(prm.CmdOpQueryISSI, 16), make([]byte, 0x70)); err != nil {
+		t.Fatal(err)
+	}
+	closeClean(t, ch, f)
+}
+
+// TestFirmwareNeverInitializes: the initializing bit never clears; Open gives up after
+// InitTimeout with nothing left mapped.
+func TestFirmwareNeverInitializes(t *testing.T) {
+	f := vfiomodel.New(model.Config{Realtime: true, InitializingReads: 1 << 30}, "vfio+model:0", nil)
+	opts := testOpts()
+	opts.InitTimeout = 50 * time.Millisecond
+	_, err := vfioch.Open(f, opts)
+	if !errors.Is(err, vfioch.ErrCommandTimeout) || !strings.Contains(err.Error(), "initializing") {
+		t.Fatalf("open of firmware that never initializes: %v", err)
+	}
+	if n := f.LeftMapped(); n != 0 {
+		t.Errorf("%d mappings left", n)
+	}
+}
+
+// TestCheckBound: a function that does not exist, and one bound to another driver (when the
+// machine has one), are refused with what to do.
+func TestCheckBound(t *testing.T) {
+	if err := vfioch.CheckBound("0000:ff:1f.7"); err == nil {
+		t.Error("CheckBound of an absent function succeeded")
+	}
+	ents, _ := os.ReadDir("/sys/bus/pci/devices")
+	for _, e := range ents {
+		l, err := os.Readlink(filepath.Join("/sys/bus/pci/devices", e.Name(), "driver"))
+		if err != nil || filepath.Base(l) == "vfio-pci" {
+			continue
+		}
+		err = vfioch.CheckBound(e.Name())
+		if !errors.Is(err, vfioch.ErrNotBound) || !strings.Contains(err.Error(), filepath.Base(l)) || !strings.Contains(err.Error(), "driver_override") {
+			t.Fatalf("CheckBound(%s) bound to %s: %v", e.Name(), filepath.Base(l), err)
+		}
+		t.Log(err)
+		return
+	}
+	t.Log("no PCI function bound to a driver other than vfio-pci here; only the absent case ran")
 }

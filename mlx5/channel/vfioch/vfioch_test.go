@@ -45,6 +45,9 @@ func open(t *testing.T, cfg model.Config, opts vfioch.Options) (*vfioch.Channel,
 func checkCommands(t *testing.T, f *vfiomodel.Function, allowed ...prm.CmdOp) {
 	t.Helper()
 	for _, c := range f.Commands() {
+		if c.Injected {
+			continue
+		}
 		if c.Delivery != prm.DeliveryOK {
 			t.Errorf("%v: delivery status %#x", c.Op, c.Delivery)
 		}
@@ -212,6 +215,19 @@ func objects(t *testing.T, ch *vfioch.Channel) {
 	}
 	if prm.CmdHCACap.UMEMUID0.Get(prm.QueryHCACapOut.Capability.Slice(qo)) != 1 {
 		t.Error("capabilities through the mailbox chain lost umem_uid_0")
+	}
+	qcq := cmd(prm.CmdOpQueryCQ, 16)
+	prm.QueryCQIn.CQN.Set(qcq, uint64(cq.ID()))
+	qout := make([]byte, prm.QueryCQOut.CQContext.End()/8)
+	if err := cq.Query(qcq, qout); err != nil {
+		t.Fatalf("QUERY_CQ through the object: %v", err)
+	}
+	if got := prm.CQC.UARPage.At(prm.QueryCQOut.CQContext.Off).Get(qout); got != uint64(uar.Index()) {
+		t.Errorf("QUERY_CQ: uar_page %d, created with %d", got, uar.Index())
+	}
+	uar.Write32(prm.UAREQDoorbellUpdate, 0) // a 32-bit doorbell store through the BAR: no EQ on this page, ignored
+	if _, err := ch.EQN(-1); err == nil {
+		t.Error("EQN(-1) accepted")
 	}
 	if err := cq.Destroy(); err != nil {
 		t.Fatal(err)

@@ -58,7 +58,7 @@ type Function struct {
 	closed    bool
 	leftOver  int
 	cmds      []Command
-	failOps   map[prm.CmdOp][2]uint32 // status, syndrome
+	failOps   map[prm.CmdOp]*injected
 
 	dropDoorbells  atomic.Bool
 	dropInterrupts atomic.Bool
@@ -70,7 +70,7 @@ type Function struct {
 // as a function named name ("vfio+model:1"). ranges are the IOVA ranges it reports; nil
 // means DefaultRanges.
 func New(cfg model.Config, name string, ranges []vfio.IOVARange) *Function {
-	f := &Function{name: name, ranges: ranges, maps: map[uint64]uint64{}, failOps: map[prm.CmdOp][2]uint32{}}
+	f := &Function{name: name, ranges: ranges, maps: map[uint64]uint64{}, failOps: map[prm.CmdOp]*injected{}}
 	if f.ranges == nil {
 		f.ranges = DefaultRanges
 	}
@@ -206,16 +206,39 @@ func (f *Function) DroppedInterrupts() int64 { return f.droppedIRQs.Load() }
 // function that left the bus.
 func (f *Function) SurpriseRemove(on bool) { f.allOnes.Store(on) }
 
+// injected is what the device answers instead of running a command.
+type injected struct {
+	status   prm.Status
+	syndrome uint32
+	delivery prm.DeliveryStatus
+	left     int // commands still to fail; 0: all of them
+}
+
 // FailCommand makes the device complete every later command with opcode op with status and
 // syndrome instead of running it (status 0 stops the injection).
 func (f *Function) FailCommand(op prm.CmdOp, status prm.Status, syndrome uint32) {
+	f.inject(op, &injected{status: status, syndrome: syndrome}, status == prm.StatusOK)
+}
+
+// FailCommandN is FailCommand for the next n commands with opcode op only.
+func (f *Function) FailCommandN(op prm.CmdOp, status prm.Status, syndrome uint32, n int) {
+	f.inject(op, &injected{status: status, syndrome: syndrome, left: n}, n <= 0)
+}
+
+// FailDelivery makes the device refuse to carry every later command with opcode op, with the
+// delivery status st (a bad token, mailbox chain or length); DeliveryOK stops it.
+func (f *Function) FailDelivery(op prm.CmdOp, st prm.DeliveryStatus) {
+	f.inject(op, &injected{delivery: st}, st == prm.DeliveryOK)
+}
+
+func (f *Function) inject(op prm.CmdOp, in *injected, stop bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if status == prm.StatusOK {
+	if stop {
 		delete(f.failOps, op)
 		return
 	}
-	f.failOps[op] = [2]uint32{uint32(status), syndrome}
+	f.failOps[op] = in
 }
 
 // BAR is the function's BAR0 as a register region.
@@ -307,15 +330,21 @@ func (f *Function) doorbell(mask uint32) {
 			op := prm.CmdOp(prm.CmdIn.Opcode.Get(ent[e.CommandInputInlineData.ByteOff():]))
 			f.mu.Lock()
 			st, ok := f.failOps[op]
+			if ok && st.left > 0 {
+				if st.left--; st.left == 0 {
+					delete(f.failOps, op)
+				}
+			}
 			f.mu.Unlock()
 			if ok {
-				// Completed by "firmware" with the injected status: the output header in
-				// the entry, ownership back, no effect.
+				// Completed by "firmware" with the injected status (or not carried, with
+				// the injected delivery status): the output header in the entry,
+				// ownership back, no effect.
 				out := ent[e.CommandOutputInlineData.ByteOff():][:16]
 				clear(out)
-				prm.CmdOut.Status.Set(out, uint64(st[0]))
-				prm.CmdOut.Syndrome.Set(out, uint64(st[1]))
-				e.Status.Set(ent, 0)
+				prm.CmdOut.Status.Set(out, uint64(st.status))
+				prm.CmdOut.Syndrome.Set(out, uint64(st.syndrome))
+				e.Status.Set(ent, uint64(st.delivery))
 				s.injected = true
 				mask &^= 1 << i
 			}
