@@ -22,7 +22,7 @@ const minIOVA = 1 << 20
 // defaultRanges is used when the kernel reports no IOVA ranges (before Linux 5.4): the low
 // 4 GiB minus the x86 MSI window (0xfee00000, which interrupt remapping reserves), as
 // mlx5_vfio.c's fallback (MLX5_VFIO_IOVA_MIN1/MAX1) does.
-var defaultRanges = []vfio.IOVARange{{Start: minIOVA, End: 0xfedfffff}}
+func defaultRanges() []vfio.IOVARange { return []vfio.IOVARange{{Start: minIOVA, End: 0xfedfffff}} }
 
 // dmaBuf is host memory mapped for the device at iova.
 type dmaBuf struct {
@@ -61,7 +61,7 @@ func newDMAMem(d DMA, log *slog.Logger) (*dmaMem, error) {
 	}
 	m.known = info.IOVARanges != nil
 	if !m.known {
-		m.ranges = defaultRanges
+		m.ranges = defaultRanges()
 	}
 	if len(m.ranges) == 0 {
 		return nil, fmt.Errorf("the IOMMU reports no usable IOVA range above %#x (ranges %v)", minIOVA, info.IOVARanges)

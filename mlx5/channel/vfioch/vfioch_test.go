@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/daqiri-go/daqiri/mlx5/model"
 	"github.com/daqiri-go/daqiri/mlx5/model/vfiomodel"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
-	"github.com/daqiri-go/daqiri/vfio"
 )
 
 // testOpts are short timeouts so that fault tests end quickly; the health interval stays
@@ -246,6 +244,3 @@ func cmd(op prm.CmdOp, n int) []byte {
 	prm.CmdIn.Opcode.Set(b, uint64(op))
 	return b
 }
-
-var _ = rand.IntN
-var _ = vfio.ErrTimeout

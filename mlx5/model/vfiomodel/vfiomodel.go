@@ -32,7 +32,9 @@ import (
 // DefaultRanges are the IOVA ranges the adapter reports unless told otherwise: what an x86
 // IOMMU reports through VFIO_IOMMU_TYPE1_INFO_CAP_IOVA_RANGE, with the MSI window at
 // 0xfee00000 cut out, up to 48 address bits.
-var DefaultRanges = []vfio.IOVARange{{Start: 0, End: 0xfedfffff}, {Start: 0xfef00000, End: 1<<48 - 1}}
+func DefaultRanges() []vfio.IOVARange {
+	return []vfio.IOVARange{{Start: 0, End: 0xfedfffff}, {Start: 0xfef00000, End: 1<<48 - 1}}
+}
 
 // Command is one command the model executed from the queue, as the adapter saw it complete.
 type Command struct {
@@ -72,7 +74,7 @@ type Function struct {
 func New(cfg model.Config, name string, ranges []vfio.IOVARange) *Function {
 	f := &Function{name: name, ranges: ranges, maps: map[uint64]uint64{}, failOps: map[prm.CmdOp]*injected{}}
 	if f.ranges == nil {
-		f.ranges = DefaultRanges
+		f.ranges = DefaultRanges()
 	}
 	user := cfg.Interrupt
 	cfg.Interrupt = func(v uint16) {
