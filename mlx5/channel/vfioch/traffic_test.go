@@ -260,6 +260,14 @@ func TestTrafficBetweenTwoPorts(t *testing.T) {
 	if err := detach(); err != nil {
 		t.Fatal(err)
 	}
+	// The other object kinds the engine and steering create, left for Close to destroy
+	// through the commands built from their creates (each destroy checked by the model).
+	b.create(in(prm.CmdOpAllocQCounter, 16), prm.AllocQCounterOut.CounterSetID)
+	b.create(in(prm.CmdOpAllocFlowCounter, 16), prm.AllocFlowCounterOut.FlowCounterID)
+	rb := prm.CreateRQTIn.RQTContext.Off
+	rqt := in(prm.CmdOpCreateRQT, int(prm.RQTC.RQNum.At(rb).End()/8), prm.RQTC.RQTMaxSize.At(rb), 1, prm.RQTC.RQTActualSize.At(rb), 1)
+	prm.RQNum.RQNum.At(rb+prm.RQTC.RQNum.Off).Set(rqt, uint64(rq))
+	b.create(rqt, prm.CreateRQTOut.RQTN)
 	closeClean(t, a.ch, a.f)
 	closeClean(t, b.ch, b.f)
 	checkCommands(t, a.f)
