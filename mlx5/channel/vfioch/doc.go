@@ -60,4 +60,18 @@
 // device) ran in the VM of integration/vm on qemu's edu device, which package vfio itself is
 // verified on. Where hardware may differ from the model, package model's documentation
 // says so.
+//
+// # Where a ConnectX may behave otherwise (untested choices)
+//
+//   - After a successful fast teardown the channel still takes the pages back and sends
+//     DISABLE_HCA, which the model answers; mlx5_vfio.c instead frees the pages without
+//     asking (firmware no longer touches them with the NIC interface disabled). On hardware
+//     those commands may fail or time out; Close returns what failed, each bounded by
+//     Options.CommandTimeout.
+//   - A ConnectX's MSI-X table lies in BAR0. vfio.Device.MapRegion refuses a BAR that
+//     vfio-pci maps only in parts, so OpenPCI needs a kernel and IOMMU with interrupt
+//     remapping, under which vfio-pci maps the whole BAR.
+//   - The model completes a command inside the doorbell store, so commands overlapping in
+//     the device and completions arriving late relative to Options.PollInterval are not
+//     exercised; page requests are summed before they are served.
 package vfioch

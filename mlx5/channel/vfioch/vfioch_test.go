@@ -244,3 +244,43 @@ func cmd(op prm.CmdOp, n int) []byte {
 	prm.CmdIn.Opcode.Set(b, uint64(op))
 	return b
 }
+
+// TestConcurrentCommands: goroutines share the queue's slots; every command completes with
+// its own output (the capability page through 8 output mailboxes, the vport state inline).
+func TestConcurrentCommands(t *testing.T) {
+	ch, f := open(t, model.Config{}, testOpts())
+	before := ch.Stats().Commands
+	const workers, each = 12, 40
+	errc := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := range each {
+				if (w+i)%2 == 0 {
+					qo := make([]byte, prm.QueryHCACapOut.Capability.End()/8)
+					if err := ch.Exec(cmd(prm.CmdOpQueryHCACap, 16), qo); err != nil {
+						errc <- err
+						return
+					}
+					if prm.CmdHCACap.UMEMUID0.Get(prm.QueryHCACapOut.Capability.Slice(qo)) != 1 {
+						errc <- errors.New("capability page garbled")
+						return
+					}
+				} else if err := ch.Exec(cmd(prm.CmdOpQueryVportState, 16), make([]byte, 16)); err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := ch.Stats().Commands - before; n != workers*each {
+		t.Errorf("%d commands completed, want %d", n, workers*each)
+	}
+	closeClean(t, ch, f)
+	checkCommands(t, f)
+}
