@@ -2,10 +2,15 @@ package vfioch_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/daqiri-go/daqiri/hugepage"
@@ -271,5 +276,48 @@ func TestTrafficBetweenTwoPorts(t *testing.T) {
 	closeClean(t, a.ch, a.f)
 	closeClean(t, b.ch, b.f)
 	checkCommands(t, a.f)
+	checkCommands(t, b.f)
+}
+
+// TestFailureWithLiveQueues fails one port's firmware while both ports run free with a
+// cable between them and queues open: that port's channel fails every call with the
+// device's error and closes without commands and without leaving a mapping; the other port
+// is untouched and closes clean.
+func TestFailureWithLiveQueues(t *testing.T) {
+	a, b := newTPort(t), newTPort(t)
+	a.f.Device().Cable(b.f.Device())
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, p := range []*tport{a, b} {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.f.Device().Run(ctx) }()
+	}
+	defer func() { cancel(); wg.Wait() }()
+	for _, p := range []*tport{a, b} {
+		cq, _ := p.cq()
+		tis := p.create(in(prm.CmdOpCreateTIS, int(prm.CreateTISIn.Ctx.End()/8), prm.TISC.TransportDomain.At(prm.CreateTISIn.Ctx.Off), p.td), prm.CreateTISOut.TISN)
+		sc := prm.CreateSQIn.Ctx.Off
+		sqIn, _, _ := p.wq(prm.CmdOpCreateSQ, sc, prm.SQC.WQ.Off, 6, prm.SQC.CQN.At(sc), cq, prm.SQC.TISNum0.At(sc), tis, prm.SQC.TISLstSz.At(sc), 1)
+		p.ready(prm.CmdOpModifySQ, p.create(sqIn, prm.CreateSQOut.SQN))
+	}
+	a.f.Device().Fail(prm.InitialSegHealthFWInternalErr)
+	select {
+	case <-a.ch.Failed():
+	case <-time.After(hangGuard):
+		t.Fatal("health monitoring did not notice the failure")
+	}
+	if err := a.ch.Exec(cmd(prm.CmdOpQueryVportState, 16), make([]byte, 16)); !errors.Is(err, vfioch.ErrDeviceFailed) || !strings.Contains(err.Error(), "QUERY_VPORT_STATE") {
+		t.Errorf("command on the failed port: %v", err)
+	}
+	if err := a.ch.Close(); err != nil {
+		t.Fatalf("close of the failed port: %v", err)
+	}
+	if n := a.f.LeftMapped(); n != 0 {
+		t.Errorf("failed port: %d mappings left", n)
+	}
+	if err := b.ch.Exec(cmd(prm.CmdOpQueryVportState, 16), make([]byte, 16)); err != nil || b.ch.Health() != nil {
+		t.Fatalf("the other port: %v, health %v", err, b.ch.Health())
+	}
+	closeClean(t, b.ch, b.f)
 	checkCommands(t, b.f)
 }
