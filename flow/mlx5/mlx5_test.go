@@ -87,6 +87,38 @@ func TestPropertyAgainstClassify(t *testing.T) {
 				passed++
 			}
 		}
+		// Dynamic changes: clear some slots, set new rules in free and used ones, flip
+		// drop-all; the installed table (Steering.Table) is again the reference.
+		for range 1 + r.IntN(4) {
+			slot := r.IntN(16)
+			if r.IntN(3) == 0 {
+				if err := st.Clear(slot); err != nil {
+					t.Fatalf("seed %d: Clear(%d): %v", seed, slot, err)
+				}
+			} else if nr := randRules(t, r, 1); len(nr) == 1 {
+				if err := st.Set(slot, nr[0]); err != nil {
+					t.Fatalf("seed %d: Set(%d): %v", seed, slot, err)
+				}
+			}
+		}
+		if r.IntN(4) == 0 {
+			if err := st.SetDropAll(!p.DropAll); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tb = st.Table()
+		for i := range frames / 2 {
+			f := frametest.RandIntactFrame(r)
+			v := tb.Classify(f)
+			g := rig.receive(f)
+			if !verdictOK(v, g) && vxlanWithoutI(f) {
+				diverged++
+				continue
+			}
+			if !verdictOK(v, g) {
+				t.Fatalf("seed %d frame %d after changes % x:\nreference %+v\ndevice queue %d tag %d dropped %v missed %v\nrules: %s", seed, i, f, v, g.queue, g.tag, g.dropped, g.missed, describe(tb))
+			}
+		}
 		agree := 0
 		for range frames / 2 {
 			f := frametest.RandFrame(r)
