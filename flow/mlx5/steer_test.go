@@ -399,3 +399,40 @@ func TestTXTransforms(t *testing.T) {
 		t.Error("a frame is still transformed after Close")
 	}
 }
+
+// TestChangesUnderTraffic: rules in other slots are set and cleared from another goroutine
+// while frames arrive; every frame of the static rule still reaches its queue with its flow
+// id (no moment without it), and the race detector sees the steering's locking.
+func TestChangesUnderTraffic(t *testing.T) {
+	rig := newRig(t, nq)
+	st := mustNew(t, rig, flowmlx5.Params{Isolation: true, Rules: []*flow.Rule{
+		rule(t, config.Flow{Name: "static", ID: 4, Match: config.Match{UDPDst: config.PortRange{Lo: 9000, Hi: 9000}}, Actions: toQueues(3)}),
+	}})
+	var dyn []*flow.Rule
+	for i := range 200 {
+		dyn = append(dyn, rule(t, config.Flow{Name: "dyn", ID: 100 + i, Match: config.Match{UDPDst: config.PortRange{Lo: uint16(9001 + i), Hi: uint16(9010 + i)}}, Actions: toQueues(i % nq)}))
+	}
+	done := make(chan error, 1)
+	go func() {
+		for i := range 200 {
+			slot := 1 + i%4
+			var err error
+			if i%3 == 2 {
+				err = st.Clear(slot)
+			} else {
+				err = st.Set(slot, dyn[i])
+			}
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for range 500 {
+		wantQueue(t, rig, udpFrame(7, 9000), 3, 4)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
