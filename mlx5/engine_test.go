@@ -234,6 +234,8 @@ func TestHotOffsets(t *testing.T) {
 		{"sop_drop_qpn", cqeSopDropQPN, prm.CQE64.SopDropQPN}, {"wqe_counter", cqeWQECounter, prm.CQE64.WQECounter},
 		{"mini rx_hash_result", miniHash, prm.MiniCQE.RxHashResult}, {"mini stridx", miniStrideIdx, prm.MiniCQE.StrideIdx},
 		{"mini byte_cnt", miniByteCnt, prm.MiniCQE.ByteCnt},
+		{"dseg byte_count", dsegByteCount, prm.WQEData.ByteCount}, {"dseg lkey", dsegLKey, prm.WQEData.LKey},
+		{"dseg addr", dsegAddr, prm.WQEData.Addr},
 	} {
 		if c.got != c.f.ByteOff() {
 			t.Errorf("%s at byte %d, prm says %d", c.name, c.got, c.f.ByteOff())

@@ -24,6 +24,13 @@ const (
 	maxFrame     = 9216
 )
 
+// Data segment byte offsets (mlx5dv.h struct mlx5_wqe_data_seg).
+const (
+	dsegByteCount = 0
+	dsegLKey      = 4
+	dsegAddr      = 8
+)
+
 // txq is one TX queue: an SQ, its CQ and the bursts waiting for completion.
 type txq struct {
 	pt *port
@@ -303,12 +310,15 @@ func (t *txq) postMPW(b *engine.Burst, p plan, signal bool) []byte {
 	ds := 2 + k
 	c := t.ctrl(start, prm.WQEOpEnhancedMPSW, 0, ds, signal)
 	clear(t.seg(start, 1))
+	lkey := t.lkeys[0]
 	for j := 0; j < k; j++ {
 		i := p.from + j
+		// mlx5dv.h struct mlx5_wqe_data_seg: byte_count, lkey, addr, big-endian (offsets
+		// checked against prm by TestHotOffsets).
 		d := t.seg(start, 2+j)
-		prm.WQEData.ByteCount.Set(d, uint64(b.PacketLen(i)))
-		prm.WQEData.LKey.Set(d, uint64(t.lkeys[0]))
-		prm.WQEData.Addr.Set(d, uint64(b.SegmentAddr(0, i)))
+		binary.BigEndian.PutUint32(d[dsegByteCount:], uint32(b.SegmentLen(0, i)))
+		binary.BigEndian.PutUint32(d[dsegLKey:], lkey)
+		binary.BigEndian.PutUint64(d[dsegAddr:], uint64(b.SegmentAddr(0, i)))
 	}
 	t.pc += uint32((ds*16 + 63) / 64)
 	return c
