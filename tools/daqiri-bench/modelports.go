@@ -28,7 +28,7 @@ import (
 // tunnel fields get fixed documentation values, the same on every interface so that an
 // encap on one port and the decap on its peer agree — outer_eth_src 02:00:00:00:00:0a,
 // outer_eth_dst 02:00:00:00:00:0b, outer_ipv4_src 192.0.2.1, outer_ipv4_dst 192.0.2.2
-// (TEST-NET-1, RFC 5737) — and memory regions of kind device or host_pinned become
+// (TEST-NET-1, RFC 5737) — a queue's cpu_core placeholder becomes core 0, and memory regions of kind device or host_pinned become
 // host memory, because the model's DMA reaches host memory only. Each change is listed on
 // stderr ("model-ports: ..."), so nobody mistakes the run for one on a GPU.
 func applyModelPorts(cfg *config.Config, spec string) ([]string, error) {
@@ -94,6 +94,16 @@ func applyModelPorts(cfg *config.Config, spec string) ([]string, error) {
 		}
 		filled[fmt.Sprintf("interfaces[%d].address", i)] = true
 		ifc := &cfg.Interfaces[i]
+		// A queue's cpu_core placeholder (upstream's pcap writer example): core 0.
+		for dir, qs := range map[string][]config.Queue{"rx": rxQueues(ifc), "tx": txQueues(ifc)} {
+			for q := range qs {
+				if p := fmt.Sprintf("interfaces[%d].%s.queues[%d].cpu_core", i, dir, q); placeholder(p) {
+					qs[q].CPUCore = "0"
+					filled[p] = true
+					notes = append(notes, p+": placeholder set to core 0")
+				}
+			}
+		}
 		for dir, flows := range map[string][]config.Flow{"rx": rxFlows(ifc), "tx": txFlows(ifc)} {
 			for j := range flows {
 				for k := range flows[j].Actions {
@@ -154,4 +164,18 @@ func txFlows(ifc *config.Interface) []config.Flow {
 		return nil
 	}
 	return ifc.TX.Flows
+}
+
+func rxQueues(ifc *config.Interface) []config.Queue {
+	if ifc.RX == nil {
+		return nil
+	}
+	return ifc.RX.Queues
+}
+
+func txQueues(ifc *config.Interface) []config.Queue {
+	if ifc.TX == nil {
+		return nil
+	}
+	return ifc.TX.Queues
 }

@@ -105,6 +105,16 @@ func TestApplyModelPorts(t *testing.T) {
 			t.Errorf("%q: %v, want %q", spec, err, want)
 		}
 	}
+	pcap, err := config.LoadFile("../../config/testdata/upstream/daqiri_example_pcap_writer_tx_rx.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := applyModelPorts(pcap, "auto"); err != nil {
+		t.Fatal(err)
+	}
+	if len(pcap.Placeholders) != 0 || pcap.Interfaces[0].TX.Queues[0].CPUCore != "0" || pcap.Validate() != nil {
+		t.Errorf("cpu_core placeholders: %v, core %q, validate %v", pcap.Placeholders, pcap.Interfaces[0].TX.Queues[0].CPUCore, pcap.Validate())
+	}
 	sw, err := config.LoadFile("../../config/testdata/upstream/daqiri_bench_raw_sw_loopback.yaml")
 	if err != nil {
 		t.Fatal(err)
