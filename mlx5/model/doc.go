@@ -94,6 +94,10 @@
 //     unconsumed EQEs raises its interrupt at once.
 //   - The UMEM rules above (alignment, which mode a UMEM key uses) are the model's reading
 //     of how DPDK fills these fields, not firmware documentation.
+//   - A buffer that an MTT or UMEM key maps over pages that do not follow each other in I/O
+//     address space fails with a protection error (the model hands the datapath one
+//     contiguous view); hardware walks any page list. Registered memory mapped in one piece,
+//     as the transports map it, never meets this.
 //   - MODIFY_TIR replaces the whole context; object numbers are not reused until their
 //     space wraps; the vport is operationally up while the port has a wire, and its counters
 //     report all traffic as unicast; a failed device still completes commands (INT_ERR).
