@@ -142,9 +142,11 @@ type Channel struct {
 	// how far bring-up got: the function enabled, initialized
 	enabled, initialized bool
 
-	mu     sync.Mutex
-	closed bool
-	live   []releaser
+	mu       sync.Mutex
+	closed   bool
+	inflight int           // API calls admitted and not yet returned
+	drained  chan struct{} // closed when inflight drops to 0 during Close
+	live     []releaser
 }
 
 type releaser interface{ release() error }
@@ -404,10 +406,31 @@ func (c *Channel) fail(err error) {
 	})
 }
 
-func (c *Channel) usable(op string) error {
-	if c.isClosed() {
+// enter admits a call of the channel's API, or refuses it with ErrClosed once Close began;
+// Close waits for the calls admitted before it (their commands use the memory Close
+// unmaps). Every successful enter is paired with leave.
+func (c *Channel) enter() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
 		return channel.ErrClosed
 	}
+	c.inflight++
+	return nil
+}
+
+func (c *Channel) leave() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inflight--
+	if c.inflight == 0 && c.drained != nil {
+		close(c.drained)
+		c.drained = nil
+	}
+}
+
+// healthy is the device's failure, if any, as the error of operation op.
+func (c *Channel) healthy(op string) error {
 	if err := c.Health(); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -416,24 +439,20 @@ func (c *Channel) usable(op string) error {
 
 // Exec implements channel.Channel.
 func (c *Channel) Exec(in, out []byte) error {
-	if c.isClosed() {
-		return channel.ErrClosed
+	if err := c.enter(); err != nil {
+		return err
 	}
+	defer c.leave()
 	return c.run(in, out) // names the command in its errors, the device's failure included
-}
-
-func (c *Channel) isClosed() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.closed
 }
 
 // Create implements channel.Channel: the command runs, and the object remembers the
 // destroy command built from it (as devx.c devx_obj_build_destroy_cmd does).
 func (c *Channel) Create(in, out []byte) (channel.Object, error) {
-	if c.isClosed() {
-		return nil, channel.ErrClosed
+	if err := c.enter(); err != nil {
+		return nil, err
 	}
+	defer c.leave()
 	if len(in) < 8 {
 		return nil, fmt.Errorf("%s: create command of %d bytes: %w", c.name, len(in), channel.ErrUnsupported)
 	}
@@ -478,6 +497,10 @@ func (o *object) ID() uint32                  { return o.id }
 func (o *object) Modify(in, out []byte) error { return o.c.Exec(in, out) }
 func (o *object) Query(in, out []byte) error  { return o.c.Exec(in, out) }
 func (o *object) Destroy() error {
+	if err := o.c.enter(); err != nil {
+		return err
+	}
+	defer o.c.leave()
 	if !o.c.untrack(o) {
 		return channel.ErrClosed
 	}
@@ -490,7 +513,11 @@ func (o *object) release() error { return o.c.run(o.destroy, make([]byte, 16)) }
 // its address, as with DevX UMEMs), which must lie in the container's usable ranges, and
 // registered with CREATE_UMEM over pages as large as address and length allow.
 func (c *Channel) RegisterMemory(mem []byte, access channel.Access) (channel.UMEM, error) {
-	if err := c.usable("register memory"); err != nil {
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.leave()
+	if err := c.healthy("register memory"); err != nil {
 		return nil, err
 	}
 	if len(mem) == 0 {
@@ -537,6 +564,10 @@ type umemH struct {
 
 func (u *umemH) ID() uint32 { return u.id }
 func (u *umemH) Release() error {
+	if err := u.c.enter(); err != nil {
+		return err
+	}
+	defer u.c.leave()
 	if !u.c.untrack(u) {
 		return channel.ErrClosed
 	}
@@ -573,7 +604,11 @@ func (c *Channel) releaseUARIndex(idx uint32) error {
 
 // AllocUAR implements channel.Channel: ALLOC_UAR, and the page in the BAR0 mapping.
 func (c *Channel) AllocUAR() (channel.UAR, error) {
-	if err := c.usable("alloc UAR"); err != nil {
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.leave()
+	if err := c.healthy("alloc UAR"); err != nil {
 		return nil, err
 	}
 	idx, err := c.allocUARIndex()
@@ -598,6 +633,10 @@ func (u *uarH) Write32(off uint32, v uint32) {
 	u.c.wr(int(u.idx)*prm.UARPageSize+int(off), v)
 }
 func (u *uarH) Release() error {
+	if err := u.c.enter(); err != nil {
+		return err
+	}
+	defer u.c.leave()
 	if !u.c.untrack(u) {
 		return channel.ErrClosed
 	}
@@ -607,7 +646,11 @@ func (u *uarH) release() error { return u.c.releaseUARIndex(u.idx) }
 
 // EQN implements channel.Channel: every vector is the channel's completion EQ.
 func (c *Channel) EQN(vector int) (uint32, error) {
-	if err := c.usable("EQN"); err != nil {
+	if err := c.enter(); err != nil {
+		return 0, err
+	}
+	defer c.leave()
+	if err := c.healthy("EQN"); err != nil {
 		return 0, err
 	}
 	if vector < 0 {
@@ -620,7 +663,11 @@ func (c *Channel) EQN(vector int) (uint32, error) {
 // detaching is op_mod 1 without a table id (kernel fs_cmd.c mlx5_cmd_update_root_ft
 // disconnects the root so).
 func (c *Channel) AttachRoot(table uint32) (func() error, error) {
-	if err := c.usable("attach root"); err != nil {
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.leave()
+	if err := c.healthy("attach root"); err != nil {
 		return nil, err
 	}
 	set := func(id uint32, opMod uint16) error {
@@ -635,7 +682,12 @@ func (c *Channel) AttachRoot(table uint32) (func() error, error) {
 	var once sync.Once
 	return func() error {
 		err := channel.ErrClosed
-		once.Do(func() { err = set(0, 1) })
+		once.Do(func() {
+			if err = c.enter(); err == nil {
+				err = set(0, 1)
+				c.leave()
+			}
+		})
 		return err
 	}, nil
 }
@@ -652,6 +704,23 @@ func (c *Channel) Close() error {
 		return channel.ErrClosed
 	}
 	c.closed = true
+	var drained chan struct{}
+	if c.inflight > 0 {
+		c.drained = make(chan struct{})
+		drained = c.drained
+	}
+	c.mu.Unlock()
+	if drained != nil {
+		// Calls already admitted finish first: each is bounded by the command timeout.
+		t := time.NewTimer(c.opts.CommandTimeout + time.Second)
+		select {
+		case <-drained:
+		case <-t.C:
+			c.log.Warn("mlx5 vfio: closing while calls are still running", "device", c.name)
+		}
+		t.Stop()
+	}
+	c.mu.Lock()
 	live := c.live
 	c.live = nil
 	c.mu.Unlock()

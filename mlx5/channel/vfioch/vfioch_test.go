@@ -284,3 +284,41 @@ func TestConcurrentCommands(t *testing.T) {
 	closeClean(t, ch, f)
 	checkCommands(t, f)
 }
+
+// TestCloseUnderLoad closes the channel while goroutines keep sending commands: each
+// command either completes or gets ErrClosed, Close returns, and nothing is left mapped.
+func TestCloseUnderLoad(t *testing.T) {
+	ch, f := open(t, model.Config{}, testOpts())
+	const workers = 6
+	errc := make(chan error, workers)
+	started := make(chan struct{}, workers)
+	for range workers {
+		go func() {
+			for i := 0; i < 1_000_000; i++ {
+				if i == 10 {
+					started <- struct{}{}
+				}
+				err := ch.Exec(cmd(prm.CmdOpQueryVportState, 16), make([]byte, 16))
+				if errors.Is(err, channel.ErrClosed) {
+					errc <- nil
+					return
+				}
+				if err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- errors.New("never saw the close")
+		}()
+	}
+	for range workers {
+		<-started
+	}
+	closeClean(t, ch, f)
+	for range workers {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkCommands(t, f)
+}
