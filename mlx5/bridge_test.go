@@ -9,6 +9,7 @@ import (
 	"net"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -154,6 +155,10 @@ func TestBridgeVeth(t *testing.T) {
 		"-T", "fields", "-E", "separator=|", "-e", "vlan.id", "-e", "vxlan.vni", "-e", "udp.dstport", "-e", "data.data")
 	var errText bytes.Buffer
 	cmd.Stderr = &errText
+	// tshark's capture child (dumpcap) would outlive a kill of ip and tshark alone and keep
+	// the peer's namespace, and with it the veth, alive: the whole group is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
