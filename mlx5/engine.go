@@ -192,7 +192,10 @@ func open(ctx context.Context, env *engine.Env, opts options) (*Engine, error) {
 		}
 		pt, err := e.openPort(p, ch, e.models[a.Port])
 		if err != nil {
-			ch.Close()
+			for _, q := range e.ports {
+				q.closeQueues()
+				q.destroy()
+			}
 			e.shutdown()
 			return nil, err
 		}

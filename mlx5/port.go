@@ -40,7 +40,7 @@ type port struct {
 	txByID map[int]*txq
 	steer  steering
 
-	seen [4]atomic.Uint64 // NIC drop counters already counted: out of buffer, errors, rules, not ready
+	seen [5]atomic.Uint64 // NIC drop counters already counted: out of buffer, errors, rules, not ready, TX rules
 	// clockOff converts the device's real-time clock to Unix time: unix ns = device ns + off.
 	clockOff int64
 }
@@ -73,11 +73,12 @@ func (pt *port) exec(in []byte, outLen int) ([]byte, error) {
 	return out, nil
 }
 
-func (e *Engine) openPort(p *engine.Port, ch channel.Channel, dev *model.Device) (pt *port, err error) {
-	pt = &port{e: e, p: p, ch: ch, dev: dev, keys: map[*engine.Region]uint32{}, txByID: map[int]*txq{}}
+func (e *Engine) openPort(p *engine.Port, ch channel.Channel, dev *model.Device) (_ *port, err error) {
+	pt := &port{e: e, p: p, ch: ch, dev: dev, keys: map[*engine.Region]uint32{}, txByID: map[int]*txq{}}
 	defer func() {
 		if err != nil {
-			pt.destroy()
+			pt.closeQueues()
+			pt.destroy() // closes the channel too
 		}
 	}()
 	uar, err := ch.AllocUAR()
@@ -131,7 +132,7 @@ func (e *Engine) openPort(p *engine.Port, ch channel.Channel, dev *model.Device)
 		pt.txqs = append(pt.txqs, t)
 		pt.txByID[q.ID] = t
 	}
-	if len(pt.rxqs) > 0 {
+	if len(pt.rxqs) > 0 || p.Config.TX != nil && len(p.Config.TX.Flows) > 0 {
 		if err := pt.openSteering(); err != nil {
 			return nil, err
 		}
@@ -326,6 +327,10 @@ func (pt *port) work(rs []*rxq, ts []*txq) {
 // backlog overflowing (the physical port's discards on a real NIC), errors and drop rules —
 // from the model's port counters.
 func (pt *port) countOutOfBuffer() {
+	if pt.dev != nil && len(pt.txqs) > 0 {
+		// Frames a TX flow rule dropped completed their WQEs; the NIC counts them.
+		pt.dropDelta(&pt.txqs[0].q.Stats, &pt.seen[4], pt.dev.Counters().TXDropRule, engine.DropFiltered)
+	}
 	if len(pt.rxqs) == 0 {
 		return
 	}
@@ -395,6 +400,13 @@ func (pt *port) close() error {
 	}
 	errs = append(errs, pt.destroy())
 	return errors.Join(errs...)
+}
+
+// closeQueues gives back the buffers the RX queues took (a port that failed to open).
+func (pt *port) closeQueues() {
+	for _, r := range pt.rxqs {
+		r.close()
+	}
 }
 
 // destroy releases what the port created, newest first, and closes the channel.

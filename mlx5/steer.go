@@ -83,6 +83,9 @@ func (pt *port) openSteering() error {
 	case !errors.Is(err, errors.ErrUnsupported):
 		return fmt.Errorf("%s: flows: %w", pt.p.Path(), err)
 	}
+	if len(pt.rxqs) == 0 {
+		return fmt.Errorf("%s: TX flows need flow/mlx5, which this build does not have: %w", pt.p.Path(), engine.ErrNotSupported)
+	}
 	if len(flows) > 0 {
 		pt.e.env.Log.Warn("mlx5: flow/mlx5 is not built yet: the port's flows are not installed; every frame goes to the first RX queue with flow id 0", "interface", pt.p.Name, "flows", len(flows))
 	}
