@@ -11,6 +11,7 @@ import (
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/internal/testutil"
+	"github.com/daqiri-go/daqiri/mlx5/channel"
 )
 
 // send sends frames (bounded retries) and returns when every one is posted.
@@ -312,6 +313,27 @@ func TestCloseUnderLoad(t *testing.T) {
 	ts := tq.Stats.Snapshot()
 	if ts.Packets == 0 || ts.Packets+ts.Dropped != rx+drops+ts.Dropped {
 		t.Fatalf("tx %+v, rx %d + dropped %d: every packet sent must be received or counted", ts, rx, drops)
+	}
+}
+
+// TestFlowRefusedByDevice: when the device refuses the commands of a flow (here: its
+// firmware has failed, every command completes with INT_ERR), AddRxFlows returns
+// ErrInvalidParameter with the device's *channel.CommandError in the chain, and nothing is
+// left half-installed for the application to see (no id).
+func TestFlowRefusedByDevice(t *testing.T) {
+	cfg := pairConfig(2, 1024, 2048, false)
+	ports := enginetestPorts(t, cfg)
+	e := openPorts(t, cfg, ports)
+	e.models[1].Fail(1)
+	f := config.Flow{Name: "late", Actions: []config.Action{{Type: config.ActionQueue, Queues: []int{1}}}, Match: config.Match{UDPDst: config.PortRange{Lo: 7777, Hi: 7777}}}
+	ids, err := e.AddRxFlows(1, []config.Flow{f})
+	var ce *channel.CommandError
+	if !errors.Is(err, engine.ErrInvalidParameter) || !errors.As(err, &ce) || ids[0] != 0 {
+		t.Fatalf("AddRxFlows on a failed device = %v, %v; want no id, ErrInvalidParameter and the command error", ids, err)
+	}
+	// Close reports what the failed device refused, and still returns every buffer.
+	if err := e.Close(); err == nil {
+		t.Log("Close on a failed device reported nothing")
 	}
 }
 

@@ -194,7 +194,9 @@ func (e *Engine) AddRxFlows(portID int, flows []config.Flow) ([]uint32, error) {
 		id := uint32(slot + 1<<20) // dynamic ids above the static ones' usual range
 		r.FlowID = id
 		if err := fs.Set(slot, r); err != nil {
-			return ids, fmt.Errorf("port %d flow %d (%q): the device refused it: %w", portID, i, f.Name, err)
+			// The device's refusal (a *channel.CommandError with its status) stays in the
+			// chain beside the engine's status.
+			return ids, fmt.Errorf("port %d flow %d (%q): the device refused it: %w: %w", portID, i, f.Name, engine.ErrInvalidParameter, err)
 		}
 		fs.used[slot-fs.nStatic] = true
 		fs.slots[id] = slot
