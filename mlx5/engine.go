@@ -82,6 +82,7 @@ type options struct {
 	striding    int   // -1 auto, 0 off, 1 forced
 	compression bool  // CQE compression
 	rxCQLog     uint8 // tests: RX CQs of this log size instead of one CQE per posted buffer
+	freeRunning bool  // tests: stamp with the free-running timer as a device without real time
 }
 
 func optionsFromEnv() options {

@@ -43,6 +43,11 @@ type port struct {
 	seen [5]atomic.Uint64 // NIC drop counters already counted: out of buffer, errors, rules, not ready, TX rules
 	// clockOff converts the device's real-time clock to Unix time: unix ns = device ns + off.
 	clockOff int64
+	// freeRunning: the RQs report the free-running timer (the device cannot stamp real
+	// time); ticks convert to ns with freqKHz, and frOff to Unix time.
+	freeRunning bool
+	freqKHz     uint64
+	frOff       int64
 }
 
 // cmd builds a command input of n bytes.
@@ -112,6 +117,9 @@ func (e *Engine) openPort(p *engine.Port, ch channel.Channel, dev *model.Device)
 		return nil, err
 	}
 	pt.clockOff = now() - pt.deviceNanos()
+	if err := pt.timestampFormat(); err != nil {
+		return nil, err
+	}
 	if dev != nil && p.Config.RX != nil && p.Config.RX.FlowIsolation {
 		// Frames no flow takes go to the kernel's tables on a real NIC; the model counts
 		// them as steering misses.
@@ -186,6 +194,44 @@ func (pt *port) deviceNanos() int64 {
 }
 
 func rtNanos(rt uint64) int64 { return int64(rt>>32)*1e9 + int64(rt&0xffffffff) }
+
+// timestampFormat picks the RQs' timestamp format from the general capabilities: real time
+// when the device can stamp it (cmd_hca_cap rq_ts_format 1 or 2: MLX5_TIMESTAMP_FORMAT_CAP_
+// REAL_TIME, _FREE_RUNNING_AND_REAL_TIME), else the free-running timer, converted with
+// device_frequency_khz and an offset measured now against the init segment's internal timer.
+func (pt *port) timestampFormat() error {
+	out := make([]byte, prm.QueryHCACapOut.Capability.End()/8)
+	in := cmd(prm.CmdOpQueryHCACap, uint16(prm.CapTypeGeneral)<<1|prm.CapOpModCur, 16)
+	if err := pt.ch.Exec(in, out); err != nil {
+		return fmt.Errorf("%s: QUERY_HCA_CAP: %w", pt.p.Path(), err)
+	}
+	c := prm.QueryHCACapOut.Capability.Off
+	pt.freqKHz = prm.CmdHCACap.DeviceFrequencyKhz.At(c).Get(out)
+	f := prm.CmdHCACap.RQTSFormat.At(c).Get(out)
+	pt.freeRunning = f == 0 || pt.e.opts.freeRunning
+	if pt.freeRunning && pt.freqKHz == 0 {
+		return fmt.Errorf("%s: the device stamps only its free-running timer and reports no frequency", pt.p.Path())
+	}
+	if pt.freeRunning && pt.dev != nil {
+		var b [8]byte
+		if _, err := pt.dev.BAR0().ReadAt(b[:], int64(prm.InitSeg.InternalTimerH.ByteOff())); err == nil {
+			pt.frOff = now() - pt.ticksToNanos(binary.BigEndian.Uint64(b[:]))
+		}
+	}
+	return nil
+}
+
+func (pt *port) ticksToNanos(t uint64) int64 {
+	return int64(t/pt.freqKHz*1e6 + t%pt.freqKHz*1e6/pt.freqKHz)
+}
+
+// rxTime converts a CQE timestamp to Unix ns.
+func (pt *port) rxTime(ts uint64) int64 {
+	if pt.freeRunning {
+		return pt.ticksToNanos(ts) + pt.frOff
+	}
+	return rtNanos(ts) + pt.clockOff
+}
 
 // regionKey registers region r with the device (once per port) and returns the lkey of a
 // key over the UMEM at the memory's virtual address, the address WQEs carry.

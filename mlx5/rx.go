@@ -206,7 +206,10 @@ func (r *rxq) createRQ(cqn, umem uint32, ringOff, dbrOff uint64, wqeSize int) er
 	rc, w := prm.RQC, prm.WQ
 	rc.CQN.At(base).Set(in, uint64(cqn))
 	rc.Vsd.At(base).Set(in, 1) // frames as they came: no VLAN stripping
-	rc.TSFormat.At(base).Set(in, 2)
+	rc.TSFormat.At(base).Set(in, tsFormatRealTime)
+	if r.pt.freeRunning {
+		rc.TSFormat.At(base).Set(in, tsFormatFreeRunning)
+	}
 	rc.CounterSetID.At(base).Set(in, uint64(r.pt.qctr))
 	rc.FlushInErrorEn.At(base).Set(in, 1)
 	w.PD.At(wb).Set(in, uint64(r.pt.pd))
@@ -239,6 +242,12 @@ func wqUMEM(in []byte, wb uint32, umem uint32, ringOff, dbrOff uint64) {
 	w.DbrUMEMID.At(wb).Set(in, uint64(umem))
 	w.DbrAddr.At(wb).Set(in, dbrOff)
 }
+
+// rqc/sqc ts_format values (mlx5_ifc.h MLX5_RQC_TIMESTAMP_FORMAT_FREE_RUNNING, _REAL_TIME).
+const (
+	tsFormatFreeRunning = 0
+	tsFormatRealTime    = 2
+)
 
 // ready moves the RQ from reset to ready.
 func (r *rxq) ready() error {
@@ -470,7 +479,7 @@ func (r *rxq) cqe(e []byte, bc uint32, wc uint16, hash uint32) {
 		r.packets++
 	}
 	tag := be32(e, cqeSopDropQPN) & 0xffffff
-	ts := rtNanos(binary.BigEndian.Uint64(e[cqeTimestamp:])) + r.pt.clockOff
+	ts := r.pt.rxTime(binary.BigEndian.Uint64(e[cqeTimestamp:]))
 	if r.striding {
 		r.stridePacket(be16(e, cqeWQEID), uint32(wc), bc, tag, ts)
 		return

@@ -113,7 +113,10 @@ func (pt *port) newTxq(idx int, q *engine.TxQueue) (*txq, error) {
 	s.TISLstSz.At(sb).Set(in, 1)
 	s.AllowMultiPktSendWQE.At(sb).Set(in, 1)
 	s.FlushInErrorEn.At(sb).Set(in, 1)
-	s.TSFormat.At(sb).Set(in, 2)
+	s.TSFormat.At(sb).Set(in, tsFormatRealTime)
+	if pt.freeRunning {
+		s.TSFormat.At(sb).Set(in, tsFormatFreeRunning)
+	}
 	s.PacketPacingRateLimitIndex.At(sb).Set(in, uint64(t.rateIdx))
 	w.WQType.At(wb).Set(in, prm.WQTypeCyclic)
 	w.PD.At(wb).Set(in, uint64(pt.pd))
@@ -367,6 +370,11 @@ func (t *txq) postWait(at int64) {
 	t.ctrl(start, prm.WQEOpWait, prm.WaitOpModTime, 3, false)
 	dev := max(at-t.pt.clockOff, 0)
 	rt := uint64(dev/1e9)<<32 | uint64(dev%1e9)
+	if t.pt.freeRunning {
+		// The SQ's clock is the free-running timer: the time in its ticks.
+		ns := uint64(max(at-t.pt.frOff, 0))
+		rt = ns/1e6*t.pt.freqKHz + ns%1e6*t.pt.freqKHz/1e6
+	}
 	seg1, seg2 := t.seg(start, 1), t.seg(start, 2)
 	clear(seg1)
 	clear(seg2)

@@ -1,6 +1,7 @@
 package mlx5
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
@@ -39,8 +40,16 @@ func receiveN(t *testing.T, q *engine.RxQueue, n int) (ts []int64) {
 // cabled port is at or after the time asked for (the model's clock is the host's here; no
 // upper bound is asserted, as the machine may be slow).
 func TestAccurateSend(t *testing.T) {
+	for _, fr := range []bool{false, true} {
+		t.Run(fmt.Sprintf("free_running=%v", fr), func(t *testing.T) { accurateSend(t, fr) })
+	}
+}
+
+// accurateSend is TestAccurateSend with real-time stamps, or with the free-running timer
+// converted (a device that cannot stamp real time).
+func accurateSend(t *testing.T, freeRunning bool) {
 	cfg := pairConfig(1, 1024, 2048, false)
-	e, ports := openTest(t, cfg, options{striding: -1, compression: true})
+	e, ports := openTest(t, cfg, options{striding: -1, compression: true, freeRunning: freeRunning})
 	tq, rq := ports[0].Tx[0], ports[1].Rx[0]
 	r := rand.New(rand.NewPCG(13, 14))
 	const n = 5
@@ -61,6 +70,9 @@ func TestAccurateSend(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := receiveN(t, rq, n)
+	if late := time.Now().UnixNano(); got[n-1] > late {
+		t.Errorf("the last packet is stamped %v in the future", time.Duration(got[n-1]-late))
+	}
 	for i := range got {
 		// The device clock and the host's are related by the offset measured at open:
 		// allow 1 ms for that measurement.
