@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/bits"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +20,8 @@ import (
 
 // Options tune the transport; the zero value is what rdma-core's mlx5_vfio.c uses.
 type Options struct {
-	// Name names the channel in messages; default "vfio:" + the function's name.
+	// Name names the channel in messages; default "vfio:" + the function's PCI address, or
+	// the function's name when it says vfio already ("vfio+model:1").
 	Name string
 	// Log receives warnings (no hugepages, missed interrupts) and the health failure;
 	// default slog.Default().
@@ -48,7 +50,10 @@ type Options struct {
 
 func (o Options) withDefaults(fn Function) Options {
 	if o.Name == "" {
-		o.Name = "vfio:" + fn.Name()
+		o.Name = fn.Name()
+		if !strings.HasPrefix(o.Name, "vfio") { // a PCI address
+			o.Name = "vfio:" + o.Name
+		}
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
