@@ -13,8 +13,9 @@
 // engine creates a PD, a transport domain, a TIS, a UAR page, a Q counter (the NIC's
 // out-of-buffer drops), one memory key per memory region (the region registered as a UMEM),
 // and for each queue a CQ and an RQ or SQ. PCI addresses and RDMA device names need the DevX
-// transport (mlx5/channel/devx), which this build does not have yet: they fail with a clear
-// error.
+// transport (mlx5/channel/devx over the kernel's mlx5_ib); that path has never run on a
+// ConnectX (none is reachable from this project), and its timestamps lack the clock
+// information page the model's init segment stands in for.
 //
 // # Receive
 //
@@ -55,6 +56,8 @@ import (
 
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/mlx5/channel"
+	"github.com/daqiri-go/daqiri/mlx5/channel/devx"
 	"github.com/daqiri-go/daqiri/mlx5/channel/modelch"
 	"github.com/daqiri-go/daqiri/mlx5/channel/trace"
 	"github.com/daqiri-go/daqiri/mlx5/model"
@@ -143,7 +146,8 @@ func open(ctx context.Context, env *engine.Env, opts options) (*Engine, error) {
 			return nil, env.Config.Errorf(p.Path()+".address", "interface %s: %v", p.Name, err)
 		}
 		if !a.Model {
-			return nil, env.Config.Errorf(p.Path()+".address", "interface %s: %s needs the DevX transport (a ConnectX with mlx5_ib), which this build does not have; use model:N for the device model: %v", p.Name, a.Device, engine.ErrNotSupported)
+			addrs[i] = a
+			continue
 		}
 		if _, dup := e.models[a.Port]; dup {
 			return nil, env.Config.Errorf(p.Path()+".address", "interface %s: model port %d is used by two interfaces", p.Name, a.Port)
@@ -155,6 +159,9 @@ func open(ctx context.Context, env *engine.Env, opts options) (*Engine, error) {
 	e.runCancel = cancel
 	hwLoop := env.Config.Loopback == "hw"
 	for i, a := range addrs {
+		if !a.Model {
+			continue
+		}
 		dev := e.models[a.Port]
 		switch {
 		case hwLoop:
@@ -179,24 +186,34 @@ func open(ctx context.Context, env *engine.Env, opts options) (*Engine, error) {
 	}
 	for i, p := range env.Ports {
 		a := addrs[i]
-		mch, err := modelch.Open(e.models[a.Port], fmt.Sprintf("model:%d", a.Port))
+		var base channel.Channel
+		var err error
+		if a.Model {
+			base, err = modelch.Open(e.models[a.Port], fmt.Sprintf("model:%d", a.Port))
+		} else {
+			// A ConnectX through the kernel's mlx5_ib: DevX (never run on hardware yet).
+			base, err = devx.Open(a.Device)
+		}
 		if err != nil {
+			e.closePorts()
 			e.shutdown()
-			return nil, err
+			return nil, env.Config.Errorf(p.Path()+".address", "interface %s: %v", p.Name, err)
 		}
 		// DAQIRI_MLX5_TRACE=path records every command from here on (mlx5/channel/trace).
-		ch, err := trace.WrapEnv(mch)
+		ch, err := trace.WrapEnv(base)
 		if err != nil {
-			mch.Close()
+			base.Close()
+			e.closePorts()
 			e.shutdown()
 			return nil, err
 		}
-		pt, err := e.openPort(p, ch, e.models[a.Port])
+		var dev *model.Device
+		if a.Model {
+			dev = e.models[a.Port]
+		}
+		pt, err := e.openPort(p, ch, dev)
 		if err != nil {
-			for _, q := range e.ports {
-				q.closeQueues()
-				q.destroy()
-			}
+			e.closePorts()
 			e.shutdown()
 			return nil, err
 		}
@@ -211,6 +228,15 @@ func open(ctx context.Context, env *engine.Env, opts options) (*Engine, error) {
 		pt.start()
 	}
 	return e, nil
+}
+
+// closePorts destroys the ports opened so far (an Open that failed half way).
+func (e *Engine) closePorts() {
+	for _, q := range e.ports {
+		q.closeQueues()
+		q.destroy()
+	}
+	e.ports = nil
 }
 
 // modelMAC is model port n's address: 02:da:51:00:00:nn (locally administered).

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -240,5 +241,49 @@ func TestHotOffsets(t *testing.T) {
 		if c.got != c.f.ByteOff() {
 			t.Errorf("%s at byte %d, prm says %d", c.name, c.got, c.f.ByteOff())
 		}
+	}
+}
+
+// TestAddresses: model:N, model:N@IFNAME, PCI addresses and RDMA device names are parsed;
+// malformed model addresses are refused with the reason.
+func TestAddresses(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want Address
+		err  string
+	}{
+		{"model:0", Address{Model: true}, ""},
+		{"model:3@veth1", Address{Model: true, Port: 3, Bridge: "veth1"}, ""},
+		{"0000:3b:00.0", Address{Device: "0000:3b:00.0"}, ""},
+		{"mlx5_0", Address{Device: "mlx5_0"}, ""},
+		{"model:x", Address{}, "not a number"},
+		{"model:-1", Address{}, "not a number"},
+		{"model:1@a/b", Address{}, "not a Linux netdev name"},
+		{"", Address{}, "empty address"},
+	} {
+		got, err := ParseAddress(c.in)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: %v, want an error with %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%q = %+v, %v; want %+v", c.in, got, err, c.want)
+		}
+	}
+}
+
+// TestDevXAddressWithoutDevice: an RDMA device name that does not exist fails Open with the
+// interface's key path and the DevX transport's reason; nothing leaks (the regions are
+// checked at cleanup).
+func TestDevXAddressWithoutDevice(t *testing.T) {
+	cfg := pairConfig(1, 1024, 2048, false)
+	cfg.Engine = "mlx5"
+	cfg.Interfaces[1].Address = "mlx5_99"
+	ports := enginetest.Ports(t, cfg)
+	_, err := open(context.Background(), &engine.Env{Config: cfg, Ports: ports, Log: discard()}, options{striding: -1})
+	if err == nil || !strings.Contains(err.Error(), "interfaces[1].address") || !strings.Contains(err.Error(), "devx") {
+		t.Fatalf("Open on a missing RDMA device: %v", err)
 	}
 }

@@ -33,6 +33,7 @@ type port struct {
 	// memories follow the objects.
 	created []channel.Object
 	umems   []channel.UMEM
+	pacings []channel.Pacing // pacing indexes a Pacer channel allocated
 	mems    []*hugepage.Mem
 
 	rxqs   []*rxq
@@ -464,6 +465,12 @@ func (pt *port) destroy() error {
 		}
 	}
 	pt.created = nil
+	for _, p := range pt.pacings {
+		if err := p.Release(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	pt.pacings = nil
 	for i := len(pt.umems) - 1; i >= 0; i-- {
 		if err := pt.umems[i].Release(); err != nil {
 			errs = append(errs, err)

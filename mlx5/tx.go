@@ -2,6 +2,7 @@ package mlx5
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -141,6 +142,19 @@ func (t *txq) setPacing(idx, mbps int) error {
 	prm.SetPPRateLimitIn.RateLimitIndex.Set(in, uint64(idx))
 	prm.SetPPRateLimitContext.RateLimit.At(prm.SetPPRateLimitIn.Ctx.Off).Set(in, uint64(mbps)*1000)
 	prm.SetPPRateLimitContext.BurstUpperBound.At(prm.SetPPRateLimitIn.Ctx.Off).Set(in, 64*1024)
+	// DevX hands out the index itself (the kernel runs SET_PP_RATE_LIMIT): a Pacer channel.
+	if pc, ok := t.pt.ch.(channel.Pacer); ok {
+		ctx := prm.SetPPRateLimitIn.Ctx.Slice(in)
+		p, err := pc.AllocPacing(ctx, true)
+		switch {
+		case err == nil:
+			t.rateIdx = p.Index()
+			t.pt.pacings = append(t.pt.pacings, p)
+			return nil
+		case !errors.Is(err, channel.ErrUnsupported):
+			return fmt.Errorf("%s: pacing_mbps %d: %w", t.q.Path(), mbps, err)
+		}
+	}
 	if _, err := t.pt.exec(in, 16); err != nil {
 		return fmt.Errorf("%s: pacing_mbps %d: %w", t.q.Path(), mbps, err)
 	}
