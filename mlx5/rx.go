@@ -494,25 +494,23 @@ func (r *rxq) stridePacket(wqeID uint16, stride, bc, tag uint32, ts int64) {
 		used = 1
 	}
 	r.consumed[g] += used
-	defer r.maybeRepost(g)
-	if bc&prm.MPRQByteCntFiller != 0 {
-		return
-	}
-	length := bc & prm.MPRQByteCntLenMask
-	if used != 1 || stride >= stridesPerWQE {
+	switch {
+	case bc&prm.MPRQByteCntFiller != 0:
+	case used != 1 || stride >= stridesPerWQE:
 		r.q.Stats.Drop(engine.DropTruncated, 1)
-		return
+	default:
+		if b := r.burst(); b != nil {
+			idx := g*stridesPerWQE + int(stride)
+			r.held[g]--
+			r.out[idx] = true
+			b.Append(uint64(idx)*uint64(r.q.Regions[0].BufSize), bc&prm.MPRQByteCntLenMask, tag, ts)
+			if b.Len() >= r.batch {
+				r.deliver()
+			}
+		}
 	}
-	b := r.burst()
-	if b == nil {
-		return
-	}
-	idx := g*stridesPerWQE + int(stride)
-	r.held[g]--
-	r.out[idx] = true
-	b.Append(uint64(idx)*uint64(r.q.Regions[0].BufSize), length, tag, ts)
-	if b.Len() >= r.batch {
-		r.deliver()
+	if r.consumed[g] >= stridesPerWQE {
+		r.maybeRepost(g)
 	}
 }
 
