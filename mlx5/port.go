@@ -358,6 +358,14 @@ func (pt *port) work(rs []*rxq, ts []*txq) {
 		}
 		if round&1023 == 0 {
 			pt.countOutOfBuffer()
+			for _, r := range rs {
+				if !r.overran && r.overrun() {
+					// The device completes nothing more on this queue; Close counts
+					// what it received since as dropped.
+					r.overran = true
+					pt.e.env.Log.Error("mlx5: RX CQ overran; the queue receives nothing more", "queue", r.q.Path())
+				}
+			}
 		}
 		if n > 0 {
 			idle = 0
@@ -406,8 +414,11 @@ func (pt *port) reconcile() {
 	pt.countOutOfBuffer()
 	var bad []*rxq
 	for _, r := range pt.rxqs {
-		if r.overrun() {
-			pt.e.env.Log.Error("mlx5: RX CQ overran; the queue received nothing more", "queue", r.q.Path())
+		if r.overran || r.overrun() {
+			if !r.overran {
+				pt.e.env.Log.Error("mlx5: RX CQ overran; the queue received nothing more", "queue", r.q.Path())
+			}
+			r.overran = true
 			bad = append(bad, r)
 		}
 	}

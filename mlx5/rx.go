@@ -69,6 +69,7 @@ type rxq struct {
 	// packets counts the packet completions read (delivered or dropped), to find packets the
 	// NIC received but could not complete (a CQ overrun).
 	packets uint64 // read by Close once the workers stopped
+	overran bool   // the CQ overran (found by QUERY_CQ), reported once
 }
 
 func (pt *port) newRxq(idx int, q *engine.RxQueue) (*rxq, error) {
