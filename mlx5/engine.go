@@ -21,8 +21,9 @@
 //
 // A queue with one memory region whose buffer size is a power of two from 64 to 8192 bytes
 // and that has at least 512 buffers gets a striding RQ (upstream's default: one stride per
-// buffer, 512 strides per WQE; DAQIRI_IBV_STRIDING=0 forces the cyclic RQ as upstream's
-// variable does): each WQE is 512 consecutive buffers of the region, a packet lands in the
+// buffer, 512 strides per WQE, DAQIRI_MLX5_STRIDES sets another power of two up to 65536;
+// DAQIRI_IBV_STRIDING=0 forces the cyclic RQ as upstream's variable does): each WQE is that
+// many consecutive buffers of the region, a packet lands in the
 // stride the CQE names and is handed to the application in place (zero copy), and a WQE is
 // reposted once the NIC has consumed all its strides and the application has freed every
 // packet in it. A queue naming 2–4 regions (header-data split) or whose region does not fit
@@ -86,6 +87,7 @@ type options struct {
 	compression bool  // CQE compression
 	rxCQLog     uint8 // tests: RX CQs of this log size instead of one CQE per posted buffer
 	freeRunning bool  // tests: stamp with the free-running timer as a device without real time
+	strides     int   // strides per striding-RQ WQE (0: stridesPerWQE)
 }
 
 func optionsFromEnv() options {
@@ -98,6 +100,9 @@ func optionsFromEnv() options {
 	}
 	if os.Getenv("DAQIRI_MLX5_CQE_COMPRESSION") == "0" {
 		o.compression = false
+	}
+	if n, err := strconv.Atoi(os.Getenv("DAQIRI_MLX5_STRIDES")); err == nil {
+		o.strides = n
 	}
 	return o
 }
@@ -138,6 +143,12 @@ func Open(ctx context.Context, env *engine.Env) (engine.Engine, error) {
 }
 
 func open(ctx context.Context, env *engine.Env, opts options) (*Engine, error) {
+	switch s := opts.strides; {
+	case s == 0:
+		opts.strides = stridesPerWQE
+	case s < stridesPerWQE || s > maxStridesPerWQE || s&(s-1) != 0:
+		return nil, fmt.Errorf("DAQIRI_MLX5_STRIDES=%d: strides per WQE must be a power of two from %d to %d: %w", s, stridesPerWQE, maxStridesPerWQE, engine.ErrInvalidParameter)
+	}
 	e := &Engine{env: env, w: engine.NewWorkers(env.Log), byID: map[int]*port{}, opts: opts, models: map[int]*model.Device{}}
 	addrs := make([]Address, len(env.Ports))
 	for i, p := range env.Ports {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -181,10 +182,14 @@ func openTest(t *testing.T, cfg *config.Config, opts options) (*Engine, []*engin
 // packets. Every frame arrives intact, in place in the region, with a timestamp; counts are
 // exact on both sides.
 func TestTwoPortsStriding(t *testing.T) {
-	for _, comp := range []bool{true, false} {
-		t.Run(fmt.Sprintf("compression=%v", comp), func(t *testing.T) {
-			cfg := pairConfig(1, 2048, 2048, false)
-			e, ports := openTest(t, cfg, options{striding: -1, compression: comp})
+	for _, c := range []struct {
+		comp    bool
+		strides int
+	}{{true, 0}, {false, 0}, {true, 1024}} {
+		comp := c.comp
+		t.Run(fmt.Sprintf("compression=%v/strides=%d", comp, c.strides), func(t *testing.T) {
+			cfg := pairConfig(1, 4096, 2048, false)
+			e, ports := openTest(t, cfg, options{striding: -1, compression: comp, strides: c.strides})
 			if !e.ports[1].rxqs[0].striding {
 				t.Fatal("RX queue did not get a striding RQ")
 			}
@@ -240,6 +245,17 @@ func TestHotOffsets(t *testing.T) {
 	} {
 		if c.got != c.f.ByteOff() {
 			t.Errorf("%s at byte %d, prm says %d", c.name, c.got, c.f.ByteOff())
+		}
+	}
+}
+
+// TestStridesOption: DAQIRI_MLX5_STRIDES must be a power of two from 512 to 65536.
+func TestStridesOption(t *testing.T) {
+	for _, n := range []int{256, 1000, 1 << 17} {
+		cfg := pairConfig(1, 1024, 2048, false)
+		ports := enginetest.Ports(t, cfg)
+		if _, err := open(context.Background(), &engine.Env{Config: cfg, Ports: ports, Log: discard()}, options{striding: -1, strides: n}); !errors.Is(err, engine.ErrInvalidParameter) {
+			t.Errorf("%d strides per WQE: %v, want ErrInvalidParameter", n, err)
 		}
 	}
 }

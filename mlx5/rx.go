@@ -16,7 +16,8 @@ import (
 // (log_wqe_num_of_strides counts from 9, log_wqe_stride_size from 6: mlx5_ifc.h wq, as
 // DPDK's mlx5_devx.c and the kernel's en/params.c subtract those bases).
 const (
-	stridesPerWQE    = 512
+	stridesPerWQE    = 512 // the default; DAQIRI_MLX5_STRIDES sets a power of two up to 65536
+	maxStridesPerWQE = 1 << 16
 	strideNumBase    = 9
 	strideSizeBase   = 6
 	minStride        = 64
@@ -46,11 +47,12 @@ type rxq struct {
 	dirty   bool   // pc moved since the last doorbell record write
 
 	striding bool
+	spw      int // strides per WQE
 	lkeys    [config.MaxSegments]uint32
 	bases    [config.MaxSegments]uint64
 	nseg     int
 
-	// Striding state, per WQE group (stridesPerWQE consecutive buffers of the region).
+	// Striding state, per WQE group (spw consecutive buffers of the region).
 	groups   int
 	slotGrp  []int32 // ring slot → group
 	consumed []int32 // strides the NIC has used
@@ -73,7 +75,7 @@ type rxq struct {
 }
 
 func (pt *port) newRxq(idx int, q *engine.RxQueue) (*rxq, error) {
-	r := &rxq{pt: pt, q: q, direct: q.Config.PollMode == config.PollDirect, nseg: len(q.Regions), batch: q.BatchSize()}
+	r := &rxq{pt: pt, q: q, direct: q.Config.PollMode == config.PollDirect, nseg: len(q.Regions), batch: q.BatchSize(), spw: pt.e.opts.strides}
 	if r.direct {
 		r.batch = directMaxPackets
 	}
@@ -90,11 +92,11 @@ func (pt *port) newRxq(idx int, q *engine.RxQueue) (*rxq, error) {
 	}
 	reg := q.Regions[0]
 	bs := reg.BufSize
-	canStride := r.nseg == 1 && bs >= minStride && bs <= maxStride && bs&(bs-1) == 0 && reg.NumBufs >= stridesPerWQE
+	canStride := r.nseg == 1 && bs >= minStride && bs <= maxStride && bs&(bs-1) == 0 && reg.NumBufs >= r.spw
 	switch pt.e.opts.striding {
 	case 1:
 		if !canStride {
-			return nil, fmt.Errorf("%s: DAQIRI_IBV_STRIDING=1 but the queue cannot use a striding RQ (one region with a power-of-two buf_size of %d to %d bytes and at least %d buffers)", q.Path(), minStride, maxStride, stridesPerWQE)
+			return nil, fmt.Errorf("%s: DAQIRI_IBV_STRIDING=1 but the queue cannot use a striding RQ (one region with a power-of-two buf_size of %d to %d bytes and at least %d buffers)", q.Path(), minStride, maxStride, r.spw)
 		}
 		r.striding = true
 	case -1:
@@ -102,10 +104,10 @@ func (pt *port) newRxq(idx int, q *engine.RxQueue) (*rxq, error) {
 	}
 	var wqes, wqeSize, cqes int
 	if r.striding {
-		r.groups = reg.NumBufs / stridesPerWQE
+		r.groups = reg.NumBufs / r.spw
 		wqes = 1 << bits.Len(uint(r.groups-1))
 		wqeSize = 32 // mlx5dv.h struct mlx5_mprq_wqe: next segment + one data segment
-		cqes = r.groups*stridesPerWQE + r.groups
+		cqes = r.groups*r.spw + r.groups
 	} else {
 		n := reg.NumBufs
 		for _, g := range q.Regions {
@@ -219,7 +221,7 @@ func (r *rxq) createRQ(cqn, umem uint32, ringOff, dbrOff uint64, wqeSize int) er
 	w.LogWQSz.At(wb).Set(in, uint64(r.ringLog))
 	if r.striding {
 		w.WQType.At(wb).Set(in, prm.WQTypeCyclicStriding)
-		w.LogWQENumOfStrides.At(wb).Set(in, uint64(bits.Len(stridesPerWQE)-1-strideNumBase))
+		w.LogWQENumOfStrides.At(wb).Set(in, uint64(bits.Len(uint(r.spw))-1-strideNumBase))
 		w.LogWQEStrideSize.At(wb).Set(in, uint64(bits.Len(uint(r.q.Regions[0].BufSize))-1-strideSizeBase))
 	} else {
 		w.WQType.At(wb).Set(in, prm.WQTypeCyclic)
@@ -263,7 +265,7 @@ func (r *rxq) ready() error {
 }
 
 // takeRegion takes every buffer of the region (the striding RQ owns it) and posts one WQE per
-// group of stridesPerWQE consecutive buffers.
+// group of spw consecutive buffers.
 func (r *rxq) takeRegion() error {
 	reg := r.q.Regions[0]
 	all := make([]uint32, reg.NumBufs)
@@ -276,7 +278,7 @@ func (r *rxq) takeRegion() error {
 	r.out = make([]bool, reg.NumBufs)
 	r.scratch = make([]uint32, 256)
 	for g := range r.groups {
-		r.held[g] = stridesPerWQE
+		r.held[g] = int32(r.spw)
 		r.postGroup(g)
 	}
 	return nil
@@ -289,9 +291,9 @@ func (r *rxq) postGroup(g int) {
 	clear(w[:16])
 	bs := uint64(r.q.Regions[0].BufSize)
 	d := w[16:]
-	prm.WQEData.ByteCount.Set(d, stridesPerWQE*bs)
+	prm.WQEData.ByteCount.Set(d, uint64(r.spw)*bs)
 	prm.WQEData.LKey.Set(d, uint64(r.lkeys[0]))
-	prm.WQEData.Addr.Set(d, r.bases[0]+uint64(g)*stridesPerWQE*bs)
+	prm.WQEData.Addr.Set(d, r.bases[0]+uint64(g)*uint64(r.spw)*bs)
 	r.slotGrp[slot] = int32(g)
 	r.consumed[g] = 0
 	r.pc++
@@ -358,7 +360,7 @@ func (r *rxq) reclaim() {
 		}
 		for _, idx := range r.scratch[:n] {
 			r.out[idx] = false
-			g := int(idx) / stridesPerWQE
+			g := int(idx) / r.spw
 			r.held[g]++
 			r.maybeRepost(g)
 		}
@@ -366,7 +368,7 @@ func (r *rxq) reclaim() {
 }
 
 func (r *rxq) maybeRepost(g int) {
-	if r.held[g] == stridesPerWQE && r.consumed[g] >= stridesPerWQE {
+	if r.held[g] == int32(r.spw) && r.consumed[g] >= int32(r.spw) {
 		r.postGroup(g)
 	}
 }
@@ -497,11 +499,11 @@ func (r *rxq) stridePacket(wqeID uint16, stride, bc, tag uint32, ts int64) {
 	r.consumed[g] += used
 	switch {
 	case bc&prm.MPRQByteCntFiller != 0:
-	case used != 1 || stride >= stridesPerWQE:
+	case used != 1 || stride >= uint32(r.spw):
 		r.q.Stats.Drop(engine.DropTruncated, 1)
 	default:
 		if b := r.burst(); b != nil {
-			idx := g*stridesPerWQE + int(stride)
+			idx := g*r.spw + int(stride)
 			r.held[g]--
 			r.out[idx] = true
 			b.Append(uint64(idx)*uint64(r.q.Regions[0].BufSize), bc&prm.MPRQByteCntLenMask, tag, ts)
@@ -510,7 +512,7 @@ func (r *rxq) stridePacket(wqeID uint16, stride, bc, tag uint32, ts int64) {
 			}
 		}
 	}
-	if r.consumed[g] >= stridesPerWQE {
+	if r.consumed[g] >= int32(r.spw) {
 		r.maybeRepost(g)
 	}
 }
