@@ -412,7 +412,9 @@ func (s *Steering) writeEntries(sl *slot, base uint32, modify bool) error {
 		}
 		in := e.bytes()
 		if modify {
-			prm.SetFTEIn.OpMod.Set(in, 1) // modify an existing entry (mlx5_ifc.h set_fte_in op_mod 1)
+			// Modify the existing entry: set_fte_in op_mod 1, which the kernel's devx.c
+			// (devx_is_obj_modify_cmd) takes as DEVX_OBJ_MODIFY of the entry's object.
+			prm.SetFTEIn.OpMod.Set(in, 1)
 			prm.SetFTEIn.ModifyEnableMask.Set(in, 1<<prm.SetFTEModifyAction|1<<prm.SetFTEModifyDestList)
 			if err := sl.entries[i].Modify(in, make([]byte, 16)); err != nil {
 				return err
