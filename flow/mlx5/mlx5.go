@@ -34,7 +34,11 @@
 // of a NIC TX table at the root of NIC TX steering; their actions allow the frame on with
 // VLAN_PUSH (flow_context push_vlan) and a packet reformat context holding the outer headers
 // flow.Encapsulate writes (L2_TO_VXLAN, L2_TO_NVGRE, L2_TO_L3_TUNNEL for GRE); the device
-// fills the outer lengths and IPv4 checksum per packet.
+// fills the outer lengths and IPv4 checksum per packet. The TX table is put at the root with
+// SET_FLOW_TABLE_ROOT through Channel.Exec, which the model and VFIO transports run; DevX
+// user space may not (the kernel owns NIC TX steering, devx.c devx_is_general_cmd), so there
+// New fails with an error matching channel.ErrUnsupported when TxRules are given, and an
+// engine applies the TX transforms in software (flow.TxRule.ApplyTX) instead.
 //
 // Unmatched frames: with flow isolation they miss the table (on the real NIC they go on to
 // the kernel's tables; the model counts them as steering misses); otherwise a catch-all entry
