@@ -91,11 +91,11 @@ var pciAddr = regexp.MustCompile(`^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{
 func IsPCIAddress(s string) bool { return pciAddr.MatchString(s) }
 
 // IsModelAddress reports whether s names a port of the ConnectX device model in this process
-// (model:N or model:N@IFNAME), which engine mlx5 serves.
+// (model:N, model:N@IFNAME, or vfio+model:N for the VFIO transport), which engine mlx5 serves.
 func IsModelAddress(s string) bool { return modelAddr.MatchString(s) }
 
-// modelAddr matches model:N and model:N@IFNAME.
-var modelAddr = regexp.MustCompile(`^model:[0-9]{1,4}(@[^\s/:]{1,15})?$`)
+// modelAddr matches model:N, model:N@IFNAME and their vfio+ forms.
+var modelAddr = regexp.MustCompile(`^(vfio\+)?model:[0-9]{1,4}(@[^\s/:]{1,15})?$`)
 
 // IsNetdevName reports whether s is a valid Linux network interface name: 1 to 15 printable
 // characters, none of them '/', ':' or white space, and not "." or "..".

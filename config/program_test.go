@@ -217,6 +217,7 @@ func TestResolveEngine(t *testing.T) {
 		{"loopback bogus", raw("", "on", "eth0", false), "", "invalid loopback \"on\""},
 		{"model port", raw("", "", "model:3", false), "mlx5", ""},
 		{"bridged model port", raw("", "", "model:0@veth0", false), "mlx5", ""},
+		{"model port over vfio", raw("", "", "vfio+model:1", false), "mlx5", ""},
 		{"udp", sock("", "udp://1.2.3.4:5"), "socket", ""},
 		{"tcp socket", sock("socket", "tcp://1.2.3.4:5"), "socket", ""},
 		{"roce", sock("", "roce://1.2.3.4:5"), "roce", ""},

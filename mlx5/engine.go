@@ -9,7 +9,9 @@
 // An interface whose address is `model:N` runs on port N of the ConnectX device model in this
 // process: ports 0↔1, 2↔3, … are cabled back to back when both are configured, `loopback: hw`
 // loops every model port's transmit into its own receive (upstream's hardware loopback), and
-// `model:N@IFNAME` bridges port N to the Linux netdev IFNAME (AF_PACKET; root). Per port the
+// `model:N@IFNAME` bridges port N to the Linux netdev IFNAME (AF_PACKET; root), and
+// `vfio+model:N` drives model port N through the VFIO command-queue transport
+// (mlx5/channel/vfioch over mlx5/model/vfiomodel) instead of the in-process Exec. Per port the
 // engine creates a PD, a transport domain, a TIS, a UAR page, a Q counter (the NIC's
 // out-of-buffer drops), one memory key per memory region (the region registered as a UMEM),
 // and for each queue a CQ and an RQ or SQ. PCI addresses and RDMA device names need the DevX
@@ -61,7 +63,9 @@ import (
 	"github.com/daqiri-go/daqiri/mlx5/channel/devx"
 	"github.com/daqiri-go/daqiri/mlx5/channel/modelch"
 	"github.com/daqiri-go/daqiri/mlx5/channel/trace"
+	"github.com/daqiri-go/daqiri/mlx5/channel/vfioch"
 	"github.com/daqiri-go/daqiri/mlx5/model"
+	"github.com/daqiri-go/daqiri/mlx5/model/vfiomodel"
 )
 
 // Engine serves a session's mlx5 ports.
@@ -77,6 +81,7 @@ type Engine struct {
 	// models are the model devices of this engine's model ports, by port number, and the
 	// goroutines that run them.
 	models    map[int]*model.Device
+	vfs       map[int]*vfiomodel.Function // the VFIO functions of vfio+model:N ports
 	runCancel context.CancelFunc
 	runWG     sync.WaitGroup
 }
@@ -112,6 +117,7 @@ var _ engine.Engine = (*Engine)(nil)
 // Address is a parsed interface address of the mlx5 engine.
 type Address struct {
 	Model  bool   // a model port
+	VFIO   bool   // vfio+model:N: the model port driven through the VFIO command-queue transport
 	Port   int    // the model port number
 	Bridge string // model:N@IFNAME: the netdev the port is bridged to
 	Device string // a PCI address or RDMA device name (DevX)
@@ -120,6 +126,10 @@ type Address struct {
 // ParseAddress parses an mlx5 interface address: model:N, model:N@IFNAME, a PCI address or
 // an RDMA device name.
 func ParseAddress(s string) (Address, error) {
+	vfio := false
+	if rest, ok := strings.CutPrefix(s, "vfio+"); ok && strings.HasPrefix(rest, "model:") {
+		s, vfio = rest, true
+	}
 	if rest, ok := strings.CutPrefix(s, "model:"); ok {
 		num, bridge, hasBridge := strings.Cut(rest, "@")
 		n, err := strconv.Atoi(num)
@@ -129,7 +139,7 @@ func ParseAddress(s string) (Address, error) {
 		if hasBridge && !config.IsNetdevName(bridge) {
 			return Address{}, fmt.Errorf("model:%d@%q: not a Linux netdev name", n, bridge)
 		}
-		return Address{Model: true, Port: n, Bridge: bridge}, nil
+		return Address{Model: true, VFIO: vfio, Port: n, Bridge: bridge}, nil
 	}
 	if s == "" {
 		return Address{}, errors.New("empty address")
@@ -149,7 +159,7 @@ func open(ctx context.Context, env *engine.Env, opts options) (*Engine, error) {
 	case s < stridesPerWQE || s > maxStridesPerWQE || s&(s-1) != 0:
 		return nil, fmt.Errorf("DAQIRI_MLX5_STRIDES=%d: strides per WQE must be a power of two from %d to %d: %w", s, stridesPerWQE, maxStridesPerWQE, engine.ErrInvalidParameter)
 	}
-	e := &Engine{env: env, w: engine.NewWorkers(env.Log), byID: map[int]*port{}, opts: opts, models: map[int]*model.Device{}}
+	e := &Engine{env: env, w: engine.NewWorkers(env.Log), byID: map[int]*port{}, opts: opts, models: map[int]*model.Device{}, vfs: map[int]*vfiomodel.Function{}}
 	addrs := make([]Address, len(env.Ports))
 	for i, p := range env.Ports {
 		a, err := ParseAddress(p.Config.Address)
@@ -164,7 +174,16 @@ func open(ctx context.Context, env *engine.Env, opts options) (*Engine, error) {
 			return nil, env.Config.Errorf(p.Path()+".address", "interface %s: model port %d is used by two interfaces", p.Name, a.Port)
 		}
 		addrs[i] = a
-		e.models[a.Port] = model.New(model.Config{MAC: modelMAC(a.Port), Realtime: true})
+		mc := model.Config{MAC: modelMAC(a.Port), Realtime: true}
+		if a.VFIO {
+			// The model behind a VFIO-shaped function (BAR region, IOVA map, MSI-X), for the
+			// command-queue transport; the device itself is cabled and run as any model port.
+			f := vfiomodel.New(mc, fmt.Sprintf("vfio+model:%d", a.Port), nil)
+			e.vfs[a.Port] = f
+			e.models[a.Port] = f.Device()
+			continue
+		}
+		e.models[a.Port] = model.New(mc)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	e.runCancel = cancel
@@ -199,9 +218,12 @@ func open(ctx context.Context, env *engine.Env, opts options) (*Engine, error) {
 		a := addrs[i]
 		var base channel.Channel
 		var err error
-		if a.Model {
+		switch {
+		case a.VFIO:
+			base, err = vfioch.Open(e.vfs[a.Port], vfioch.Options{Name: fmt.Sprintf("vfio+model:%d", a.Port), Log: env.Log})
+		case a.Model:
 			base, err = modelch.Open(e.models[a.Port], fmt.Sprintf("model:%d", a.Port))
-		} else {
+		default:
 			// A ConnectX through the kernel's mlx5_ib: DevX (never run on hardware yet).
 			base, err = devx.Open(a.Device)
 		}

@@ -216,6 +216,33 @@ func TestTwoPortsStriding(t *testing.T) {
 	}
 }
 
+// TestVFIOModelPorts runs the engine unchanged over the VFIO command-queue transport
+// (vfio+model:0 → vfio+model:1): every frame arrives intact, with exact counts.
+func TestVFIOModelPorts(t *testing.T) {
+	cfg := pairConfig(1, 2048, 2048, false)
+	cfg.Interfaces[0].Address, cfg.Interfaces[1].Address = "vfio+model:0", "vfio+model:1"
+	e, ports := openTest(t, cfg, options{striding: -1, compression: true})
+	if !strings.HasPrefix(e.ports[0].ch.Name(), "vfio+model:") {
+		t.Fatalf("channel %s, want the VFIO transport", e.ports[0].ch.Name())
+	}
+	r := rand.New(rand.NewPCG(21, 22))
+	const n = 3000
+	frames := make([][]byte, n)
+	for i := range frames {
+		frames[i] = udpFrame(r, i, 60+r.IntN(1400))
+	}
+	done := make(chan struct{})
+	var got int
+	var count atomic.Int64
+	go func() { defer close(done); got, _ = receiveAll(t, ports[1].Rx, frames, n, 20*time.Second, &count) }()
+	sendFrames(t, e, ports[0].Tx[0], frames, 512, &count)
+	<-done
+	if got != n {
+		t.Fatalf("received %d of %d", got, n)
+	}
+	waitTx(t, ports[0].Tx[0], n)
+}
+
 // waitTx waits (bounded) until the TX queue counted n packets sent.
 func waitTx(t *testing.T, q *engine.TxQueue, n uint64) {
 	t.Helper()
@@ -270,6 +297,7 @@ func TestAddresses(t *testing.T) {
 	}{
 		{"model:0", Address{Model: true}, ""},
 		{"model:3@veth1", Address{Model: true, Port: 3, Bridge: "veth1"}, ""},
+		{"vfio+model:2", Address{Model: true, VFIO: true, Port: 2}, ""},
 		{"0000:3b:00.0", Address{Device: "0000:3b:00.0"}, ""},
 		{"mlx5_0", Address{Device: "mlx5_0"}, ""},
 		{"model:x", Address{}, "not a number"},

@@ -177,7 +177,12 @@ func (pt *port) queryVport() error {
 	b := cmd(prm.CmdOpModifyNICVportContext, 0, int(in.NICVportContext.End()/8))
 	prm.ModifyNICVportFieldSelect.MTU.At(in.FieldSelect.Off).Set(b, 1)
 	prm.NICVportContext.MTU.At(in.NICVportContext.Off).Set(b, uint64(frame))
-	_, err = pt.exec(b, 16)
+	if _, err = pt.exec(b, 16); errors.Is(err, channel.ErrUnsupported) {
+		// DevX: the kernel's mlx5 driver owns the vport (the netdev's MTU), and user space
+		// may not modify it (devx.c devx_is_general_cmd); upstream raises the netdev MTU.
+		pt.e.env.Log.Info("mlx5: vport MTU left to the kernel driver", "interface", pt.p.Name, "frame", frame)
+		return nil
+	}
 	return err
 }
 

@@ -143,7 +143,7 @@ var _ engine.FlowEngine = (*Engine)(nil)
 
 func (e *Engine) flowPort(portID int) (*port, *flowSteer, error) {
 	pt := e.byID[portID]
-	if pt == nil || pt.steer == nil {
+	if pt == nil || pt.steer == nil || len(pt.rxqs) == 0 {
 		return nil, nil, fmt.Errorf("port %d has no mlx5 RX queues to steer to: %w", portID, engine.ErrInvalidParameter)
 	}
 	fs, ok := pt.steer.(*flowSteer)
