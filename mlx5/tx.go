@@ -59,7 +59,8 @@ type txq struct {
 	inError  bool
 	rateIdx  uint16
 	lkeys    [config.MaxSegments]uint32
-	lastWQEs int // WQEs of the last burst (tests)
+	lastWQEs int    // WQEs of the last burst (tests)
+	plans    []plan // scratch for send
 }
 
 // pending is a burst whose packets the SQ still reads: its last WQE's index and the counter
@@ -211,6 +212,15 @@ func (t *txq) send(b *engine.Burst) error {
 		return nil
 	}
 	nseg := b.NumSegments()
+	if nseg != len(t.q.Regions) {
+		return fmt.Errorf("%s: a burst of %d segments on a queue of %d regions: %w", t.q.Path(), nseg, len(t.q.Regions), engine.ErrInvalidParameter)
+	}
+	for s := 0; s < nseg; s++ {
+		// The keys are the queue's regions': a burst from elsewhere cannot be sent here.
+		if r := b.SegmentRegion(s); r != t.q.Regions[s] {
+			return fmt.Errorf("%s: segment %d is not in the queue's memory region %s: %w", t.q.Path(), s, t.q.Regions[s].Name, engine.ErrInvalidParameter)
+		}
+	}
 	for i := 0; i < n; i++ {
 		l := b.PacketLen(i)
 		if l < 14 || l > maxFrame {
@@ -219,13 +229,10 @@ func (t *txq) send(b *engine.Burst) error {
 		if nseg > 1 && b.SegmentLen(0, i) < inlineHeader {
 			return fmt.Errorf("%s: packet %d has a %d-byte first segment; header-data split TX needs at least %d bytes of headers there: %w", t.q.Path(), i, b.SegmentLen(0, i), inlineHeader, engine.ErrInvalidParameter)
 		}
-		for s := 0; s < nseg; s++ {
-			if b.SegmentRegion(s) == nil || !b.SegmentRegion(s).CPU() {
-				return fmt.Errorf("%s: packet %d segment %d is not in a host memory region of the queue: %w", t.q.Path(), i, s, engine.ErrInvalidParameter)
-			}
-		}
 	}
-	plans := make([]plan, 0, n/mpwMax+2)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	plans := t.plans[:0]
 	need := uint32(0)
 	for i := 0; i < n; {
 		at, err := b.RxTimestamp(i)
@@ -251,8 +258,7 @@ func (t *txq) send(b *engine.Burst) error {
 		need += wqeBBs(p, 1)
 		i = j
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.plans = plans
 	if t.free() < need {
 		t.pollCQ()
 		if t.free() < need {
