@@ -4,6 +4,7 @@ import (
 	"github.com/daqiri-go/daqiri/afxdp"
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/mlx5"
 	"github.com/daqiri-go/daqiri/roce"
 	"github.com/daqiri-go/daqiri/socket"
 	"github.com/daqiri-go/daqiri/swloop"
@@ -23,6 +24,8 @@ func builtin(name string) engine.Opener {
 		return swloop.Open
 	case config.EngineRoCE:
 		return roce.Open
+	case config.EngineMLX5:
+		return mlx5.Open
 	}
 	return nil
 }

@@ -151,7 +151,7 @@ func (s *Session) SetPacketTxTime(b *Burst, i int, t time.Time) error {
 		return err
 	}
 	switch p.Engine {
-	case config.EngineXDP, config.EngineLoopback:
+	case config.EngineXDP, config.EngineLoopback, config.EngineMLX5:
 	default:
 		return fmt.Errorf("port %d (%s) runs engine %s, which has no timed send: %w", p.ID, p.Name, p.Engine, ErrNotSupported)
 	}

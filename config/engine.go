@@ -69,8 +69,17 @@ func (c *Config) loopbackError() *Error {
 		default:
 			return c.Errorf("loopback", "loopback: sw selects the software loopback engine and cannot be combined with engine: %s", c.Engine)
 		}
+	case "hw":
+		if c.StreamType == StreamSocket {
+			return c.Errorf("loopback", "loopback: hw is the NIC loopback of raw streams; stream_type is socket")
+		}
+		switch c.Engine {
+		case "", EngineDefault, engineIBVerbs, EngineMLX5:
+		default:
+			return c.Errorf("loopback", "loopback: hw loops a ConnectX port's transmit into its receive (engine mlx5) and cannot be combined with engine: %s", c.Engine)
+		}
 	default:
-		return c.Errorf("loopback", "invalid loopback %q (valid: \"\" for none, sw for the software loopback; hardware loopback is not supported)", c.Loopback)
+		return c.Errorf("loopback", "invalid loopback %q (valid: \"\" for none, sw for the software loopback, hw for the ConnectX NIC loopback of engine mlx5)", c.Loopback)
 	}
 	return nil
 }
@@ -80,6 +89,13 @@ var pciAddr = regexp.MustCompile(`^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{
 
 // IsPCIAddress reports whether s is a PCI address (dddd:bb:dd.f or bb:dd.f).
 func IsPCIAddress(s string) bool { return pciAddr.MatchString(s) }
+
+// IsModelAddress reports whether s names a port of the ConnectX device model in this process
+// (model:N, model:N@IFNAME, or vfio+model:N for the VFIO transport), which engine mlx5 serves.
+func IsModelAddress(s string) bool { return modelAddr.MatchString(s) }
+
+// modelAddr matches model:N, model:N@IFNAME and their vfio+ forms.
+var modelAddr = regexp.MustCompile(`^(vfio\+)?model:[0-9]{1,4}(@[^\s/:]{1,15})?$`)
 
 // IsNetdevName reports whether s is a valid Linux network interface name: 1 to 15 printable
 // characters, none of them '/', ':' or white space, and not "." or "..".
@@ -158,7 +174,7 @@ func (c *Config) ResolveEngine(iface int) (string, error) {
 	switch {
 	case addr == "":
 		return "", c.Errorf(p+".address", "raw interfaces need an address: a Linux netdev name (engine xdp) or a PCI address (engine mlx5)")
-	case IsPCIAddress(addr):
+	case IsPCIAddress(addr), IsModelAddress(addr), c.Loopback == "hw":
 		return EngineMLX5, nil
 	case isIP(addr):
 		return "", c.Errorf(p+".address", "address %q is an IP address; raw interfaces need a Linux netdev name (engine xdp) or a PCI address (engine mlx5)", addr)

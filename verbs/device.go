@@ -24,6 +24,12 @@ type DeviceInfo struct {
 	NodeGUID string
 	// Netdev is the Ethernet device a software device (rxe) sits on.
 	Netdev string
+	// PCI is the PCI address of the function behind a hardware device
+	// ("0000:3b:00.0"), "" for a software device.
+	PCI string
+	// Netdevs are the Linux netdevs of that PCI function (its device/net
+	// folder: enp59s0f0np0 for mlx5_0).
+	Netdevs []string
 	// UverbsDev is the verbs character device, e.g. /dev/infiniband/uverbs0;
 	// "" when the device exposes none.
 	UverbsDev string
@@ -105,6 +111,44 @@ func lookupDeviceIn(root, name string) (DeviceInfo, error) {
 	return DeviceInfo{}, fmt.Errorf("%w: %q", ErrNoDevice, name)
 }
 
+// isPCIAddress reports whether s is a full PCI address, domain:bus:device.function
+// ("0000:3b:00.0").
+func isPCIAddress(s string) bool {
+	var dom, bus, dev, fn int
+	n, err := fmt.Sscanf(s, "%4x:%2x:%2x.%1x", &dom, &bus, &dev, &fn)
+	return err == nil && n == 4 && len(s) == 12
+}
+
+// LookupAddress finds the RDMA device an interface address names: the device's name
+// (mlx5_0), the PCI address of its function (0000:3b:00.0, or 3b:00.0 in domain 0), or
+// one of its netdevs (enp59s0f0np0; for rxe, the netdev it sits on).
+func LookupAddress(addr string) (DeviceInfo, error) { return lookupAddressIn("/", addr) }
+
+func lookupAddressIn(root, addr string) (DeviceInfo, error) {
+	if addr == "" {
+		return DeviceInfo{}, fmt.Errorf("%w: empty address", ErrNoDevice)
+	}
+	devs, err := DevicesIn(root)
+	if err != nil {
+		return DeviceInfo{}, err
+	}
+	pci := strings.ToLower(addr)
+	if !isPCIAddress(pci) && isPCIAddress("0000:"+pci) {
+		pci = "0000:" + pci
+	}
+	for _, d := range devs {
+		if d.Name == addr || (d.PCI != "" && d.PCI == pci) || (d.Netdev != "" && d.Netdev == addr) {
+			return d, nil
+		}
+		for _, n := range d.Netdevs {
+			if n == addr {
+				return d, nil
+			}
+		}
+	}
+	return DeviceInfo{}, fmt.Errorf("%w: no RDMA device is named %q, has that PCI address or sits on that netdev", ErrNoDevice, addr)
+}
+
 func readStr(path string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -121,6 +165,14 @@ func readDevice(root, dir, name string) (DeviceInfo, error) {
 		Netdev:   readStr(filepath.Join(dir, "parent")),
 	}
 	d.Driver = driverOf(dir)
+	if l, err := os.Readlink(filepath.Join(dir, "device")); err == nil && isPCIAddress(filepath.Base(l)) {
+		d.PCI = filepath.Base(l)
+		if nents, err := os.ReadDir(filepath.Join(dir, "device", "net")); err == nil {
+			for _, n := range nents {
+				d.Netdevs = append(d.Netdevs, n.Name())
+			}
+		}
+	}
 	portsDir := filepath.Join(dir, "ports")
 	pents, err := os.ReadDir(portsDir)
 	if err != nil && !os.IsNotExist(err) {

@@ -61,7 +61,12 @@ func fakeSysfs(t *testing.T) (string, GID) {
 	if err := os.MkdirAll(drv, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(mlx, "device"), 0o755); err != nil {
+	// device is a link to the PCI function, as in sysfs.
+	fn := filepath.Join(root, "sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0")
+	if err := os.MkdirAll(filepath.Join(fn, "net/enp59s0f0np0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(fn, filepath.Join(mlx, "device")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(drv, filepath.Join(mlx, "device/driver")); err != nil {
@@ -92,6 +97,20 @@ func TestDevicesFromSysfs(t *testing.T) {
 	g := r.Ports[0].GIDs
 	if len(g) != 2 || g[1].Index != 1 || g[1].GID != v4 || g[1].Type != "RoCE v2" || g[1].Netdev != "d0" {
 		t.Fatalf("rxe0 GIDs %+v (the zero entry must be skipped)", g)
+	}
+	if m.PCI != "0000:3b:00.0" || len(m.Netdevs) != 1 || m.Netdevs[0] != "enp59s0f0np0" || r.PCI != "" {
+		t.Errorf("PCI/netdevs: mlx5_0 %q %v, rxe0 %q", m.PCI, m.Netdevs, r.PCI)
+	}
+	for addr, want := range map[string]string{"mlx5_0": "mlx5_0", "0000:3b:00.0": "mlx5_0", "3b:00.0": "mlx5_0", "3B:00.0": "mlx5_0",
+		"enp59s0f0np0": "mlx5_0", "rxe0": "rxe0", "d0": "rxe0"} {
+		if d, err := lookupAddressIn(root, addr); err != nil || d.Name != want {
+			t.Errorf("lookupAddress(%q) = %q, %v; want %s", addr, d.Name, err, want)
+		}
+	}
+	for _, addr := range []string{"", "3b:00.1", "0000:3b:00", "eth9", "model:0"} {
+		if d, err := lookupAddressIn(root, addr); !errors.Is(err, ErrNoDevice) {
+			t.Errorf("lookupAddress(%q) = %q, %v; want ErrNoDevice", addr, d.Name, err)
+		}
 	}
 	if d, err := lookupDeviceIn(root, ""); err != nil || d.Name != "rxe0" {
 		t.Errorf(`lookup "" = %v, %v; want rxe0, the first with a verbs device`, d.Name, err)

@@ -15,6 +15,8 @@ package channel
 import (
 	"errors"
 	"fmt"
+
+	"github.com/daqiri-go/daqiri/verbs"
 )
 
 // Channel is one open ConnectX function. Methods are safe for concurrent use unless a method
@@ -129,6 +131,35 @@ var (
 	// ErrUnsupported: the transport cannot do this (for example DMA-BUF UMEMs on the model).
 	ErrUnsupported = errors.New("mlx5 channel: not supported by this transport")
 	// ErrNotMLX5: the device behind the transport is not a ConnectX (DevX on another
-	// provider, such as rxe).
-	ErrNotMLX5 = errors.New("device is not mlx5")
+	// provider, such as rxe). It is verbs.ErrNotMLX5, so an error from the typed DevX calls
+	// in package verbs matches it without translation.
+	ErrNotMLX5 = verbs.ErrNotMLX5
 )
+
+// Pacer is a channel that hands out packet pacing indexes itself. DevX does: user space
+// may not run SET_PP_RATE_LIMIT, the kernel allocates the index from a rate-limit context
+// (MLX5_IB_OBJECT_PP). On a channel without it (or when AllocPacing returns
+// ErrUnsupported) the engine picks an index and runs SET_PP_RATE_LIMIT through Exec, as
+// on the model and VFIO.
+type Pacer interface {
+	// AllocPacing returns an index for ctx, a PRM set_pp_rate_limit_context (rate_limit,
+	// burst_upper_bound, typical_packet_size); dedicated asks for an index of its own even
+	// where another user has the same rate.
+	AllocPacing(ctx []byte, dedicated bool) (Pacing, error)
+}
+
+// Pacing is an allocated pacing index.
+type Pacing interface {
+	// Index is what an SQ context names in packet_pacing_rate_limit_index.
+	Index() uint16
+	// Release frees the index.
+	Release() error
+}
+
+// DMABufRegistrar is a channel that registers memory exported as a DMA-BUF (GPU memory from
+// its driver: the `device` memory regions), which has no address in this process. DevX
+// does (DEVX_UMEM_REG with a DMA-BUF fd); the model does not.
+type DMABufRegistrar interface {
+	// RegisterDMABuf registers length bytes at offset of the DMA-BUF fd.
+	RegisterDMABuf(fd int, offset, length uint64, access Access) (UMEM, error)
+}

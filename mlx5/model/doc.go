@@ -40,18 +40,29 @@
 //     BAD_SYS_STATE. Device.Fail puts firmware in a fatal state: health syndrome set, health
 //     counter stopped (what mlx5_core's poll_health watches), commands answered INT_ERR.
 //   - Objects with firmware-like checks (mlx5_ifc.h layouts): UAR, PD, transport domain,
-//     UMEM, MKEY (PA and MTT), EQ (event bitmask, owner bit per lap as eq.c reads it, arming
+//     UMEM, MKEY (PA, MTT, and over a UMEM), EQ (event bitmask, owner bit per lap as eq.c reads it, arming
 //     through the UAR doorbell, an interrupt callback per armed EQ), Q counters, CQ, RQ
 //     (cyclic and striding), SQ, RQT, TIR (direct and Toeplitz RSS), TIS, NIC RX/TX flow
 //     tables, groups and entries, flow counters, packet reformat contexts and packet pacing
 //     indexes. Sizes beyond the capabilities, unknown or foreign object numbers, objects still
 //     in use, malformed contexts and illegal queue state transitions get the PRM status and a
 //     syndrome; short inputs get BAD_INP_LEN and short outputs BAD_OUTP_LEN.
+//   - UMEM-backed queues and keys, as DevX drivers make them (DPDK mlx5_devx.c): a CQ's ring
+//     (cq_umem_id/offset), an RQ's or SQ's ring (wq_umem_id/offset) and any of their doorbell
+//     records (dbr_umem_id; dbr_addr is then an offset into that UMEM) in registered memory,
+//     and MKEYs translating through a UMEM (mkey_umem_id/offset). These fields are newer than
+//     Linux 6.1's mlx5_ifc.h; package prm takes them from DPDK's mlx5_prm.h and its layout
+//     test checks that they lie in the installed header's reserved bits. An unknown or
+//     foreign UMEM is BAD_RES; a range past the UMEM's end, a ring offset not 64-byte
+//     aligned, a doorbell record not 8-byte aligned, or a UMEM key not in MTT mode, with an
+//     MTT list of its own or length64 is BAD_PARAM; a UMEM in use is RES_BUSY to destroy.
 //   - The datapath (package internal/datapath, which documents its own sources): CQEs with
 //     owner bit and compression in both layouts, RQs with scatter and striding with filler
 //     CQEs, SQs with SEND, inline headers, eMPW, WAIT-on-time, checksum offload, VLAN insert,
-//     reformat and pacing, steering and RSS, timestamps, counters, the wire (Device.Cable for
-//     two ports or internal loopback, Device.SetWire, Device.Bridge to a netdev).
+//     reformat and pacing, steering and RSS (flow entries with VLAN pop/push, L2 decap, L3
+//     tunnel to L2 and encap reformats; SET_FLOW_TABLE_ROOT op_mod 1 disconnects a root),
+//     timestamps, counters, the wire (Device.Cable for two ports or internal loopback,
+//     Device.SetWire, Device.Bridge to a netdev).
 //   - Time: deterministic by default (the clock moves only by Device.Advance and the
 //     datapath only by Device.Step), or free-running (Config.Realtime, Device.Run).
 //
@@ -81,15 +92,19 @@
 //     kernel's devx.c uid stamping).
 //   - An EQ that is full loses the event and is marked overrun; arming an EQ that holds
 //     unconsumed EQEs raises its interrupt at once.
+//   - The UMEM rules above (alignment, which mode a UMEM key uses) are the model's reading
+//     of how DPDK fills these fields, not firmware documentation.
+//   - A buffer that an MTT or UMEM key maps over pages that do not follow each other in I/O
+//     address space fails with a protection error (the model hands the datapath one
+//     contiguous view); hardware walks any page list. Registered memory mapped in one piece,
+//     as the transports map it, never meets this.
 //   - MODIFY_TIR replaces the whole context; object numbers are not reused until their
 //     space wraps; the vport is operationally up while the port has a wire, and its counters
 //     report all traffic as unicast; a failed device still completes commands (INT_ERR).
 //
 // # Not modelled
 //
-// UMEM-backed queues and keys (the umem id fields of cqc, wq and create_mkey_in are not in
-// Linux 6.1's mlx5_ifc.h, which the layout test checks against; PAS lists and MTT keys are
-// modelled), KLM/KSM keys, 128-byte CQEs, CQ resize, RMPs, QPs and RDMA, LRO, the extended
+// KLM/KSM keys, 128-byte CQEs, CQ resize, RMPs, QPs and RDMA, LRO, the extended
 // striding-RQ stride range, other vports and the eswitch, registers other than host
 // endianness, PCI configuration space and the MSI-X table (Config.Interrupt stands in), and
 // more than one function per device.

@@ -70,6 +70,7 @@ type objects struct {
 	cqEQ, cqUARs, sqUARs                         map[uint32]uint32
 	queuePD                                      map[uint32]uint32 // rqn/sqn (tagged) → pd
 	tirTD, tisTD                                 map[uint32]uint32
+	umemUsers                                    map[uint32][]uint32 // object (tagged) → UMEMs it uses
 	pacing                                       map[uint16]bool
 }
 
@@ -87,7 +88,7 @@ func newObjects() objects {
 		uarRefs: map[uint32]int{}, umemRefs: map[uint32]int{}, cqEQ: map[uint32]uint32{},
 		cqUARs: map[uint32]uint32{}, sqUARs: map[uint32]uint32{},
 		queuePD: map[uint32]uint32{}, tirTD: map[uint32]uint32{}, tisTD: map[uint32]uint32{},
-		pacing: map[uint16]bool{},
+		pacing: map[uint16]bool{}, umemUsers: map[uint32][]uint32{},
 	}
 }
 
@@ -261,20 +262,20 @@ type mkey struct {
 	pages     []uint64
 	pageShift uint
 	ctx       []byte
+	// viaUMEM: the key translates through a UMEM's pages, start_addr at byte umemBase.
+	viaUMEM  bool
+	umemBase uint64
 }
 
 // createMKey is CREATE_MKEY with access mode PA or MTT (mkc access_mode_1_0/4_2; the MTT
 // list follows the context as klm_pas_mtt, translations_octword_actual_size octwords of two
-// entries). KLM/KSM and UMEM-backed keys are not modelled.
+// entries), or over a UMEM (mkey_umem_valid; see umem.go). KLM/KSM keys are not modelled.
 func (d *Device) createMKey(c *cmd) error {
 	in := prm.CreateMKeyIn
 	base := in.MemoryKeyMKeyEntry.Off
 	k := prm.MKC
 	if err := c.need(ins(in.MemoryKeyMKeyEntry), prm.CreateMKeyOut.MKeyIndex); err != nil {
 		return err
-	}
-	if c.get(in.MKeyUMEMValid) != 0 {
-		return fail(prm.StatusBadParamErr, SyndromeNotModelled, "CREATE_MKEY: UMEM-backed keys are not modelled (their fields are not in Linux 6.1's mlx5_ifc.h)")
 	}
 	m := &mkey{
 		variant: uint8(c.get(k.MKey70.At(base))), uid: c.uid,
@@ -288,9 +289,17 @@ func (d *Device) createMKey(c *cmd) error {
 	if !d.objs.pds.has(m.pd, c.uid) {
 		return noObject("CREATE_MKEY: PD %d does not exist", m.pd)
 	}
-	switch m.mode {
-	case prm.MKeyAccessPA:
-	case prm.MKeyAccessMTT:
+	var umemID uint32
+	viaUMEM := c.get(in.MKeyUMEMValid) != 0
+	switch {
+	case viaUMEM:
+		id, err := d.mkeyUMEM(c, m)
+		if err != nil {
+			return err
+		}
+		umemID = id
+	case m.mode == prm.MKeyAccessPA:
+	case m.mode == prm.MKeyAccessMTT:
 		m.pageShift = uint(c.get(k.LogPageSize.At(base)))
 		if m.pageShift < prm.AdapterPageShift || m.pageShift > 30 {
 			return badParam("CREATE_MKEY: log_page_size %d", m.pageShift)
@@ -321,6 +330,9 @@ func (d *Device) createMKey(c *cmd) error {
 	}
 	m.index = n
 	d.objs.pdRefs[m.pd]++
+	if viaUMEM {
+		d.useUMEMs(mkeyKey(n), umemID)
+	}
 	d.keysMu.Lock()
 	d.mkeys[n] = m
 	d.keysMu.Unlock()
@@ -355,6 +367,7 @@ func (d *Device) destroyMKey(c *cmd) error {
 	delete(d.mkeys, n)
 	d.keysMu.Unlock()
 	d.objs.pdRefs[m.pd]--
+	d.releaseUMEMs(mkeyKey(n))
 	d.objs.mkeys.free(n)
 	return nil
 }
@@ -364,7 +377,8 @@ type keys struct{ d *Device }
 
 // Translate resolves lkey + addr: the key's index and variant byte must match a key, the
 // range must lie inside it, the access must be allowed (local read for TX gathers, local
-// write for RX scatters), and the bytes must be in one page (MTT) and mapped.
+// write for RX scatters), and the bytes must be mapped — within one page of an MTT or UMEM
+// key, or over pages that follow each other in I/O address space.
 func (k keys) Translate(lkey uint32, addr uint64, n int, perm dma.Perm) ([]byte, error) {
 	d := k.d
 	d.keysMu.RLock()
@@ -383,10 +397,25 @@ func (k keys) Translate(lkey uint32, addr uint64, n int, perm dma.Perm) ([]byte,
 		return d.space.Slice(addr, n, perm)
 	}
 	off := addr - m.start&^(1<<m.pageShift-1)
+	if m.viaUMEM {
+		off = m.umemBase + (addr - m.start)
+	}
 	page := off >> m.pageShift
 	in := off & (1<<m.pageShift - 1)
-	if page >= uint64(len(m.pages)) || in+uint64(n) > 1<<m.pageShift {
-		return nil, fmt.Errorf("mlx5 model: %d bytes at %#x cross a page of lkey %#x", n, addr, lkey)
+	if page >= uint64(len(m.pages)) {
+		return nil, fmt.Errorf("mlx5 model: %d bytes at %#x beyond the pages of lkey %#x", n, addr, lkey)
+	}
+	// A range that runs into the next pages is one slice when those pages follow each other
+	// in I/O address space (registered memory mapped in one piece); the device itself
+	// walks any page list, but Translate hands out one contiguous view.
+	last := (in + uint64(n) - 1) >> m.pageShift
+	if n > 0 && page+last >= uint64(len(m.pages)) {
+		return nil, fmt.Errorf("mlx5 model: %d bytes at %#x run past the pages of lkey %#x", n, addr, lkey)
+	}
+	for i := uint64(1); n > 0 && i <= last; i++ {
+		if m.pages[page+i] != m.pages[page]+i<<m.pageShift {
+			return nil, fmt.Errorf("mlx5 model: %d bytes at %#x cross into a non-adjacent page of lkey %#x (the model serves one contiguous view)", n, addr, lkey)
+		}
 	}
 	return d.space.Slice(m.pages[page]+in, n, perm)
 }

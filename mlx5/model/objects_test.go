@@ -180,12 +180,11 @@ func TestMKeyAndUMEM(t *testing.T) {
 	prm.CreateMKeyIn.KlmPASMtt.Set(mtt, p0)
 	prm.CreateMKeyIn.KlmPASMtt.At(64).Set(mtt, p1)
 	r.mustCmd(mtt, 16)
-	// Errors: unknown PD, unmapped MTT page, KLM mode, UMEM-backed.
+	// Errors: unknown PD, unmapped MTT page, KLM mode (UMEM-backed keys: umem_test.go).
 	r.wantStatus(in(prm.CmdOpCreateMKey, 0, prm.CreateMKeyIn.KlmPASMtt.ByteOff(), withCtx(base, kv{k.PD, 999})...), 16, prm.StatusBadResErr)
 	prm.CreateMKeyIn.KlmPASMtt.At(64).Set(mtt, 0x7000_0000)
 	r.wantStatus(mtt, 16, prm.StatusBadParamErr)
 	r.wantStatus(in(prm.CmdOpCreateMKey, 0, prm.CreateMKeyIn.KlmPASMtt.ByteOff(), withCtx(base, kv{k.PD, r.pd, k.AccessMode10, prm.MKeyAccessKLMs})...), 16, prm.StatusBadParamErr)
-	r.wantStatus(in(prm.CmdOpCreateMKey, 0, prm.CreateMKeyIn.KlmPASMtt.ByteOff(), prm.CreateMKeyIn.MKeyUMEMValid, 1), 16, prm.StatusBadParamErr)
 	r.mustCmd(in(prm.CmdOpDestroyMKey, 0, 16, prm.DestroyMKeyIn.MKeyIndex, key>>8), 16)
 	r.wantStatus(in(prm.CmdOpDestroyMKey, 0, 16, prm.DestroyMKeyIn.MKeyIndex, key>>8), 16, prm.StatusBadResErr)
 	r.wantStatus(in(prm.CmdOpQueryMKey, 0, 16, prm.QueryMKeyIn.MKeyIndex, key>>8), 0x100, prm.StatusBadResErr)

@@ -63,9 +63,6 @@ func (d *Device) createCQ(c *cmd) error {
 	if err := c.need(ins(in.CQContext, in.CQUMEMValid), prm.CreateCQOut.CQN); err != nil {
 		return err
 	}
-	if c.get(in.CQUMEMValid) != 0 || c.get(q.DbrUMEMValid.At(base)) != 0 {
-		return fail(prm.StatusBadParamErr, SyndromeNotModelled, "CREATE_CQ: UMEM-backed CQs are not modelled (the umem id fields are not in Linux 6.1's mlx5_ifc.h)")
-	}
 	p := datapath.CQParams{
 		LogSize:       uint8(c.get(q.LogCQSize.At(base))),
 		EQN:           uint32(c.get(q.CEQNOrApuElement.At(base))),
@@ -94,14 +91,11 @@ func (d *Device) createCQ(c *cmd) error {
 	if !d.objs.eqs.has(p.EQN, c.uid) {
 		return noObject("CREATE_CQ: c_eqn %d does not exist", p.EQN)
 	}
-	buf, _, err := d.pasMemory(c, in.PAS, uint8(c.get(q.LogPageSize.At(base))), c.get(q.PageOffset.At(base)), 64<<p.LogSize, "CREATE_CQ")
+	buf, dbr, umems, err := d.cqMemory(c, p.LogSize)
 	if err != nil {
 		return err
 	}
-	p.Buf = buf
-	if p.DBR, err = d.dbrMemory(c.get(q.DbrAddr.At(base)), "CREATE_CQ"); err != nil {
-		return err
-	}
+	p.Buf, p.DBR = buf, dbr
 	n, err := d.objs.cqs.alloc(c.uid, d.capLimit(prm.CmdHCACap.LogMaxCQ))
 	if err != nil {
 		return err
@@ -115,6 +109,7 @@ func (d *Device) createCQ(c *cmd) error {
 	d.objs.uarRefs[p.UAR]++
 	d.objs.cqEQ[n] = p.EQN
 	d.objs.cqUARs[n] = p.UAR
+	d.useUMEMs(cqKey(n), umems...)
 	c.set(prm.CreateCQOut.CQN, uint64(n))
 	return nil
 }
@@ -190,6 +185,7 @@ func (d *Device) destroyCQ(c *cmd) error {
 	d.objs.uarRefs[d.objs.cqUARs[n]]--
 	delete(d.objs.cqEQ, n)
 	delete(d.objs.cqUARs, n)
+	d.releaseUMEMs(cqKey(n))
 	d.objs.cqs.free(n)
 	return nil
 }
@@ -214,9 +210,6 @@ func (d *Device) decodeWQ(c *cmd, base uint32, sq bool, what string) (datapath.W
 		LogSize:   uint8(c.get(w.LogWQSz.At(base))),
 		PD:        uint32(c.get(w.PD.At(base))),
 		UAR:       uint32(c.get(w.UARPage.At(base))),
-	}
-	if c.get(w.WQUMEMValid.At(base)) != 0 || c.get(w.DbrUMEMValid.At(base)) != 0 {
-		return p, fail(prm.StatusBadParamErr, SyndromeNotModelled, "%s: UMEM-backed work queues are not modelled (the umem id fields are not in Linux 6.1's mlx5_ifc.h)", what)
 	}
 	if m := uint8(d.capGet(prm.CapTypeGeneral, prm.CmdHCACap.LogMaxWQSz)); p.LogSize > m {
 		return p, badParam("%s: log_wq_sz %d above the cap log_max_wq_sz %d", what, p.LogSize, m)
@@ -259,14 +252,11 @@ func (d *Device) decodeWQ(c *cmd, base uint32, sq bool, what string) (datapath.W
 		return p, badParam("%s: wq_type %d (0 linked list, 1 cyclic, 2 and 3 their striding kinds)", what, p.Type)
 	}
 	ring := uint64(1) << (p.LogSize + p.LogStride)
-	buf, _, err := d.pasMemory(c, w.PAS.At(base), uint8(c.get(w.LogWQPgSz.At(base))), c.get(w.PageOffset.At(base)), ring, what)
+	buf, dbr, err := d.wqMemory(c, base, ring, what)
 	if err != nil {
 		return p, err
 	}
-	p.Buf = buf
-	if p.DBR, err = d.dbrMemory(c.get(w.DbrAddr.At(base)), what); err != nil {
-		return p, err
-	}
+	p.Buf, p.DBR = buf, dbr
 	return p, nil
 }
 
@@ -317,6 +307,7 @@ func (d *Device) createRQ(c *cmd) error {
 	}
 	d.objs.pdRefs[wq.PD]++
 	d.objs.queuePD[rqKey(n)] = wq.PD
+	d.useUMEMs(rqKey(n), wqUMEMs(c, base+r.WQ.Off)...)
 	c.set(prm.CreateRQOut.RQN, uint64(n))
 	return nil
 }
@@ -416,6 +407,7 @@ func (d *Device) destroyRQ(c *cmd) error {
 	}
 	d.objs.pdRefs[d.objs.queuePD[rqKey(n)]]--
 	delete(d.objs.queuePD, rqKey(n))
+	d.releaseUMEMs(rqKey(n))
 	d.objs.rqs.free(n)
 	return nil
 }
@@ -476,6 +468,7 @@ func (d *Device) createSQ(c *cmd) error {
 	d.objs.uarRefs[wq.UAR]++
 	d.objs.queuePD[sqKey(n)] = wq.PD
 	d.objs.sqUARs[n] = wq.UAR
+	d.useUMEMs(sqKey(n), wqUMEMs(c, base+s.WQ.Off)...)
 	c.set(prm.CreateSQOut.SQN, uint64(n))
 	return nil
 }
@@ -557,6 +550,7 @@ func (d *Device) destroySQ(c *cmd) error {
 	d.objs.uarRefs[d.objs.sqUARs[n]]--
 	delete(d.objs.queuePD, sqKey(n))
 	delete(d.objs.sqUARs, n)
+	d.releaseUMEMs(sqKey(n))
 	d.objs.sqs.free(n)
 	return nil
 }

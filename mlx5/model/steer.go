@@ -559,6 +559,11 @@ func (d *Device) setFlowTableRoot(c *cmd) error {
 	if err != nil {
 		return err
 	}
+	if c.opMod == 1 {
+		// Disconnect: the type has no root table any more (kernel fs_cmd.c
+		// mlx5_cmd_update_root_ft sets op_mod 1 and table_id 0 to disconnect).
+		return d.dp().ClearRoot(typ)
+	}
 	n := uint32(c.get(in.TableID))
 	if !d.objs.tables.has(n, c.uid) {
 		return noObject("SET_FLOW_TABLE_ROOT: table %d does not exist", n)
@@ -644,6 +649,7 @@ func (d *Device) setFTE(c *cmd) error {
 		Action:   uint32(c.get(fc.Action.At(base))),
 		FlowTag:  uint32(c.get(fc.FlowTag.At(base))),
 		Reformat: uint32(c.get(fc.PacketReformatID.At(base))),
+		PushVLAN: uint32(c.get(fc.PushVLAN.At(base))),
 		Value:    matchParam(fc.MatchValue.At(base).Slice(c.in)),
 	}
 	if !d.objs.tables.has(p.Table, c.uid) {

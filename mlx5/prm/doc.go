@@ -31,4 +31,15 @@
 // sees it. Without gcc or the headers it skips with what is missing, and under CI=true it
 // fails instead (.ci/apt.d/mlx5.txt installs linux-headers-amd64, libibverbs-dev,
 // linux-libc-dev and gcc).
+//
+// Fields newer than the installed kernel header are written with newerIfcField and cite the
+// newer NVIDIA header they come from (DPDK's drivers/common/mlx5/mlx5_prm.h, rdma-core's
+// providers/mlx5/mlx5_ifc.h). Where the installed mlx5_ifc.h names the member, the test checks
+// it exactly like an ifcField; where it does not, the test reads the layout's top-level
+// members from the header text, has gcc place each one, and requires the field to lie wholly
+// inside one reserved_at_* member, overlapping no named member (and checks that moving it
+// across that member's end is seen). Against Linux 6.1 these are the UMEM placements that
+// DevX queues and keys need: cqc.dbr_umem_id, create_cq_in.cq_umem_offset and cq_umem_id,
+// wq.dbr_umem_id, wq_umem_id and wq_umem_offset, and create_mkey_in.mkey_umem_id and
+// mkey_umem_offset; the test log lists them ("newer than the installed header").
 package prm

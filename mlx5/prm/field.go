@@ -25,6 +25,18 @@ func ifcField(layout, name string, off, width uint32) Field {
 	return Field{Layout: layout, Name: name, Off: off, Width: width}
 }
 
+// newerIfcField names a field of an mlx5_ifc layout that newer NVIDIA headers define —
+// rdma-core's providers/mlx5/mlx5_ifc.h or DPDK's drivers/common/mlx5/mlx5_prm.h — where the
+// installed kernel's mlx5_ifc.h still has reserved bits (Linux 6.1 has the UMEM valid bits but
+// not the UMEM ids and offsets they validate). The layout test checks such a field against the
+// installed header in the strongest way that header allows: when the header names the member,
+// exactly as ifcField; otherwise the field must lie wholly inside one reserved_at_* member of
+// the layout, overlapping no named member. The arguments must be literals, and the comment at
+// each call names the newer header it comes from.
+func newerIfcField(layout, name string, off, width uint32) Field {
+	return Field{Layout: layout, Name: name, Off: off, Width: width}
+}
+
 // dvField names a byte-aligned field of a C structure in mlx5dv.h (the datapath: CQEs, WQE
 // segments), given as byte offset and byte size; checked like ifcField with offsetof/sizeof.
 // A layout written "linux:<struct>" is the kernel's include/linux/mlx5/device.h struct of

@@ -386,7 +386,14 @@ var CreateMKeyIn = struct {
 	MKeyUMEMValid                 Field
 	MemoryKeyMKeyEntry            Field
 	TranslationsOctwordActualSize Field
-	KlmPASMtt                     Field
+	// MKeyUMEMID and MKeyUMEMOffset are the UMEM a key with MKeyUMEMValid translates
+	// through, and where in it the key's start address falls. DPDK
+	// drivers/common/mlx5/mlx5_prm.h struct mlx5_ifc_create_mkey_in_bits: mkey_umem_id[0x20]
+	// and mkey_umem_offset[0x40] after translations_octword_actual_size; reserved_at_320 in
+	// Linux 6.1.
+	MKeyUMEMID     Field
+	MKeyUMEMOffset Field
+	KlmPASMtt      Field
 }{
 	Opcode:                        ifcField("create_mkey_in", "opcode", 0x0, 16),
 	UID:                           ifcField("create_mkey_in", "uid", 0x10, 16),
@@ -395,6 +402,8 @@ var CreateMKeyIn = struct {
 	MKeyUMEMValid:                 ifcField("create_mkey_in", "mkey_umem_valid", 0x61, 1),
 	MemoryKeyMKeyEntry:            ifcField("create_mkey_in", "memory_key_mkey_entry", 0x80, 512),
 	TranslationsOctwordActualSize: ifcField("create_mkey_in", "translations_octword_actual_size", 0x300, 32),
+	MKeyUMEMID:                    newerIfcField("create_mkey_in", "mkey_umem_id", 0x320, 32),
+	MKeyUMEMOffset:                newerIfcField("create_mkey_in", "mkey_umem_offset", 0x340, 64),
 	KlmPASMtt:                     ifcField("create_mkey_in", "klm_pas_mtt[0]", 0x880, 32),
 }
 

@@ -6,8 +6,12 @@ package prm
 
 // CQC is the completion queue context (mlx5_ifc.h struct mlx5_ifc_cqc_bits).
 var CQC = struct {
-	Status                Field
-	DbrUMEMValid          Field
+	Status       Field
+	DbrUMEMValid Field
+	// DbrUMEMID is the UMEM that holds the doorbell record when DbrUMEMValid is set (dbr_addr
+	// is then an offset into it). DPDK drivers/common/mlx5/mlx5_prm.h struct mlx5_ifc_cqc_bits:
+	// dbr_umem_id[0x20] at bit 0x20; reserved_at_20 in Linux 6.1.
+	DbrUMEMID             Field
 	ApuCQ                 Field
 	CQESz                 Field
 	CC                    Field
@@ -33,6 +37,7 @@ var CQC = struct {
 }{
 	Status:                ifcField("cqc", "status", 0x0, 4),
 	DbrUMEMValid:          ifcField("cqc", "dbr_umem_valid", 0x6, 1),
+	DbrUMEMID:             newerIfcField("cqc", "dbr_umem_id", 0x20, 32),
 	ApuCQ:                 ifcField("cqc", "apu_cq", 0x7, 1),
 	CQESz:                 ifcField("cqc", "cqe_sz", 0x8, 3),
 	CC:                    ifcField("cqc", "cc", 0xb, 1),
@@ -64,14 +69,22 @@ var CreateCQIn = struct {
 	OpMod       Field
 	CQContext   Field
 	CQUMEMValid Field
-	PAS         Field
+	// CQUMEMOffset and CQUMEMID place the CQE buffer in a UMEM instead of the PAS list
+	// (with CQUMEMValid). DPDK drivers/common/mlx5/mlx5_prm.h struct
+	// mlx5_ifc_create_cq_in_bits: cq_umem_offset[0x40] right after cq_context, then
+	// cq_umem_id[0x20]; reserved_at_280 in Linux 6.1.
+	CQUMEMOffset Field
+	CQUMEMID     Field
+	PAS          Field
 }{
-	Opcode:      ifcField("create_cq_in", "opcode", 0x0, 16),
-	UID:         ifcField("create_cq_in", "uid", 0x10, 16),
-	OpMod:       ifcField("create_cq_in", "op_mod", 0x30, 16),
-	CQContext:   ifcField("create_cq_in", "cq_context", 0x80, 512),
-	CQUMEMValid: ifcField("create_cq_in", "cq_umem_valid", 0x2e0, 1),
-	PAS:         ifcField("create_cq_in", "pas[0]", 0x880, 64),
+	Opcode:       ifcField("create_cq_in", "opcode", 0x0, 16),
+	UID:          ifcField("create_cq_in", "uid", 0x10, 16),
+	OpMod:        ifcField("create_cq_in", "op_mod", 0x30, 16),
+	CQContext:    ifcField("create_cq_in", "cq_context", 0x80, 512),
+	CQUMEMValid:  ifcField("create_cq_in", "cq_umem_valid", 0x2e0, 1),
+	CQUMEMOffset: newerIfcField("create_cq_in", "cq_umem_offset", 0x280, 64),
+	CQUMEMID:     newerIfcField("create_cq_in", "cq_umem_id", 0x2c0, 32),
+	PAS:          ifcField("create_cq_in", "pas[0]", 0x880, 64),
 }
 
 // CreateCQOut is CREATE_CQ output (mlx5_ifc.h struct mlx5_ifc_create_cq_out_bits).
@@ -146,24 +159,31 @@ var ModifyCQIn = struct {
 // WQ is the work queue part of RQ and SQ contexts (cyclic and striding) (mlx5_ifc.h struct
 // mlx5_ifc_wq_bits).
 var WQ = struct {
-	WQType                           Field
-	WQSignature                      Field
-	EndPaddingMode                   Field
-	CdSlave                          Field
-	HdsSkipFirstSge                  Field
-	Log2HdsBufSize                   Field
-	PageOffset                       Field
-	Lwm                              Field
-	PD                               Field
-	UARPage                          Field
-	DbrAddr                          Field
-	HWCounter                        Field
-	SWCounter                        Field
-	LogWQStride                      Field
-	LogWQPgSz                        Field
-	LogWQSz                          Field
-	DbrUMEMValid                     Field
-	WQUMEMValid                      Field
+	WQType          Field
+	WQSignature     Field
+	EndPaddingMode  Field
+	CdSlave         Field
+	HdsSkipFirstSge Field
+	Log2HdsBufSize  Field
+	PageOffset      Field
+	Lwm             Field
+	PD              Field
+	UARPage         Field
+	DbrAddr         Field
+	HWCounter       Field
+	SWCounter       Field
+	LogWQStride     Field
+	LogWQPgSz       Field
+	LogWQSz         Field
+	DbrUMEMValid    Field
+	WQUMEMValid     Field
+	// DbrUMEMID, WQUMEMID and WQUMEMOffset place the doorbell record and the WQE buffer in
+	// UMEMs (with DbrUMEMValid, WQUMEMValid; dbr_addr is then an offset into the doorbell's
+	// UMEM). DPDK drivers/common/mlx5/mlx5_prm.h struct mlx5_ifc_wq_bits: dbr_umem_id[0x20],
+	// wq_umem_id[0x20], wq_umem_offset[0x40] from bit 0x140; reserved_at_140 in Linux 6.1.
+	DbrUMEMID                        Field
+	WQUMEMID                         Field
+	WQUMEMOffset                     Field
 	LogHairpinNumPackets             Field
 	LogHairpinDataSz                 Field
 	LogWQENumOfStrides               Field
@@ -195,6 +215,9 @@ var WQ = struct {
 	LogWQSz:                          ifcField("wq", "log_wq_sz", 0x11b, 5),
 	DbrUMEMValid:                     ifcField("wq", "dbr_umem_valid", 0x120, 1),
 	WQUMEMValid:                      ifcField("wq", "wq_umem_valid", 0x121, 1),
+	DbrUMEMID:                        newerIfcField("wq", "dbr_umem_id", 0x140, 32),
+	WQUMEMID:                         newerIfcField("wq", "wq_umem_id", 0x160, 32),
+	WQUMEMOffset:                     newerIfcField("wq", "wq_umem_offset", 0x180, 64),
 	LogHairpinNumPackets:             ifcField("wq", "log_hairpin_num_packets", 0x123, 5),
 	LogHairpinDataSz:                 ifcField("wq", "log_hairpin_data_sz", 0x12b, 5),
 	LogWQENumOfStrides:               ifcField("wq", "log_wqe_num_of_strides", 0x134, 4),

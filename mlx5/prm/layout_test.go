@@ -32,7 +32,7 @@ import (
 // checkItem is one fact the Go code states and the headers must agree with.
 type checkItem struct {
 	pos    string // file:line in this package
-	kind   string // "ifc", "dv" or "const"
+	kind   string // "ifc", "dv", "const"; "newer" (newerIfcField), which becomes "ifc" or "rsv"
 	layout string // ifc/dv: the layout; const: the Go name
 	name   string // ifc/dv: the member designator; const: the C name
 	a, b   uint64 // ifc: bit offset, width; dv: byte offset, size; const: value
@@ -44,13 +44,18 @@ func (c checkItem) String() string {
 		return fmt.Sprintf("%s: ifcField(%q, %q, %#x, %d)", c.pos, c.layout, c.name, c.a, c.b)
 	case "dv":
 		return fmt.Sprintf("%s: dvField(%q, %q, %d, %d)", c.pos, c.layout, c.name, c.a, c.b)
+	case "newer", "rsv":
+		return fmt.Sprintf("%s: newerIfcField(%q, %q, %#x, %d)", c.pos, c.layout, c.name, c.a, c.b)
 	}
 	return fmt.Sprintf("%s: %s = %#x (C: %s)", c.pos, c.layout, c.a, c.name)
 }
 
 // fieldBuilders may construct or move a Field: the two checked constructors and At, which
 // only adds a base offset to a checked field.
-var fieldBuilders = map[string]bool{"ifcField": true, "dvField": true, "At": true}
+var fieldBuilders = map[string]bool{"ifcField": true, "dvField": true, "newerIfcField": true, "At": true}
+
+// isConstructor names the checked Field constructors.
+func isConstructor(n string) bool { return n == "ifcField" || n == "dvField" || n == "newerIfcField" }
 
 // cComment marks a checked constant: `// C: NAME` for an enumerator or macro of the installed
 // headers (mlx5dv.h and the rdma/ headers first, then the kernel's), `// C: linux:NAME` for one
@@ -100,7 +105,7 @@ func collect(t *testing.T, dir string) (items []checkItem, problems []string) {
 				switch n := n.(type) {
 				case *ast.CallExpr:
 					id, ok := n.Fun.(*ast.Ident)
-					if !ok || (id.Name != "ifcField" && id.Name != "dvField") {
+					if !ok || !isConstructor(id.Name) {
 						return true
 					}
 					calls[id] = true
@@ -130,7 +135,7 @@ func collect(t *testing.T, dir string) (items []checkItem, problems []string) {
 			})
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
-			if id, ok := n.(*ast.Ident); ok && (id.Name == "ifcField" || id.Name == "dvField") && !calls[id] {
+			if id, ok := n.(*ast.Ident); ok && isConstructor(id.Name) && !calls[id] {
 				problems = append(problems, fmt.Sprintf("%s: %s used other than in a direct call with literal arguments", pos(id.Pos()), id.Name))
 			}
 			return true
@@ -182,8 +187,11 @@ func isFieldMember(n string) bool { return n == "Off" || n == "Width" || n == "L
 // all literals; anything else cannot be checked without running the code.
 func literalCall(fn string, args []ast.Expr) (checkItem, error) {
 	it := checkItem{kind: "ifc"}
-	if fn == "dvField" {
+	switch fn {
+	case "dvField":
 		it.kind = "dv"
+	case "newerIfcField":
+		it.kind = "newer"
 	}
 	if len(args) != 4 {
 		return it, fmt.Errorf("%s with %d arguments", fn, len(args))
@@ -323,7 +331,7 @@ func probe(t *testing.T, h headers, tmp, name, prelude string, lines []string) [
 		t.Fatal(err)
 	}
 	args := []string{"-w", "-std=gnu11", "-o", bin, c}
-	if name == "kernel" {
+	if strings.HasPrefix(name, "kernel") {
 		args = append([]string{"-I", filepath.Join(tmp, "shim"), "-I", h.kernelInc}, args...)
 	}
 	if out, err := exec.Command(h.gcc, args...).CombinedOutput(); err != nil {
@@ -372,6 +380,25 @@ func headerValues(t *testing.T, h headers, items []checkItem) [][2]uint64 {
 	var kLines, uLines []string
 	var kIdx, uIdx []int
 	got := make([][2]uint64, len(items))
+	rsvMembers := map[string][]member{} // layout → members, for "rsv" items
+	for i := range items {
+		if items[i].kind != "newer" {
+			continue
+		}
+		ms := structMembers(h.kernText, items[i].layout)
+		if ms == nil {
+			t.Errorf("%v: struct mlx5_ifc_%s_bits is not in the installed mlx5_ifc.h", items[i], items[i].layout)
+		}
+		items[i].kind = "rsv"
+		for _, m := range ms {
+			if m.name == items[i].name {
+				items[i].kind = "ifc" // the header has it now: checked exactly
+			}
+		}
+		if items[i].kind == "rsv" {
+			rsvMembers[items[i].layout] = ms
+		}
+	}
 	for i, it := range items {
 		switch it.kind {
 		case "ifc":
@@ -418,7 +445,72 @@ func headerValues(t *testing.T, h headers, items []checkItem) [][2]uint64 {
 	for j, r := range probe(t, h, tmp, "user", userPrelude, uLines) {
 		got[uIdx[j]] = r
 	}
+	// Members of the layouts that hold "rsv" fields: their offsets and sizes as gcc sees
+	// them, then for each field the reserved member that contains it.
+	var mLines []string
+	var mRef []*member
+	layouts := make([]string, 0, len(rsvMembers))
+	for l := range rsvMembers {
+		layouts = append(layouts, l)
+	}
+	sort.Strings(layouts)
+	for _, l := range layouts {
+		ms := rsvMembers[l]
+		s := "struct mlx5_ifc_" + l + "_bits"
+		for k := range ms {
+			mLines = append(mLines, fmt.Sprintf(`printf("%%zu %%zu\n", offsetof(%s, %s), sizeof(((%s *)0)->%s));`, s, ms[k].name, s, ms[k].name))
+			mRef = append(mRef, &ms[k])
+		}
+	}
+	for j, r := range probe(t, h, tmp, "kernel-members", kernelPrelude, mLines) {
+		mRef[j].off, mRef[j].width = r[0], r[1]
+	}
+	for i, it := range items {
+		if it.kind == "rsv" {
+			got[i] = reservedRange(rsvMembers[it.layout], it.a, it.b)
+		}
+	}
 	return got
+}
+
+// member is one top-level member of an mlx5_ifc_*_bits struct: name, bit offset and width.
+type member struct {
+	name       string
+	off, width uint64
+}
+
+// structMembers lists the top-level members of struct mlx5_ifc_<layout>_bits in the header
+// text, leaving out flexible arrays (no size to compare); nil when the struct is not there.
+func structMembers(text []byte, layout string) []member {
+	body := regexp.MustCompile(`struct mlx5_ifc_` + regexp.QuoteMeta(layout) + `_bits\s*\{([^}]*)\};`).FindSubmatch(text)
+	if body == nil {
+		return nil
+	}
+	var ms []member
+	re := regexp.MustCompile(`(?m)^\s*(?:u8|struct\s+\w+|union\s+\w+)\s+(\w+)\s*((?:\[[^\]]*\])*)\s*;`)
+	for _, m := range re.FindAllSubmatch(body[1], -1) {
+		if bytes.Contains(m[2], []byte("[]")) {
+			continue
+		}
+		ms = append(ms, member{name: string(m[1])})
+	}
+	return ms
+}
+
+// reservedRange is the bit range [lo, hi) of the reserved_at_* member that wholly contains
+// the field at off, width bits, or [0, 0) when the field lies in no reserved member or
+// overlaps a named one.
+func reservedRange(ms []member, off, width uint64) [2]uint64 {
+	var in [2]uint64
+	for _, m := range ms {
+		if off < m.off+m.width && m.off < off+width { // overlap
+			if !strings.HasPrefix(m.name, "reserved_at_") || off < m.off || off+width > m.off+m.width {
+				return [2]uint64{}
+			}
+			in = [2]uint64{m.off, m.off + m.width}
+		}
+	}
+	return in
 }
 
 func textEnumValue(texts [][]byte, name string) (uint64, bool) {
@@ -461,6 +553,10 @@ func mismatches(items []checkItem, got [][2]uint64) []string {
 			if it.a != g[0] {
 				bad = append(bad, fmt.Sprintf("%v: the header has %#x", it, g[0]))
 			}
+		case "rsv":
+			if g[1] == 0 || it.a < g[0] || it.a+it.b > g[1] {
+				bad = append(bad, fmt.Sprintf("%v: the installed header does not name it, and it does not lie wholly inside one reserved_at_* member (overlapping no named member) there", it))
+			}
 		}
 	}
 	return bad
@@ -492,10 +588,19 @@ func TestLayout(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	// The comparison sees a change of any single fact: move each one by one and count.
+	for _, it := range items {
+		if it.kind == "rsv" {
+			t.Logf("newer than the installed header, inside its reserved bits: %v", it)
+		}
+	}
+	// The comparison sees a change of any single fact: move each one by one and count. A
+	// field inside reserved bits is moved instead to straddle the end of its reserved member.
 	for i := range items {
 		mut := append([]checkItem(nil), items...)
 		mut[i].a++
+		if mut[i].kind == "rsv" {
+			mut[i].a = got[i][1] - mut[i].b + 1
+		}
 		if n := len(mismatches(mut, got)); n != 1 {
 			t.Fatalf("moving %v by one gives %d mismatches, want 1", items[i], n)
 		}
@@ -543,4 +648,28 @@ func foreignFieldLiterals(t *testing.T, root string) []string {
 		t.Fatal(err)
 	}
 	return bad
+}
+
+// TestReservedRange: a newer field passes only wholly inside one reserved member.
+func TestReservedRange(t *testing.T) {
+	ms := []member{{"status", 0, 4}, {"reserved_at_4", 4, 28}, {"reserved_at_20", 32, 32}, {"uar_page", 64, 24}}
+	for _, c := range []struct {
+		off, width uint64
+		want       [2]uint64
+	}{
+		{32, 32, [2]uint64{32, 64}}, // the whole reserved member
+		{40, 8, [2]uint64{32, 64}},  // inside it
+		{0, 8, [2]uint64{}},         // overlaps status
+		{56, 16, [2]uint64{}},       // runs into uar_page
+		{24, 16, [2]uint64{}},       // spans two reserved members
+		{100, 4, [2]uint64{}},       // past every member
+	} {
+		if got := reservedRange(ms, c.off, c.width); got != c.want {
+			t.Errorf("field at %d width %d: got %v, want %v", c.off, c.width, got, c.want)
+		}
+	}
+	text := []byte("struct mlx5_ifc_x_bits {\n\tu8         a[0x4];\n\tstruct mlx5_ifc_y_bits y;\n\tu8 pas[][0x40];\n};\n")
+	if got := structMembers(text, "x"); len(got) != 2 || got[0].name != "a" || got[1].name != "y" {
+		t.Errorf("structMembers: %+v", got)
+	}
 }

@@ -46,6 +46,7 @@ type options struct {
 
 	metricsAddr   string
 	metricsLinger time.Duration
+	modelPorts    string
 	metrics       *metricsServer // set by run when metricsAddr is
 }
 
@@ -90,6 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.quiet, "quiet", false, "no live progress line")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve the counters in Prometheus text format at http://HOST:PORT/metrics (port 0: any free one)")
 	fs.DurationVar(&o.metricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving the final counters this long after the results (Ctrl-C ends it)")
+	fs.StringVar(&o.modelPorts, "model-ports", "", "run a raw configuration written for ConnectX NICs on the ConnectX device model: `auto` (raw interfaces in order on model:0, model:1, ...; 0↔1 are cabled) or KEY=N[@IFNAME],... with KEY an interface name or address; device/host_pinned regions become host memory and tunnel placeholders are left unset")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -137,6 +139,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	if o.modelPorts != "" {
+		notes, err := applyModelPorts(cfg, o.modelPorts)
+		if err != nil {
+			fmt.Fprintln(stderr, "daqiri-bench:", err)
+			return 1
+		}
+		for _, n := range notes {
+			fmt.Fprintln(stderr, "model-ports:", n)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

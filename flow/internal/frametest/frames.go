@@ -167,7 +167,11 @@ func RandUDPIPv4(r *rand.Rand) []byte {
 }
 
 // RandFrame makes a random frame of one of many shapes, sometimes damaged.
-func RandFrame(r *rand.Rand) []byte {
+func RandFrame(r *rand.Rand) []byte { return Damage(r, RandIntactFrame(r)) }
+
+// RandIntactFrame makes a random frame of one of RandFrame's shapes, undamaged: every
+// header is complete and every IPv4 tot_len is the packet's length.
+func RandIntactFrame(r *rand.Rand) []byte {
 	var f []byte
 	switch r.IntN(11) {
 	case 0, 1, 2:
@@ -208,6 +212,12 @@ func RandFrame(r *rand.Rand) []byte {
 		copy(f[0:6], Pick(r, MACPool))
 		copy(f[6:12], Pick(r, MACPool))
 	}
+	return f
+}
+
+// Damage sometimes truncates f, corrupts its first IPv4 version/IHL byte or shortens that
+// header's tot_len (RandFrame's damage), and returns it.
+func Damage(r *rand.Rand, f []byte) []byte {
 	switch r.IntN(10) {
 	case 0: // truncate anywhere from 14 bytes on (PROG_TEST_RUN needs an Ethernet header)
 		f = f[:14+r.IntN(len(f)-13)]

@@ -236,3 +236,21 @@ func (w *Write) Do(fd int) ([]byte, error) {
 	}
 	return resp, nil
 }
+
+// Enum passes an ENUM_IN attribute: elem selects the enumerator (attr_data.enum_data.elem_id)
+// and b is that element's PTR_IN data, inline when it fits in 8 bytes.
+func (c *Call) Enum(id uint16, elem uint8, b []byte) {
+	c.in(id, b, AttrFMandatory)
+	// elem_id is the first byte of attr_data in memory (struct ib_uverbs_attr).
+	c.attrs[len(c.attrs)-1].AttrData = binary.NativeEndian.Uint16([]byte{elem, 0})
+}
+
+// Handles passes an IDRS_ARRAY attribute: the object handles as an array of u32, inline
+// when it fits in 8 bytes (the kernel's uverbs_process_idrs_array).
+func (c *Call) Handles(id uint16, handles []uint32) {
+	b := make([]byte, 4*len(handles))
+	for i, h := range handles {
+		binary.NativeEndian.PutUint32(b[4*i:], h)
+	}
+	c.In(id, b)
+}

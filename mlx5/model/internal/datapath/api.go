@@ -419,6 +419,8 @@ type FTEParams struct {
 	Action   uint32
 	FlowTag  uint32
 	Reformat uint32
+	// PushVLAN is flow_context push_vlan (ethtype, prio, cfi, vid), for ActionVLANPush.
+	PushVLAN uint32
 	Dests    []Dest
 	Counters []uint32
 	// Value is the fte_match_param to compare under the group's criteria, in PRM bytes.

@@ -54,6 +54,10 @@ type packet struct {
 	greProto uint16
 	greK     bool
 	inner    headers
+	// innerOff is where the tunnel's payload starts (the inner Ethernet header of VXLAN
+	// and NVGRE, the inner IP header of a GRE L3 tunnel, innerL3); 0 when not tunneled.
+	innerOff int
+	innerL3  bool
 }
 
 // parseL2 parses Ethernet, up to two VLAN tags, IPv4/IPv6 and TCP/UDP starting at off.
@@ -73,14 +77,27 @@ func parseL2(f []byte, off int) headers {
 		p += 4
 	}
 	h.ethertype = et
-	switch et {
+	parseIP(f, p, &h)
+	return h
+}
+
+// parseL3 parses an IP packet of EtherType et at off (an L3 tunnel's payload): no L2.
+func parseL3(f []byte, off int, et uint16) headers {
+	h := headers{l3: -1, l4: -1, ethertype: et}
+	parseIP(f, off, &h)
+	return h
+}
+
+// parseIP parses the IPv4/IPv6 and TCP/UDP headers at p for h.ethertype.
+func parseIP(f []byte, p int, h *headers) {
+	switch h.ethertype {
 	case etherIPv4:
 		if len(f) < p+20 || f[p]>>4 != 4 {
-			return h
+			return
 		}
 		ihl := int(f[p]&0xf) * 4
 		if ihl < 20 || len(f) < p+ihl {
-			return h
+			return
 		}
 		h.l3, h.ipVersion, h.ihl = p, 4, f[p]&0xf
 		h.dscp, h.ecn = f[p+1]>>2, f[p+1]&3
@@ -92,7 +109,7 @@ func parseL2(f []byte, off int) headers {
 		p += ihl
 	case etherIPv6:
 		if len(f) < p+40 || f[p]>>4 != 6 {
-			return h
+			return
 		}
 		h.l3, h.ipVersion = p, 6
 		tc := binary.BigEndian.Uint16(f[p:]) >> 4 & 0xff
@@ -102,10 +119,10 @@ func parseL2(f []byte, off int) headers {
 		copy(h.dst[:], f[p+24:p+40])
 		p += 40
 	default:
-		return h
+		return
 	}
 	if h.frag {
-		return h
+		return
 	}
 	switch h.proto {
 	case protoTCP:
@@ -121,11 +138,10 @@ func parseL2(f []byte, off int) headers {
 			h.sport, h.dport = binary.BigEndian.Uint16(f[p:]), binary.BigEndian.Uint16(f[p+2:])
 		}
 	}
-	return h
 }
 
-// parse parses a frame, and behind a VXLAN (UDP 4789) or GRE (transparent Ethernet
-// bridging 0x6558) header the inner frame.
+// parse parses a frame, and behind a VXLAN (UDP 4789) or GRE header the inner frame
+// (transparent Ethernet bridging 0x6558) or the inner IP packet (GRE protocol IPv4/IPv6).
 func parse(f []byte) *packet {
 	p := &packet{frame: f, outer: parseL2(f, 0)}
 	o := &p.outer
@@ -136,6 +152,7 @@ func parse(f []byte) *packet {
 			p.tunneled = true
 			p.vni = binary.BigEndian.Uint32(v[4:]) >> 8
 			p.inner = parseL2(f, o.l4+16)
+			p.innerOff = o.l4 + 16
 		}
 	case o.proto == protoGRE && o.l3 >= 0:
 		g := o.l3 + int(o.ihl)*4
@@ -159,8 +176,14 @@ func parse(f []byte) *packet {
 		if flags&0x1000 != 0 {
 			q += 4
 		}
-		if p.greProto == 0x6558 {
+		p.innerOff = q
+		switch p.greProto {
+		case 0x6558:
 			p.inner = parseL2(f, q)
+		case etherIPv4, etherIPv6:
+			// An L3 tunnel: the inner IP header right after the GRE header.
+			p.innerL3 = true
+			p.inner = parseL3(f, q, p.greProto)
 		}
 	}
 	return p

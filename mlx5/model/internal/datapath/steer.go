@@ -156,6 +156,18 @@ func (n *NIC) DestroyFlowTable(typ uint8, id uint32) error {
 	return nil
 }
 
+// ClearRoot leaves a type without a root table (SET_FLOW_TABLE_ROOT op_mod 1, disconnect):
+// NIC RX drops every frame as a miss again, NIC TX sends every frame to the wire.
+func (n *NIC) ClearRoot(typ uint8) error {
+	n.lock()
+	defer n.unlock()
+	if typ > TableNICTX {
+		return errf(StatusBadParam, SyndromeBadTable, "SET_FLOW_TABLE_ROOT: table type %d not supported", typ)
+	}
+	n.hasRoot[typ] = false
+	return nil
+}
+
 // SetRoot makes a table the root of its type (SET_FLOW_TABLE_ROOT).
 func (n *NIC) SetRoot(typ uint8, id uint32) error {
 	n.lock()
@@ -520,13 +532,30 @@ func (n *NIC) steer(typ uint8, f []byte) verdict {
 		if fte.FlowTag != 0 {
 			v.flowTag = fte.FlowTag
 		}
-		if fte.Action&ActionReformat != 0 {
-			if r := n.reformats[fte.Reformat]; r != nil {
-				v.frame = reformat(r, v.frame, pkt)
-				pkt = parse(v.frame)
-				v.pkt = pkt
-				mp = pkt.matchParam()
+		if a := fte.Action & (ActionDecap | ActionVLANPop | ActionVLANPush | ActionReformat); a != 0 && fte.Action&ActionDrop == 0 {
+			// The header actions in the order a frame meets them: decapsulation, VLAN pop,
+			// VLAN push, then the reformat (encapsulation on TX adds the outer headers last,
+			// so a pushed tag is inside the tunnel; inferred from flow_table_prop_layout's
+			// reformat_and_vlan_action, which allows both on one entry).
+			f := v.frame
+			if a&ActionDecap != 0 {
+				f = decapL2(f, pkt)
 			}
+			if a&ActionVLANPop != 0 {
+				f = popVLAN(f)
+			}
+			if a&ActionVLANPush != 0 {
+				f = pushVLAN(f, fte.PushVLAN)
+			}
+			if a&ActionReformat != 0 {
+				if r := n.reformats[fte.Reformat]; r != nil {
+					f = reformat(r, f, parse(f))
+				}
+			}
+			v.frame = f
+			pkt = parse(v.frame)
+			v.pkt = pkt
+			mp = pkt.matchParam()
 		}
 		if fte.Action&ActionDrop != 0 {
 			v.drop = true
@@ -577,27 +606,55 @@ func (t *table) lookup(mp []byte) *FTEParams {
 // to L2 decapsulation replaces the outer headers with the context's Ethernet header.
 func reformat(r *ReformatParams, f []byte, pkt *packet) []byte {
 	switch r.Type {
-	case 3: // L3 tunnel to L2: the data is the new L2 header
-		if pkt.outer.l4 < 0 {
+	case 3: // L3 tunnel to L2: the data is the new L2 header, in place of everything up to the inner IP header
+		// Only an L3 tunnel (GRE carrying IP) has its inner packet at innerOff.
+		if !pkt.tunneled || !pkt.innerL3 || pkt.innerOff <= 0 || pkt.innerOff > len(f) {
 			return f
 		}
-		inner := pkt.outer.l4 + pkt.outer.l4Len
-		if pkt.tunneled && pkt.vni != 0 {
-			inner = pkt.outer.l4 + 16
-		}
-		if inner > len(f) {
-			return f
-		}
-		return append(append([]byte(nil), r.Data...), f[inner:]...)
+		return append(append([]byte(nil), r.Data...), f[pkt.innerOff:]...)
 	case 4: // L2 to L3 tunnel: drop the Ethernet header
 		if len(f) < 14 {
 			return f
 		}
-		return append(append([]byte(nil), r.Data...), f[14:]...)
+		g := append(append([]byte(nil), r.Data...), f[14:]...)
+		fixLengths(g)
+		return g
 	}
 	g := append(append([]byte(nil), r.Data...), f...)
 	fixLengths(g)
 	return g
+}
+
+// decapL2 removes an L2 tunnel's outer headers (VXLAN, NVGRE: flow_context action DECAP):
+// the inner Ethernet frame is what remains. A frame that is not such a tunnel is unchanged.
+func decapL2(f []byte, pkt *packet) []byte {
+	if !pkt.tunneled || pkt.innerL3 || pkt.innerOff <= 0 || pkt.innerOff+14 > len(f) {
+		return f
+	}
+	return append([]byte(nil), f[pkt.innerOff:]...)
+}
+
+// popVLAN removes the outermost 802.1Q/802.1ad tag (flow_context action VLAN_POP).
+func popVLAN(f []byte) []byte {
+	if len(f) < 18 {
+		return f
+	}
+	if et := binary.BigEndian.Uint16(f[12:]); et != etherCVLAN && et != etherSVLAN {
+		return f
+	}
+	return append(append([]byte(nil), f[:12]...), f[16:]...)
+}
+
+// pushVLAN inserts a tag after the MAC addresses (flow_context action VLAN_PUSH with
+// push_vlan: the TPID in the high 16 bits, the TCI in the low 16; mlx5_ifc.h vlan).
+func pushVLAN(f []byte, v uint32) []byte {
+	if len(f) < 12 {
+		return f
+	}
+	g := make([]byte, 0, len(f)+4)
+	g = append(g, f[:12]...)
+	g = binary.BigEndian.AppendUint32(g, v)
+	return append(g, f[12:]...)
 }
 
 // fixLengths sets the outer IPv4 total length/checksum and UDP length of an encapsulated

@@ -1,0 +1,679 @@
+package mlx5
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"sync/atomic"
+
+	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/mlx5/channel"
+	"github.com/daqiri-go/daqiri/mlx5/prm"
+)
+
+// Striding RQ geometry: upstream's 512 strides per WQE, each stride one buffer of the region
+// (log_wqe_num_of_strides counts from 9, log_wqe_stride_size from 6: mlx5_ifc.h wq, as
+// DPDK's mlx5_devx.c and the kernel's en/params.c subtract those bases).
+const (
+	stridesPerWQE    = 512 // the default; DAQIRI_MLX5_STRIDES sets a power of two up to 65536
+	maxStridesPerWQE = 1 << 16
+	strideNumBase    = 9
+	strideSizeBase   = 6
+	minStride        = 64
+	maxStride        = 8192
+	maxCyclicWQEs    = 4096
+	directMaxPackets = 1024
+)
+
+// rxq is one RX queue: a CQ and an RQ, and the burst being filled.
+type rxq struct {
+	pt     *port
+	q      *engine.RxQueue
+	direct bool
+	busy   atomic.Bool // a direct queue's poller
+
+	cq    []byte // CQE ring
+	cqLog uint8
+	cqDBR []byte // set_ci word, arm word
+	ci    uint32
+
+	rqn     uint32
+	rqObj   channel.Object
+	ring    []byte // RQ WQEs
+	ringLog uint8
+	dbr     []byte // receive counter word
+	pc      uint32 // WQEs posted
+	dirty   bool   // pc moved since the last doorbell record write
+
+	striding bool
+	spw      int // strides per WQE
+	lkeys    [config.MaxSegments]uint32
+	bases    [config.MaxSegments]uint64
+	nseg     int
+
+	// Striding state, per WQE group (spw consecutive buffers of the region).
+	groups   int
+	slotGrp  []int32 // ring slot → group
+	consumed []int32 // strides the NIC has used
+	held     []int32 // strides the engine holds (not out with the application)
+	out      []bool  // per buffer: delivered and not yet returned
+	scratch  []uint32
+
+	// Cyclic state: the buffers of each ring slot, one per segment.
+	slotBufs [][config.MaxSegments]uint32
+	cc       uint32 // WQEs completed
+
+	cur   *engine.Burst
+	first int64 // when cur got its first packet
+	batch int   // packets per burst: batch_size, or directMaxPackets for a direct queue
+	cqObj channel.Object
+	// packets counts the packet completions read (delivered or dropped), to find packets the
+	// NIC received but could not complete (a CQ overrun).
+	packets uint64 // read by Close once the workers stopped
+	overran bool   // the CQ overran (found by QUERY_CQ), reported once
+}
+
+func (pt *port) newRxq(idx int, q *engine.RxQueue) (*rxq, error) {
+	r := &rxq{pt: pt, q: q, direct: q.Config.PollMode == config.PollDirect, nseg: len(q.Regions), batch: q.BatchSize(), spw: pt.e.opts.strides}
+	if r.direct {
+		r.batch = directMaxPackets
+	}
+	if r.nseg == 0 || r.nseg > config.MaxSegments {
+		return nil, fmt.Errorf("%s: %d memory regions (1 to %d)", q.Path(), r.nseg, config.MaxSegments)
+	}
+	for s, reg := range q.Regions {
+		k, err := pt.regionKey(reg)
+		if err != nil {
+			return nil, err
+		}
+		r.lkeys[s] = k
+		r.bases[s] = addrOf(reg.Memory().Bytes())
+	}
+	reg := q.Regions[0]
+	bs := reg.BufSize
+	canStride := r.nseg == 1 && bs >= minStride && bs <= maxStride && bs&(bs-1) == 0 && reg.NumBufs >= r.spw
+	switch pt.e.opts.striding {
+	case 1:
+		if !canStride {
+			return nil, fmt.Errorf("%s: DAQIRI_IBV_STRIDING=1 but the queue cannot use a striding RQ (one region with a power-of-two buf_size of %d to %d bytes and at least %d buffers)", q.Path(), minStride, maxStride, r.spw)
+		}
+		r.striding = true
+	case -1:
+		r.striding = canStride
+	}
+	var wqes, wqeSize, cqes int
+	if r.striding {
+		r.groups = reg.NumBufs / r.spw
+		wqes = 1 << bits.Len(uint(r.groups-1))
+		wqeSize = 32 // mlx5dv.h struct mlx5_mprq_wqe: next segment + one data segment
+		cqes = r.groups*r.spw + r.groups
+	} else {
+		n := reg.NumBufs
+		for _, g := range q.Regions {
+			n = min(n, g.NumBufs)
+		}
+		wqes = max(1, min(maxCyclicWQEs, 1<<(bits.Len(uint(n))-1)/2))
+		wqeSize = 16 << bits.Len(uint(r.nseg-1)) // one data segment per region, rounded up
+		if r.nseg == 3 {
+			wqeSize = 64
+		}
+		cqes = wqes
+	}
+	r.cqLog = uint8(bits.Len(uint(cqes - 1)))
+	if l := pt.e.opts.rxCQLog; l != 0 {
+		r.cqLog = l
+	}
+	r.ringLog = uint8(bits.Len(uint(wqes - 1)))
+	cqBytes := 64 << r.cqLog
+	ringBytes := max(wqeSize<<r.ringLog, 4096)
+	mem, err := pt.newQueueMem(cqBytes + ringBytes + 4096)
+	if err != nil {
+		return nil, err
+	}
+	var cqOff, ringOff, dbrOff uint64
+	r.cq, cqOff = mem.alloc(cqBytes, 4096)
+	r.ring, ringOff = mem.alloc(ringBytes, 4096)
+	dbr, dbrOff := mem.alloc(64, 64)
+	r.cqDBR, r.dbr = dbr[0:8], dbr[32:36]
+	for i := 0; i < 1<<r.cqLog; i++ {
+		r.cq[i*64+63] = prm.CQEOpInvalid<<4 | 1 // hardware-owned at first (rdma-core cq.c)
+	}
+	cqn, err := r.createCQ(mem.umem, cqOff, dbrOff)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.createRQ(cqn, mem.umem, ringOff, dbrOff+32, wqeSize); err != nil {
+		return nil, err
+	}
+	if r.striding {
+		if err := r.takeRegion(); err != nil {
+			return nil, err
+		}
+	} else {
+		r.slotBufs = make([][config.MaxSegments]uint32, 1<<r.ringLog)
+		r.refill()
+	}
+	r.doorbell()
+	if err := r.ready(); err != nil {
+		return nil, err
+	}
+	if r.direct {
+		q.Poll = r.pollDirect
+	}
+	return r, nil
+}
+
+// cqIn is a CREATE_CQ whose CQE ring and doorbell record are in a UMEM (cq_umem_* and
+// dbr_umem_*: DPDK mlx5_prm.h; what DevX requires).
+func (pt *port) cqIn(logSize uint8, umem uint32, ringOff, dbrOff uint64) []byte {
+	base := prm.CreateCQIn.CQContext.Off
+	in := cmd(prm.CmdOpCreateCQ, 0, prm.CreateCQIn.PAS.ByteOff())
+	c := prm.CQC
+	c.LogCQSize.At(base).Set(in, uint64(logSize))
+	c.UARPage.At(base).Set(in, uint64(pt.uar.Index()))
+	c.CEQNOrApuElement.At(base).Set(in, uint64(pt.eqn))
+	c.DbrUMEMValid.At(base).Set(in, 1)
+	c.DbrUMEMID.At(base).Set(in, uint64(umem))
+	c.DbrAddr.At(base).Set(in, dbrOff)
+	prm.CreateCQIn.CQUMEMValid.Set(in, 1)
+	prm.CreateCQIn.CQUMEMID.Set(in, uint64(umem))
+	prm.CreateCQIn.CQUMEMOffset.Set(in, ringOff)
+	return in
+}
+
+func (r *rxq) createCQ(umem uint32, ringOff, dbrOff uint64) (uint32, error) {
+	base := prm.CreateCQIn.CQContext.Off
+	in := r.pt.cqIn(r.cqLog, umem, ringOff, dbrOff)
+	c := prm.CQC
+	if r.pt.e.opts.compression {
+		c.CQECompEn.At(base).Set(in, 1)
+		format := uint64(prm.MiniCQEFormatHash)
+		if r.striding {
+			format = prm.MiniCQEFormatCsumStrIdx
+		}
+		c.MiniCQEResFormat.At(base).Set(in, format)
+	}
+	o, _, err := r.pt.create(in, 16)
+	if err != nil {
+		return 0, fmt.Errorf("%s: CQ: %w", r.q.Path(), err)
+	}
+	r.cqObj = o
+	return o.ID(), nil
+}
+
+func (r *rxq) createRQ(cqn, umem uint32, ringOff, dbrOff uint64, wqeSize int) error {
+	base := prm.CreateRQIn.Ctx.Off
+	wb := base + prm.RQC.WQ.Off
+	in := cmd(prm.CmdOpCreateRQ, 0, int(prm.WQ.PAS.At(wb).ByteOff()))
+	rc, w := prm.RQC, prm.WQ
+	rc.CQN.At(base).Set(in, uint64(cqn))
+	rc.Vsd.At(base).Set(in, 1) // frames as they came: no VLAN stripping
+	rc.TSFormat.At(base).Set(in, tsFormatRealTime)
+	if r.pt.freeRunning {
+		rc.TSFormat.At(base).Set(in, tsFormatFreeRunning)
+	}
+	rc.CounterSetID.At(base).Set(in, uint64(r.pt.qctr))
+	rc.FlushInErrorEn.At(base).Set(in, 1)
+	w.PD.At(wb).Set(in, uint64(r.pt.pd))
+	wqUMEM(in, wb, umem, ringOff, dbrOff)
+	w.LogWQStride.At(wb).Set(in, uint64(bits.Len(uint(wqeSize))-1))
+	w.LogWQSz.At(wb).Set(in, uint64(r.ringLog))
+	if r.striding {
+		w.WQType.At(wb).Set(in, prm.WQTypeCyclicStriding)
+		w.LogWQENumOfStrides.At(wb).Set(in, uint64(bits.Len(uint(r.spw))-1-strideNumBase))
+		w.LogWQEStrideSize.At(wb).Set(in, uint64(bits.Len(uint(r.q.Regions[0].BufSize))-1-strideSizeBase))
+	} else {
+		w.WQType.At(wb).Set(in, prm.WQTypeCyclic)
+	}
+	o, _, err := r.pt.create(in, 16)
+	if err != nil {
+		return fmt.Errorf("%s: RQ: %w", r.q.Path(), err)
+	}
+	r.rqn, r.rqObj = o.ID(), o
+	return nil
+}
+
+// wqUMEM places a work queue's ring and doorbell record (the wq at bit offset wb of in) in a
+// UMEM (wq_umem_* and dbr_umem_*: DPDK mlx5_prm.h).
+func wqUMEM(in []byte, wb uint32, umem uint32, ringOff, dbrOff uint64) {
+	w := prm.WQ
+	w.WQUMEMValid.At(wb).Set(in, 1)
+	w.WQUMEMID.At(wb).Set(in, uint64(umem))
+	w.WQUMEMOffset.At(wb).Set(in, ringOff)
+	w.DbrUMEMValid.At(wb).Set(in, 1)
+	w.DbrUMEMID.At(wb).Set(in, uint64(umem))
+	w.DbrAddr.At(wb).Set(in, dbrOff)
+}
+
+// rqc/sqc ts_format values (mlx5_ifc.h MLX5_RQC_TIMESTAMP_FORMAT_FREE_RUNNING, _REAL_TIME).
+const (
+	tsFormatFreeRunning = 0
+	tsFormatRealTime    = 2
+)
+
+// ready moves the RQ from reset to ready.
+func (r *rxq) ready() error {
+	in := cmd(prm.CmdOpModifyRQ, 0, int(prm.ModifyRQIn.Ctx.End()/8))
+	prm.ModifyRQIn.RQN.Set(in, uint64(r.rqn))
+	prm.ModifyRQIn.RQState.Set(in, prm.RQStateRST)
+	prm.RQC.State.At(prm.ModifyRQIn.Ctx.Off).Set(in, prm.RQStateRDY)
+	if err := r.rqObj.Modify(in, make([]byte, 16)); err != nil {
+		return fmt.Errorf("%s: RQ to ready: %w", r.q.Path(), err)
+	}
+	return nil
+}
+
+// takeRegion takes every buffer of the region (the striding RQ owns it) and posts one WQE per
+// group of spw consecutive buffers.
+func (r *rxq) takeRegion() error {
+	reg := r.q.Regions[0]
+	all := make([]uint32, reg.NumBufs)
+	if !reg.GetBulk(all) {
+		return fmt.Errorf("%s: memory region %s is in use elsewhere: a striding RQ needs all of its buffers (name the region in one RX queue only)", r.q.Path(), reg.Name)
+	}
+	r.slotGrp = make([]int32, 1<<r.ringLog)
+	r.consumed = make([]int32, r.groups)
+	r.held = make([]int32, r.groups)
+	r.out = make([]bool, reg.NumBufs)
+	r.scratch = make([]uint32, 256)
+	for g := range r.groups {
+		r.held[g] = int32(r.spw)
+		r.postGroup(g)
+	}
+	return nil
+}
+
+// postGroup writes group g as the next striding WQE (mlx5dv.h struct mlx5_mprq_wqe).
+func (r *rxq) postGroup(g int) {
+	slot := r.pc & (1<<r.ringLog - 1)
+	w := r.ring[slot*32 : slot*32+32]
+	clear(w[:16])
+	bs := uint64(r.q.Regions[0].BufSize)
+	d := w[16:]
+	prm.WQEData.ByteCount.Set(d, uint64(r.spw)*bs)
+	prm.WQEData.LKey.Set(d, uint64(r.lkeys[0]))
+	prm.WQEData.Addr.Set(d, r.bases[0]+uint64(g)*uint64(r.spw)*bs)
+	r.slotGrp[slot] = int32(g)
+	r.consumed[g] = 0
+	r.pc++
+	r.dirty = true
+}
+
+// refill posts cyclic WQEs while the ring has room and the regions have buffers.
+func (r *rxq) refill() {
+	size := uint32(1) << r.ringLog
+	stride := len(r.ring) >> r.ringLog
+	for r.pc-r.cc < size {
+		slot := r.pc & (size - 1)
+		var idx [config.MaxSegments]uint32
+		for s := 0; s < r.nseg; s++ {
+			i, ok := r.q.Regions[s].Get()
+			if !ok {
+				for t := 0; t < s; t++ {
+					r.q.Regions[t].Put(idx[t])
+				}
+				return
+			}
+			idx[s] = i
+		}
+		w := r.ring[int(slot)*stride : int(slot+1)*stride]
+		for s := 0; s < r.nseg; s++ {
+			reg := r.q.Regions[s]
+			d := w[s*16:]
+			prm.WQEData.ByteCount.Set(d, uint64(reg.BufSize))
+			prm.WQEData.LKey.Set(d, uint64(r.lkeys[s]))
+			prm.WQEData.Addr.Set(d, r.bases[s]+uint64(idx[s])*uint64(reg.BufSize))
+		}
+		if r.nseg*16 < stride {
+			// The scatter list ends early: a zero byte count with the invalid key
+			// (rdma-core MLX5_INVALID_LKEY).
+			d := w[r.nseg*16:]
+			clear(d[:16])
+			prm.WQEData.LKey.Set(d, prm.InvalidLKey)
+		}
+		r.slotBufs[slot] = idx
+		r.pc++
+		r.dirty = true
+	}
+}
+
+// doorbell publishes posted WQEs: the receive counter in the doorbell record, after the
+// WQEs (a full barrier between; rdma-core mlx5_post_wq_recv: udma_to_device_barrier).
+func (r *rxq) doorbell() {
+	if !r.dirty {
+		return
+	}
+	r.dirty = false
+	r.pt.e.barrier()
+	binary.BigEndian.PutUint32(r.dbr, r.pc&0xffff)
+}
+
+// reclaim takes back buffers the application freed and reposts the groups that are whole
+// again.
+func (r *rxq) reclaim() {
+	reg := r.q.Regions[0]
+	for range 64 {
+		n := reg.GetBurst(r.scratch)
+		if n == 0 {
+			return
+		}
+		for _, idx := range r.scratch[:n] {
+			r.out[idx] = false
+			g := int(idx) / r.spw
+			r.held[g]++
+			r.maybeRepost(g)
+		}
+	}
+}
+
+func (r *rxq) maybeRepost(g int) {
+	if r.held[g] == int32(r.spw) && r.consumed[g] >= int32(r.spw) {
+		r.postGroup(g)
+	}
+}
+
+// poll reads up to budget completions, fills and delivers bursts, reposts, and returns the
+// number of CQEs read.
+func (r *rxq) poll(t int64, budget int) int {
+	n := r.readCQ(budget)
+	if r.striding {
+		r.reclaim()
+	} else {
+		r.refill()
+	}
+	r.doorbell()
+	if r.cur != nil && r.cur.Len() > 0 {
+		if to := int64(r.q.Timeout()); n == 0 && (to == 0 || t-r.first >= to) || to > 0 && t-r.first >= to {
+			r.deliver()
+		}
+	}
+	return n
+}
+
+// readCQ consumes CQEs: plain ones and basic-layout compressed sessions (a title CQE with
+// format 3 whose byte count is the session's CQE count, mini-CQE arrays of eight in the next
+// slot and every eighth after it: kernel en_rx.c mlx5e_decompress_cqes_start, DPDK mlx5_rx.c
+// mlx5_rx_poll_len). Consumed session slots are invalidated, since the device writes only
+// some of them and a stale owner bit would look valid a lap later.
+func (r *rxq) readCQ(budget int) int {
+	mask := uint32(1)<<r.cqLog - 1
+	n := 0
+	for n < budget {
+		e := r.cq[(r.ci&mask)*64 : (r.ci&mask)*64+64]
+		op := e[63]
+		if !prm.CQESoftwareOwned(op, r.ci, r.cqLog) {
+			break
+		}
+		if prm.CQEFormat(op) != prm.CQEFormatCompressed {
+			r.cqe(e, be32(e, cqeByteCnt), be16(e, cqeWQECounter), be32(e, cqeRSSHash))
+			r.ci++
+			n++
+			continue
+		}
+		cnt := be32(e, cqeByteCnt)
+		title := *(*[64]byte)(e)
+		wc := be16(e, cqeWQECounter)
+		for k := uint32(0); k < cnt; k++ {
+			at := r.ci + 1
+			if k >= prm.MiniCQEArraySize {
+				at = r.ci + 8*(k/prm.MiniCQEArraySize)
+			}
+			s := r.cq[(at&mask)*64:]
+			m := s[(k%prm.MiniCQEArraySize)*prm.MiniCQESize:]
+			bc := be32(m, miniByteCnt)
+			if r.striding {
+				r.cqe(title[:], bc, be16(m, miniStrideIdx), be32(title[:], cqeRSSHash))
+			} else {
+				r.cqe(title[:], bc, wc+uint16(k), be32(m, miniHash))
+			}
+		}
+		for k := uint32(0); k < cnt; k++ {
+			r.cq[((r.ci+k)&mask)*64+63] = prm.CQEOpInvalid << 4
+		}
+		r.ci += cnt
+		n += int(cnt)
+	}
+	if n > 0 {
+		r.pt.e.barrier()
+		binary.BigEndian.PutUint32(r.cqDBR, r.ci&0xffffff)
+	}
+	return n
+}
+
+// Byte offsets of the CQE and mini-CQE fields the hot path reads (rdma-core mlx5dv.h struct
+// mlx5_cqe64, kernel device.h struct mlx5_mini_cqe8): plain loads instead of prm's general
+// bit-field access; TestHotOffsets checks each against prm's layout.
+const (
+	cqeWQEID      = 2
+	cqeRSSHash    = 12
+	cqeByteCnt    = 44
+	cqeTimestamp  = 48
+	cqeSopDropQPN = 56
+	cqeWQECounter = 60
+	miniHash      = 0
+	miniStrideIdx = 2
+	miniByteCnt   = 4
+)
+
+func be32(b []byte, off int) uint32 { return binary.BigEndian.Uint32(b[off:]) }
+func be16(b []byte, off int) uint16 { return binary.BigEndian.Uint16(b[off:]) }
+
+// cqe handles one completion: e holds the shared fields (the CQE itself, or a compressed
+// session's title), bc the byte count word, wc the WQE counter (cyclic) or first stride
+// (striding).
+func (r *rxq) cqe(e []byte, bc uint32, wc uint16, hash uint32) {
+	_ = hash
+	op := prm.CQEOpcode(e[63])
+	if op == prm.CQEOpRespErr {
+		r.packets++
+		r.q.Stats.Drop(engine.DropMalformed, 1)
+		if !r.striding {
+			r.recycleSlot(wc)
+		}
+		return
+	}
+	if op != prm.CQEOpRespSend {
+		r.packets++
+		r.q.Stats.Drop(engine.DropOther, 1)
+		return
+	}
+	if r.striding && bc&prm.MPRQByteCntFiller == 0 || !r.striding {
+		r.packets++
+	}
+	tag := be32(e, cqeSopDropQPN) & 0xffffff
+	ts := r.pt.rxTime(binary.BigEndian.Uint64(e[cqeTimestamp:]))
+	if r.striding {
+		r.stridePacket(be16(e, cqeWQEID), uint32(wc), bc, tag, ts)
+		return
+	}
+	r.cyclicPacket(wc, bc, tag, ts)
+}
+
+func (r *rxq) stridePacket(wqeID uint16, stride, bc, tag uint32, ts int64) {
+	g := int(r.slotGrp[uint32(wqeID)&(1<<r.ringLog-1)])
+	used := int32(bc & prm.MPRQByteCntStridesMask >> prm.MPRQByteCntStrideShift)
+	if used == 0 {
+		used = 1
+	}
+	r.consumed[g] += used
+	switch {
+	case bc&prm.MPRQByteCntFiller != 0:
+	case used != 1 || stride >= uint32(r.spw):
+		r.q.Stats.Drop(engine.DropTruncated, 1)
+	default:
+		if b := r.burst(); b != nil {
+			idx := g*r.spw + int(stride)
+			r.held[g]--
+			r.out[idx] = true
+			b.Append(uint64(idx)*uint64(r.q.Regions[0].BufSize), bc&prm.MPRQByteCntLenMask, tag, ts)
+			if b.Len() >= r.batch {
+				r.deliver()
+			}
+		}
+	}
+	if r.consumed[g] >= int32(r.spw) {
+		r.maybeRepost(g)
+	}
+}
+
+func (r *rxq) cyclicPacket(wc uint16, bc, tag uint32, ts int64) {
+	slot := uint32(wc) & (1<<r.ringLog - 1)
+	idx := r.slotBufs[slot]
+	r.cc++
+	total := 0
+	for s := 0; s < r.nseg; s++ {
+		total += r.q.Regions[s].BufSize
+	}
+	if int(bc) > total {
+		r.q.Stats.Drop(engine.DropTruncated, 1)
+		r.putBufs(idx)
+		return
+	}
+	b := r.burst()
+	if b == nil {
+		r.putBufs(idx)
+		return
+	}
+	var offs [config.MaxSegments]uint64
+	var lens [config.MaxSegments]uint32
+	left := bc
+	for s := 0; s < r.nseg; s++ {
+		bs := uint32(r.q.Regions[s].BufSize)
+		offs[s] = uint64(idx[s]) * uint64(bs)
+		lens[s] = min(left, bs)
+		left -= lens[s]
+	}
+	b.AppendSegments(offs[:r.nseg], lens[:r.nseg], tag, ts)
+	if b.Len() >= r.batch {
+		r.deliver()
+	}
+}
+
+// recycleSlot returns the buffers of a cyclic WQE that completed without a packet.
+func (r *rxq) recycleSlot(wc uint16) {
+	r.putBufs(r.slotBufs[uint32(wc)&(1<<r.ringLog-1)])
+	r.cc++
+}
+
+func (r *rxq) putBufs(idx [config.MaxSegments]uint32) {
+	for s := 0; s < r.nseg; s++ {
+		r.q.Regions[s].Put(idx[s])
+	}
+}
+
+// burst is the burst being filled, taken from the metadata pool when needed; nil (and the
+// packet counted dropped) when the pool is empty.
+func (r *rxq) burst() *engine.Burst {
+	if r.cur != nil {
+		return r.cur
+	}
+	b, err := r.q.NewBurst()
+	if err != nil {
+		r.q.Stats.Drop(engine.DropNoBurstBuffers, 1)
+		return nil
+	}
+	r.cur, r.first = b, now()
+	return b
+}
+
+func (r *rxq) deliver() {
+	b := r.cur
+	r.cur = nil
+	if r.direct {
+		if !r.q.DeliverDirect(b) {
+			return
+		}
+		return
+	}
+	r.q.Deliver(b)
+}
+
+// pollDirect is a direct queue's RxBurst: the caller's thread polls the CQ.
+func (r *rxq) pollDirect() (*engine.Burst, error) {
+	if b, ok := r.q.Next(); ok {
+		return b, nil
+	}
+	if !r.busy.CompareAndSwap(false, true) {
+		return nil, fmt.Errorf("another thread is polling direct queue %d: %w", r.q.ID, engine.ErrNotReady)
+	}
+	defer r.busy.Store(false)
+	if r.pt.e.closed.Load() {
+		return nil, engine.ErrNotReady
+	}
+	r.readCQ(directMaxPackets)
+	if r.striding {
+		r.reclaim()
+	} else {
+		r.refill()
+	}
+	r.doorbell()
+	if r.cur != nil && r.cur.Len() > 0 {
+		r.deliver()
+	}
+	if b, ok := r.q.Next(); ok {
+		return b, nil
+	}
+	return nil, engine.ErrNotReady
+}
+
+// close frees the partial burst and returns every buffer the engine holds to its region (the
+// application's come back when it frees them).
+func (r *rxq) close() {
+	if r.cur != nil {
+		r.q.Stats.Drop(engine.DropClosed, r.cur.Len())
+		r.cur.Free()
+		r.cur = nil
+	}
+	if r.striding {
+		if r.out == nil {
+			return
+		}
+		reg := r.q.Regions[0]
+		for {
+			n := reg.GetBurst(r.scratch)
+			if n == 0 {
+				break
+			}
+			for _, idx := range r.scratch[:n] {
+				r.out[idx] = false
+			}
+		}
+		var back []uint32
+		for idx, o := range r.out {
+			if !o {
+				back = append(back, uint32(idx))
+			}
+		}
+		for _, i := range back {
+			reg.Put(i)
+		}
+		r.out = nil
+		return
+	}
+	size := uint32(1) << r.ringLog
+	for ; r.cc != r.pc; r.cc++ {
+		r.putBufs(r.slotBufs[r.cc&(size-1)])
+	}
+}
+
+// barrier orders the stores before it before the stores after it, as the PRM asks between
+// WQEs, doorbell records and doorbell registers (rdma-core udma_to_device_barrier; on amd64
+// stores are not reordered with each other and the locked instruction of an atomic
+// read-modify-write also keeps the compiler from moving them).
+func (e *Engine) barrier() { e.fence.Add(1) }
+
+// overrun reports whether the queue's CQ overran (QUERY_CQ status; mlx5_ifc.h cqc status
+// CQ_OVERFLOW 0x9): the device then completes nothing more on it.
+func (r *rxq) overrun() bool {
+	in := cmd(prm.CmdOpQueryCQ, 0, 16)
+	prm.QueryCQIn.CQN.Set(in, uint64(r.cqObj.ID()))
+	out := make([]byte, prm.QueryCQOut.CQContext.End()/8)
+	if err := r.cqObj.Query(in, out); err != nil {
+		return false
+	}
+	return prm.CQC.Status.At(prm.QueryCQOut.CQContext.Off).Get(out) == cqStatusOverflow
+}
+
+// cqStatusOverflow is cqc status CQ_OVERFLOW (mlx5_ifc.h MLX5_CQC_STATUS_CQ_OVERFLOW).
+const cqStatusOverflow = 0x9

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/daqiri-go/daqiri/config"
+)
+
+// --model-ports runs a configuration written for ConnectX NICs — upstream's example files,
+// whose interface addresses are PCI addresses or <placeholders> — on the in-process ConnectX
+// device model (engine mlx5, addresses model:N; ports 0↔1, 2↔3, … are cabled back to back).
+//
+// The flag's value is "auto" or a comma-separated list of KEY=N:
+//   - auto: the raw interfaces, in file order, get model ports 0, 1, 2, …; upstream's
+//     TX/RX examples name the TX interface first, so TX on model:0 reaches RX on model:1
+//     over the model's cable (the same PCI address on both interfaces means a looped NIC
+//     port there; the model gives each interface its own port, cabled to the other).
+//   - KEY=N: the interface named KEY, or every interface whose address is KEY (a PCI address
+//     as written, without quotes), gets model:N; a KEY may end in @IFNAME to bridge the port
+//     to a Linux netdev (model:N@IFNAME).
+//
+// It also makes the file openable on the model: placeholder values of the mapped interfaces'
+// tunnel fields get fixed documentation values, the same on every interface so that an
+// encap on one port and the decap on its peer agree — outer_eth_src 02:00:00:00:00:0a,
+// outer_eth_dst 02:00:00:00:00:0b, outer_ipv4_src 192.0.2.1, outer_ipv4_dst 192.0.2.2
+// (TEST-NET-1, RFC 5737) — a queue's cpu_core placeholder becomes core 0, and memory regions of kind device or host_pinned become
+// host memory, because the model's DMA reaches host memory only. Each change is listed on
+// stderr ("model-ports: ..."), so nobody mistakes the run for one on a GPU.
+func applyModelPorts(cfg *config.Config, spec string) ([]string, error) {
+	if cfg.StreamType != config.StreamRaw {
+		return nil, fmt.Errorf("--model-ports: stream_type is %q; model ports serve raw streams", cfg.StreamType)
+	}
+	ports := map[int]string{} // interface index → address
+	if spec == "auto" {
+		n := 0
+		for i, ifc := range cfg.Interfaces {
+			if ifc.Address == "loopback" {
+				continue
+			}
+			ports[i] = "model:" + strconv.Itoa(n)
+			n++
+		}
+	} else {
+		for _, kv := range strings.Split(spec, ",") {
+			key, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			port, bridge, _ := strings.Cut(val, "@")
+			n, err := strconv.Atoi(port)
+			if !ok || key == "" || err != nil || n < 0 || n > 9999 {
+				return nil, fmt.Errorf("--model-ports: %q is not KEY=N or KEY=N@IFNAME (KEY: an interface name or address)", kv)
+			}
+			addr := "model:" + port
+			if bridge != "" {
+				addr += "@" + bridge
+			}
+			hit := false
+			for i, ifc := range cfg.Interfaces {
+				if ifc.Name == key || (ifc.Address != "" && ifc.Address == key) {
+					ports[i], hit = addr, true
+				}
+			}
+			if !hit {
+				return nil, fmt.Errorf("--model-ports: no interface is named or addressed %q", key)
+			}
+		}
+	}
+	if len(ports) == 0 {
+		return nil, fmt.Errorf("--model-ports: the configuration has no interface to put on a model port")
+	}
+	var notes []string
+	for i := range cfg.Interfaces {
+		addr, ok := ports[i]
+		if !ok {
+			continue
+		}
+		ifc := &cfg.Interfaces[i]
+		was := ifc.Address
+		if was == "" {
+			was = "<placeholder>"
+		}
+		notes = append(notes, fmt.Sprintf("interface %s (%s) on %s", ifc.Name, was, addr))
+		ifc.Address = addr
+	}
+	// Placeholders of the mapped interfaces: the address (now set) and tunnel fields.
+	placeholder := func(p string) bool { return slices.Contains(cfg.Placeholders, p) }
+	filled := map[string]bool{}
+	for i := range cfg.Interfaces {
+		if _, ok := ports[i]; !ok {
+			continue
+		}
+		filled[fmt.Sprintf("interfaces[%d].address", i)] = true
+		ifc := &cfg.Interfaces[i]
+		// A queue's cpu_core placeholder (upstream's pcap writer example): core 0.
+		for dir, qs := range map[string][]config.Queue{"rx": rxQueues(ifc), "tx": txQueues(ifc)} {
+			for q := range qs {
+				if p := fmt.Sprintf("interfaces[%d].%s.queues[%d].cpu_core", i, dir, q); placeholder(p) {
+					qs[q].CPUCore = "0"
+					filled[p] = true
+					notes = append(notes, p+": placeholder set to core 0")
+				}
+			}
+		}
+		for dir, flows := range map[string][]config.Flow{"rx": rxFlows(ifc), "tx": txFlows(ifc)} {
+			for j := range flows {
+				for k := range flows[j].Actions {
+					t := &flows[j].Actions[k].Tunnel
+					base := fmt.Sprintf("interfaces[%d].%s.flows[%d].actions[%d].tunnel.", i, dir, j, k)
+					for _, f := range []struct {
+						key string
+						set func()
+					}{
+						{"outer_eth_src", func() { t.OuterEthSrc = net.HardwareAddr{2, 0, 0, 0, 0, 0x0a} }},
+						{"outer_eth_dst", func() { t.OuterEthDst = net.HardwareAddr{2, 0, 0, 0, 0, 0x0b} }},
+						{"outer_ipv4_src", func() { t.OuterIPv4Src = netip.MustParseAddr("192.0.2.1") }},
+						{"outer_ipv4_dst", func() { t.OuterIPv4Dst = netip.MustParseAddr("192.0.2.2") }},
+					} {
+						if placeholder(base + f.key) {
+							f.set()
+							filled[base+f.key] = true
+							notes = append(notes, base+f.key+": placeholder set to the model's test value")
+						}
+					}
+				}
+			}
+		}
+	}
+	cfg.Placeholders = slices.DeleteFunc(cfg.Placeholders, func(p string) bool { return filled[p] })
+	if cfg.Loopback == "sw" {
+		return nil, fmt.Errorf("--model-ports: the configuration uses the software loopback (loopback: sw); model ports replace NICs")
+	}
+	for _, ifc := range cfg.Interfaces {
+		if ifc.RX == nil {
+			continue
+		}
+		for _, r := range ifc.RX.Reorders {
+			if r.Type == config.ReorderGPU {
+				return nil, fmt.Errorf("--model-ports: reorder plan %s of interface %s runs on a GPU, which needs packets in GPU memory; the model reaches host memory only", r.Name, ifc.Name)
+			}
+		}
+	}
+	for i := range cfg.MemoryRegions {
+		mr := &cfg.MemoryRegions[i]
+		if mr.Kind == config.KindDevice || mr.Kind == config.KindHostPinned {
+			notes = append(notes, fmt.Sprintf("memory region %s: kind %s becomes host (the model reaches host memory only)", mr.Name, mr.Kind))
+			mr.Kind = config.KindHost
+		}
+	}
+	return notes, nil
+}
+
+func rxFlows(ifc *config.Interface) []config.Flow {
+	if ifc.RX == nil {
+		return nil
+	}
+	return ifc.RX.Flows
+}
+
+func txFlows(ifc *config.Interface) []config.Flow {
+	if ifc.TX == nil {
+		return nil
+	}
+	return ifc.TX.Flows
+}
+
+func rxQueues(ifc *config.Interface) []config.Queue {
+	if ifc.RX == nil {
+		return nil
+	}
+	return ifc.RX.Queues
+}
+
+func txQueues(ifc *config.Interface) []config.Queue {
+	if ifc.TX == nil {
+		return nil
+	}
+	return ifc.TX.Queues
+}

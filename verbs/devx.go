@@ -1,0 +1,886 @@
+package verbs
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/daqiri-go/daqiri/verbs/internal/uapi"
+	"github.com/daqiri-go/daqiri/verbs/provider"
+)
+
+// ErrNotMLX5 is what every mlx5-only call returns (wrapped, naming the call, and with the
+// kernel's errno where the kernel was asked) on a device whose driver is not mlx5, such as
+// Soft-RoCE. mlx5/channel re-exports it as channel.ErrNotMLX5.
+var ErrNotMLX5 = errors.New("device is not mlx5")
+
+// MaxCommandSize bounds one PRM command input or output through DevX: an ioctl attribute's
+// length is 16 bits (struct ib_uverbs_attr).
+const MaxCommandSize = 0xffff
+
+// DevX is an RDMA device opened for DevX: PRM commands and objects from user space through
+// the mlx5 driver's ioctl methods (Linux drivers/infiniband/hw/mlx5/devx.c), with the user
+// context made as rdma-core's mlx5dv_open_device(MLX5DV_CONTEXT_FLAGS_DEVX) makes it. On an
+// mlx5 device the kernel stamps every command with the context's DevX uid and builds each
+// object's destroy command itself, so closing the context (or the process) destroys what it
+// made.
+//
+// On a device of another driver OpenDevX still opens the generic context (Context, AllocPD
+// and everything else package verbs offers work), and every mlx5-only method is still asked of
+// the kernel, which refuses it; the error wraps ErrNotMLX5, names the method and keeps the
+// errno.
+type DevX struct {
+	ctx  *Context
+	mlx5 bool
+	info MLX5Info
+	// do issues a call; tests replace it to see the encodings.
+	do func(*uapi.Call) error
+}
+
+// MLX5Info is the mlx5 driver's answer to the user context request (struct
+// mlx5_ib_alloc_ucontext_resp, rdma/mlx5-abi.h): UAR and BlueFlame layout, cache line,
+// the minimum inline header the device needs, clock information.
+type MLX5Info struct {
+	QPTableSize   uint32
+	BFRegSize     uint32 // bytes of one BlueFlame register (half a buffer pair)
+	TotalBFRegs   uint32
+	CacheLineSize uint32
+	MaxSQDescSize uint16
+	MaxRQDescSize uint16
+	MaxSendWQEBB  uint32
+	MaxRecvWR     uint32
+	NumPorts      uint16
+	CQEVersion    uint8
+	// EthMinInline is the device's minimum inline mode for Ethernet send WQEs
+	// (MLX5_USER_INLINE_MODE_* + 1 when set; 0 when the kernel did not report it).
+	EthMinInline      uint8
+	ClockInfoVersions uint8
+	// CoreClockOffset is the page offset of the free-running clock in the clock mapping,
+	// when HasCoreClockOffset.
+	CoreClockOffset    uint64
+	HasCoreClockOffset bool
+	// RealTimeTS: CQE timestamps are in real-time format (nanoseconds since the epoch).
+	RealTimeTS     bool
+	LogUARSize     uint32
+	NumUARsPerPage uint32
+	NumDynBFRegs   uint32
+}
+
+// OpenDevX opens an RDMA device by name for DevX. On an mlx5 device it asks for a DevX
+// user context (MLX5_IB_ALLOC_UCTX_DEVX, dynamic 4K UARs); on any other it opens the
+// device's own provider so the generic parts stay usable (see DevX).
+func OpenDevX(name string) (*DevX, error) {
+	dev, err := LookupDevice(name)
+	if err != nil {
+		return nil, err
+	}
+	if dev.Driver != "mlx5" {
+		c, err := OpenDevice(dev, nil)
+		if err != nil {
+			return nil, fmt.Errorf("verbs: DevX on %s (driver %q): %w; its own provider: %w", dev.Name, dev.Driver, ErrNotMLX5, err)
+		}
+		return newDevX(c, false), nil
+	}
+	p := &mlx5DevXProvider{}
+	c, err := OpenDevice(dev, &Options{Provider: p})
+	if err != nil {
+		return nil, fmt.Errorf("verbs: DevX user context on %s (the device and its firmware must offer DevX): %w", dev.Name, err)
+	}
+	d := newDevX(c, true)
+	d.info = p.ctx.info()
+	return d, nil
+}
+
+func newDevX(c *Context, mlx5 bool) *DevX {
+	d := &DevX{ctx: c, mlx5: mlx5}
+	d.do = func(call *uapi.Call) error { return call.Do(c.fd) }
+	return d
+}
+
+// Context is the generic verbs context (PDs, queries, the async event file).
+func (d *DevX) Context() *Context { return d.ctx }
+
+// IsMLX5 reports whether the device's driver is mlx5.
+func (d *DevX) IsMLX5() bool { return d.mlx5 }
+
+// Info is the mlx5 driver's answer to the DevX user context (zero on another driver).
+func (d *DevX) Info() MLX5Info { return d.info }
+
+// Close closes the context; the kernel destroys every object, UMEM, UAR and flow it still
+// holds.
+func (d *DevX) Close() error { return d.ctx.Close() }
+
+// run issues an mlx5 method and turns a failure into an error naming it.
+func (d *DevX) run(method string, call *uapi.Call) error {
+	if err := d.ctx.begin(); err != nil {
+		return err
+	}
+	err := d.do(call)
+	if err == nil {
+		return nil
+	}
+	werr := d.ctx.wrap("ioctl "+method, err)
+	if !d.mlx5 {
+		return &notMLX5Error{op: "ioctl " + method, dev: d.ctx.dev, kernel: werr}
+	}
+	return werr
+}
+
+// notMLX5Error is an mlx5 method the kernel refused because the device is not mlx5: it
+// matches ErrNotMLX5 and the kernel's error (an *Error with the errno).
+type notMLX5Error struct {
+	op     string
+	dev    DeviceInfo
+	kernel error
+}
+
+func (e *notMLX5Error) Error() string {
+	k := e.kernel.Error()
+	var ke *Error
+	if errors.As(e.kernel, &ke) {
+		k = fmt.Sprintf("%v (%s)", ke.Errno.Error(), errnoName(ke.Errno))
+	}
+	return fmt.Sprintf("verbs: %s on %s: %v (driver %q; the kernel: %s)", e.op, e.dev.Name, ErrNotMLX5, e.dev.Driver, k)
+}
+
+func (e *notMLX5Error) Unwrap() []error { return []error{ErrNotMLX5, e.kernel} }
+
+func (d *DevX) call(object, method uint16) *uapi.Call { return d.ctx.newCall(object, method) }
+
+func checkCmd(method string, in, out []byte) error {
+	// The kernel wants at least the general command headers (16 bytes each way: devx.c's
+	// UVERBS_ATTR_MIN_SIZE(MLX5_ST_SZ_BYTES(general_obj_in/out_cmd_hdr))).
+	if len(in) < 16 || len(in) > MaxCommandSize || len(out) < 16 || len(out) > MaxCommandSize {
+		return fmt.Errorf("verbs: %s: command input of %d bytes and output of %d bytes; each must be 16 to %d bytes", method, len(in), len(out), MaxCommandSize)
+	}
+	return nil
+}
+
+// General runs a PRM command that creates no object (DEVX_OTHER): the kernel allows only
+// general commands (queries of the device, devx.c devx_is_general_cmd). A command the
+// firmware completed with a bad status fails with an error matching unix.EREMOTEIO, and
+// out then holds the status and syndrome (kernels since 5.19 copy it out).
+func (d *DevX) General(in, out []byte) error {
+	const m = "DEVX_OTHER"
+	if err := checkCmd(m, in, out); err != nil {
+		return err
+	}
+	call := d.call(uapi.MLX5ObjectDevX, uapi.MLX5MethodDevXOther)
+	call.In(uapi.MLX5AttrDevXOtherCmdIn, in)
+	call.Out(uapi.MLX5AttrDevXOtherCmdOut, out)
+	return d.run(m, call)
+}
+
+// DevXObj is a device object created by a PRM command through DevX (DEVX_OBJ_CREATE).
+type DevXObj struct {
+	d      *DevX
+	handle uint32
+	mu     sync.Mutex
+	closed bool
+}
+
+// CreateObj runs a PRM create command (CREATE_CQ, CREATE_TIR, ALLOC_PD, …) and returns the
+// object; its id is in out where the PRM puts it. A firmware failure is as for General.
+func (d *DevX) CreateObj(in, out []byte) (*DevXObj, error) {
+	const m = "DEVX_OBJ_CREATE"
+	if err := checkCmd(m, in, out); err != nil {
+		return nil, err
+	}
+	call := d.call(uapi.MLX5ObjectDevXObj, uapi.MLX5MethodDevXObjCreate)
+	h := call.NewIDR(uapi.MLX5AttrDevXObjCreateHandle)
+	call.In(uapi.MLX5AttrDevXObjCreateCmdIn, in)
+	call.Out(uapi.MLX5AttrDevXObjCreateCmdOut, out)
+	if err := d.run(m, call); err != nil {
+		return nil, err
+	}
+	o := &DevXObj{d: d, handle: call.Handle(h)}
+	d.ctx.track(o)
+	return o, nil
+}
+
+// Handle is the kernel handle (what CREATE_FLOW's DEST_DEVX names).
+func (o *DevXObj) Handle() uint32 { return o.handle }
+
+func (o *DevXObj) begin() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return fmt.Errorf("%w: DevX object %d", ErrClosed, o.handle)
+	}
+	return nil
+}
+
+// Modify runs a PRM modify command on the object (DEVX_OBJ_MODIFY).
+func (o *DevXObj) Modify(in, out []byte) error {
+	return o.objCmd("DEVX_OBJ_MODIFY", uapi.MLX5MethodDevXObjModify, uapi.MLX5AttrDevXObjModifyHandle, uapi.MLX5AttrDevXObjModifyCmdIn, uapi.MLX5AttrDevXObjModifyCmdOut, in, out)
+}
+
+// Query runs a PRM query command on the object (DEVX_OBJ_QUERY).
+func (o *DevXObj) Query(in, out []byte) error {
+	return o.objCmd("DEVX_OBJ_QUERY", uapi.MLX5MethodDevXObjQuery, uapi.MLX5AttrDevXObjQueryHandle, uapi.MLX5AttrDevXObjQueryCmdIn, uapi.MLX5AttrDevXObjQueryCmdOut, in, out)
+}
+
+func (o *DevXObj) objCmd(m string, method, hAttr, inAttr, outAttr uint16, in, out []byte) error {
+	if err := checkCmd(m, in, out); err != nil {
+		return err
+	}
+	if err := o.begin(); err != nil {
+		return err
+	}
+	call := o.d.call(uapi.MLX5ObjectDevXObj, method)
+	call.IDR(hAttr, o.handle)
+	call.In(inAttr, in)
+	call.Out(outAttr, out)
+	return o.d.run(m, call)
+}
+
+// Destroy destroys the object with the destroy command the kernel built from the create.
+// A second Destroy returns ErrClosed.
+func (o *DevXObj) Destroy() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return fmt.Errorf("%w: DevX object %d", ErrClosed, o.handle)
+	}
+	call := o.d.call(uapi.MLX5ObjectDevXObj, uapi.MLX5MethodDevXObjDestroy)
+	call.IDR(uapi.MLX5AttrDevXObjDestroyHandle, o.handle)
+	if err := o.d.run("DEVX_OBJ_DESTROY", call); err != nil {
+		return err
+	}
+	o.closed = true
+	o.d.ctx.untrack(o)
+	return nil
+}
+
+func (o *DevXObj) release() {
+	o.mu.Lock()
+	o.closed = true
+	o.mu.Unlock()
+}
+
+// UMEM is memory registered for the device through DevX (DEVX_UMEM_REG): queue and key
+// contexts name it by ID.
+type UMEM struct {
+	d      *DevX
+	handle uint32
+	// ID is the UMEM id the PRM contexts name (wq_umem_id, dbr_umem_id, …).
+	ID     uint32
+	Addr   uint64
+	Length uint64
+	mu     sync.Mutex
+	closed bool
+}
+
+// RegUMEM registers mem (memory outside the Go heap that stays mapped while the UMEM lives).
+func (d *DevX) RegUMEM(mem []byte, access Access) (*UMEM, error) {
+	if len(mem) == 0 {
+		return nil, fmt.Errorf("verbs: DEVX_UMEM_REG: empty memory")
+	}
+	return d.regUMEM(uint64(uintptr(unsafe.Pointer(unsafe.SliceData(mem)))), uint64(len(mem)), -1, access)
+}
+
+// RegUMEMDMABuf registers length bytes at offset of a DMA-BUF (GPU memory exported by its
+// driver): the kernel reads the ADDR attribute as the offset into the buffer when a DMA-BUF
+// fd is given (devx.c devx_umem_get).
+func (d *DevX) RegUMEMDMABuf(fd int, offset, length uint64, access Access) (*UMEM, error) {
+	if fd < 0 || length == 0 {
+		return nil, fmt.Errorf("verbs: DEVX_UMEM_REG: DMA-BUF fd %d, length %d", fd, length)
+	}
+	return d.regUMEM(offset, length, fd, access)
+}
+
+func (d *DevX) regUMEM(addr, length uint64, fd int, access Access) (*UMEM, error) {
+	var id [4]byte
+	call := d.call(uapi.MLX5ObjectDevXUMEM, uapi.MLX5MethodDevXUMEMReg)
+	h := call.NewIDR(uapi.MLX5AttrDevXUMEMRegHandle)
+	call.U64(uapi.MLX5AttrDevXUMEMRegAddr, addr)
+	call.U64(uapi.MLX5AttrDevXUMEMRegLen, length)
+	call.U64(uapi.MLX5AttrDevXUMEMRegAccess, uint64(access))
+	call.Out(uapi.MLX5AttrDevXUMEMRegOutID, id[:])
+	if fd >= 0 {
+		call.FD(uapi.MLX5AttrDevXUMEMRegDMABufFD, fd)
+	}
+	if err := d.run("DEVX_UMEM_REG", call); err != nil {
+		return nil, err
+	}
+	u := &UMEM{d: d, handle: call.Handle(h), ID: binary.NativeEndian.Uint32(id[:]), Addr: addr, Length: length}
+	d.ctx.track(u)
+	return u, nil
+}
+
+// Close deregisters the memory.
+func (u *UMEM) Close() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return nil
+	}
+	call := u.d.call(uapi.MLX5ObjectDevXUMEM, uapi.MLX5MethodDevXUMEMDereg)
+	call.IDR(uapi.MLX5AttrDevXUMEMDeregHandle, u.handle)
+	if err := u.d.run("DEVX_UMEM_DEREG", call); err != nil {
+		return err
+	}
+	u.closed = true
+	u.d.ctx.untrack(u)
+	return nil
+}
+
+func (u *UMEM) release() {
+	u.mu.Lock()
+	u.closed = true
+	u.mu.Unlock()
+}
+
+// UARType is the kind of doorbell page (enum mlx5_ib_uapi_uar_alloc_type).
+type UARType uint32
+
+// UAR types: BF is mapped write-combining (BlueFlame), NC non-cached.
+const (
+	UARTypeBF UARType = uapi.MLX5UARAllocTypeBF
+	UARTypeNC UARType = uapi.MLX5UARAllocTypeNC
+)
+
+// UARPage is a dynamically allocated doorbell page, mapped into this process.
+type UARPage struct {
+	d      *DevX
+	handle uint32
+	// PageID is the UAR index that SQ, CQ and EQ contexts name (uar_page).
+	PageID uint32
+	Type   UARType
+	mem    []byte
+	mu     sync.Mutex
+	closed bool
+}
+
+// AllocUAR allocates a doorbell page (UAR_OBJ_ALLOC) and maps it at the offset the kernel
+// returns (rdma-core's mlx5 dynamic UAR path).
+func (d *DevX) AllocUAR(t UARType) (*UARPage, error) {
+	var off [8]byte
+	var length, page [4]byte
+	call := d.call(uapi.MLX5ObjectUAR, uapi.MLX5MethodUARObjAlloc)
+	h := call.NewIDR(uapi.MLX5AttrUARObjAllocHandle)
+	call.U64(uapi.MLX5AttrUARObjAllocType, uint64(t))
+	call.Out(uapi.MLX5AttrUARObjAllocMmapOffset, off[:])
+	call.Out(uapi.MLX5AttrUARObjAllocMmapLength, length[:])
+	call.Out(uapi.MLX5AttrUARObjAllocPageID, page[:])
+	if err := d.run("UAR_OBJ_ALLOC", call); err != nil {
+		return nil, err
+	}
+	u := &UARPage{d: d, handle: call.Handle(h), PageID: binary.NativeEndian.Uint32(page[:]), Type: t}
+	mem, err := d.mmap(int64(binary.NativeEndian.Uint64(off[:])), int(binary.NativeEndian.Uint32(length[:])), unix.PROT_WRITE)
+	if err != nil {
+		if derr := u.destroy(); derr != nil {
+			err = fmt.Errorf("%w (and destroying the UAR: %v)", err, derr)
+		}
+		return nil, err
+	}
+	u.mem = mem
+	d.ctx.track(u)
+	return u, nil
+}
+
+// mmap maps the device file; a failure on another driver wraps ErrNotMLX5.
+func (d *DevX) mmap(off int64, length int, prot int) ([]byte, error) {
+	if length <= 0 {
+		return nil, fmt.Errorf("verbs: mmap of %d bytes at %#x on %s", length, off, d.ctx.dev.Name)
+	}
+	b, err := unix.Mmap(d.ctx.fd, off, length, prot, unix.MAP_SHARED)
+	if err != nil {
+		werr := d.ctx.wrap(fmt.Sprintf("mmap(%#x, %d)", off, length), err)
+		if !d.mlx5 {
+			return nil, &notMLX5Error{op: fmt.Sprintf("mmap of mlx5 page %#x", off), dev: d.ctx.dev, kernel: werr}
+		}
+		return nil, werr
+	}
+	return b, nil
+}
+
+func (u *UARPage) destroy() error {
+	call := u.d.call(uapi.MLX5ObjectUAR, uapi.MLX5MethodUARObjDestroy)
+	call.IDR(uapi.MLX5AttrUARObjDestroyHandle, u.handle)
+	return u.d.run("UAR_OBJ_DESTROY", call)
+}
+
+// Write64 stores v big-endian at byte offset off of the page as one 64-bit store (the
+// doorbell register, BlueFlame). off must be 8-byte aligned and inside the page.
+func (u *UARPage) Write64(off uint32, v uint64) {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&u.word(off, 8)[0])), binary.NativeEndian.Uint64(b[:]))
+}
+
+// Write32 stores v big-endian at off as one 32-bit store.
+func (u *UARPage) Write32(off uint32, v uint32) {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], v)
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&u.word(off, 4)[0])), binary.NativeEndian.Uint32(b[:]))
+}
+
+func (u *UARPage) word(off uint32, n uint32) []byte {
+	if off%n != 0 || uint64(off)+uint64(n) > uint64(len(u.mem)) {
+		panic(fmt.Sprintf("verbs: UAR page %d: %d-byte store at offset %#x outside the %d-byte page or unaligned", u.PageID, n, off, len(u.mem)))
+	}
+	return u.mem[off : off+n]
+}
+
+// Close unmaps and frees the page.
+func (u *UARPage) Close() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return nil
+	}
+	if err := unix.Munmap(u.mem); err != nil {
+		return u.d.ctx.wrap("munmap UAR", err)
+	}
+	u.mem = nil
+	if err := u.destroy(); err != nil {
+		return err
+	}
+	u.closed = true
+	u.d.ctx.untrack(u)
+	return nil
+}
+
+func (u *UARPage) release() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.mem != nil {
+		unix.Munmap(u.mem)
+		u.mem = nil
+	}
+	u.closed = true
+}
+
+// QueryEQN returns the event queue number of completion vector (DEVX_QUERY_EQN): what a
+// CQ context names in c_eqn.
+func (d *DevX) QueryEQN(vector uint32) (uint32, error) {
+	var eqn [4]byte
+	call := d.call(uapi.MLX5ObjectDevX, uapi.MLX5MethodDevXQueryEQN)
+	call.U64(uapi.MLX5AttrDevXQueryEQNUserVec, uint64(vector))
+	call.Out(uapi.MLX5AttrDevXQueryEQNDevEQN, eqn[:])
+	if err := d.run(fmt.Sprintf("DEVX_QUERY_EQN(vector %d)", vector), call); err != nil {
+		return 0, err
+	}
+	return binary.NativeEndian.Uint32(eqn[:]), nil
+}
+
+// QueryUAR returns the device UAR index of the context's static UAR userIdx
+// (DEVX_QUERY_UAR).
+func (d *DevX) QueryUAR(userIdx uint32) (uint32, error) {
+	var idx [4]byte
+	call := d.call(uapi.MLX5ObjectDevX, uapi.MLX5MethodDevXQueryUAR)
+	call.U64(uapi.MLX5AttrDevXQueryUARUserIdx, uint64(userIdx))
+	call.Out(uapi.MLX5AttrDevXQueryUARDevIdx, idx[:])
+	if err := d.run(fmt.Sprintf("DEVX_QUERY_UAR(%d)", userIdx), call); err != nil {
+		return 0, err
+	}
+	return binary.NativeEndian.Uint32(idx[:]), nil
+}
+
+// PDN returns the device's number for a PD made through the verbs context (MLX5 PD_QUERY):
+// what PRM contexts (MKEY, QP) name as pd.
+func (d *DevX) PDN(pd *PD) (uint32, error) {
+	if err := pd.begin(); err != nil {
+		return 0, err
+	}
+	var pdn [4]byte
+	call := d.call(uapi.ObjectPD, uapi.MLX5MethodPDQuery)
+	call.IDR(uapi.MLX5AttrQueryPDHandle, pd.handle)
+	call.Out(uapi.MLX5AttrQueryPDRespPDN, pdn[:])
+	if err := d.run("PD_QUERY", call); err != nil {
+		return 0, err
+	}
+	return binary.NativeEndian.Uint32(pdn[:]), nil
+}
+
+// ClockInfo reads the kernel's clock information page (MLX5_IB_MMAP_CLOCK_INFO, mapped
+// read-only): what converts the free-running counter in CQE timestamps to nanoseconds.
+func (d *DevX) ClockInfo() (MLX5ClockInfo, error) {
+	if err := d.ctx.begin(); err != nil {
+		return MLX5ClockInfo{}, err
+	}
+	page := unix.Getpagesize()
+	b, err := d.mmap(int64(uapi.MLX5MmapClockInfo<<uapi.MLX5MmapCmdShift)*int64(page), page, unix.PROT_READ)
+	if err != nil {
+		return MLX5ClockInfo{}, err
+	}
+	defer unix.Munmap(b)
+	var ci uapi.MLX5ClockInfo
+	raw := uapi.Bytes(&ci)
+	// The kernel updates the page under a sequence count in sign (odd while writing);
+	// bounded retries, as rdma-core's mlx5dv_get_clock_info.
+	sign := (*uint32)(unsafe.Pointer(&b[0]))
+	for range 1000 {
+		s := atomic.LoadUint32(sign)
+		if s&1 != 0 {
+			continue
+		}
+		copy(raw, b)
+		if atomic.LoadUint32(sign) == s {
+			return MLX5ClockInfo{Nsec: ci.Nsec, Cycles: ci.Cycles, Frac: ci.Frac, Mult: ci.Mult, Shift: ci.Shift, Mask: ci.Mask, OverflowPeriod: ci.OverflowPeriod}, nil
+		}
+	}
+	return MLX5ClockInfo{}, fmt.Errorf("verbs: clock info page of %s kept changing", d.ctx.dev.Name)
+}
+
+// MLX5ClockInfo converts the device's free-running counter to nanoseconds: ns = Nsec +
+// ((cycles - Cycles) & Mask) * Mult >> Shift (struct mlx5_ib_clock_info).
+type MLX5ClockInfo struct {
+	Nsec, Cycles, Frac, Mask, OverflowPeriod uint64
+	Mult, Shift                              uint32
+}
+
+// ---- steering: the kernel's flow matcher and CREATE_FLOW ----
+
+// FlowTableType is enum mlx5_ib_uapi_flow_table_type.
+type FlowTableType uint8
+
+// Flow table types.
+const (
+	FlowTableNICRX FlowTableType = uapi.MLX5FlowTableTypeNICRX
+	FlowTableNICTX FlowTableType = uapi.MLX5FlowTableTypeNICTX
+)
+
+// MatchParamsSize is the size of a match mask or value (struct mlx5_ib_match_params: the
+// PRM fte_match_param).
+const MatchParamsSize = uapi.MLX5MatchParamsSize
+
+// MatcherSpec describes a flow matcher: which fields rules match (Mask, an fte_match_param
+// of at most MatchParamsSize bytes, zero-padded; all zero matches every frame), which of its
+// parts are enabled (CriteriaEnable, the PRM's match_criteria_enable bits), the priority and
+// the table type.
+type MatcherSpec struct {
+	Mask           []byte
+	CriteriaEnable uint8
+	Priority       uint16
+	Table          FlowTableType
+}
+
+// FlowMatcher is a kernel flow matcher (MLX5_IB_OBJECT_FLOW_MATCHER).
+type FlowMatcher struct {
+	d      *DevX
+	handle uint32
+	mu     sync.Mutex
+	closed bool
+}
+
+func matchParams(what string, b []byte) ([]byte, error) {
+	if len(b) > MatchParamsSize {
+		return nil, fmt.Errorf("verbs: flow %s of %d bytes exceeds the %d-byte fte_match_param", what, len(b), MatchParamsSize)
+	}
+	p := make([]byte, MatchParamsSize)
+	copy(p, b)
+	return p, nil
+}
+
+// CreateFlowMatcher creates a matcher that flows are added under.
+func (d *DevX) CreateFlowMatcher(s MatcherSpec) (*FlowMatcher, error) {
+	mask, err := matchParams("matcher mask", s.Mask)
+	if err != nil {
+		return nil, err
+	}
+	var prio [2]byte
+	binary.NativeEndian.PutUint16(prio[:], s.Priority)
+	call := d.call(uapi.MLX5ObjectFlowMatcher, uapi.MLX5MethodFlowMatcherCreate)
+	h := call.NewIDR(uapi.MLX5AttrFlowMatcherCreateHandle)
+	call.In(uapi.MLX5AttrFlowMatcherMatchMask, mask)
+	call.Enum(uapi.MLX5AttrFlowMatcherFlowType, uapi.MLX5FlowTypeNormal, prio[:])
+	call.In(uapi.MLX5AttrFlowMatcherMatchCriteria, []byte{s.CriteriaEnable})
+	call.U64(uapi.MLX5AttrFlowMatcherFTType, uint64(s.Table))
+	if err := d.run("FLOW_MATCHER_CREATE", call); err != nil {
+		return nil, err
+	}
+	m := &FlowMatcher{d: d, handle: call.Handle(h)}
+	d.ctx.track(m)
+	return m, nil
+}
+
+// Close destroys the matcher; the kernel refuses while flows use it.
+func (m *FlowMatcher) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	call := m.d.call(uapi.MLX5ObjectFlowMatcher, uapi.MLX5MethodFlowMatcherDestroy)
+	call.IDR(uapi.MLX5AttrFlowMatcherDestroyHandle, m.handle)
+	if err := m.d.run("FLOW_MATCHER_DESTROY", call); err != nil {
+		return err
+	}
+	m.closed = true
+	m.d.ctx.untrack(m)
+	return nil
+}
+
+func (m *FlowMatcher) release() {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+}
+
+// FlowSpec is one flow rule under a matcher: the match value and what happens to a
+// matching frame — forwarded to Dest (a DevX TIR or flow table) or dropped, tagged with Tag
+// (the CQE's flow tag) when HasTag, through Actions (packet reformat contexts).
+type FlowSpec struct {
+	Value   []byte
+	Dest    *DevXObj
+	Drop    bool
+	Tag     uint32
+	HasTag  bool
+	Actions []*FlowAction
+}
+
+// Flow is a kernel flow rule (CREATE_FLOW).
+type Flow struct {
+	d      *DevX
+	handle uint32
+	mu     sync.Mutex
+	closed bool
+}
+
+// CreateFlow adds a rule under the matcher.
+func (m *FlowMatcher) CreateFlow(s FlowSpec) (*Flow, error) {
+	if s.Drop == (s.Dest != nil) {
+		return nil, fmt.Errorf("verbs: CREATE_FLOW needs exactly one of a destination and drop (dest %v, drop %v)", s.Dest != nil, s.Drop)
+	}
+	value, err := matchParams("match value", s.Value)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("%w: flow matcher %d", ErrClosed, m.handle)
+	}
+	d := m.d
+	call := d.call(uapi.ObjectFlow, uapi.MLX5MethodCreateFlow)
+	h := call.NewIDR(uapi.MLX5AttrCreateFlowHandle)
+	call.In(uapi.MLX5AttrCreateFlowMatchValue, value)
+	call.IDR(uapi.MLX5AttrCreateFlowMatcher, m.handle)
+	if s.Dest != nil {
+		call.IDR(uapi.MLX5AttrCreateFlowDestDevX, s.Dest.handle)
+	}
+	if len(s.Actions) > 0 {
+		hs := make([]uint32, len(s.Actions))
+		for i, a := range s.Actions {
+			hs[i] = a.handle
+		}
+		call.Handles(uapi.MLX5AttrCreateFlowArrFlowActions, hs)
+	}
+	if s.HasTag {
+		call.U32(uapi.MLX5AttrCreateFlowTag, s.Tag)
+	}
+	if s.Drop {
+		call.U64(uapi.MLX5AttrCreateFlowFlags, uapi.MLX5CreateFlowFlagsDrop)
+	}
+	if err := d.run("CREATE_FLOW", call); err != nil {
+		return nil, err
+	}
+	f := &Flow{d: d, handle: call.Handle(h)}
+	d.ctx.track(f)
+	return f, nil
+}
+
+// Close deletes the rule.
+func (f *Flow) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil
+	}
+	call := f.d.call(uapi.ObjectFlow, uapi.MLX5MethodDestroyFlow)
+	call.IDR(uapi.MLX5AttrDestroyFlowHandle, f.handle)
+	if err := f.d.run("DESTROY_FLOW", call); err != nil {
+		return err
+	}
+	f.closed = true
+	f.d.ctx.untrack(f)
+	return nil
+}
+
+func (f *Flow) release() {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+}
+
+// PacketReformatType is enum mlx5_ib_uapi_flow_action_packet_reformat_type.
+type PacketReformatType uint8
+
+// Packet reformat types: decapsulation (tunnel to L2) and encapsulation (L2 to tunnel).
+const (
+	ReformatL2TunnelToL2 PacketReformatType = uapi.MLX5PacketReformatL2TunnelToL2
+	ReformatL2ToL2Tunnel PacketReformatType = uapi.MLX5PacketReformatL2ToL2Tunnel
+	ReformatL3TunnelToL2 PacketReformatType = uapi.MLX5PacketReformatL3TunnelToL2
+	ReformatL2ToL3Tunnel PacketReformatType = uapi.MLX5PacketReformatL2ToL3Tunnel
+)
+
+// FlowAction is a kernel flow action (a packet reformat context) that flows name.
+type FlowAction struct {
+	d      *DevX
+	handle uint32
+	mu     sync.Mutex
+	closed bool
+}
+
+// CreatePacketReformat creates a reformat context of type t for tables of type table; data
+// is the header to push for encapsulations (none for decapsulation).
+func (d *DevX) CreatePacketReformat(t PacketReformatType, table FlowTableType, data []byte) (*FlowAction, error) {
+	if len(data) > MaxCommandSize {
+		return nil, fmt.Errorf("verbs: packet reformat data of %d bytes", len(data))
+	}
+	call := d.call(uapi.ObjectFlowAction, uapi.MLX5MethodFlowActionCreatePacketReformat)
+	h := call.NewIDR(uapi.MLX5AttrCreatePacketReformatHandle)
+	call.U64(uapi.MLX5AttrCreatePacketReformatType, uint64(t))
+	call.U64(uapi.MLX5AttrCreatePacketReformatFTType, uint64(table))
+	if len(data) > 0 {
+		call.In(uapi.MLX5AttrCreatePacketReformatDataBuf, data)
+	}
+	if err := d.run("FLOW_ACTION_CREATE_PACKET_REFORMAT", call); err != nil {
+		return nil, err
+	}
+	a := &FlowAction{d: d, handle: call.Handle(h)}
+	d.ctx.track(a)
+	return a, nil
+}
+
+// Close destroys the action (core FLOW_ACTION_DESTROY).
+func (a *FlowAction) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil
+	}
+	call := a.d.call(uapi.ObjectFlowAction, uapi.MethodFlowActionDestroy)
+	call.IDR(uapi.AttrDestroyFlowActionHandle, a.handle)
+	if err := a.d.run("FLOW_ACTION_DESTROY", call); err != nil {
+		return err
+	}
+	a.closed = true
+	a.d.ctx.untrack(a)
+	return nil
+}
+
+func (a *FlowAction) release() {
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
+}
+
+// PP is a packet pacing index (MLX5_IB_OBJECT_PP): SQ contexts name Index to pace at the
+// rate the context set.
+type PP struct {
+	d      *DevX
+	handle uint32
+	Index  uint16
+	mu     sync.Mutex
+	closed bool
+}
+
+// AllocPP allocates a pacing index for ctx (a PRM set_pp_rate_limit_context); dedicated
+// asks for an index of its own even when another user has the same rate.
+func (d *DevX) AllocPP(ctx []byte, dedicated bool) (*PP, error) {
+	if len(ctx) == 0 || len(ctx) > MaxCommandSize {
+		return nil, fmt.Errorf("verbs: PP_OBJ_ALLOC: rate limit context of %d bytes", len(ctx))
+	}
+	var flags uint64
+	if dedicated {
+		flags = uapi.MLX5PPAllocFlagsDedicatedIndex
+	}
+	var idx [2]byte
+	call := d.call(uapi.MLX5ObjectPP, uapi.MLX5MethodPPObjAlloc)
+	h := call.NewIDR(uapi.MLX5AttrPPObjAllocHandle)
+	call.In(uapi.MLX5AttrPPObjAllocCtx, ctx)
+	call.U64(uapi.MLX5AttrPPObjAllocFlags, flags)
+	call.Out(uapi.MLX5AttrPPObjAllocIndex, idx[:])
+	if err := d.run("PP_OBJ_ALLOC", call); err != nil {
+		return nil, err
+	}
+	p := &PP{d: d, handle: call.Handle(h), Index: binary.NativeEndian.Uint16(idx[:])}
+	d.ctx.track(p)
+	return p, nil
+}
+
+// Close frees the index.
+func (p *PP) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	call := p.d.call(uapi.MLX5ObjectPP, uapi.MLX5MethodPPObjDestroy)
+	call.IDR(uapi.MLX5AttrPPObjDestroyHandle, p.handle)
+	if err := p.d.run("PP_OBJ_DESTROY", call); err != nil {
+		return err
+	}
+	p.closed = true
+	p.d.ctx.untrack(p)
+	return nil
+}
+
+func (p *PP) release() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+}
+
+// ---- the provider half of a DevX context ----
+
+// mlx5DevXProvider opens an mlx5 device with a DevX user context and no datapath of its
+// own: DevX users create queues with PRM commands.
+type mlx5DevXProvider struct{ ctx *mlx5DevXContext }
+
+func (p *mlx5DevXProvider) Name() string     { return "mlx5-devx" }
+func (p *mlx5DevXProvider) DriverID() uint32 { return uapi.DriverMLX5 }
+func (p *mlx5DevXProvider) NewContext(provider.Kernel) (provider.Context, error) {
+	p.ctx = &mlx5DevXContext{}
+	return p.ctx, nil
+}
+
+type mlx5DevXContext struct{ resp uapi.MLX5AllocUcontextResp }
+
+// DriverIn is struct mlx5_ib_alloc_ucontext_req_v2 as rdma-core's mlx5 provider fills it for
+// a DevX context with dynamic UARs: the DEVX flag, CQE version 1, 4K and dynamic UAR
+// library capabilities; static BlueFlame registers are not needed (UAR_OBJ_ALLOC).
+func (c *mlx5DevXContext) DriverIn() []byte {
+	req := uapi.MLX5AllocUcontextReqV2{
+		TotalNumBfregs: 4, // one UAR's worth: the kernel rounds up to a UAR and ignores it with DYN_UAR
+		Flags:          uapi.MLX5AllocUctxDevX,
+		MaxCQEVersion:  1,
+		LibCaps:        uapi.MLX5LibCap4KUAR | uapi.MLX5LibCapDynUAR,
+	}
+	return append([]byte(nil), uapi.Bytes(&req)...)
+}
+
+func (c *mlx5DevXContext) DriverOutLen() int { return int(unsafe.Sizeof(uapi.MLX5AllocUcontextResp{})) }
+
+func (c *mlx5DevXContext) Attach(out []byte) error {
+	copy(uapi.Bytes(&c.resp), out)
+	return nil
+}
+
+func (c *mlx5DevXContext) info() MLX5Info {
+	r := &c.resp
+	return MLX5Info{
+		QPTableSize: r.QPTabSize, BFRegSize: r.BfRegSize, TotalBFRegs: r.TotBfregs, CacheLineSize: r.CacheLineSize,
+		MaxSQDescSize: r.MaxSQDescSz, MaxRQDescSize: r.MaxRQDescSz, MaxSendWQEBB: r.MaxSendWQEBB, MaxRecvWR: r.MaxRecvWR,
+		NumPorts: r.NumPorts, CQEVersion: r.CQEVersion, EthMinInline: r.EthMinInline, ClockInfoVersions: r.ClockInfoVersions,
+		CoreClockOffset: r.HCACoreClockOffset, HasCoreClockOffset: r.CompMask&uapi.MLX5RespMaskCoreClockOffset != 0,
+		RealTimeTS: r.CompMask&uapi.MLX5RespMaskRealTimeTS != 0,
+		LogUARSize: r.LogUARSize, NumUARsPerPage: r.NumUARsPerPage, NumDynBFRegs: r.NumDynBfregs,
+	}
+}
+
+var errDevXQueues = fmt.Errorf("%w: a DevX context makes its queues with PRM commands (verbs.DevX)", ErrNotSupported)
+
+func (c *mlx5DevXContext) NewCQ(int) (provider.CQ, error)                { return nil, errDevXQueues }
+func (c *mlx5DevXContext) NewQP(provider.QPRequest) (provider.QP, error) { return nil, errDevXQueues }
+func (c *mlx5DevXContext) NewAH() (provider.AHState, error)              { return nil, errDevXQueues }
+func (c *mlx5DevXContext) Close() error                                  { return nil }
