@@ -25,7 +25,7 @@ var guestScript []byte
 // DefaultPackages are the package patterns (relative to the module root)
 // whose tests run in the guest. Patterns that match nothing yet (a package
 // still to be written) are left out silently; add new ones here.
-var DefaultPackages = []string{"./integration/vm/internal/selftest", "./vfio/...", "./verbs/...", "./rdmacm/...", "./roce/..."}
+var DefaultPackages = []string{"./integration/vm/internal/selftest", "./vfio/...", "./verbs/...", "./rdmacm/...", "./roce/...", "./mlx5/channel/devx"}
 
 // GuestModules are loaded (modprobe, with their dependencies) in the guest
 // before any test runs: VFIO for the edu device, Soft-RoCE and the rdma_cm
