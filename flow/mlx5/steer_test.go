@@ -436,3 +436,44 @@ func TestChangesUnderTraffic(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReplaceUnderTraffic: a slot's rule is replaced over and over (make-before-break: the
+// new entries in the block's other half, then the old ones deleted) while its frames
+// arrive; every frame reaches the old rule's queue or the new one's, none misses.
+func TestReplaceUnderTraffic(t *testing.T) {
+	rig := newRig(t, nq)
+	match := config.Match{UDPDst: config.PortRange{Lo: 9100, Hi: 9103}}
+	st := mustNew(t, rig, flowmlx5.Params{Isolation: true, Rules: []*flow.Rule{
+		rule(t, config.Flow{Name: "v0", ID: 1, Match: match, Actions: toQueues(0)}),
+	}})
+	var next []*flow.Rule
+	for i := range 200 {
+		next = append(next, rule(t, config.Flow{Name: "v", ID: 2 + i%2, Match: match, Actions: toQueues(1 + i%2)}))
+	}
+	done := make(chan error, 1)
+	go func() {
+		for _, r := range next {
+			if err := st.Set(0, r); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	counts := map[int]int{}
+	for range 600 {
+		g := rig.receive(udpFrame(5, 9102))
+		if g.queue < 0 {
+			t.Fatalf("a frame met no rule during a replacement (dropped %v, missed %v)", g.dropped, g.missed)
+		}
+		if want := uint32(map[int]int{0: 1, 1: 2, 2: 3}[g.queue]); g.tag != want {
+			t.Fatalf("queue %d with flow tag %d, want %d", g.queue, g.tag, want)
+		}
+		counts[g.queue]++
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	wantQueue(t, rig, udpFrame(5, 9102), 2, 3) // the last rule: i = 199 → queue 2, id 3
+	t.Logf("frames per queue during the replacements: %v", counts)
+}
