@@ -437,7 +437,7 @@ func TestChangesUnderTraffic(t *testing.T) {
 	}
 }
 
-// TestReplaceUnderTraffic: a slot's rule is replaced over and over (make-before-break: the
+// TestReplaceUnderTraffic: a slot's rule is replaced 1000 times (make-before-break: the
 // new entries in the block's other half, then the old ones deleted) while its frames
 // arrive; every frame reaches the old rule's queue or the new one's, none misses.
 func TestReplaceUnderTraffic(t *testing.T) {
@@ -446,8 +446,9 @@ func TestReplaceUnderTraffic(t *testing.T) {
 	st := mustNew(t, rig, flowmlx5.Params{Isolation: true, Rules: []*flow.Rule{
 		rule(t, config.Flow{Name: "v0", ID: 1, Match: match, Actions: toQueues(0)}),
 	}})
+	// Two rules alternate: frames must reach queue 0 (the first), 1 or 2, never nothing.
 	var next []*flow.Rule
-	for i := range 200 {
+	for i := range 1000 {
 		next = append(next, rule(t, config.Flow{Name: "v", ID: 2 + i%2, Match: match, Actions: toQueues(1 + i%2)}))
 	}
 	done := make(chan error, 1)
@@ -461,7 +462,7 @@ func TestReplaceUnderTraffic(t *testing.T) {
 		done <- nil
 	}()
 	counts := map[int]int{}
-	for range 600 {
+	for range 1000 {
 		g := rig.receive(udpFrame(5, 9102))
 		if g.queue < 0 {
 			t.Fatalf("a frame met no rule during a replacement (dropped %v, missed %v)", g.dropped, g.missed)
@@ -474,6 +475,6 @@ func TestReplaceUnderTraffic(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	wantQueue(t, rig, udpFrame(5, 9102), 2, 3) // the last rule: i = 199 → queue 2, id 3
+	wantQueue(t, rig, udpFrame(5, 9102), 2, 3) // the last rule: i = 999 → queue 2, id 3
 	t.Logf("frames per queue during the replacements: %v", counts)
 }
