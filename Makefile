@@ -31,7 +31,7 @@ test:
 	@echo "== tests (a first run in a fresh clone also builds the S3 test server, versitygw: about 80 s once)"
 	@bash -o pipefail -c '$(GO) test $(GOTESTFLAGS) -json $$($(GO) list ./... | grep -v "/integration/vm$$") | $(GO) run ./internal/testsum'
 	@echo "== fuzz targets, 5 s each (make fuzz: longer)"
-	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s FUZZFLAGS="-parallel 1 -fuzzminimizetime 100x"
 	@echo "== VM tests (one boot; every guest test listed)"
 	@bash -o pipefail -c '$(GO) test $(GOTESTFLAGS) -v ./integration/vm | grep -E -- "^ *--- |^(ok|FAIL|PASS)|^ +vm_test.go:[0-9]+: (skip|boot|VM)"'
 

@@ -60,12 +60,12 @@ func (s *Session) RegisterMetrics(mp metric.MeterProvider) (metric.Registration,
 }
 
 // MetricSamples is Stats in the form package metrics reports: one sample per queue, with the
-// queue's configured id and the interface's name (port<N> when it has none, as upstream).
+// queue's id and the interface's name (port<N> when it has none, as upstream); queues added
+// at run time included, deleted ones not.
 func (s *Session) MetricSamples() []metrics.Sample {
 	st := s.Stats()
 	var out []metrics.Sample
 	for _, p := range st.Ports {
-		port := s.ports[p.Port]
 		name := p.Name
 		if name == "" {
 			name = fmt.Sprintf("port%d", p.Port)
@@ -74,11 +74,17 @@ func (s *Session) MetricSamples() []metrics.Sample {
 			out = append(out, metrics.Sample{Engine: p.Engine, Interface: name, Port: p.Port, Queue: metrics.QueueID(id),
 				Dir: dir, Packets: q.Packets, Bytes: q.Bytes, Drops: q.Drops})
 		}
-		for i, q := range p.Rx {
-			add(metrics.Rx, port.Rx[i].ID, q)
+		// Queues deleted at run time are left out: their counters stopped, and a queue added
+		// later under the same id starts from zero.
+		for _, q := range p.Rx {
+			if !q.Deleted {
+				add(metrics.Rx, q.Queue, q)
+			}
 		}
-		for i, q := range p.Tx {
-			add(metrics.Tx, port.Tx[i].ID, q)
+		for _, q := range p.Tx {
+			if !q.Deleted {
+				add(metrics.Tx, q.Queue, q)
+			}
 		}
 	}
 	return out

@@ -28,6 +28,7 @@ type options struct {
 	log     *slog.Logger
 	meter   metric.MeterProvider
 	engines map[string]engine.Opener // replaces builtin engines by name (tests)
+	appMem  map[string]engine.Memory // application memory by region name (WithRegionMemory)
 }
 
 // WithLogger sends the session's and engines' logs to l (default: stderr at the configured
@@ -62,6 +63,8 @@ type Session struct {
 	byPort  []engine.Engine
 	rxMeta  *engine.MetaPool
 	txMeta  *engine.MetaPool
+	rxRing  int        // ring size of RX queues (rx_meta_buffers)
+	qmu     sync.Mutex // serialises run-time queue and region changes
 
 	rrPort []atomic.Uint32 // round-robin cursor per port (RxBurstPort)
 	rrAll  atomic.Uint32   // round-robin cursor over ports (RxBurstAny)
@@ -133,7 +136,7 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (s *Session, 
 		}
 	}()
 
-	if err := s.allocRegions(); err != nil {
+	if err := s.allocRegions(o.appMem); err != nil {
 		return nil, err
 	}
 	if err := s.buildPorts(); err != nil {
@@ -214,8 +217,17 @@ func usedRegions(cfg *config.Config) map[string]bool {
 	return used
 }
 
-func (s *Session) allocRegions() error {
+func (s *Session) allocRegions(app map[string]engine.Memory) error {
 	used := usedRegions(s.cfg)
+	for name := range app {
+		rc := s.cfg.Region(name)
+		switch {
+		case rc == nil:
+			return fmt.Errorf("daqiri.WithRegionMemory: no memory region %q in memory_regions: %w", name, ErrInvalidParameter)
+		case !rc.Unowned:
+			return fmt.Errorf("daqiri.WithRegionMemory: memory region %q is owned by the library; mark it owned: false to lend it application memory: %w", name, ErrInvalidParameter)
+		}
+	}
 	for i := range s.cfg.MemoryRegions {
 		rc := &s.cfg.MemoryRegions[i]
 		path := fmt.Sprintf("memory_regions[%d]", i)
@@ -223,20 +235,25 @@ func (s *Session) allocRegions() error {
 			s.log.Warn("memory region not used by any queue; not allocated", "region", rc.Name)
 			continue
 		}
+		var mem engine.Memory
+		var err error
 		if rc.Unowned {
-			return s.cfg.Errorf(path+".owned", "owned: false (application-provided memory) is not supported: daqiri-go has no API to attach external memory")
-		}
-		node := -1
-		if rc.Kind == config.KindHost || rc.Kind == config.KindHuge {
-			// affinity is the NUMA node of host and huge memory (upstream passes it to
-			// rte_malloc_socket). A node this machine lacks is said loudly, not ignored.
-			if hugepage.NodeExists(rc.Affinity) {
-				node = rc.Affinity
-			} else {
-				s.log.Warn(s.cfg.Errorf(path+".affinity", "NUMA node %d does not exist on this machine; memory region %s is allocated without a node preference", rc.Affinity, rc.Name).Error())
+			if mem, err = s.appMemory(rc, path, app[rc.Name]); err != nil {
+				return err
 			}
+		} else {
+			node := -1
+			if rc.Kind == config.KindHost || rc.Kind == config.KindHuge {
+				// affinity is the NUMA node of host and huge memory (upstream passes it to
+				// rte_malloc_socket). A node this machine lacks is said loudly, not ignored.
+				if hugepage.NodeExists(rc.Affinity) {
+					node = rc.Affinity
+				} else {
+					s.log.Warn(s.cfg.Errorf(path+".affinity", "NUMA node %d does not exist on this machine; memory region %s is allocated without a node preference", rc.Affinity, rc.Name).Error())
+				}
+			}
+			mem, err = allocMemory(rc, node)
 		}
-		mem, err := allocMemory(rc, node)
 		if err != nil {
 			return s.cfg.Errorf(path, "memory region %s (%s, %d × %d bytes): %w", rc.Name, rc.Kind, rc.NumBufs, rc.BufSize, err)
 		}
@@ -290,6 +307,7 @@ func (s *Session) buildPorts() error {
 	}
 	// Arrays are sized for small batches up front and grow once to the largest batch, so
 	// rx_meta_buffers × a 10240-packet batch is not paid for bursts that never carry it.
+	s.rxRing = rxN
 	if s.rxMeta, err = engine.NewMetaPool("rx", rxN, min(maxRx, 64), false); err != nil {
 		return err
 	}
@@ -356,7 +374,7 @@ func (s *Session) Close() error {
 			}
 		}
 		for _, p := range s.ports {
-			for _, q := range p.Rx {
+			for _, q := range p.Queues().Rx {
 				if n := q.Drain(); n > 0 {
 					q.Stats.Drop(engine.DropClosed, n)
 				}
@@ -381,7 +399,11 @@ func (s *Session) Close() error {
 func (s *Session) Ports() []*engine.Port { return s.ports }
 
 // Region is an allocated memory region by name (nil when absent or not allocated).
-func (s *Session) Region(name string) *engine.Region { return s.regions[name] }
+func (s *Session) Region(name string) *engine.Region {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	return s.regions[name]
+}
 
 // Engine is the engine serving a port (nil for a bad port).
 func (s *Session) Engine(port int) engine.Engine {
@@ -429,7 +451,7 @@ func (s *Session) NumRxQueues(port int) int {
 	if port < 0 || port >= len(s.ports) {
 		return 0
 	}
-	return len(s.ports[port].Rx)
+	return len(s.ports[port].Queues().LiveRx())
 }
 
 // NumTxQueues is the number of transmit queues on a port.
@@ -437,7 +459,7 @@ func (s *Session) NumTxQueues(port int) int {
 	if port < 0 || port >= len(s.ports) {
 		return 0
 	}
-	return len(s.ports[port].Tx)
+	return len(s.ports[port].Queues().LiveTx())
 }
 
 // RxQueueIDs lists a port's receive queue ids in configuration order.
@@ -445,8 +467,9 @@ func (s *Session) RxQueueIDs(port int) []int {
 	if port < 0 || port >= len(s.ports) {
 		return nil
 	}
-	ids := make([]int, len(s.ports[port].Rx))
-	for i, q := range s.ports[port].Rx {
+	live := s.ports[port].Queues().LiveRx()
+	ids := make([]int, len(live))
+	for i, q := range live {
 		ids[i] = q.ID
 	}
 	return ids
@@ -457,8 +480,9 @@ func (s *Session) TxQueueIDs(port int) []int {
 	if port < 0 || port >= len(s.ports) {
 		return nil
 	}
-	ids := make([]int, len(s.ports[port].Tx))
-	for i, q := range s.ports[port].Tx {
+	live := s.ports[port].Queues().LiveTx()
+	ids := make([]int, len(live))
+	for i, q := range live {
 		ids[i] = q.ID
 	}
 	return ids
@@ -479,9 +503,17 @@ func (s *Session) rxQueue(port, queue int) (*engine.RxQueue, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := p.RxQueueByID(queue)
-	if q == nil {
+	var q *engine.RxQueue
+	for _, x := range p.Queues().Rx {
+		if x.ID == queue {
+			q = x
+		}
+	}
+	switch {
+	case q == nil:
 		return nil, fmt.Errorf("port %d (%s) has no rx queue %d: %w", port, p.Name, queue, ErrInvalidParameter)
+	case q.Deleted():
+		return nil, fmt.Errorf("port %d (%s) rx queue %d: %w", port, p.Name, queue, ErrQueueDeleted)
 	}
 	return q, nil
 }
@@ -497,6 +529,10 @@ func (s *Session) RxBurst(port, queue int) (*Burst, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !q.Enter() {
+		return nil, fmt.Errorf("port %d rx queue %d: %w", port, queue, ErrQueueDeleted)
+	}
+	defer q.Leave()
 	return s.next(q)
 }
 
@@ -524,14 +560,20 @@ func (s *Session) rxBurstPort(port int) (*Burst, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := len(p.Rx)
+	rxs := p.Queues().Rx
+	n := len(rxs)
 	if n == 0 {
 		return nil, fmt.Errorf("port %d (%s) has no rx queues: %w", port, p.Name, ErrInvalidParameter)
 	}
 	start := int(s.rrPort[port].Add(1)-1) % n
 	for k := 0; k < n; k++ {
-		q := p.Rx[(start+k)%n]
-		if b, err := s.next(q); err == nil {
+		q := rxs[(start+k)%n]
+		if !q.Enter() {
+			continue // deleted
+		}
+		b, err := s.next(q)
+		q.Leave()
+		if err == nil {
 			s.rrPort[port].Store(uint32((start + k + 1) % n))
 			return b, nil
 		} else if !errors.Is(err, ErrNotReady) {
@@ -551,7 +593,7 @@ func (s *Session) RxBurstAny() (*Burst, error) {
 	start := int(s.rrAll.Add(1)-1) % max(n, 1)
 	for k := 0; k < n; k++ {
 		p := (start + k) % n
-		if len(s.ports[p].Rx) == 0 {
+		if len(s.ports[p].Queues().Rx) == 0 {
 			continue
 		}
 		if b, err := s.rxBurstPort(p); err == nil {
@@ -568,9 +610,17 @@ func (s *Session) txQueue(port, queue int) (*engine.TxQueue, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := p.TxQueueByID(queue)
-	if q == nil {
+	var q *engine.TxQueue
+	for _, x := range p.Queues().Tx {
+		if x.ID == queue {
+			q = x
+		}
+	}
+	switch {
+	case q == nil:
 		return nil, fmt.Errorf("port %d (%s) has no tx queue %d: %w", port, p.Name, queue, ErrInvalidParameter)
+	case q.Deleted():
+		return nil, fmt.Errorf("port %d (%s) tx queue %d: %w", port, p.Name, queue, ErrQueueDeleted)
 	}
 	return q, nil
 }
@@ -599,6 +649,10 @@ func (s *Session) TxBurst(port, queue, n int) (*Burst, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !q.Enter() {
+		return nil, fmt.Errorf("port %d tx queue %d: %w", port, queue, ErrQueueDeleted)
+	}
+	defer q.Leave()
 	return q.NewBurst(n)
 }
 
@@ -618,9 +672,14 @@ func (s *Session) Send(b *Burst) error {
 		return err
 	}
 	defer s.leave()
-	if _, err := s.txQueue(b.Port(), b.Queue()); err != nil {
+	q, err := s.txQueue(b.Port(), b.Queue())
+	if err != nil {
 		return err
 	}
+	if !q.Enter() {
+		return fmt.Errorf("port %d tx queue %d: %w", b.Port(), b.Queue(), ErrQueueDeleted)
+	}
+	defer q.Leave()
 	return s.byPort[b.Port()].Send(b)
 }
 
@@ -664,18 +723,23 @@ func (st Stats) Totals() (rx, tx QueueStats) {
 }
 
 // Stats snapshots every queue's counters (per port and queue: packets, bytes, drops by reason,
-// ring occupancy).
+// ring occupancy). Queues deleted at run time keep their final counters, marked Deleted,
+// until their id is reused (at most the 256 most recent per port and direction).
 func (s *Session) Stats() Stats {
 	var st Stats
 	for _, p := range s.ports {
 		ps := PortStats{Port: p.ID, Name: p.Name, Engine: p.Engine, Events: p.Events.Snapshot()}
-		for _, q := range p.Rx {
+		set := p.Queues()
+		for _, q := range set.Rx {
 			qs := q.Stats.Snapshot()
+			qs.Queue, qs.Deleted = q.ID, q.Deleted()
 			qs.RingUsed = q.Pending()
 			ps.Rx = append(ps.Rx, qs)
 		}
-		for _, q := range p.Tx {
-			ps.Tx = append(ps.Tx, q.Stats.Snapshot())
+		for _, q := range set.Tx {
+			qs := q.Stats.Snapshot()
+			qs.Queue, qs.Deleted = q.ID, q.Deleted()
+			ps.Tx = append(ps.Tx, qs)
 		}
 		st.Ports = append(st.Ports, ps)
 	}
@@ -687,16 +751,23 @@ func (s *Session) PrintStats(w io.Writer) {
 	st := s.Stats()
 	fmt.Fprintf(w, "%-16s %-8s %-4s %5s %14s %16s %12s\n", "interface", "engine", "dir", "queue", "packets", "bytes", "dropped")
 	for _, p := range st.Ports {
-		for i, q := range p.Rx {
-			fmt.Fprintf(w, "%-16s %-8s %-4s %5d %14d %16d %12d%s\n", p.Name, p.Engine, "rx", s.ports[p.Port].Rx[i].ID, q.Packets, q.Bytes, q.Dropped, dropDetail(q))
+		for _, q := range p.Rx {
+			fmt.Fprintf(w, "%-16s %-8s %-4s %5d %14d %16d %12d%s%s\n", p.Name, p.Engine, "rx", q.Queue, q.Packets, q.Bytes, q.Dropped, dropDetail(q), deletedNote(q))
 		}
-		for i, q := range p.Tx {
-			fmt.Fprintf(w, "%-16s %-8s %-4s %5d %14d %16d %12d%s\n", p.Name, p.Engine, "tx", s.ports[p.Port].Tx[i].ID, q.Packets, q.Bytes, q.Dropped, dropDetail(q))
+		for _, q := range p.Tx {
+			fmt.Fprintf(w, "%-16s %-8s %-4s %5d %14d %16d %12d%s%s\n", p.Name, p.Engine, "tx", q.Queue, q.Packets, q.Bytes, q.Dropped, dropDetail(q), deletedNote(q))
 		}
 		if len(p.Events) > 0 {
 			fmt.Fprintf(w, "%-16s %-8s events: %s\n", p.Name, p.Engine, strings.TrimSuffix(strings.TrimPrefix(dropDetail(QueueStats{Drops: p.Events}), "  ("), ")"))
 		}
 	}
+}
+
+func deletedNote(q QueueStats) string {
+	if q.Deleted {
+		return "  [deleted]"
+	}
+	return ""
 }
 
 func dropDetail(q QueueStats) string {

@@ -79,11 +79,20 @@ type port struct {
 	mode    string // "native" or "generic"
 
 	socks []*sock // by NIC queue (nil where none)
-	rxqs  []*rxq  // by RX queue position
-	txqs  []*txq  // by TX queue position
+	// RX queues by position and TX queues, published whole so that pollers and senders read
+	// them without a lock while queues are added and deleted at run time (qmu serialises
+	// the changes). RX positions are never reused: a deleted queue stays as a tombstone.
+	rxv atomic.Pointer[[]*rxq]
+	txv atomic.Pointer[[]*txq]
+	qmu sync.Mutex
 	// timeouts is set when a partial burst to some RX queue may time out (an indirect queue
 	// with timeout_us): only then do pollers read the clock.
 	timeouts bool
+	// jumbo: some queue's buffers exceed a UMEM chunk (4096 bytes), so frames up to the
+	// buffer size are carried: sockets are multi-buffer (XDP_USE_SG) over staging UMEMs of
+	// their own, received fragments are gathered into the queue's buffer and sent frames
+	// are split into chained descriptors.
+	jumbo bool
 
 	mu      sync.Mutex                 // flows and configuration
 	table   atomic.Pointer[flow.Table] // Go copy for frames without metadata
@@ -143,7 +152,7 @@ func pow2Floor(n int) int {
 }
 
 // checkRegion validates a queue's memory for AF_XDP.
-func (e *Engine) checkRegion(path string, rs []*engine.Region, rx bool, mtu int) error {
+func (e *Engine) checkRegion(path string, rs []*engine.Region, rx bool, mtu int, jumbo bool) error {
 	cfg := e.env.Config
 	if len(rs) != 1 {
 		return cfg.Errorf(path+".memory_regions", "engine xdp needs exactly one memory region per queue (no header-data split), got %d", len(rs))
@@ -152,8 +161,15 @@ func (e *Engine) checkRegion(path string, rs []*engine.Region, rx bool, mtu int)
 	if !r.CPU() {
 		return cfg.Errorf(path+".memory_regions", "memory region %s is %s memory; engine xdp needs CPU memory (host, huge or host_pinned) for its UMEM", r.Name, r.Kind)
 	}
+	if jumbo {
+		// Frames are gathered from the staging UMEM into these buffers: no headroom.
+		if rx && 14+8+mtu > r.BufSize {
+			return cfg.Errorf(path+".memory_regions", "memory region %s has buf_size %d but frames at the interface MTU %d need %d (22 bytes Ethernet/VLAN headers + MTU)", r.Name, r.BufSize, mtu, 22+mtu)
+		}
+		return nil
+	}
 	if r.BufSize < xsk.MinChunkSize || r.BufSize > 4096 {
-		return cfg.Errorf(path+".memory_regions", "memory region %s has buf_size %d; engine xdp needs 2048 to 4096 (AF_XDP UMEM chunk limits)", r.Name, r.BufSize)
+		return cfg.Errorf(path+".memory_regions", "memory region %s has buf_size %d; engine xdp needs 2048 to 4096 (AF_XDP UMEM chunk limits), or buffers above 4096 for jumbo frames (multi-buffer AF_XDP)", r.Name, r.BufSize)
 	}
 	// Frames land after the kernel's XDP headroom; one or two VLAN tags may come on top of
 	// the MTU.
@@ -193,12 +209,18 @@ func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 		return nil, cfg.Errorf(path+".rx.queues", "engine xdp steers to at most %d RX queues per interface", xdp.MaxQueues)
 	}
 	for _, q := range p.Rx {
-		if err := e.checkRegion(q.Path(), q.Regions, true, pt.mtu); err != nil {
+		pt.jumbo = pt.jumbo || len(q.Regions) == 1 && q.Regions[0].BufSize > 4096
+	}
+	for _, q := range p.Tx {
+		pt.jumbo = pt.jumbo || len(q.Regions) == 1 && q.Regions[0].BufSize > 4096
+	}
+	for _, q := range p.Rx {
+		if err := e.checkRegion(q.Path(), q.Regions, true, pt.mtu, pt.jumbo); err != nil {
 			return nil, err
 		}
 	}
 	for _, q := range p.Tx {
-		if err := e.checkRegion(q.Path(), q.Regions, false, pt.mtu); err != nil {
+		if err := e.checkRegion(q.Path(), q.Regions, false, pt.mtu, pt.jumbo); err != nil {
 			return nil, err
 		}
 	}
@@ -213,11 +235,13 @@ func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 		return nil, err
 	}
 	pt.socks = make([]*sock, max(pt.nicRx, len(p.Tx)))
+	var rxs []*rxq
 	for i, q := range p.Rx {
 		r := &rxq{pt: pt, q: q, pos: i, region: q.Regions[0], direct: q.Config.PollMode == config.PollDirect}
-		pt.rxqs = append(pt.rxqs, r)
+		rxs = append(rxs, r)
 		pt.timeouts = pt.timeouts || r.timeout() > 0
 	}
+	pt.rxv.Store(&rxs)
 	if len(p.Rx) > 0 {
 		if pt.prog, err = xdp.NewProgram(nil); err != nil {
 			return nil, cfg.Errorf(path, "interface %s: %v", p.Name, err)
@@ -228,11 +252,18 @@ func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 		// Sockets sharing a region split its buffers between their fill rings.
 		users := map[*engine.Region]int{}
 		for k := 0; k < pt.nicRx; k++ {
-			users[pt.rxqs[k%len(pt.rxqs)].region]++
+			users[rxs[k%len(rxs)].region]++
 		}
 		for k := 0; k < pt.nicRx; k++ {
-			owner := pt.rxqs[k%len(pt.rxqs)]
-			s, err := pt.openSock(k, owner.region, true, k < len(p.Tx), users[owner.region])
+			owner := rxs[k%len(rxs)]
+			// Every RX socket gets a TX ring, so that a TX queue added at run time can share it.
+			var s *sock
+			var err error
+			if pt.jumbo {
+				s, err = pt.openStagingSock(k, true, k < pt.nicTx)
+			} else {
+				s, err = pt.openSock(k, owner.region, true, k < pt.nicTx, users[owner.region])
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -245,10 +276,19 @@ func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 			s.refill()
 		}
 	}
+	var txs []*txq
+	defer func() { pt.txv.Store(&txs) }()
 	for j, q := range p.Tx {
 		t := &txq{pt: pt, q: q, pos: j, region: q.Regions[0], direct: q.Config.PollMode == config.PollDirect}
 		if s := pt.socks[j]; s != nil {
 			// Shares the RX socket of this NIC queue: frames are copied into its UMEM.
+			t.s, t.copyTx = s, true
+		} else if pt.jumbo {
+			s, err := pt.openStagingSock(j, false, true)
+			if err != nil {
+				return nil, err
+			}
+			pt.socks[j] = s
 			t.s, t.copyTx = s, true
 		} else {
 			s, err := pt.openSock(j, t.region, false, true, 1)
@@ -259,7 +299,7 @@ func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 			t.s = s
 		}
 		t.init(e)
-		pt.txqs = append(pt.txqs, t)
+		txs = append(txs, t)
 	}
 	if pt.prog != nil {
 		if err := pt.attach(); err != nil {
@@ -269,15 +309,25 @@ func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 	}
 	zc := false
 	for _, s := range pt.socks {
-		if s != nil && s.x.ZeroCopy() {
+		switch {
+		case s == nil:
+		case s.x.ZeroCopy():
 			zc = true
+			p.Events.AFXDPZeroCopy.Add(1)
+		default:
+			p.Events.AFXDPCopyMode.Add(1)
 		}
 	}
 	mode := "copy"
 	if zc {
 		mode = "zero-copy"
 	}
-	e.env.Log.Info("xdp port up", "interface", p.Name, "netdev", p.Config.Address, "xdp", pt.mode, "afxdp", mode,
+	if !zc {
+		// Zero-copy was asked for first on every socket; the driver (veth, generic XDP)
+		// did not offer it. Said here and counted in the port's events (afxdp_copy_mode).
+		e.env.Log.Info("xdp: zero-copy bind not offered by the driver; AF_XDP runs in copy mode", "interface", p.Name, "netdev", p.Config.Address)
+	}
+	e.env.Log.Info("xdp port up", "interface", p.Name, "netdev", p.Config.Address, "xdp", pt.mode, "afxdp", mode, "jumbo", pt.jumbo,
 		"nic_rx_queues", pt.nicRx, "rx_queues", len(p.Rx), "tx_queues", len(p.Tx), "flows", pt.nStatic)
 	return pt, nil
 }
@@ -316,7 +366,7 @@ func (e *Engine) Mode(portID int) (xdpMode string, zeroCopy bool) {
 
 func (pt *port) start() {
 	e := pt.e
-	for _, r := range pt.rxqs {
+	for _, r := range pt.rxqs() {
 		if r.direct {
 			r.q.Poll = r.poll
 			continue
@@ -326,7 +376,7 @@ func (pt *port) start() {
 			e.w.Go(fmt.Sprintf("%s/xdp-rx%d", pt.p.Name, r.q.ID), r.q.Config.CPUCore, r.run)
 		}
 	}
-	for _, t := range pt.txqs {
+	for _, t := range pt.txqs() {
 		if !t.direct {
 			t := t
 			e.w.Go(fmt.Sprintf("%s/xdp-tx%d", pt.p.Name, t.q.ID), t.q.Config.CPUCore, t.run)
@@ -354,10 +404,10 @@ func (pt *port) close() {
 		pt.xdpLink.Close()
 		pt.xdpLink = nil
 	}
-	for _, t := range pt.txqs {
+	for _, t := range pt.txqs() {
 		t.shutdown()
 	}
-	for _, r := range pt.rxqs {
+	for _, r := range pt.rxqs() {
 		r.flushAll()
 	}
 	for _, s := range pt.socks {
@@ -420,10 +470,11 @@ func (pt *port) syncStats() {
 	defer pt.mu.Unlock()
 	if pt.prog != nil {
 		if c, err := pt.prog.Counters(); err == nil {
-			for q := 0; q < len(pt.rxqs); q++ {
+			rxs := pt.rxqs()
+			for q := 0; q < len(rxs) && q < xdp.MaxQueues; q++ {
 				for reason, dr := range []engine.DropReason{engine.DropFiltered, engine.DropOther} {
 					if d := c[q][reason] - pt.xdpCnt[q][reason]; d > 0 {
-						pt.rxqs[q].q.Stats.Drop(dr, int(d))
+						rxs[q].q.Stats.Drop(dr, int(d))
 					}
 				}
 			}

@@ -9,10 +9,23 @@ import (
 	"github.com/daqiri-go/daqiri/flow/xdp"
 )
 
+// rxQueueIDs are the queue ids by position, for flow.Compile: the configured queues, then
+// those added at run time; a deleted position is -1 (no flow can name it).
 func (pt *port) rxQueueIDs() []int {
-	ids := make([]int, len(pt.p.Rx))
-	for i, q := range pt.p.Rx {
-		ids[i] = q.ID
+	rxs := pt.rxqs()
+	if rxs == nil { // compiling the configured flows, before the queues are built
+		ids := make([]int, len(pt.p.Rx))
+		for i, q := range pt.p.Rx {
+			ids[i] = q.ID
+		}
+		return ids
+	}
+	ids := make([]int, len(rxs))
+	for i, r := range rxs {
+		ids[i] = r.q.ID
+		if r.deleted.Load() {
+			ids[i] = -1
+		}
 	}
 	return ids
 }
@@ -243,8 +256,8 @@ func (e *Engine) FlushQueue(portID, queue int) (int, error) {
 	if pt == nil {
 		return 0, fmt.Errorf("port %d is not an xdp port: %w", portID, engine.ErrInvalidParameter)
 	}
-	for _, r := range pt.rxqs {
-		if r.q.ID != queue {
+	for _, r := range pt.rxqs() {
+		if r.q.ID != queue || r.deleted.Load() {
 			continue
 		}
 		n := r.q.Drain()

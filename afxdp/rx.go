@@ -13,14 +13,15 @@ import (
 
 // rxq is one configured RX queue.
 type rxq struct {
-	pt     *port
-	q      *engine.RxQueue
-	pos    int
-	region *engine.Region
-	direct bool
-	socks  []*sock     // sockets this queue polls (its worker, or its caller in direct mode)
-	pend   []pending   // partial bursts being built by this queue's poller, by target position
-	busy   atomic.Bool // direct mode: a caller is polling
+	pt      *port
+	q       *engine.RxQueue
+	pos     int
+	region  *engine.Region
+	direct  bool
+	deleted atomic.Bool // deleted at run time: frames steered here are dropped (closed)
+	socks   []*sock     // sockets this queue polls (its worker, or its caller in direct mode)
+	pend    []pending   // partial bursts being built by this queue's poller, by target position
+	busy    atomic.Bool // direct mode: a caller is polling
 }
 
 // now is the time partial bursts are stamped and flushed with: the zero time when no queue of
@@ -60,8 +61,9 @@ func (r *rxq) drop(reason engine.DropReason, n int) { r.q.Stats.Drop(reason, n) 
 // receive takes up to max frames off socket s and sorts them into the poller's partial bursts;
 // hold is the queue whose burst must not be handed over when full (a direct poller's own).
 func (r *rxq) receive(s *sock, max int, now time.Time, hold *rxq) int {
-	if r.pend == nil {
-		r.pend = make([]pending, len(r.pt.rxqs))
+	if n := len(r.pt.rxqs()); len(r.pend) < n {
+		// Queues added at run time: this poller's partial bursts grow with them.
+		r.pend = append(r.pend, make([]pending, n-len(r.pend))...)
 	}
 	n := s.x.Receive(s.descs[:min(max, len(s.descs))])
 	if n == 0 {
@@ -90,14 +92,126 @@ func (r *rxq) receive(s *sock, max int, now time.Time, hold *rxq) int {
 		}
 	}
 	s.touched = t
-	for _, d := range descs {
-		r.frame(s, d, now, hold)
+	// One receive time for the batch: CLOCK_REALTIME nanoseconds when the descriptors were
+	// taken off the RX ring (a software timestamp; veth and copy mode offer no NIC time).
+	ts := time.Now().UnixNano()
+	if !r.pt.jumbo {
+		for _, d := range descs {
+			r.frame(s, d, now, ts, hold)
+		}
+		return n
+	}
+	// Multi-buffer: a frame is a run of descriptors, each but the last flagged PktContd; a
+	// run cut by the end of the batch waits in s.partial for its rest.
+	for i := 0; i < len(descs); {
+		j := i
+		for j < len(descs) && descs[j].Options&xsk.PktContd != 0 {
+			j++
+		}
+		if j == len(descs) {
+			s.partial = append(s.partial, descs[i:]...)
+			break
+		}
+		if len(s.partial) == 0 && j == i {
+			r.frame(s, descs[i], now, ts, hold)
+		} else {
+			s.partial = append(s.partial, descs[i:j+1]...)
+			r.frameFrags(s, s.partial, now, ts, hold)
+			s.partial = s.partial[:0]
+		}
+		i = j + 1
 	}
 	return n
 }
 
+// frameFrags gathers a multi-buffer frame (descriptors ds, in the socket's staging UMEM)
+// into one buffer of its target queue and hands it on as frame does.
+func (r *rxq) frameFrags(s *sock, ds []xsk.Desc, now time.Time, ts int64, hold *rxq) {
+	pt := r.pt
+	buf := s.region.Bytes()
+	total, bad := 0, false
+	for _, d := range ds {
+		off := xsk.FrameAddr(d.Addr)
+		if off+uint64(d.Len) > uint64(len(buf)) {
+			bad = true
+		}
+		total += int(d.Len)
+	}
+	putAll := func() {
+		for _, d := range ds {
+			idx := s.index(xsk.FrameAddr(d.Addr))
+			s.given[idx] = false
+			s.region.Put(idx)
+		}
+	}
+	off0 := xsk.FrameAddr(ds[0].Addr)
+	if bad || off0 < xdp.MetaLen || ds[0].Len == 0 {
+		putAll()
+		s.owner.drop(engine.DropMalformed, 1)
+		return
+	}
+	m, ok := xdp.ParseMeta(buf[off0-xdp.MetaLen : off0])
+	if !ok {
+		// Classify on the first buffer, which holds the headers the rules look at.
+		v := pt.table.Load().Classify(buf[off0 : off0+uint64(ds[0].Len)])
+		if v.Action != flow.ActionSteer {
+			putAll()
+			s.owner.drop(engine.DropFiltered, 1)
+			return
+		}
+		m = xdp.Meta{FlowID: v.FlowID, Queue: v.Queue, VLANPop: v.VLANPop, Decap: v.Decap}
+	}
+	rxs := pt.rxqs()
+	if m.Queue >= len(rxs) || m.Queue >= len(r.pend) {
+		putAll()
+		s.owner.drop(engine.DropMalformed, 1)
+		return
+	}
+	tq := rxs[m.Queue]
+	if tq.deleted.Load() {
+		putAll()
+		tq.drop(engine.DropClosed, 1)
+		return
+	}
+	j, ok := tq.region.Get()
+	if !ok {
+		putAll()
+		tq.drop(engine.DropNoPacketBuffers, 1)
+		return
+	}
+	dst := tq.region.Buf(j)
+	if total > len(dst) {
+		tq.region.Put(j)
+		putAll()
+		tq.drop(engine.DropTruncated, 1)
+		return
+	}
+	at := 0
+	for _, d := range ds {
+		o := xsk.FrameAddr(d.Addr)
+		at += copy(dst[at:], buf[o:o+uint64(d.Len)])
+	}
+	putAll()
+	st, n := 0, total
+	switch {
+	case m.Decap != flow.DecapNone:
+		a, l, ok := flow.Decapsulate(dst[:total], m.Decap)
+		if !ok {
+			tq.region.Put(j)
+			tq.drop(engine.DropMalformed, 1)
+			return
+		}
+		st, n = a, l
+	case m.VLANPop:
+		if sh, ok := flow.PopVLAN(dst[:total]); ok {
+			st, n = sh, total-sh
+		}
+	}
+	r.appendTo(tq, uint64(j)*uint64(tq.region.BufSize)+uint64(st), n, m.FlowID, now, ts, hold)
+}
+
 // frame hands one received frame to its target queue's partial burst.
-func (r *rxq) frame(s *sock, d xsk.Desc, now time.Time, hold *rxq) {
+func (r *rxq) frame(s *sock, d xsk.Desc, now time.Time, ts int64, hold *rxq) {
 	pt := r.pt
 	off := xsk.FrameAddr(d.Addr)
 	idx := s.index(off)
@@ -120,12 +234,19 @@ func (r *rxq) frame(s *sock, d xsk.Desc, now time.Time, hold *rxq) {
 		}
 		m = xdp.Meta{FlowID: v.FlowID, Queue: v.Queue, VLANPop: v.VLANPop, Decap: v.Decap}
 	}
-	if m.Queue >= len(pt.rxqs) {
+	rxs := pt.rxqs()
+	if m.Queue >= len(rxs) || m.Queue >= len(r.pend) {
 		s.region.Put(idx)
 		s.owner.drop(engine.DropMalformed, 1)
 		return
 	}
-	tq := pt.rxqs[m.Queue]
+	tq := rxs[m.Queue]
+	if tq.deleted.Load() {
+		// Steered to a queue deleted at run time (its flows may still point at it).
+		s.region.Put(idx)
+		tq.drop(engine.DropClosed, 1)
+		return
+	}
 	switch {
 	case m.Decap != flow.DecapNone:
 		st, l, ok := flow.Decapsulate(buf[off:off+uint64(n)], m.Decap)
@@ -161,6 +282,12 @@ func (r *rxq) frame(s *sock, d xsk.Desc, now time.Time, hold *rxq) {
 		s.region.Put(idx)
 		off = uint64(j) * uint64(tq.region.BufSize)
 	}
+	r.appendTo(tq, off, n, m.FlowID, now, ts, hold)
+}
+
+// appendTo adds the packet at offset off (n bytes) of tq's region to the poller's partial
+// burst for tq, handing the burst over when full.
+func (r *rxq) appendTo(tq *rxq, off uint64, n int, flowID uint32, now time.Time, ts int64, hold *rxq) {
 	p := &r.pend[tq.pos]
 	if p.b == nil {
 		b, err := tq.q.NewBurst()
@@ -171,7 +298,7 @@ func (r *rxq) frame(s *sock, d xsk.Desc, now time.Time, hold *rxq) {
 		}
 		p.b, p.first = b, now
 	}
-	p.b.Append(off, uint32(n), m.FlowID, 0)
+	p.b.Append(off, uint32(n), flowID, ts)
 	if tq != hold && p.b.Len() >= tq.batch() {
 		tq.q.Deliver(p.b)
 		p.b = nil
@@ -182,12 +309,13 @@ func (r *rxq) frame(s *sock, d xsk.Desc, now time.Time, hold *rxq) {
 // how long the oldest remaining one may still wait (0 when none waits).
 func (r *rxq) flush(now time.Time, idle bool, hold *rxq) time.Duration {
 	var wait time.Duration
+	rxs := r.pt.rxqs()
 	for i := range r.pend {
 		p := &r.pend[i]
-		if p.b == nil || r.pt.rxqs[i] == hold {
+		if p.b == nil || rxs[i] == hold {
 			continue
 		}
-		tq := r.pt.rxqs[i]
+		tq := rxs[i]
 		to := tq.timeout()
 		left := to - now.Sub(p.first)
 		if (to == 0 && idle) || (to > 0 && left <= 0) {
@@ -204,9 +332,10 @@ func (r *rxq) flush(now time.Time, idle bool, hold *rxq) time.Duration {
 
 // flushAll hands over every partial burst (at Close: they are freed by the session's drain).
 func (r *rxq) flushAll() {
+	rxs := r.pt.rxqs()
 	for i := range r.pend {
 		if p := &r.pend[i]; p.b != nil {
-			r.pt.rxqs[i].q.Deliver(p.b)
+			rxs[i].q.Deliver(p.b)
 			p.b = nil
 		}
 	}

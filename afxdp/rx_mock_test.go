@@ -52,7 +52,7 @@ func newMockRx(tb testing.TB, direct bool, numBufs, batch int) *mockRx {
 	pt := &port{e: e, p: p}
 	pt.table.Store(&flow.Table{})
 	r := &rxq{pt: pt, q: q, region: region, direct: direct}
-	pt.rxqs = []*rxq{r}
+	pt.rxv.Store(&[]*rxq{r})
 	fill := min(maxRingSize, pow2Floor(max(numBufs/2, 8)))
 	x, m, err := xsk.NewMock(xsk.Options{Mem: region.Bytes(), ChunkSize: 2048, Unaligned: true, FillSize: fill, CompSize: 64, RxSize: fill})
 	if err != nil {

@@ -1,9 +1,12 @@
 package afxdp
 
 import (
+	"fmt"
 	"math/bits"
 
+	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/hugepage"
 	"github.com/daqiri-go/daqiri/xsk"
 )
 
@@ -29,6 +32,12 @@ type sock struct {
 	last     xsk.Stats
 	// Drops counted so far from the kernel's rx_dropped: for want of a buffer, and too large.
 	nbDrops, truncDrops uint64
+	// partial holds the first descriptors of a multi-buffer frame whose last one was not in
+	// the batch read (it comes with the next).
+	partial []xsk.Desc
+	// umem is set when the socket's UMEM is the port's own staging memory (jumbo mode),
+	// closed with the socket.
+	umem bool
 }
 
 // index is the region buffer holding byte off (a shift, not a division, for power-of-two
@@ -57,6 +66,7 @@ func (pt *port) openSock(k int, r *engine.Region, rx, tx bool, users int) (*sock
 		// receiving softirq's core. The addresses are the same chunk offsets either way.
 		Unaligned: true,
 		FillSize:  fill, CompSize: 64, NeedWakeup: true, TxBudget: 256,
+		MultiBuffer: pt.jumbo,
 	}
 	if rx {
 		o.RxSize = fill
@@ -123,4 +133,33 @@ func (s *sock) close() {
 			s.region.Put(uint32(i))
 		}
 	}
+	if s.umem {
+		if err := s.region.Close(); err != nil {
+			s.pt.e.env.Log.Error("xdp: staging UMEM", "interface", s.pt.p.Name, "queue", s.nicq, "err", err)
+		}
+	}
+}
+
+// umemChunks is the size of a jumbo-mode staging UMEM in 4096-byte chunks (16 MiB).
+const umemChunks = 4096
+
+// openStagingSock binds a multi-buffer socket over a staging UMEM of its own (jumbo mode):
+// frames arrive there in up to 4096-byte pieces and are gathered into the queue's buffers.
+func (pt *port) openStagingSock(k int, rx, tx bool) (*sock, error) {
+	mem, err := hugepage.Map(umemChunks*4096, false)
+	if err != nil {
+		return nil, pt.e.env.Config.Errorf(pt.p.Path(), "interface %s queue %d: staging UMEM: %v", pt.p.Name, k, err)
+	}
+	r, err := engine.NewRegion(&config.MemoryRegion{Name: fmt.Sprintf("%s/xdp-umem%d", pt.p.Name, k), Kind: config.KindHost, NumBufs: umemChunks, BufSize: 4096}, mem)
+	if err != nil {
+		mem.Close()
+		return nil, err
+	}
+	s, err := pt.openSock(k, r, rx, tx, 1)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	s.umem = true
+	return s, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/daqiri-go/daqiri/engine"
@@ -26,6 +27,9 @@ type txq struct {
 	direct bool
 	s      *sock
 	copyTx bool // frames are copied into the socket's UMEM (it is another queue's region)
+	// stopped ends this queue's worker (deleted at run time); done closes when it has.
+	stopped atomic.Bool
+	done    chan struct{}
 
 	ring  *ring.Ring[*engine.Burst] // bursts for the worker (indirect)
 	mu    sync.Mutex                // serialises senders on the socket's TX rings
@@ -43,6 +47,7 @@ func (t *txq) init(e *Engine) {
 	t.descs = make([]xsk.Desc, 64)
 	t.comp = make([]uint64, 256)
 	t.mbps = float64(t.q.Config.PacingMbps)
+	t.done = make(chan struct{})
 	if !t.direct {
 		t.ring, _ = ring.New[*engine.Burst](sendRingSize, ring.MPSC)
 	}
@@ -63,8 +68,8 @@ func (e *Engine) Send(b *engine.Burst) error {
 		return fmt.Errorf("port %d is not an xdp port: %w", b.Port(), engine.ErrInvalidParameter)
 	}
 	var t *txq
-	for _, x := range pt.txqs {
-		if x.q.ID == b.Queue() {
+	for _, x := range pt.txqs() {
+		if x.q.ID == b.Queue() && !x.stopped.Load() {
 			t = x
 		}
 	}
@@ -96,7 +101,7 @@ func (e *Engine) TxAvailable(q *engine.TxQueue, n int) bool {
 	if pt == nil {
 		return false
 	}
-	for _, t := range pt.txqs {
+	for _, t := range pt.txqs() {
 		if t.q == q && t.ring != nil {
 			return t.ring.Len() < sendRingSize
 		}
@@ -106,9 +111,10 @@ func (e *Engine) TxAvailable(q *engine.TxQueue, n int) bool {
 
 // run is the worker of an indirect TX queue.
 func (t *txq) run() {
+	defer close(t.done)
 	w := t.pt.e.w
 	idle := 0
-	for !w.Stopped() {
+	for !w.Stopped() && !t.stopped.Load() {
 		b, ok := t.ring.Dequeue()
 		if !ok {
 			t.mu.Lock()
@@ -193,6 +199,19 @@ func (t *txq) sendBurst(b *engine.Burst) {
 			t.wait(t.next)
 			t.next += float64(n) * 8 * 1e3 / t.mbps
 		}
+		if t.copyTx && n > s.region.BufSize {
+			// Multi-buffer: the frame goes out as a chain of chunks, each but the last
+			// flagged PktContd (the socket is bound with XDP_USE_SG).
+			if !t.sendChain(buf[:n]) {
+				b.FreePacket(i)
+				t.q.Stats.Drop(engine.DropNoPacketBuffers, 1)
+				continue
+			}
+			b.FreePacket(i)
+			sent++
+			bytes += n
+			continue
+		}
 		var addr uint64
 		if t.copyTx {
 			j, ok := s.region.Get()
@@ -231,6 +250,54 @@ func (t *txq) sendBurst(b *engine.Burst) {
 	if sent > 0 {
 		t.q.Stats.Add(sent, bytes)
 	}
+}
+
+// sendChain copies a frame larger than a chunk into as many chunks as it needs and queues
+// their chained descriptors; false when the UMEM has no free chunks (nothing queued).
+func (t *txq) sendChain(f []byte) bool {
+	s := t.s
+	bs := s.region.BufSize
+	k := (len(f) + bs - 1) / bs
+	if k > len(t.descs) {
+		return false
+	}
+	if t.nd+k > len(t.descs) {
+		t.submit() // a chain never straddles two submits
+	}
+	idx := make([]uint32, 0, 8)
+	for len(idx) < k {
+		j, ok := s.region.Get()
+		for tries := 0; !ok && tries < 1000; tries++ {
+			t.submit()
+			t.kick(false)
+			t.reap()
+			if j, ok = s.region.Get(); !ok {
+				time.Sleep(10 * time.Microsecond)
+			}
+		}
+		if !ok {
+			for _, x := range idx {
+				s.region.Put(x)
+			}
+			return false
+		}
+		idx = append(idx, j)
+	}
+	for c, j := range idx {
+		part := f[c*bs : min(len(f), (c+1)*bs)]
+		copy(s.region.Buf(j), part)
+		s.given[j] = true
+		d := xsk.Desc{Addr: uint64(j) * uint64(bs), Len: uint32(len(part))}
+		if c < k-1 {
+			d.Options = xsk.PktContd
+		}
+		t.descs[t.nd] = d
+		t.nd++
+	}
+	if t.nd == len(t.descs) {
+		t.submit()
+	}
+	return true
 }
 
 // submit moves the queued descriptors onto the TX ring, making room as needed.

@@ -35,7 +35,7 @@ func newMockTx(tb testing.TB, zeroCopy bool) (*Engine, *txq, *xsk.Mock, *engine.
 	s := newSock(pt, 0, x, region, false)
 	t := &txq{pt: pt, q: q, region: region, direct: true, s: s}
 	t.init(e)
-	pt.txqs = []*txq{t}
+	pt.txv.Store(&[]*txq{t})
 	pt.socks = []*sock{s}
 	tb.Cleanup(func() {
 		s.close()

@@ -515,3 +515,58 @@ func TestHelpers(t *testing.T) {
 		t.Errorf("round trip:\n%s", out)
 	}
 }
+
+// TestEthernetMatch parses upstream's match.ethernet block alone and beside IPv4/UDP fields,
+// and writes it back unchanged.
+func TestEthernetMatch(t *testing.T) {
+	doc := strings.Replace(rawBase, "udp_src: 4096\n            udp_dst: 4096",
+		"udp_src: 4096\n            udp_dst: 4096\n            ethernet:\n              src: 02:00:00:00:00:01\n              dst: AA:BB:CC:DD:EE:FF", 1)
+	doc = strings.Replace(doc, "udp_dst: \"5000-5010\"\n            ipv4_src: 10.0.0.1\n", "ethernet: {dst: \"aa:bb:cc:00:00:01\"}\n            ipv6_src: \"2001:db8::7\"\n            ipv6_dst: fd00::1\n", 1)
+	c := mustParse(t, doc)
+	fs := c.Interfaces[0].RX.Flows
+	e0, e1 := fs[0].Match.Ethernet, fs[1].Match.Ethernet
+	if e0 == nil || e0.Src.String() != "02:00:00:00:00:01" || e0.Dst.String() != "aa:bb:cc:dd:ee:ff" || fs[0].Match.UDPSrc.Lo != 4096 {
+		t.Fatalf("flow 0 match %+v %+v", fs[0].Match, e0)
+	}
+	if e1 == nil || e1.Src != nil || e1.Dst.String() != "aa:bb:cc:00:00:01" {
+		t.Fatalf("flow 1 ethernet %+v", e1)
+	}
+	if m := fs[1].Match; m.IPv6Src.String() != "2001:db8::7" || m.IPv6Dst.String() != "fd00::1" {
+		t.Fatalf("flow 1 IPv6 addresses %v %v", m.IPv6Src, m.IPv6Dst)
+	}
+	out, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2 := mustParse(t, string(out))
+	if !reflect.DeepEqual(c2.Interfaces[0].RX.Flows[0].Match, fs[0].Match) || !reflect.DeepEqual(c2.Interfaces[0].RX.Flows[1].Match, fs[1].Match) {
+		t.Fatalf("round trip changed the matches:\n%s", out)
+	}
+	// A configuration built in code with a short address is refused with its path.
+	c.Interfaces[0].RX.Flows[1].Match.Ethernet.Dst = net.HardwareAddr{1, 2, 3}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "interfaces[0].rx.flows[1].match.ethernet.dst: must be a 6-octet MAC address, got 3 octets") {
+		t.Fatalf("short MAC: %v", err)
+	}
+}
+
+// TestReorderPolicyKeys parses missing_action and cyclic_sequence and writes them back.
+func TestReorderPolicyKeys(t *testing.T) {
+	doc := strings.Replace(rawBase, "              packets_per_batch: 1024\n",
+		"              packets_per_batch: 1024\n          missing_action: drop\n          cyclic_sequence:\n            epoch: {bit_offset: 544, bit_width: 10}\n", 1)
+	c := mustParse(t, doc)
+	r := c.Interfaces[0].RX.Reorders[0]
+	if r.MissingAction != config.MissingDrop || r.Cyclic == nil || r.Cyclic.Epoch != (config.BitField{Offset: 544, Width: 10}) {
+		t.Fatalf("parsed %+v %+v", r, r.Cyclic)
+	}
+	out, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := mustParse(t, string(out)).Interfaces[0].RX.Reorders[0]
+	if !reflect.DeepEqual(r, r2) {
+		t.Fatalf("round trip: %+v\n%s", r2, out)
+	}
+	if p := mustParse(t, rawBase).Interfaces[0].RX.Reorders[0]; p.MissingAction != "" || p.Cyclic != nil {
+		t.Fatalf("defaults: %+v", p)
+	}
+}

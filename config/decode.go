@@ -1048,6 +1048,8 @@ func (d *decoder) match(me entry, m *Match) {
 		},
 		"ipv4_src": func(e entry) { m.IPv4Src, _ = d.ipv4(e) },
 		"ipv4_dst": func(e entry) { m.IPv4Dst, _ = d.ipv4(e) },
+		"ipv6_src": func(e entry) { m.IPv6Src, _ = d.ipv6(e) },
+		"ipv6_dst": func(e entry) { m.IPv6Dst, _ = d.ipv6(e) },
 		"flex_item_id": func(e entry) {
 			if v, ok := d.uinteger(e, 0, math.MaxUint16); ok {
 				flex.ItemID = int(v)
@@ -1066,6 +1068,13 @@ func (d *decoder) match(me entry, m *Match) {
 		"ecpri": func(e entry) {
 			m.ECPRI = &ECPRIMatch{}
 			d.ecpri(e, m.ECPRI)
+		},
+		"ethernet": func(e entry) {
+			m.Ethernet = &EthernetMatch{}
+			d.fields(e.v, e.path, "ethernet", map[string]handler{
+				"src": func(e entry) { m.Ethernet.Src, _ = d.mac(e) },
+				"dst": func(e entry) { m.Ethernet.Dst, _ = d.mac(e) },
+			}, nil)
 		},
 	}, nil)
 	if got == nil {
@@ -1194,6 +1203,20 @@ func (d *decoder) reorder(it entry, r *Reorder) {
 		},
 		"method":     func(e entry) { d.method(e, &r.Method) },
 		"data_types": func(e entry) { r.DataTypes = d.dataTypes(e) },
+		"missing_action": func(e entry) {
+			if s, ok := d.str(e); ok {
+				r.MissingAction = MissingAction(s)
+			}
+		},
+		"cyclic_sequence": func(e entry) {
+			r.Cyclic = &CyclicSequence{}
+			g := d.fields(e.v, e.path, "cyclic_sequence", map[string]handler{
+				"epoch": func(e entry) { d.bitField(e, &r.Cyclic.Epoch) },
+			}, nil)
+			if g != nil {
+				d.require(g, e.path, "cyclic_sequence", "epoch")
+			}
+		},
 	}, nil)
 	d.require(got, it.path, "a reorder config", "name", "reorder_type", "memory_region", "payload_byte_offset", "method")
 }

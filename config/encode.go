@@ -345,7 +345,8 @@ func (e *encoder) match(p string, mt *Match) *yaml.Node {
 		k  string
 		ok bool
 		s  string
-	}{{"ipv4_src", mt.IPv4Src.IsValid(), mt.IPv4Src.String()}, {"ipv4_dst", mt.IPv4Dst.IsValid(), mt.IPv4Dst.String()}} {
+	}{{"ipv4_src", mt.IPv4Src.IsValid(), mt.IPv4Src.String()}, {"ipv4_dst", mt.IPv4Dst.IsValid(), mt.IPv4Dst.String()},
+		{"ipv6_src", mt.IPv6Src.IsValid(), mt.IPv6Src.String()}, {"ipv6_dst", mt.IPv6Dst.IsValid(), mt.IPv6Dst.String()}} {
 		switch {
 		case e.c.isPlaceholder(p + "." + a.k):
 			e.str(m, a.k, placeholderText)
@@ -357,6 +358,17 @@ func (e *encoder) match(p string, mt *Match) *yaml.Node {
 		e.int(m, "flex_item_id", f.ItemID)
 		e.kv(m, "val", e.scalar("!!int", "0x"+strconv.FormatUint(uint64(f.Value), 16)))
 		e.kv(m, "mask", e.scalar("!!int", "0x"+strconv.FormatUint(uint64(f.Mask), 16)))
+	}
+	if eth := mt.Ethernet; eth != nil {
+		em := e.m()
+		if len(eth.Src) > 0 {
+			e.str(em, "src", eth.Src.String())
+		}
+		if len(eth.Dst) > 0 {
+			e.str(em, "dst", eth.Dst.String())
+		}
+		em.Style = yaml.FlowStyle
+		e.kv(m, "ethernet", em)
 	}
 	if ec := mt.ECPRI; ec != nil {
 		em := e.m()
@@ -407,6 +419,12 @@ func (e *encoder) reorder(r *Reorder) *yaml.Node {
 		e.optStr(dm, "output_type", string(dt.Output))
 		e.optStr(dm, "endianness", string(dt.Endianness))
 		e.kv(m, "data_types", dm)
+	}
+	e.optStr(m, "missing_action", string(r.MissingAction))
+	if c := r.Cyclic; c != nil {
+		cm := e.m()
+		e.kv(cm, "epoch", bits(c.Epoch))
+		e.kv(m, "cyclic_sequence", cm)
 	}
 	return m
 }

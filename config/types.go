@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 )
 
 // Limits shared with upstream DAQIRI (include/daqiri/types.h, common.h).
@@ -94,8 +95,8 @@ type MemoryRegion struct {
 	Access   Access     // `access`: default AccessLocal
 	NumBufs  int        // `num_bufs`
 	BufSize  int        // `buf_size`: bytes per buffer (one segment of one packet)
-	// Unowned is YAML `owned: false`: the application provides the memory. No API attaches
-	// external memory yet, so opening such a region fails with a clear error.
+	// Unowned is YAML `owned: false`: the application provides the memory, bound at Open
+	// with daqiri.WithRegionMemory and never freed by the library.
 	Unowned bool
 }
 
@@ -147,7 +148,11 @@ func (e Endpoint) String() string {
 	if e.IsZero() {
 		return ""
 	}
-	s := string(e.Proto) + "://" + e.Host
+	h := e.Host
+	if strings.Contains(h, ":") {
+		h = "[" + h + "]" // IPv6
+	}
+	s := string(e.Proto) + "://" + h
 	if e.Port != 0 {
 		s += ":" + strconv.Itoa(e.Port)
 	}
@@ -333,9 +338,21 @@ type Match struct {
 	IPv4Len uint16     // `ipv4_len`: IPv4 total length
 	IPv4Src netip.Addr // `ipv4_src`
 	IPv4Dst netip.Addr // `ipv4_dst`
+	IPv6Src netip.Addr // `ipv6_src`
+	IPv6Dst netip.Addr // `ipv6_dst`
+
+	// Ethernet qualifies any class of match by the frame's outer MAC addresses (upstream's
+	// `match.ethernet: {src, dst}`); nil matches every address.
+	Ethernet *EthernetMatch // `ethernet`
 
 	Flex  *FlexMatch  // `flex_item_id` + `val` + `mask`
 	ECPRI *ECPRIMatch // `ecpri`
+}
+
+// EthernetMatch matches the outer Ethernet header's addresses; a nil address is a wildcard.
+type EthernetMatch struct {
+	Src net.HardwareAddr // `src`: 6-octet MAC
+	Dst net.HardwareAddr // `dst`
 }
 
 // FlexMatch matches a 32-bit word at a flex item's offset after the UDP header.
@@ -448,4 +465,27 @@ type Reorder struct {
 	FlowIDs           []int         // `flow_ids`
 	Method            ReorderMethod // `method`
 	DataTypes         *DataTypes    // `data_types`, nil = raw byte copy
+	// MissingAction is what happens to a batch still incomplete when it is flushed (by
+	// timeout or to make room): delivered with its presence bitmap (passthrough, the
+	// default) or dropped whole and counted (drop).
+	MissingAction MissingAction // `missing_action`
+	// Cyclic, when set, names the epoch field that tells one cycle of the (wrapping)
+	// sequence from the next, so that a late packet of the previous cycle is never taken for
+	// one of the new cycle.
+	Cyclic *CyclicSequence // `cyclic_sequence`
+}
+
+// MissingAction is a reorder plan's policy for incomplete batches.
+type MissingAction string
+
+// Missing actions.
+const (
+	MissingPassthrough MissingAction = "passthrough"
+	MissingDrop        MissingAction = "drop"
+)
+
+// CyclicSequence describes a sequence number that wraps, with an epoch counter that the
+// sender increments at each wrap.
+type CyclicSequence struct {
+	Epoch BitField // `epoch`: {bit_offset, bit_width}, big-endian bits from the frame start
 }

@@ -12,7 +12,8 @@ const roceQueryEngine = "engine=ibverbs"
 
 // ParseEndpoint parses a socket URI `scheme://host[:port][?engine=ibverbs]` (§2.4 of the
 // upstream schema). Schemes are tcp, udp and roce, with rdma accepted as an alias of roce.
-// The host is an IPv4 address or a host name. A missing port leaves Port 0; whether that is
+// The host is an IPv4 address, a host name, or (tcp and udp) an IPv6 address in brackets,
+// `udp://[::1]:4096` — Host then holds the address without them. A missing port leaves Port 0; whether that is
 // allowed depends on the endpoint's role and is checked by Validate (only a RoCE client's
 // local address may omit it).
 func ParseEndpoint(uri string) (Endpoint, error) {
@@ -43,6 +44,36 @@ func ParseEndpoint(uri string) (Endpoint, error) {
 		return Endpoint{}, fmt.Errorf("%q must have the form scheme://ipv4[:port]", uri)
 	}
 	e.Host = rest
+	if strings.HasPrefix(rest, "[") {
+		// IPv6: [address] or [address]:port (RFC 3986 §3.2.2).
+		end := strings.IndexByte(rest, ']')
+		if end < 0 {
+			return Endpoint{}, fmt.Errorf("%q: an IPv6 host needs its closing ']'", uri)
+		}
+		e.Host = rest[1:end]
+		a, err := netip.ParseAddr(e.Host)
+		if err != nil || !a.Is6() || a.Is4In6() {
+			return Endpoint{}, fmt.Errorf("%q: %q in brackets is not an IPv6 address", uri, e.Host)
+		}
+		if e.Proto == ProtoRoCE {
+			return Endpoint{}, fmt.Errorf("%q: roce endpoints take an IPv4 address", uri)
+		}
+		switch after := rest[end+1:]; {
+		case after == "":
+		case strings.HasPrefix(after, ":") && len(after) > 1:
+			p, err := strconv.ParseUint(after[1:], 10, 64)
+			if err != nil || p > 65535 {
+				return Endpoint{}, fmt.Errorf("port %q in %q is not a number in 1..65535", after[1:], uri)
+			}
+			e.Port = int(p)
+		default:
+			return Endpoint{}, fmt.Errorf("%q: after the IPv6 address comes nothing or :port", uri)
+		}
+		return e, nil
+	}
+	if strings.Count(rest, ":") > 1 {
+		return Endpoint{}, fmt.Errorf("%q: an IPv6 address goes in brackets, scheme://[address]:port", uri)
+	}
 	if c := strings.LastIndexByte(rest, ':'); c >= 0 {
 		e.Host = rest[:c]
 		ps := rest[c+1:]
@@ -80,16 +111,13 @@ func checkQuery(p Protocol, q string) error {
 	return nil
 }
 
-// checkHost accepts an IPv4 address or a DNS host name.
+// checkHost accepts an IP address or a DNS host name.
 func checkHost(h string) error {
 	if h == "" {
 		return fmt.Errorf("host is empty")
 	}
-	if a, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil {
-		if !a.Is4() {
-			return fmt.Errorf("host %s: only IPv4 addresses are supported", h)
-		}
-		return nil
+	if _, err := netip.ParseAddr(h); err == nil {
+		return nil // IPv4, or IPv6 (written in brackets in a URI)
 	}
 	if strings.Trim(h, "0123456789.") == "" {
 		return fmt.Errorf("host %q is not a valid IPv4 address", h)

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"math/bits"
+	"net/netip"
 	"strings"
 )
 
@@ -376,8 +378,12 @@ func (v *validator) socket(p string, s *SocketConfig) Protocol {
 			v.errf(local, "server mode needs local_addr (scheme://ip:port to listen on)")
 		}
 		needPort(local, s.Local, "a server's local_addr")
-		if !s.Remote.IsZero() || phRemote {
-			v.errf(remote, "a server has no remote_addr: it accepts peers")
+		switch {
+		case proto == ProtoUDP:
+			// Upstream's meaning: the one peer a UDP server accepts (port 0: any port of
+			// that host); datagrams from others are dropped and counted (peer_filtered).
+		case !s.Remote.IsZero() || phRemote:
+			v.errf(remote, "a %s server has no remote_addr: it accepts peers (only a udp server takes one, the peer it accepts)", proto)
 		}
 	case s.Mode == ModeClient && proto == ProtoRoCE:
 		if s.Local.IsZero() && !phLocal {
@@ -618,7 +624,8 @@ func (k flowClass) String() string {
 
 // hasIPFields reports whether any UDP/IPv4 field of the match is set.
 func (m *Match) hasIPFields() bool {
-	return !m.UDPSrc.Any() || !m.UDPDst.Any() || m.IPv4Len != 0 || m.IPv4Src.IsValid() || m.IPv4Dst.IsValid()
+	return !m.UDPSrc.Any() || !m.UDPDst.Any() || m.IPv4Len != 0 || m.IPv4Src.IsValid() || m.IPv4Dst.IsValid() ||
+		m.IPv6Src.IsValid() || m.IPv6Dst.IsValid()
 }
 
 // flows checks the flows of one direction (base is "interfaces[i].rx" or ".tx").
@@ -733,6 +740,34 @@ func (v *validator) flows(base string, fs []Flow, qs []Queue, flex []FlexItem, i
 		}{{"ipv4_src", !m.IPv4Src.IsValid() || m.IPv4Src.Is4()}, {"ipv4_dst", !m.IPv4Dst.IsValid() || m.IPv4Dst.Is4()}} {
 			if !a.ok {
 				v.errf(mp+"."+a.key, "must be an IPv4 address")
+			}
+		}
+		for _, a := range []struct {
+			key string
+			a   netip.Addr
+		}{{"ipv6_src", m.IPv6Src}, {"ipv6_dst", m.IPv6Dst}} {
+			if a.a.IsValid() && (!a.a.Is6() || a.a.Is4In6()) {
+				v.errf(mp+"."+a.key, "must be an IPv6 address")
+			}
+		}
+		if (m.IPv6Src.IsValid() || m.IPv6Dst.IsValid()) && (m.IPv4Src.IsValid() || m.IPv4Dst.IsValid() || m.IPv4Len != 0) {
+			k := "ipv6_src"
+			if !m.IPv6Src.IsValid() {
+				k = "ipv6_dst"
+			}
+			v.errf(mp+"."+k, "a match has IPv4 or IPv6 fields, not both")
+		}
+		if eth := m.Ethernet; eth != nil {
+			if len(eth.Src) == 0 && len(eth.Dst) == 0 && !v.given(mp+".ethernet.src") && !v.given(mp+".ethernet.dst") {
+				v.errf(mp+".ethernet", "an ethernet match needs src, dst or both")
+			}
+			for _, a := range []struct {
+				key string
+				mac []byte
+			}{{"src", eth.Src}, {"dst", eth.Dst}} {
+				if len(a.mac) != 0 && len(a.mac) != 6 {
+					v.errf(mp+".ethernet."+a.key, "must be a 6-octet MAC address, got %d octets", len(a.mac))
+				}
 			}
 		}
 		if m.Flex != nil {
@@ -943,6 +978,31 @@ func (v *validator) reorders(base string, rx *RxConfig) {
 		}
 		ppb := v.method(p+".method", &r.Method)
 		v.dataTypes(p+".data_types", r.DataTypes)
+		switch r.MissingAction {
+		case "", MissingPassthrough, MissingDrop:
+		default:
+			v.errf(p+".missing_action", "invalid missing_action %q (valid: drop, passthrough)", r.MissingAction)
+		}
+		if c := r.Cyclic; c != nil {
+			ep := p + ".cyclic_sequence.epoch"
+			switch {
+			case c.Epoch.Width < 1 || c.Epoch.Width > 32:
+				v.errf(ep+".bit_width", "must be between 1 and 32, got %d", c.Epoch.Width)
+			case c.Epoch.Offset < 0:
+				v.errf(ep+".bit_offset", "must be ≥ 0, got %d", c.Epoch.Offset)
+			default:
+				batchBits := -1
+				switch {
+				case r.Method.Kind == MethodSeqBatchNumber:
+					batchBits = r.Method.Batch.Width
+				case ppb > 0 && ppb&(ppb-1) == 0:
+					batchBits = r.Method.Seq.Width - bits.TrailingZeros(uint(ppb))
+				}
+				if batchBits >= 0 && batchBits+c.Epoch.Width > 32 {
+					v.errf(ep+".bit_width", "%d epoch bits and %d batch-number bits make a %d-bit batch key; at most 32", c.Epoch.Width, batchBits, batchBits+c.Epoch.Width)
+				}
+			}
+		}
 
 		// Flows: all known, each in one plan only, all steering to the same single queue.
 		// Without flows (a socket stream) the plan reads the interface's only RX queue.

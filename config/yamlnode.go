@@ -462,6 +462,23 @@ func (d *decoder) ipv4(e entry) (netip.Addr, bool) {
 	return a, true
 }
 
+// ipv6 decodes an IPv6 address (not an IPv4-mapped one); a placeholder leaves it invalid.
+func (d *decoder) ipv6(e entry) (netip.Addr, bool) {
+	if d.placeholder(e) {
+		return netip.Addr{}, true
+	}
+	s, ok := d.str(e)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" {
+		d.fail(e.path, "%q is not an IPv6 address", s)
+		return netip.Addr{}, false
+	}
+	return a, true
+}
+
 // mac decodes a 48-bit MAC address; a placeholder leaves it nil.
 func (d *decoder) mac(e entry) (net.HardwareAddr, bool) {
 	if d.placeholder(e) {

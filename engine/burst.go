@@ -26,6 +26,10 @@ const (
 	UDPHeaderLen  = 8
 	// UDPPayloadOffset is where SetUDPPayload writes on raw streams.
 	UDPPayloadOffset = EthHeaderLen + IPv4HeaderLen + UDPHeaderLen
+	// IPv6HeaderLen is the fixed IPv6 header; UDPPayloadOffset6 where the payload of an
+	// Ethernet/IPv6/UDP frame starts.
+	IPv6HeaderLen     = 40
+	UDPPayloadOffset6 = EthHeaderLen + IPv6HeaderLen + UDPHeaderLen
 )
 
 type segment struct {
@@ -60,7 +64,8 @@ type Burst struct {
 // ReorderInfo describes a reorder aggregate (upstream ReorderBurstInfo plus daqiri's gap
 // report).
 type ReorderInfo struct {
-	BatchID          uint64
+	BatchID          uint64 // the batch number the packets carry (without the epoch)
+	Epoch            uint64 // cyclic_sequence plans: the epoch the packets carry; else 0
 	SourcePackets    int    // packets that contributed
 	PacketsPerBatch  int    // slots in the aggregate
 	PayloadLen       int    // bytes per slot before conversion
@@ -69,6 +74,19 @@ type ReorderInfo struct {
 	Present          []byte // bitmap: bit k set when slot k was filled (LSB first)
 	Missing          int    // slots not filled (zero-filled)
 	Duplicates, Late int    // packets dropped as duplicates / as late for an emitted batch
+}
+
+// MissingSlots appends the slots of the aggregate that no packet filled (zero-filled in the
+// output) to dst, in increasing order, and returns it: the missing-packet query of a
+// delivered batch. Slot k holds the packet whose sequence number is k modulo
+// PacketsPerBatch.
+func (ri *ReorderInfo) MissingSlots(dst []int) []int {
+	for k := 0; k < ri.PacketsPerBatch; k++ {
+		if k/8 >= len(ri.Present) || ri.Present[k/8]&(1<<(k%8)) == 0 {
+			dst = append(dst, k)
+		}
+	}
+	return dst
 }
 
 func (b *Burst) ensure(n, nsegs int) {
@@ -276,8 +294,21 @@ func (b *Burst) FlowID(i int) uint32 {
 // SetFlowID records packet i's flow id (for engines).
 func (b *Burst) SetFlowID(i int, id uint32) { b.flow[i] = id }
 
-// RxTimestamp is packet i's receive time in nanoseconds (the clock is the engine's: NIC time
-// or the kernel's CLOCK_REALTIME). ErrNotSupported when the engine gave none.
+// RxTimestamp is packet i's receive time: nanoseconds since 1970-01-01 00:00:00 UTC on
+// CLOCK_REALTIME, the clock phc2sys keeps in step with a PTP grandmaster (upstream's
+// "PTP-epoch nanoseconds"; PTP's own TAI timescale is CLOCK_TAI, ahead by the kernel's TAI
+// offset). Every engine uses that clock; what instant it marks depends on the source:
+//
+//   - socket, UDP: the kernel's receive timestamp (SO_TIMESTAMPNS), when the datagram
+//     reached the socket;
+//   - socket, TCP: when the message's last byte was read and framed;
+//   - xdp: when the worker took the packet's batch off the AF_XDP RX ring (one reading per
+//     batch; veth and copy mode give no NIC time);
+//   - loopback: when the TX packet came back (after its scheduled send time, if any);
+//   - roce: when the receive completion was polled;
+//   - reorder aggregates: the first source packet's time.
+//
+// ErrNotSupported when the burst carries none (one built by hand).
 func (b *Burst) RxTimestamp(i int) (int64, error) {
 	if i < 0 || i >= b.n {
 		return 0, fmt.Errorf("packet %d of %d: %w", i, b.n, ErrInvalidParameter)
@@ -394,23 +425,56 @@ func (b *Burst) SetIPv4Header(i, payloadLen int, proto uint8, src, dst netip.Add
 	return nil
 }
 
-// SetUDPHeader writes packet i's UDP header after the IPv4 header: ports and length
-// 8+payloadLen (payloadLen excludes the UDP header). The checksum is 0 (none), which IPv4
-// permits.
+// SetIPv6Header writes packet i's fixed IPv6 header after the Ethernet header (and sets the
+// EtherType to IPv6): version 6, traffic class and flow label 0, payload length payloadLen,
+// next header proto, hop limit 64, the addresses. Call it after SetEthHeader.
+func (b *Burst) SetIPv6Header(i, payloadLen int, proto uint8, src, dst netip.Addr) error {
+	buf, err := b.headerRoom(i, EthHeaderLen+IPv6HeaderLen)
+	if err != nil {
+		return err
+	}
+	if !src.Is6() || src.Is4In6() || !dst.Is6() || dst.Is4In6() || payloadLen < 0 || payloadLen > 65535 {
+		return fmt.Errorf("packet %d: IPv6 header needs IPv6 addresses and a payload ≤ 65535 bytes: %w", i, ErrInvalidParameter)
+	}
+	binary.BigEndian.PutUint16(buf[12:14], 0x86DD)
+	h := buf[EthHeaderLen : EthHeaderLen+IPv6HeaderLen]
+	binary.BigEndian.PutUint32(h[0:], 6<<28)
+	binary.BigEndian.PutUint16(h[4:], uint16(payloadLen))
+	h[6], h[7] = proto, 64
+	s16, d16 := src.As16(), dst.As16()
+	copy(h[8:24], s16[:])
+	copy(h[24:40], d16[:])
+	b.grow(i, EthHeaderLen+IPv6HeaderLen)
+	return nil
+}
+
+// isIPv6 reports whether packet i's Ethernet header says IPv6 (SetIPv6Header ran).
+func isIPv6(buf []byte) bool {
+	return len(buf) >= EthHeaderLen && binary.BigEndian.Uint16(buf[12:14]) == 0x86DD
+}
+
+// SetUDPHeader writes packet i's UDP header after the IPv4 header (or the IPv6 header, when
+// SetIPv6Header was called): ports and length 8+payloadLen (payloadLen excludes the UDP
+// header). Over IPv4 the checksum is 0 (none), which IPv4 permits; over IPv6, where it is
+// mandatory, SetUDPPayload computes it.
 func (b *Burst) SetUDPHeader(i, payloadLen int, srcPort, dstPort uint16) error {
-	buf, err := b.headerRoom(i, UDPPayloadOffset)
+	l3 := IPv4HeaderLen
+	if buf := b.SegmentBuffer(0, i); isIPv6(buf) {
+		l3 = IPv6HeaderLen
+	}
+	buf, err := b.headerRoom(i, EthHeaderLen+l3+UDPHeaderLen)
 	if err != nil {
 		return err
 	}
 	if payloadLen < 0 || payloadLen > 65535-UDPHeaderLen {
 		return fmt.Errorf("packet %d: UDP payload %d out of range: %w", i, payloadLen, ErrInvalidParameter)
 	}
-	h := buf[EthHeaderLen+IPv4HeaderLen : UDPPayloadOffset]
+	h := buf[EthHeaderLen+l3 : EthHeaderLen+l3+UDPHeaderLen]
 	binary.BigEndian.PutUint16(h[0:], srcPort)
 	binary.BigEndian.PutUint16(h[2:], dstPort)
 	binary.BigEndian.PutUint16(h[4:], uint16(UDPHeaderLen+payloadLen))
 	binary.BigEndian.PutUint16(h[6:], 0)
-	b.grow(i, UDPPayloadOffset)
+	b.grow(i, EthHeaderLen+l3+UDPHeaderLen)
 	return nil
 }
 
@@ -418,10 +482,14 @@ func (b *Burst) SetUDPHeader(i, payloadLen int, srcPort, dstPort uint16) error {
 // at offset 0 (the whole message) on socket streams, and extends the packet to cover it.
 func (b *Burst) SetUDPPayload(i int, p []byte) error {
 	at := 0
-	if b.raw {
+	buf := b.SegmentBuffer(0, i)
+	v6 := b.raw && isIPv6(buf)
+	switch {
+	case v6:
+		at = UDPPayloadOffset6
+	case b.raw:
 		at = UDPPayloadOffset
 	}
-	buf := b.SegmentBuffer(0, i)
 	if buf == nil {
 		return fmt.Errorf("packet %d: no CPU-addressable segment 0: %w", i, ErrInvalidParameter)
 	}
@@ -429,6 +497,38 @@ func (b *Burst) SetUDPPayload(i int, p []byte) error {
 		return fmt.Errorf("packet %d: payload of %d bytes at offset %d exceeds the %d-byte buffer: %w", i, len(p), at, len(buf), ErrInvalidParameter)
 	}
 	copy(buf[at:], p)
+	if v6 {
+		// The UDP checksum over IPv6 (RFC 8200 §8.1): pseudo-header of source, destination,
+		// UDP length and next header 17, then the UDP header and payload; 0 is sent as
+		// 0xffff.
+		u := buf[EthHeaderLen+IPv6HeaderLen : at+len(p)]
+		ulen := int(binary.BigEndian.Uint16(u[4:6]))
+		if ulen > len(u) {
+			ulen = len(u)
+		}
+		u = u[:ulen]
+		u[6], u[7] = 0, 0
+		var sum uint32
+		add := func(x []byte) {
+			for j := 0; j+1 < len(x); j += 2 {
+				sum += uint32(binary.BigEndian.Uint16(x[j:]))
+			}
+			if len(x)%2 == 1 {
+				sum += uint32(x[len(x)-1]) << 8
+			}
+		}
+		add(buf[EthHeaderLen+8 : EthHeaderLen+40])
+		sum += uint32(len(u)) + 17
+		add(u)
+		for sum>>16 != 0 {
+			sum = sum&0xffff + sum>>16
+		}
+		c := ^uint16(sum)
+		if c == 0 {
+			c = 0xffff
+		}
+		binary.BigEndian.PutUint16(u[6:], c)
+	}
 	if b.raw {
 		b.grow(i, at+len(p))
 	} else {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/daqiri-go/daqiri/config"
@@ -20,6 +21,8 @@ type Port struct {
 	// Events counts what happens to the port outside its queues: connections refused or
 	// closed for a protocol error, frames handed to the kernel.
 	Events PortEvents
+
+	set atomic.Pointer[QueueSet] // queues after a run-time change (nil: Rx and Tx)
 }
 
 // Path is the port's key path in the configuration, for errors.
@@ -57,6 +60,8 @@ type RxQueue struct {
 
 	meta *MetaPool
 	ring *ring.Ring[*Burst]
+	gate gate
+	succ atomic.Pointer[RxQueue] // after deletion: the queue that replaced it (Forward)
 
 	// Poll, set by engines for direct-mode queues, is run by RxBurst in the caller's thread.
 	Poll func() (*Burst, error)
@@ -102,6 +107,17 @@ func (q *RxQueue) NewBurst() (*Burst, error) {
 // set). When the ring is full the burst's packets are counted as dropped and freed; Deliver
 // reports whether the burst was delivered. Empty bursts are freed.
 func (q *RxQueue) Deliver(b *Burst) bool {
+	if !q.gate.enter() {
+		if s := q.succ.Load(); s != nil {
+			b.queue = s.ID
+			return s.Deliver(b)
+		}
+		// Deleted: the session drains the ring once deliveries in flight are out.
+		q.Stats.Drop(DropClosed, b.Len())
+		b.Free()
+		return false
+	}
+	defer q.gate.leave()
 	if q.Intercept != nil && b.Len() > 0 {
 		q.Intercept(b)
 		return true
@@ -111,6 +127,16 @@ func (q *RxQueue) Deliver(b *Burst) bool {
 
 // DeliverDirect puts a burst on the application ring, bypassing Intercept.
 func (q *RxQueue) DeliverDirect(b *Burst) bool {
+	if !q.gate.enter() {
+		if s := q.succ.Load(); s != nil {
+			b.queue = s.ID
+			return s.DeliverDirect(b)
+		}
+		q.Stats.Drop(DropClosed, b.Len())
+		b.Free()
+		return false
+	}
+	defer q.gate.leave()
 	n := b.Len()
 	if n == 0 {
 		b.Free()
@@ -155,6 +181,7 @@ type TxQueue struct {
 	Stats   Counters
 
 	meta *MetaPool
+	gate gate
 }
 
 // NewTxQueue wires a transmit queue to its metadata pool.

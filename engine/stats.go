@@ -20,13 +20,15 @@ const (
 	DropOther                             // any other reason, logged by the engine
 	DropDuplicate                         // reorder: a second packet for a slot already filled
 	DropLate                              // reorder: the packet's batch was already delivered
+	DropIncomplete                        // reorder: its batch was incomplete when flushed, under missing_action: drop
+	DropPeerFiltered                      // a UDP server's datagram from a peer other than its remote_addr
 	NumDropReasons
 )
 
 var dropNames = [NumDropReasons]string{
 	"rx_ring_full", "no_burst_buffers", "no_packet_buffers", "truncated", "malformed",
 	"send_failure", "socket_overflow", "not_connected", "closed", "filtered", "other",
-	"duplicate", "late",
+	"duplicate", "late", "incomplete", "peer_filtered",
 }
 
 // String is the reason's metric label.
@@ -79,6 +81,8 @@ func (c *Counters) Snapshot() QueueStats {
 
 // QueueStats is a snapshot of one queue's counters.
 type QueueStats struct {
+	Queue   int               `json:"queue"`             // the queue id (set by the session's Stats)
+	Deleted bool              `json:"deleted,omitempty"` // deleted at run time (its final counters)
 	Packets uint64            `json:"packets"`
 	Bytes   uint64            `json:"bytes"`
 	Bursts  uint64            `json:"bursts"`
@@ -93,6 +97,9 @@ type PortEvents struct {
 	ConnsAccepted      atomic.Uint64 // TCP connections accepted
 	ConnsRefused       atomic.Uint64 // TCP connections refused: max_connections reached
 	ConnsFrameTooLarge atomic.Uint64 // TCP connections closed: a frame length above max_payload_size
+	// AFXDPCopyMode and AFXDPZeroCopy count a port's AF_XDP sockets by how they bound: zero-
+	// copy is asked for first and copy mode is the fallback where the driver lacks it.
+	AFXDPCopyMode, AFXDPZeroCopy atomic.Uint64
 	// KernelPassed reads the count of received frames handed to the kernel network stack
 	// instead of a queue (XDP with flow_isolation: frames no flow matches); nil when the
 	// engine has none.
@@ -113,6 +120,8 @@ func (e *PortEvents) Snapshot() map[string]uint64 {
 	put("connections_accepted", e.ConnsAccepted.Load())
 	put("connections_refused_max_connections", e.ConnsRefused.Load())
 	put("connections_closed_frame_too_large", e.ConnsFrameTooLarge.Load())
+	put("afxdp_copy_mode_sockets", e.AFXDPCopyMode.Load())
+	put("afxdp_zero_copy_sockets", e.AFXDPZeroCopy.Load())
 	if e.KernelPassed != nil {
 		put("kernel_passed", e.KernelPassed())
 	}

@@ -8,6 +8,7 @@ import (
 // EtherTypes and protocol numbers the classifier understands.
 const (
 	EtherTypeIPv4  = 0x0800
+	EtherTypeIPv6  = 0x86DD
 	EtherTypeVLAN  = 0x8100 // IEEE 802.1Q
 	EtherTypeQinQ  = 0x88A8 // IEEE 802.1ad
 	EtherTypeECPRI = 0xAEFE // eCPRI over Ethernet (eCPRI specification v2.0 §3.1)
@@ -19,7 +20,9 @@ const (
 // tuple is what one IPv4 header (and its UDP header) yielded.
 type tuple struct {
 	ipv4, udp    bool
+	ipv6         bool // an IPv6 header (outer only): src6, dst6 set, src and dst not
 	src, dst     [4]byte
+	src6, dst6   [16]byte
 	sport, dport uint16
 	iplen        uint16
 	l4off        int
@@ -29,6 +32,9 @@ type tuple struct {
 }
 
 func (t *tuple) rss() Tuple {
+	if t.ipv6 {
+		return Tuple{Src: netip.AddrFrom16(t.src6), Dst: netip.AddrFrom16(t.dst6), SrcPort: t.sport, DstPort: t.dport}
+	}
 	return Tuple{Src: netip.AddrFrom4(t.src), Dst: netip.AddrFrom4(t.dst), SrcPort: t.sport, DstPort: t.dport}
 }
 
@@ -79,6 +85,9 @@ func parse(b []byte, vxlanPort uint16) *packet {
 				p.hasPCID, p.pcid = true, be16(b, l3+4)
 			}
 		}
+		return p
+	case EtherTypeIPv6:
+		parseIPv6(b, l3, &p.outer) // no tunnels over IPv6
 		return p
 	case EtherTypeIPv4:
 	default:
@@ -141,6 +150,25 @@ func parse(b []byte, vxlanPort uint16) *packet {
 // parseIPv4 parses the IPv4 header at off (and a UDP header after it). It reports whether
 // the IPv4 header was valid; t.udp tells about UDP. The header must fit in its
 // tot_len and the UDP header must lie within it.
+// parseIPv6 parses the fixed IPv6 header at off and a UDP header right after it (next
+// header 17; extension headers are not walked, so a packet with any has no L4 fields). The
+// UDP header must lie within the payload length.
+func parseIPv6(b []byte, off int, t *tuple) {
+	if len(b) < off+40 || b[off]>>4 != 6 {
+		return
+	}
+	t.ipv6 = true
+	copy(t.src6[:], b[off+8:off+24])
+	copy(t.dst6[:], b[off+24:off+40])
+	t.end = min(off+40+int(be16(b, off+4)), len(b))
+	t.proto = b[off+6]
+	t.l4off = off + 40
+	if t.proto == protoUDP && t.end >= t.l4off+8 {
+		t.udp = true
+		t.sport, t.dport = be16(b, t.l4off), be16(b, t.l4off+2)
+	}
+}
+
 func parseIPv4(b []byte, off int, t *tuple) bool {
 	if len(b) < off+20 || b[off]>>4 != 4 {
 		return false
@@ -176,6 +204,12 @@ func (r *Rule) matches(p *packet) (*tuple, bool) {
 	if r.VLANPop && !p.vlan {
 		return nil, false
 	}
+	if r.EthDst != nil && (len(p.frame) < 14 || string(p.frame[0:6]) != string(r.EthDst)) {
+		return nil, false
+	}
+	if r.EthSrc != nil && (len(p.frame) < 14 || string(p.frame[6:12]) != string(r.EthSrc)) {
+		return nil, false
+	}
 	t := &p.outer
 	if r.Decap != DecapNone {
 		if p.tun != r.Decap || p.tunKey != r.TunnelKey {
@@ -188,6 +222,12 @@ func (r *Rule) matches(p *packet) (*tuple, bool) {
 			return nil, false
 		}
 		t = &p.inner
+	}
+	if r.IPv6Src.IsValid() && (!t.ipv6 || t.src6 != r.IPv6Src.As16()) {
+		return nil, false
+	}
+	if r.IPv6Dst.IsValid() && (!t.ipv6 || t.dst6 != r.IPv6Dst.As16()) {
+		return nil, false
 	}
 	if r.IPv4Src.IsValid() && (!t.ipv4 || t.src != r.IPv4Src.As4()) {
 		return nil, false
@@ -207,7 +247,7 @@ func (r *Rule) matches(p *packet) (*tuple, bool) {
 	if f := r.Flex; f != nil {
 		o := &p.outer
 		at := o.l4off + 8 + f.Offset
-		if !o.udp || o.dport != f.UDPPort || min(len(p.frame), o.end) < at+4 {
+		if !o.ipv4 || !o.udp || o.dport != f.UDPPort || min(len(p.frame), o.end) < at+4 {
 			return nil, false
 		}
 		if binary.BigEndian.Uint32(p.frame[at:])&f.Mask != f.Value {

@@ -19,6 +19,10 @@ func FuzzClassify(f *testing.F) {
 	for i := 0; i < 16; i++ {
 		f.Add(frametest.RandFrame(r), uint64(i))
 	}
+	for i := 0; i < 4; i++ { // IPv6, with and without a VLAN tag
+		f.Add(frametest.Eth(flow.EtherTypeIPv6, frametest.RandUDPIPv6(r)), uint64(100+i))
+		f.Add(frametest.Eth(flow.EtherTypeVLAN, append([]byte{0, 9, 0x86, 0xdd}, frametest.RandUDPIPv6(r)...)), uint64(200+i))
+	}
 	f.Fuzz(func(t *testing.T, frame []byte, seed uint64) {
 		r := rand.New(rand.NewPCG(seed, 3))
 		nq := 1 + r.IntN(8)
@@ -56,6 +60,19 @@ func FuzzClassify(f *testing.F) {
 				}
 				if w := tb.Classify(frame[:end]); w != v {
 					t.Fatalf("cutting the frame at tot_len changed the verdict: %+v → %+v", v, w)
+				}
+			}
+		}
+		// Bytes past an untagged IPv6 packet's payload length are not part of it either.
+		if len(frame) >= 14+40 && binary.BigEndian.Uint16(frame[12:]) == flow.EtherTypeIPv6 && frame[14]>>4 == 6 {
+			end := 14 + 40 + int(binary.BigEndian.Uint16(frame[18:]))
+			if end < len(frame) {
+				g := append([]byte(nil), frame...)
+				for i := end; i < len(g); i++ {
+					g[i] ^= 0x5a
+				}
+				if w := tb.Classify(g); w != v {
+					t.Fatalf("bytes past the IPv6 payload length %d changed the verdict: %+v → %+v", end-54, v, w)
 				}
 			}
 		}

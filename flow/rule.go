@@ -7,18 +7,24 @@
 //
 // Matching semantics (the same in Go and in XDP): rules are tried in slot order and the first
 // that matches wins. A rule matches when every field it sets equals the packet's; setting an
-// IPv4 field requires an IPv4 packet, setting a UDP port requires a UDP header (fragments
-// after the first have none); a rule that sets no field matches every frame of its kind. A
+// IPv4 field requires an IPv4 packet and an IPv6 field an IPv6 one (its fixed header, after
+// up to two VLAN tags; a UDP header is found only as the next header, so a packet with
+// extension headers has no ports), setting a UDP port requires a UDP header over either
+// (fragments after the first have none); a rule that sets no field matches every frame of its
+// kind. RSS hashes the IPv4 or IPv6 4-tuple. A
 // vlan_pop rule needs a VLAN tag; a tunnel_decap rule needs that tunnel (VXLAN to its outer
 // UDP port and VNI, GRE with its protocol, NVGRE with its TNI; outer IPv4 addresses when
 // configured) and then matches and hashes the inner IPv4/UDP headers. Flex items match a
-// masked 32-bit big-endian word at their offset after the UDP header of packets to their UDP
-// port; eCPRI rules match EtherType 0xAEFE frames, optionally their message type and
-// PC_ID/RTC_ID. Malformed or truncated headers never match a field that needs them.
+// masked 32-bit big-endian word at their offset after the UDP header of IPv4 packets to their
+// UDP port; eCPRI rules match EtherType 0xAEFE frames, optionally their message type and
+// PC_ID/RTC_ID. Ethernet source and destination addresses qualify any rule and are compared
+// with the outer frame's header. Malformed or truncated headers never match a field that
+// needs them.
 package flow
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 
 	"github.com/daqiri-go/daqiri/config"
@@ -62,8 +68,12 @@ type Rule struct {
 	UDPSrc, UDPDst   config.PortRange
 	IPv4Len          uint16
 	IPv4Src, IPv4Dst netip.Addr
+	IPv6Src, IPv6Dst netip.Addr // outer IPv6 header (no tunnels over IPv6)
 	Flex             *Flex
 	ECPRI            *config.ECPRIMatch
+	// EthSrc and EthDst match the outer Ethernet header's addresses (nil = any); they
+	// qualify every class of rule, and a decap rule's outer frame.
+	EthSrc, EthDst net.HardwareAddr
 
 	// Transforms applied before delivery.
 	VLANPop bool
@@ -209,7 +219,45 @@ func compileMatch(r *Rule, m *config.Match, flex []config.FlexItem, errf func(su
 		}
 		*a.dst = a.a
 	}
-	ipFields := !m.UDPSrc.Any() || !m.UDPDst.Any() || m.IPv4Len != 0 || m.IPv4Src.IsValid() || m.IPv4Dst.IsValid()
+	if eth := m.Ethernet; eth != nil {
+		for _, a := range []struct {
+			key string
+			mac net.HardwareAddr
+			dst *net.HardwareAddr
+		}{{"src", eth.Src, &r.EthSrc}, {"dst", eth.Dst, &r.EthDst}} {
+			switch len(a.mac) {
+			case 0:
+			case 6:
+				*a.dst = append(net.HardwareAddr(nil), a.mac...)
+			default:
+				return errf(".match.ethernet."+a.key, "must be a 6-octet MAC address, got %d octets", len(a.mac))
+			}
+		}
+		if r.EthSrc == nil && r.EthDst == nil {
+			return errf(".match.ethernet", "an ethernet match needs src, dst or both")
+		}
+	}
+	for _, a := range []struct {
+		key string
+		a   netip.Addr
+		dst *netip.Addr
+	}{{"ipv6_src", m.IPv6Src, &r.IPv6Src}, {"ipv6_dst", m.IPv6Dst, &r.IPv6Dst}} {
+		if !a.a.IsValid() {
+			continue
+		}
+		if !a.a.Is6() || a.a.Is4In6() {
+			return errf(".match."+a.key, "must be an IPv6 address, got %v", a.a)
+		}
+		*a.dst = a.a.WithZone("")
+	}
+	if (r.IPv6Src.IsValid() || r.IPv6Dst.IsValid()) && (r.IPv4Src.IsValid() || r.IPv4Dst.IsValid() || m.IPv4Len != 0) {
+		return errf(".match", "a match has IPv4 or IPv6 fields, not both")
+	}
+	if (r.IPv6Src.IsValid() || r.IPv6Dst.IsValid()) && r.Decap != DecapNone {
+		return errf(".match", "IPv6 fields match the outer header; tunnels are decapsulated from IPv4 only")
+	}
+	ipFields := !m.UDPSrc.Any() || !m.UDPDst.Any() || m.IPv4Len != 0 || m.IPv4Src.IsValid() || m.IPv4Dst.IsValid() ||
+		m.IPv6Src.IsValid() || m.IPv6Dst.IsValid()
 	if m.Flex != nil {
 		if ipFields {
 			return errf(".match.flex_item_id", "a flex item match cannot be combined with UDP/IPv4 match fields")

@@ -45,7 +45,7 @@ func Toeplitz(key []byte, input []byte) uint32 {
 	return h
 }
 
-// Tuple is the IPv4/UDP 4-tuple RSS hashes, in the order Microsoft's RSS specification
+// Tuple is the IPv4/UDP or IPv6/UDP 4-tuple RSS hashes, in the order Microsoft's RSS specification
 // feeds it to the hash: source address, destination address, source port, destination port.
 type Tuple struct {
 	Src, Dst         netip.Addr
@@ -65,9 +65,29 @@ func (t Tuple) Bytes() [12]byte {
 
 // Hash is the Toeplitz hash of the tuple under key.
 func (t Tuple) Hash(key []byte) uint32 {
+	if t.Src.Is6() && !t.Src.Is4In6() {
+		b := t.Bytes6()
+		return Toeplitz(key, b[:])
+	}
 	b := t.Bytes()
 	return Toeplitz(key, b[:])
 }
+
+// Bytes6 is the 36-byte hash input of an IPv6 tuple: source and destination address, source
+// and destination port, in network byte order (Microsoft's "IPv6 with TCP" input; UDP ports
+// take the TCP ports' place).
+func (t Tuple) Bytes6() [36]byte {
+	var b [36]byte
+	s, d := t.Src.As16(), t.Dst.As16()
+	copy(b[0:16], s[:])
+	copy(b[16:32], d[:])
+	binary.BigEndian.PutUint16(b[32:], t.SrcPort)
+	binary.BigEndian.PutUint16(b[34:], t.DstPort)
+	return b
+}
+
+// ToeplitzPositions is how many input byte positions ToeplitzTable covers: the IPv6 input.
+const ToeplitzPositions = 36
 
 // RETASize is the size of the RSS indirection table the hash indexes: its low 7 bits select
 // one of 128 entries, filled round-robin with the flow's queues — the default table Linux
@@ -83,13 +103,13 @@ func RSSIndex(hash uint32, n int) int {
 	return int(hash&(RETASize-1)) % n
 }
 
-// ToeplitzTable returns, for each of the 12 input byte positions and each byte value, the
-// XOR contribution of that byte to the hash: the hash of the tuple is the XOR of the 12
-// entries its bytes select. The XDP program looks this table up instead of looping over bits.
+// ToeplitzTable returns, for each of the 36 input byte positions (IPv6; an IPv4 tuple uses
+// the first 12) and each byte value, the XOR contribution of that byte to the hash: the hash
+// of the tuple is the XOR of the entries its bytes select. The XDP program looks this table up instead of looping over bits.
 func ToeplitzTable(key []byte) []uint32 {
-	t := make([]uint32, 12*256)
-	var in [12]byte
-	for p := 0; p < 12; p++ {
+	t := make([]uint32, ToeplitzPositions*256)
+	var in [ToeplitzPositions]byte
+	for p := 0; p < ToeplitzPositions; p++ {
 		for v := 0; v < 256; v++ {
 			in[p] = byte(v)
 			t[p*256+v] = Toeplitz(key, in[:])

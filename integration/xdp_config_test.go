@@ -29,7 +29,12 @@ func TestXDPBadConfig(t *testing.T) {
 		mod  func(c *config.Config)
 		want []string
 	}{
-		{"buf_size above the UMEM chunk limit", func(c *config.Config) { c.MemoryRegions[0].BufSize = 8192 }, []string{"memory_regions", "2048 to 4096"}},
+		// Above the UMEM chunk limit is jumbo mode, where a buffer must hold a whole frame.
+		{"jumbo buffers below the MTU's frames", func(c *config.Config) {
+			c.MemoryRegions[0].BufSize = 8192
+			c.MemoryRegions = append(c.MemoryRegions, config.MemoryRegion{Name: "small", Kind: config.KindHost, NumBufs: 64, BufSize: 1400})
+			c.Interfaces[0].RX.Queues = append(c.Interfaces[0].RX.Queues, config.Queue{Name: "q1", ID: 1, CPUCore: "0", BatchSize: 8, MemoryRegions: []string{"small"}})
+		}, []string{"memory_regions", "buf_size 1400 but frames at the interface MTU 1500 need 1522"}},
 		{"buf_size below it", func(c *config.Config) { c.MemoryRegions[0].BufSize = 1024 }, []string{"memory_regions", "2048 to 4096"}},
 		{"no such netdev", func(c *config.Config) { c.Interfaces[0].Address = "nosuchdev0" }, []string{"interfaces[0].address", "nosuchdev0"}},
 		{"two segments", func(c *config.Config) {

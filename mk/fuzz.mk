@@ -3,6 +3,9 @@
 # package's testdata/fuzz/<target>. `make fuzz` runs each for FUZZTIME (default 60s); `make
 # test` runs each for 5 s. Go fuzzes one target per run, hence the loop.
 FUZZTIME ?= 60s
+# Extra flags for every run. `make test` bounds minimisation (-fuzzminimizetime): a run whose
+# time ends while the fuzzer minimises a new input fails with "context deadline exceeded".
+FUZZFLAGS ?=
 FUZZ_TARGETS := ./config:FuzzParse ./socket:FuzzFramer ./flow:FuzzClassify ./reorder:FuzzReadField
 
 .PHONY: fuzz
@@ -10,5 +13,5 @@ fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "== fuzz $$fn ($$pkg) for $(FUZZTIME)"; \
-		$(GO) test $$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME); \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS); \
 	done

@@ -6,18 +6,19 @@
 #                         entries and mailboxes (FuzzCmdQueue), WQE parsing (FuzzWQE), received
 #                         frames through steering, RSS and the RQs (FuzzReceive); seed
 #                         corpora in mlx5/model/testdata/fuzz and .../datapath/testdata/fuzz.
-#                         `make test` runs it. MLX5_FUZZTIME sets each run's length.
+#                         `make test` runs them with the other fuzz targets (mk/fuzz.mk);
+#                         MLX5_FUZZTIME sets each run's length here.
 .PHONY: test-mlx5 test-mlx5-fuzz
 
 MLX5_FUZZTIME ?= 5s
 
-test: test-mlx5-fuzz
+FUZZ_TARGETS += ./mlx5/model:FuzzExec ./mlx5/model:FuzzCmdQueue ./mlx5/model/internal/datapath:FuzzWQE ./mlx5/model/internal/datapath:FuzzReceive
 
 test-mlx5:
 	$(GO) test $(GOTESTFLAGS) ./mlx5/...
 
 test-mlx5-fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzExec$$' -fuzztime $(MLX5_FUZZTIME) -parallel 1 ./mlx5/model
-	$(GO) test -run '^$$' -fuzz '^FuzzCmdQueue$$' -fuzztime $(MLX5_FUZZTIME) -parallel 1 ./mlx5/model
-	$(GO) test -run '^$$' -fuzz '^FuzzWQE$$' -fuzztime $(MLX5_FUZZTIME) -parallel 1 ./mlx5/model/internal/datapath
-	$(GO) test -run '^$$' -fuzz '^FuzzReceive$$' -fuzztime $(MLX5_FUZZTIME) -parallel 1 ./mlx5/model/internal/datapath
+	$(GO) test -run '^$$' -fuzz '^FuzzExec$$' -fuzztime $(MLX5_FUZZTIME) -fuzzminimizetime 100x -parallel 1 ./mlx5/model
+	$(GO) test -run '^$$' -fuzz '^FuzzCmdQueue$$' -fuzztime $(MLX5_FUZZTIME) -fuzzminimizetime 100x -parallel 1 ./mlx5/model
+	$(GO) test -run '^$$' -fuzz '^FuzzWQE$$' -fuzztime $(MLX5_FUZZTIME) -fuzzminimizetime 100x -parallel 1 ./mlx5/model/internal/datapath
+	$(GO) test -run '^$$' -fuzz '^FuzzReceive$$' -fuzztime $(MLX5_FUZZTIME) -fuzzminimizetime 100x -parallel 1 ./mlx5/model/internal/datapath

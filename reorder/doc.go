@@ -27,6 +27,24 @@
 // numbers. With one or two batch numbers (for example packets_per_batch = 2^seq_bits)
 // nothing can be told late: a packet whose batch was delivered starts the next one.
 //
+// # Missing packets and cyclic sequences
+//
+// missing_action says what becomes of a batch still incomplete when it is flushed (timeout,
+// or room for newer batches): passthrough (the default, as above) delivers it zero-filled
+// with its presence bitmap; drop discards it whole, counting the batch in Stats.Dropped and
+// its packets under the queue's drop reason "incomplete". Either way the batch counts as
+// delivered, so its stragglers are late. ReorderInfo.MissingSlots lists the slots a
+// delivered batch lacks.
+//
+// cyclic_sequence names an epoch field that the sender increments whenever its sequence
+// wraps. The epoch becomes the high bits of the batch key (batch bits + epoch bits ≤ 32), so
+// numbers unwrap over the whole epoch cycle: a late packet of the previous cycle is told late
+// (or gets its own aggregate of its own epoch) instead of landing in the new cycle's batch of
+// the same number, and a sequence that restarts in the middle of a batch yields two
+// aggregates, one per epoch. ReorderInfo.Epoch reports it; BatchID stays the batch number.
+// GPU plans share all of this with CPU plans (only the copying differs), so both deliver and
+// drop the same batches.
+//
 // The payload of a slot is the packet's bytes after payload_byte_offset. Its length is taken
 // from the batch's first packet; a later packet that is longer is cut, one that is shorter is
 // zero-padded (counted as Resized). A packet too short to hold the fields, with no payload,

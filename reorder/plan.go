@@ -54,12 +54,16 @@ type Stats struct {
 	Resized      uint64 // packets whose payload length differed from their batch's (cut or zero-padded)
 	NoBuffers    uint64 // packets dropped: no free output buffer to start their batch
 	NoMetadata   uint64 // aggregates dropped for want of burst metadata
+	// Dropped counts incomplete batches dropped whole under missing_action: drop (their
+	// packets are counted under the queue's drop reason "incomplete"); they are not in
+	// Aggregates or Incomplete.
+	Dropped uint64
 }
 
 type statCounters struct {
 	received,
 	packets, aggregates, complete, incomplete, evicted, missing atomic.Uint64
-	dups, late, malformed, resized, noBuffers, noMeta atomic.Uint64
+	dups, late, malformed, resized, noBuffers, noMeta, dropped atomic.Uint64
 }
 
 func (c *statCounters) snapshot() Stats {
@@ -68,6 +72,7 @@ func (c *statCounters) snapshot() Stats {
 		Incomplete: c.incomplete.Load(), Evicted: c.evicted.Load(), MissingSlots: c.missing.Load(),
 		Duplicates: c.dups.Load(), Late: c.late.Load(), Malformed: c.malformed.Load(),
 		Resized: c.resized.Load(), NoBuffers: c.noBuffers.Load(), NoMetadata: c.noMeta.Load(),
+		Dropped: c.dropped.Load(),
 	}
 }
 
@@ -154,10 +159,15 @@ type Plan struct {
 
 	// The per-packet path's constants, compiled from the configuration.
 	seqR, batchR fieldReader
-	minLen       int  // bytes a packet needs to hold its fields
-	fastLen      int  // packets at least this long take addRun's fast path (fields read by 8-byte loads, some payload)
-	wholeMask    int  // payload lengths with one of these bits set are not whole samples
-	cpu          bool // a cpuBackend: payloads are placed without going through the interface
+	// cyclic_sequence: the epoch field, placed above the batch number in the batch key.
+	epoch          bool
+	epochR         fieldReader
+	batchBits      uint
+	dropIncomplete bool // missing_action: drop
+	minLen         int  // bytes a packet needs to hold its fields
+	fastLen        int  // packets at least this long take addRun's fast path (fields read by 8-byte loads, some payload)
+	wholeMask      int  // payload lengths with one of these bits set are not whole samples
+	cpu            bool // a cpuBackend: payloads are placed without going through the interface
 	// bulkFree: the service frees the plan's packets with the rest of each burst, in bulk
 	// (every plan of the queue is a CPU plan); the plan frees none of them itself.
 	bulkFree bool
@@ -174,6 +184,9 @@ func (p *Plan) Port() int { return p.q.Port.ID }
 
 // Queue is the id of the queue the plan reads.
 func (p *Plan) Queue() int { return p.q.ID }
+
+// Output is the region the plan writes its aggregates into.
+func (p *Plan) Output() *engine.Region { return p.out }
 
 // GPU reports whether the plan runs on the GPU.
 func (p *Plan) GPU() bool { return p.gpu }
@@ -248,10 +261,34 @@ func newPlan(rc *config.Reorder, q *engine.RxQueue, out *engine.Region, opt Opti
 	default:
 		return fail("unknown method %q", m.Kind)
 	}
+	p.batchBits = uint(bits.TrailingZeros64(p.keys))
+	if c := rc.Cyclic; c != nil {
+		// The epoch widens the batch key, so batch numbers unwrap over 2^(batch+epoch bits)
+		// batches: a late packet of the previous cycle has a key far behind the new cycle's.
+		if err := width(c.Epoch, "cyclic_sequence epoch"); err != nil {
+			return fail("%v", err)
+		}
+		if int(p.batchBits)+c.Epoch.Width > 32 {
+			return fail("%d epoch bits and %d batch-number bits make a %d-bit batch key; at most 32", c.Epoch.Width, p.batchBits, int(p.batchBits)+c.Epoch.Width)
+		}
+		p.epoch, p.epochR = true, newFieldReader(c.Epoch)
+		p.minLen = max(p.minLen, p.epochR.need)
+		p.keys <<= uint(c.Epoch.Width)
+	}
+	switch rc.MissingAction {
+	case "", config.MissingPassthrough:
+	case config.MissingDrop:
+		p.dropIncomplete = true
+	default:
+		return fail("unknown missing_action %q (valid: drop, passthrough)", rc.MissingAction)
+	}
 	p.lateSpan = (p.keys - 1) / 2
 	p.fastLen = max(p.minLen, p.seqR.first+8, p.offset+1)
 	if p.byBatch {
 		p.fastLen = max(p.fastLen, p.batchR.first+8)
+	}
+	if p.epoch {
+		p.fastLen = max(p.fastLen, p.epochR.first+8)
 	}
 	if p.offset < 0 || p.offset >= p.src.BufSize {
 		return fail("payload_byte_offset %d must be smaller than the source region's buf_size %d", p.offset, p.src.BufSize)
@@ -330,6 +367,10 @@ func (p *Plan) addRun(b *engine.Burst, lo, hi int, buf []byte, now int64) {
 			if p.byBatch {
 				key = uint32(binary.BigEndian.Uint64(buf[o+p.batchR.first:])>>(p.batchR.shift&63)) & p.batchR.mask
 			}
+			if p.epoch {
+				ep := uint32(binary.BigEndian.Uint64(buf[o+p.epochR.first:])>>(p.epochR.shift&63)) & p.epochR.mask
+				key |= uint32(uint64(ep) << (p.batchBits & 63))
+			}
 			slot := int(seq) & slotMask
 			word, bit := slot>>6, uint64(1)<<(slot&63)
 			if w.key == uint64(key) && w.present[word]&bit == 0 {
@@ -368,6 +409,9 @@ func (p *Plan) add(b *engine.Burst, i int, pkt []byte, now int64) {
 		key = p.batchR.read(pkt)
 	} else {
 		key = seq >> p.seqShift
+	}
+	if p.epoch {
+		key |= uint32(uint64(p.epochR.read(pkt)) << p.batchBits)
 	}
 	if p.gpu && b.SegmentRegion(0) != p.src {
 		// The kernels address payloads relative to the plan's source region; a packet in
@@ -531,9 +575,22 @@ func (p *Plan) window(key uint64, now int64, n int, flow uint32, b *engine.Burst
 
 // emit delivers w's aggregate; incomplete marks a flush before every slot was filled.
 func (p *Plan) emit(w *window, incomplete, evicted bool) {
-	info := p.info(w.outIdx)
 	missing := p.ppb - w.count
-	info.BatchID = w.key
+	if missing > 0 && p.dropIncomplete {
+		// missing_action: drop — the whole batch goes, counted; it still counts as
+		// delivered, so its late packets are told late.
+		p.st.dropped.Add(1)
+		p.q.Stats.Drop(engine.DropIncomplete, w.count)
+		if back := p.newest - w.u; back < historyBits {
+			p.done |= 1 << back
+		}
+		w.open = false
+		p.be.discard(w)
+		return
+	}
+	info := p.info(w.outIdx)
+	info.BatchID = w.key & (1<<p.batchBits - 1)
+	info.Epoch = w.key >> p.batchBits
 	info.SourcePackets = w.count
 	info.PacketsPerBatch = p.ppb
 	info.PayloadLen = w.inLen

@@ -163,7 +163,9 @@ func (c *conn) onRecv(wc *verbs.WorkCompletion) {
 		c.rxReasons().add(ReasonRxCompletionEnqueueFailure, 1)
 		return
 	}
-	b.Append(idx*uint64(c.rxRegion.BufSize), length, 0, 0)
+	// The receive time is when the completion was polled: CLOCK_REALTIME ns (verbs gives no
+	// wall-clock completion time without a device clock).
+	b.Append(idx*uint64(c.rxRegion.BufSize), length, 0, time.Now().UnixNano())
 	st := b.Engine.(*burstState)
 	st.comp.Append(wc.Imm, wc.Flags&verbs.WCFlagWithImm != 0, wlen)
 	if b.Len() >= c.rxq.BatchSize() {

@@ -60,14 +60,16 @@ type endpoint struct {
 	e    *Engine
 	port *engine.Port
 	cfg  *config.SocketConfig
-	rxq  *engine.RxQueue
-	txq  *engine.TxQueue
+	rxq  *engine.RxQueue // the RX queue of Open (its successors take over: Forward)
+	txq  *engine.TxQueue // the TX queue of Open
+	txv  atomic.Pointer[engine.TxQueue]
 	opt  sockio.Options
 
 	// UDP
 	udp     *sockio.UDP
 	udpConn *conn
 	peer    atomic.Pointer[netip.AddrPort] // server: last sender, the reply target
+	allow   netip.AddrPort                 // server: remote_addr, the only peer accepted (port 0: any)
 	txMu    sync.Mutex
 	sb      *sockio.SendBatch
 	msgs    []sockio.SendMsg
@@ -177,6 +179,7 @@ func (e *Engine) newEndpoint(p *engine.Port) (*endpoint, error) {
 	}
 	if len(p.Tx) == 1 {
 		ep.txq = p.Tx[0]
+		ep.txv.Store(ep.txq)
 		if err := checkRegions(cfg, ep.txq.Path(), ep.txq.Regions); err != nil {
 			return nil, err
 		}
@@ -230,9 +233,9 @@ func parseAddr(ep config.Endpoint) (netip.AddrPort, error) {
 	}
 	a, err := netip.ParseAddr(ep.Host)
 	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("%s: the socket engine needs an IPv4 address, not %q", ep, ep.Host)
+		return netip.AddrPort{}, fmt.Errorf("%s: the socket engine needs an IP address (IPv4, or IPv6 in brackets), not %q", ep, ep.Host)
 	}
-	return netip.AddrPortFrom(a, uint16(ep.Port)), nil
+	return netip.AddrPortFrom(a.Unmap(), uint16(ep.Port)), nil
 }
 
 func (e *Engine) newConn(ep *endpoint, c *sockio.TCPConn) *conn {
@@ -271,6 +274,16 @@ func (ep *endpoint) start() error {
 	case config.ProtoUDP:
 		if ep.rxq != nil && ep.rxq.Regions[0].BufSize >= groBufSize {
 			ep.opt.GRO = true
+		}
+		if ep.cfg.Mode == config.ModeServer && remote.IsValid() {
+			// The server does not connect to its remote_addr (the kernel would drop other
+			// peers silently): it filters and counts them (peer_filtered), and replies to it
+			// before it has heard from it when its port is known.
+			ep.allow, remote = remote, netip.AddrPort{}
+			if ep.allow.Port() != 0 {
+				p := ep.allow
+				ep.peer.Store(&p)
+			}
 		}
 		ep.udp, err = sockio.ListenUDP(local, remote, ep.opt)
 		if err != nil {
@@ -374,7 +387,7 @@ func (e *Engine) dial(local, remote netip.AddrPort, timeout time.Duration, o soc
 // Send transmits a TX burst synchronously in the caller's thread.
 func (e *Engine) Send(b *engine.Burst) error {
 	ep := e.endpointOf(b.Port())
-	if ep == nil || ep.txq == nil || ep.txq.ID != b.Queue() {
+	if ep == nil || ep.tx() == nil || ep.tx().ID != b.Queue() {
 		return fmt.Errorf("port %d queue %d is not a socket tx queue: %w", b.Port(), b.Queue(), engine.ErrInvalidParameter)
 	}
 	if ep.udp != nil {
@@ -506,4 +519,86 @@ func (e *Engine) Connect(port int, remote netip.AddrPort, timeout time.Duration)
 	}
 	ep.def.Store(c)
 	return c.id, nil
+}
+
+var _ engine.QueueManager = (*Engine)(nil)
+
+// tx is the endpoint's current TX queue (nil: none).
+func (ep *endpoint) tx() *engine.TxQueue { return ep.txv.Load() }
+
+func (e *Engine) endpointFor(p *engine.Port) (*endpoint, error) {
+	for _, ep := range e.eps {
+		if ep.port == p {
+			return ep, nil
+		}
+	}
+	return nil, fmt.Errorf("port %d is not a socket port: %w", p.ID, engine.ErrInvalidParameter)
+}
+
+func sameRegions(a, b []*engine.Region) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// AddRxQueue replaces the endpoint's deleted RX queue: a socket serves one RX queue, started
+// at Open, so the new queue must use the same memory region; what the socket receives from
+// now on is delivered to it (engine.RxQueue.Forward).
+func (e *Engine) AddRxQueue(q *engine.RxQueue) error {
+	ep, err := e.endpointFor(q.Port)
+	if err != nil {
+		return err
+	}
+	if ep.rxq == nil {
+		return fmt.Errorf("interface %s: the socket engine receives with the RX queue given at Open, and this endpoint had none: %w", ep.port.Name, engine.ErrNotSupported)
+	}
+	cur := ep.rxq
+	for s := cur.Successor(); s != nil; s = s.Successor() {
+		cur = s
+	}
+	switch {
+	case !cur.Deleted():
+		return fmt.Errorf("interface %s: the socket engine serves one rx queue per endpoint, and queue %d is live: %w", ep.port.Name, cur.ID, engine.ErrInvalidParameter)
+	case !sameRegions(q.Regions, ep.rxq.Regions):
+		return fmt.Errorf("interface %s: a replacement rx queue must use the endpoint's memory region %s (its socket receives into it): %w", ep.port.Name, ep.rxq.Regions[0].Name, engine.ErrNotSupported)
+	}
+	cur.Forward(q)
+	return nil
+}
+
+// DeleteRxQueue: the socket keeps receiving; what it delivers to the deleted queue is
+// counted as dropped (closed) until a replacement is added.
+func (e *Engine) DeleteRxQueue(q *engine.RxQueue) error {
+	_, err := e.endpointFor(q.Port)
+	return err
+}
+
+// AddTxQueue replaces the endpoint's deleted TX queue (or gives one to an endpoint that had
+// none): sends of its bursts go out through the endpoint's socket.
+func (e *Engine) AddTxQueue(q *engine.TxQueue) error {
+	ep, err := e.endpointFor(q.Port)
+	if err != nil {
+		return err
+	}
+	if cur := ep.tx(); cur != nil && !cur.Deleted() {
+		return fmt.Errorf("interface %s: the socket engine serves one tx queue per endpoint, and queue %d is live: %w", ep.port.Name, cur.ID, engine.ErrInvalidParameter)
+	}
+	if err := checkRegions(e.env.Config, q.Path(), q.Regions); err != nil {
+		return fmt.Errorf("%v: %w", err, engine.ErrInvalidParameter)
+	}
+	ep.txv.Store(q)
+	return nil
+}
+
+// DeleteTxQueue: the session has stopped sends on the queue; nothing is queued in the
+// engine (sends are synchronous).
+func (e *Engine) DeleteTxQueue(q *engine.TxQueue) error {
+	_, err := e.endpointFor(q.Port)
+	return err
 }

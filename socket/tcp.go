@@ -62,7 +62,7 @@ func (ep *endpoint) sendTCP(b *engine.Burst) error {
 		cc, err := ep.e.conn(id)
 		if err != nil {
 			// The connection is gone: the burst cannot go anywhere; consume and count it.
-			ep.txq.Stats.Drop(engine.DropNotConnected, b.Len())
+			ep.tx().Stats.Drop(engine.DropNotConnected, b.Len())
 			b.Free()
 			return err
 		}
@@ -78,7 +78,7 @@ func (ep *endpoint) sendTCP(b *engine.Burst) error {
 	defer c.txMu.Unlock()
 	if c.dead.Load() {
 		// Closed by its receive side since it was looked up (its descriptor may be gone).
-		ep.txq.Stats.Drop(engine.DropNotConnected, n)
+		ep.tx().Stats.Drop(engine.DropNotConnected, n)
 		b.Free()
 		return fmt.Errorf("interface %s connection %d is closed: %w", ep.port.Name, c.id, engine.ErrConnectFailure)
 	}
@@ -97,7 +97,7 @@ func (ep *endpoint) sendTCP(b *engine.Burst) error {
 	}
 	c.iov = iov
 	_, err := c.tcp.Writev(iov)
-	q := ep.txq
+	q := ep.tx()
 	b.Free()
 	if err != nil {
 		q.Stats.Drop(engine.DropSendFailure, n)

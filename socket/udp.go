@@ -134,6 +134,12 @@ func (ep *endpoint) udpRx() {
 				r.Put(idx)
 				continue
 			}
+			if a := ep.allow; a.IsValid() && (m.From.Addr().Unmap() != a.Addr() || a.Port() != 0 && m.From.Port() != a.Port()) {
+				// remote_addr on a server: the one peer it accepts.
+				q.Stats.Drop(engine.DropPeerFiltered, max(1, segments(m)))
+				r.Put(idx)
+				continue
+			}
 			if ep.cfg.Mode == "server" {
 				if p := ep.peer.Load(); p == nil || *p != m.From {
 					from := m.From
@@ -205,7 +211,7 @@ func (ep *endpoint) sendUDP(b *engine.Burst) error {
 		}
 		to = *p
 	}
-	q := ep.txq
+	q := ep.tx()
 	n := b.Len()
 	for i := 0; i < n; i++ {
 		if l := b.PacketLen(i); l > sockio.MaxUDPPayload {

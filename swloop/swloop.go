@@ -5,8 +5,10 @@
 // Upstream's software loopback serves one interface with one RX and one TX queue. Here every
 // interface loops on its own, TX queue j (configuration order) feeding RX queue j, or the
 // first RX queue when there are fewer RX queues. Bursts keep their packets and segments
-// (header-data split included); received packets carry flow id 0 and no timestamp. pacing_mbps
-// and SetPacketTxTime are honoured in software in the sending thread, as in engine xdp.
+// (header-data split included); received packets carry flow id 0 and the time they came back.
+// Queues added or deleted at run time take part: TX queue j (among the live ones) feeds live RX
+// queue j. pacing_mbps and SetPacketTxTime are honoured in software in the sending thread, as
+// in engine xdp.
 package swloop
 
 import (
@@ -65,16 +67,45 @@ func Open(ctx context.Context, env *engine.Env) (engine.Engine, error) {
 	return e, nil
 }
 
-// target is the RX queue a TX queue loops to.
+// target is the RX queue a TX queue loops to: the live RX queue at the TX queue's position
+// among the live TX queues, or the first live RX queue (nil when none).
 func target(p *engine.Port, tq *engine.TxQueue) *engine.RxQueue {
-	if len(p.Rx) == 0 {
+	set := p.Queues()
+	rx := set.LiveRx()
+	if len(rx) == 0 {
 		return nil
 	}
-	if tq.Index < len(p.Rx) {
-		return p.Rx[tq.Index]
+	pos := 0
+	for _, q := range set.LiveTx() {
+		if q == tq {
+			break
+		}
+		pos++
 	}
-	return p.Rx[0]
+	if pos < len(rx) {
+		return rx[pos]
+	}
+	return rx[0]
 }
+
+// AddRxQueue adds a loopback target: the session has published it, and target finds it.
+func (e *Engine) AddRxQueue(q *engine.RxQueue) error { return nil }
+
+// DeleteRxQueue: deliveries go through the queue's gate, which the session has shut.
+func (e *Engine) DeleteRxQueue(q *engine.RxQueue) error { return nil }
+
+// AddTxQueue accepts a TX queue without pacing (pacers are set up at Open).
+func (e *Engine) AddTxQueue(q *engine.TxQueue) error {
+	if q.Config.PacingMbps > 0 {
+		return fmt.Errorf("loopback: pacing_mbps on a queue added at run time: %w", engine.ErrNotSupported)
+	}
+	return nil
+}
+
+// DeleteTxQueue: Send runs inside the queue's gate, so nothing of the queue is in flight.
+func (e *Engine) DeleteTxQueue(q *engine.TxQueue) error { return nil }
+
+var _ engine.QueueManager = (*Engine)(nil)
 
 func waitUntil(ns float64) {
 	for {
@@ -98,7 +129,12 @@ func (e *Engine) Send(b *engine.Burst) error {
 	if p == nil {
 		return fmt.Errorf("port %d is not a loopback port: %w", b.Port(), engine.ErrInvalidParameter)
 	}
-	tq := p.TxQueueByID(b.Queue())
+	var tq *engine.TxQueue
+	for _, q := range p.Queues().LiveTx() {
+		if q.ID == b.Queue() {
+			tq = q
+		}
+	}
 	if tq == nil {
 		return fmt.Errorf("port %d has no tx queue %d: %w", b.Port(), b.Queue(), engine.ErrInvalidParameter)
 	}
@@ -128,19 +164,24 @@ func (e *Engine) Send(b *engine.Burst) error {
 	}
 	var offs [config.MaxSegments]uint64
 	var lens [config.MaxSegments]uint32
+	// The RX timestamp is when the packet came back: CLOCK_REALTIME nanoseconds, read again
+	// only after a scheduled wait.
+	rxAt := time.Now().UnixNano()
 	for i := 0; i < n; i++ {
 		if at, err := b.RxTimestamp(i); err == nil {
 			waitUntil(float64(at))
+			rxAt = time.Now().UnixNano()
 		}
 		if pc != nil {
 			waitUntil(pc.next)
 			pc.next += float64(b.PacketLen(i)) * 8 * 1e3 / pc.mbps
+			rxAt = time.Now().UnixNano()
 		}
 		for s := 0; s < b.NumSegments(); s++ {
 			offs[s] = b.SegmentOffset(s, i)
 			lens[s] = uint32(b.SegmentLen(s, i))
 		}
-		rb.AppendSegments(offs[:b.NumSegments()], lens[:b.NumSegments()], 0, 0)
+		rb.AppendSegments(offs[:b.NumSegments()], lens[:b.NumSegments()], 0, rxAt)
 	}
 	tq.Stats.Add(n, b.TotalBytes())
 	b.FreeMeta() // the packets now belong to rb

@@ -110,8 +110,8 @@ func TestLoopQueues(t *testing.T) {
 						t.Fatalf("packet %d segment %d differs", i, s)
 					}
 				}
-				if _, err := rb.RxTimestamp(i); err == nil || rb.FlowID(i) != 0 {
-					t.Fatalf("packet %d: flow %d, timestamp present", i, rb.FlowID(i))
+				if ts, err := rb.RxTimestamp(i); err != nil || ts <= 0 || ts > time.Now().UnixNano() || rb.FlowID(i) != 0 {
+					t.Fatalf("packet %d: flow %d, receive time %d (%v); want a CLOCK_REALTIME time up to now", i, rb.FlowID(i), ts, err)
 				}
 			}
 			rb.Free()

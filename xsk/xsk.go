@@ -57,6 +57,10 @@ func FrameAddr(a uint64) uint64 { return a&unalignedAddrMask + a>>unalignedOffse
 // mode and in zero-copy drivers (XDP_PACKET_HEADROOM); XDP metadata lives at its end.
 const PacketHeadroom = unix.XDP_PACKET_HEADROOM
 
+// PktContd in a descriptor's Options says the frame continues in the next descriptor
+// (XDP_PKT_CONTD in include/uapi/linux/if_xdp.h, multi-buffer sockets).
+const PktContd = unix.XDP_PKT_CONTD
+
 // MinChunkSize is the smallest UMEM chunk the kernel accepts (XDP_UMEM_MIN_CHUNK_SIZE in
 // net/xdp/xdp_umem.c).
 const MinChunkSize = 2048
@@ -80,6 +84,9 @@ type Options struct {
 
 	Mode       Mode
 	NeedWakeup bool // ask the kernel to say when a syscall is needed (XDP_USE_NEED_WAKEUP)
+	// MultiBuffer binds with XDP_USE_SG: a frame larger than a chunk arrives (and may be
+	// sent) as several descriptors, every one but the last flagged PktContd (Linux 6.6+).
+	MultiBuffer bool
 	// TxBudget, when > 0, raises the number of frames one sendto transmits in copy mode
 	// (XDP_MAX_TX_SKB_BUDGET, Linux 6.16+); ignored where the kernel lacks the option.
 	TxBudget int
@@ -216,6 +223,9 @@ func (s *Socket) setup(o Options) error {
 	var flags uint16
 	if o.NeedWakeup {
 		flags |= unix.XDP_USE_NEED_WAKEUP
+	}
+	if o.MultiBuffer {
+		flags |= unix.XDP_USE_SG
 	}
 	bind := func(f uint16) error {
 		// A queue stays busy for a short while after the previous socket on it closed (the

@@ -218,6 +218,7 @@ func instructions(m *maps) asm.Instructions {
 	b := &builder{}
 	emitPrologue(b, m)
 	emitEthernet(b)
+	emitIPv6(b)
 	emitECPRI(b)
 	emitVXLAN(b)
 	emitGRE(b)
@@ -292,9 +293,66 @@ func emitEthernet(b *builder) {
 	b.label("tags_done")
 	b.emit(
 		asm.JEq.Imm(asm.R5, flow.EtherTypeECPRI, "ecpri"),
+		asm.JEq.Imm(asm.R5, flow.EtherTypeIPv6, "ipv6"),
 		asm.JNE.Imm(asm.R5, flow.EtherTypeIPv4, "parsed"),
 	)
 	ipv4(b, sOut, "outer_done")
+}
+
+// emitIPv6 parses the outer IPv6 fixed header at R7: the addresses into sV6Src/sV6Dst, the
+// next header, and a UDP header right after it when it lies within the payload length and the
+// frame (outer tuple flags 4, or 6 with UDP). No extension headers, no tunnels.
+func emitIPv6(b *builder) {
+	b.label("ipv6")
+	loadPkt(b)
+	b.emit(
+		asm.Mov.Reg(asm.R4, asm.R2),
+		asm.Add.Reg(asm.R4, asm.R7),
+		asm.Mov.Reg(asm.R1, asm.R4),
+		asm.Add.Imm(asm.R1, 40),
+		asm.JGT.Reg(asm.R1, asm.R3, "parsed"),
+		asm.LoadMem(asm.R1, asm.R4, 0, asm.Byte),
+		asm.RSh.Imm(asm.R1, 4),
+		asm.JNE.Imm(asm.R1, 6, "parsed"),
+		stStackImm(sOut+tFlags, 4),
+	)
+	for k := int16(0); k < 16; k += 4 {
+		b.emit(
+			asm.LoadMem(asm.R5, asm.R4, 8+k, asm.Word),
+			stStack(sV6Src+k, asm.R5),
+			asm.LoadMem(asm.R5, asm.R4, 24+k, asm.Word),
+			stStack(sV6Dst+k, asm.R5),
+		)
+	}
+	b.emit(
+		// R8 = the packet's end offset: header offset + 40 + payload length.
+		asm.LoadMem(asm.R5, asm.R4, 4, asm.Half),
+		be(asm.R5, asm.Half),
+		asm.Mov.Reg(asm.R8, asm.R7),
+		asm.Add.Imm(asm.R8, 40),
+		asm.Add.Reg(asm.R8, asm.R5),
+		asm.LoadMem(asm.R5, asm.R4, 6, asm.Byte),
+		stStack(sOut+tProto, asm.R5),
+		asm.Add.Imm(asm.R7, 40),
+		stStack(sOut+tL4, asm.R7),
+		asm.JNE.Imm(asm.R5, protoUDP, "parsed"),
+		asm.Mov.Reg(asm.R1, asm.R7),
+		asm.Add.Imm(asm.R1, 8),
+		asm.JGT.Reg(asm.R1, asm.R8, "parsed"),
+		asm.Mov.Reg(asm.R4, asm.R2),
+		asm.Add.Reg(asm.R4, asm.R7),
+		asm.Mov.Reg(asm.R1, asm.R4),
+		asm.Add.Imm(asm.R1, 8),
+		asm.JGT.Reg(asm.R1, asm.R3, "parsed"),
+		asm.LoadMem(asm.R1, asm.R4, 0, asm.Half),
+		be(asm.R1, asm.Half),
+		stStack(sOut+tSport, asm.R1),
+		asm.LoadMem(asm.R1, asm.R4, 2, asm.Half),
+		be(asm.R1, asm.Half),
+		stStack(sOut+tDport, asm.R1),
+		stStackImm(sOut+tFlags, 6),
+		asm.Ja.Label("parsed"),
+	)
 }
 
 // emitECPRI parses the eCPRI common header: revision/flags, message type, payload size,
@@ -552,6 +610,7 @@ func emitRuleLoop(b *builder, m *maps) {
 	b.emit(asm.Mov.Reg(asm.R8, asm.R6), asm.Add.Imm(asm.R8, sIn-stackLow))
 	b.label("tuple_ok")
 	b.emit(asm.LoadMem(asm.R2, asm.R8, tFlags, asm.Word))
+	emitMatchEthernet(b)
 	emitMatchIPv4UDP(b)
 	emitMatchFlex(b)
 	emitMatchECPRI(b)
@@ -560,9 +619,66 @@ func emitRuleLoop(b *builder, m *maps) {
 	b.emit(asm.Add.Imm(asm.R9, 1), asm.Ja.Label("loop"))
 }
 
+// emitMatchEthernet compares the rule's (R7, flags in R1) MAC addresses with the outer
+// Ethernet header, read from the packet (the context is saved at sCtx); a frame shorter than
+// an Ethernet header matches no address.
+func emitMatchEthernet(b *builder) {
+	b.emit(
+		asm.Mov.Reg(asm.R0, asm.R1),
+		asm.And.Imm(asm.R0, fEthDst|fEthSrc),
+		asm.JEq.Imm(asm.R0, 0, "eth_ok"),
+		asm.LoadMem(asm.R5, asm.R10, sCtx, asm.DWord),
+		asm.LoadMem(asm.R4, asm.R5, 0, asm.Word),
+		asm.LoadMem(asm.R5, asm.R5, 4, asm.Word),
+		asm.Mov.Reg(asm.R3, asm.R4),
+		asm.Add.Imm(asm.R3, 14),
+		asm.JGT.Reg(asm.R3, asm.R5, "next"),
+	)
+	for _, f := range []struct {
+		bit    int32
+		off    int16
+		lo, hi int16
+		name   string
+	}{{fEthDst, 0, rDmacLo, rDmacHi, "edst"}, {fEthSrc, 6, rSmacLo, rSmacHi, "esrc"}} {
+		bitClear(b, asm.R1, f.bit, f.name+"_ok")
+		b.emit(
+			asm.LoadMem(asm.R3, asm.R4, f.off, asm.Word),
+			asm.LoadMem(asm.R5, asm.R7, f.lo, asm.Word),
+			asm.JNE.Reg(asm.R3, asm.R5, "next"),
+			asm.LoadMem(asm.R3, asm.R4, f.off+4, asm.Half),
+			asm.LoadMem(asm.R5, asm.R7, f.hi, asm.Word),
+			asm.JNE.Reg(asm.R3, asm.R5, "next"),
+		)
+		b.label(f.name + "_ok")
+	}
+	b.label("eth_ok")
+	b.emit(asm.Mov.Reg(asm.R0, asm.R0)) // a home for the labels
+}
+
 // emitMatchIPv4UDP compares the exact IPv4 fields (source, destination, total length) and
 // the UDP port ranges of the rule (R7) with the tuple (R8, flags in R2).
 func emitMatchIPv4UDP(b *builder) {
+	// IPv6 addresses (outer tuple flag 4; an inner tuple never has it).
+	for _, f := range []struct {
+		bit    int32
+		sf, rf int16
+		name   string
+	}{{fV6Src, sV6Src, rV6Src, "v6src"}, {fV6Dst, sV6Dst, rV6Dst, "v6dst"}} {
+		bitClear(b, asm.R1, f.bit, f.name+"_ok")
+		b.emit(
+			asm.Mov.Reg(asm.R0, asm.R2),
+			asm.And.Imm(asm.R0, 4),
+			asm.JEq.Imm(asm.R0, 0, "next"),
+		)
+		for k := int16(0); k < 16; k += 4 {
+			b.emit(
+				ldScr(asm.R3, f.sf+k),
+				asm.LoadMem(asm.R4, asm.R7, f.rf+k, asm.Word),
+				asm.JNE.Reg(asm.R3, asm.R4, "next"),
+			)
+		}
+		b.label(f.name + "_ok")
+	}
 	// Exact IPv4 fields.
 	for _, f := range []struct {
 		bit      int32
@@ -708,19 +824,45 @@ func emitSteer(b *builder, m *maps) {
 	if binary.NativeEndian.Uint16([]byte{0, 1}) == 1 { // big-endian host
 		hi, lo = 2, 3
 	}
-	src := []int16{tSip, tSip + 1, tSip + 2, tSip + 3, tDip, tDip + 1, tDip + 2, tDip + 3,
-		tSport + hi, tSport + lo, tDport + hi, tDport + lo}
-	for p, off := range src {
-		b.emit(
-			asm.LoadMem(asm.R1, asm.R8, off, asm.Byte),
-			asm.LSh.Imm(asm.R1, 2),
-			asm.Add.Imm(asm.R1, int32(p*1024)),
-			asm.Mov.Reg(asm.R2, asm.R0),
-			asm.Add.Reg(asm.R2, asm.R1),
-			asm.LoadMem(asm.R2, asm.R2, 0, asm.Word),
-			asm.Xor.Reg(asm.R9, asm.R2),
-		)
+	type in struct {
+		base asm.Register // R8: the tuple; R6: the scratch copy of the stack
+		off  int16
 	}
+	hash := func(src []in) {
+		for p, x := range src {
+			b.emit(
+				asm.LoadMem(asm.R1, x.base, x.off, asm.Byte),
+				asm.LSh.Imm(asm.R1, 2),
+				asm.Add.Imm(asm.R1, int32(p*1024)),
+				asm.Mov.Reg(asm.R2, asm.R0),
+				asm.Add.Reg(asm.R2, asm.R1),
+				asm.LoadMem(asm.R2, asm.R2, 0, asm.Word),
+				asm.Xor.Reg(asm.R9, asm.R2),
+			)
+		}
+	}
+	ports := []in{{asm.R8, tSport + hi}, {asm.R8, tSport + lo}, {asm.R8, tDport + hi}, {asm.R8, tDport + lo}}
+	b.emit(
+		asm.LoadMem(asm.R1, asm.R8, tFlags, asm.Word),
+		asm.And.Imm(asm.R1, 4),
+		asm.JNE.Imm(asm.R1, 0, "rss6"),
+	)
+	var v4 []in
+	for _, off := range []int16{tSip, tSip + 1, tSip + 2, tSip + 3, tDip, tDip + 1, tDip + 2, tDip + 3} {
+		v4 = append(v4, in{asm.R8, off})
+	}
+	hash(append(v4, ports...))
+	b.emit(asm.Ja.Label("rss_done"))
+	// IPv6: 16 + 16 address bytes from the scratch copy, then the ports.
+	b.label("rss6")
+	var v6 []in
+	for _, base := range []int16{sV6Src, sV6Dst} {
+		for k := int16(0); k < 16; k++ {
+			v6 = append(v6, in{asm.R6, base + k - stackLow})
+		}
+	}
+	hash(append(v6, ports...))
+	b.label("rss_done")
 	b.emit(
 		asm.And.Imm(asm.R9, flow.RETASize-1),
 		ldStack(asm.R1, sNQ),

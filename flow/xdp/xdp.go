@@ -13,6 +13,7 @@ import (
 	"net/netip"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/daqiri-go/daqiri/flow"
 )
@@ -78,8 +79,14 @@ const (
 	rTunKey   = 52
 	rOSip     = 56
 	rODip     = 60
-	rNQ       = 64
-	rQ        = 68 // MaxQueues bytes of queue positions
+	rDmacLo   = 64 // destination MAC bytes 0-3 as loaded from the packet
+	rDmacHi   = 68 // bytes 4-5 (a loaded half word, zero-extended)
+	rSmacLo   = 72 // source MAC
+	rSmacHi   = 76
+	rV6Src    = 80 // IPv6 source address: four words as loaded from the packet
+	rV6Dst    = 96
+	rNQ       = 112
+	rQ        = 116 // MaxQueues bytes of queue positions
 	ruleSize  = rQ + MaxQueues + 4
 )
 
@@ -97,6 +104,10 @@ const (
 	fPCID    = 1 << 9
 	fVLANPop = 1 << 10
 	fDecapSh = 11 // two bits
+	fEthDst  = 1 << 13
+	fEthSrc  = 1 << 14
+	fV6Src   = 1 << 15
+	fV6Dst   = 1 << 16
 )
 
 // Configuration word layout (one-entry conf map).
@@ -162,8 +173,10 @@ const (
 	// and a fragment is never decapsulated (flow's reference parser, issue 19 items 9, 16).
 	sOEnd    = -132
 	sOFrag   = -136
-	stackLow = -136
-	sCtx     = -144                   // the context while R6 points at the scratch value
+	sV6Src   = -152 // outer IPv6 source address, 16 bytes as loaded
+	sV6Dst   = -168 // and destination
+	stackLow = -168
+	sCtx     = -176                   // the context while R6 points at the scratch value
 	scrConf  = -stackLow              // configuration copy in the scratch value
 	scrSize  = scrConf + confSize + 4 // + padding to a multiple of 8
 )
@@ -221,7 +234,7 @@ func NewProgram(key []byte) (*Program, error) {
 	}
 	p.m.rules = mk("dq_rules", ebpf.Array, 4, ruleSize, MaxRules)
 	p.m.conf = mk("dq_conf", ebpf.Array, 4, confSize, 1)
-	p.m.rss = mk("dq_rss", ebpf.Array, 4, 12*256*4, 1)
+	p.m.rss = mk("dq_rss", ebpf.Array, 4, flow.ToeplitzPositions*256*4, 1)
 	p.m.xsks = mk("dq_xsks", ebpf.XSKMap, 4, 4, MaxNICQueues)
 	p.m.counters = mk("dq_counters", ebpf.PerCPUArray, 4, 8, (MaxQueues+1)*counterStride)
 	p.m.scratch = mk("dq_scratch", ebpf.PerCPUArray, 4, scrSize, 1)
@@ -242,12 +255,22 @@ func NewProgram(key []byte) (*Program, error) {
 		p.m.close()
 		return nil, err
 	}
-	p.prog, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{
+	spec := &ebpf.ProgramSpec{
 		Name:         "daqiri_steer",
 		Type:         ebpf.XDP,
 		License:      "GPL", // needed for nothing it calls, but harmless and conventional
 		Instructions: instructions(&p.m),
-	}, ebpf.ProgramOptions{LogSizeStart: 1 << 26})
+		// Frags-aware (xdp.frags): the program reads only the frame's first buffer, which
+		// holds every header it parses, so it is correct for multi-buffer frames too; and a
+		// driver lets a frags-aware program run at an MTU above a page (veth at 9000).
+		Flags: unix.BPF_F_XDP_HAS_FRAGS,
+	}
+	p.prog, err = ebpf.NewProgramWithOptions(spec, ebpf.ProgramOptions{LogSizeStart: 1 << 26})
+	if err != nil && !errors.As(err, new(*ebpf.VerifierError)) {
+		// Kernels before 5.18 know no frags flag: load the plain program.
+		spec.Flags = 0
+		p.prog, err = ebpf.NewProgramWithOptions(spec, ebpf.ProgramOptions{LogSizeStart: 1 << 26})
+	}
 	if err != nil {
 		p.m.close()
 		var ve *ebpf.VerifierError
@@ -318,6 +341,17 @@ func encode(r *flow.Rule, valid bool) ([]byte, error) {
 		fl |= fDip
 		ne.PutUint32(v[rDip:], addrWord(r.IPv4Dst))
 	}
+	for _, a := range []struct {
+		addr netip.Addr
+		bit  uint32
+		at   int
+	}{{r.IPv6Src, fV6Src, rV6Src}, {r.IPv6Dst, fV6Dst, rV6Dst}} {
+		if a.addr.IsValid() {
+			fl |= a.bit
+			b := a.addr.As16()
+			copy(v[a.at:a.at+16], b[:]) // the words as the program loads them
+		}
+	}
 	if r.IPv4Len != 0 {
 		fl |= fLen
 		ne.PutUint32(v[rLen:], uint32(r.IPv4Len))
@@ -347,6 +381,22 @@ func encode(r *flow.Rule, valid bool) ([]byte, error) {
 			fl |= fPCID
 			ne.PutUint32(v[rPCID:], uint32(*e.PCID))
 		}
+	}
+	for _, m := range []struct {
+		mac    []byte
+		bit    uint32
+		lo, hi int
+	}{{r.EthDst, fEthDst, rDmacLo, rDmacHi}, {r.EthSrc, fEthSrc, rSmacLo, rSmacHi}} {
+		switch len(m.mac) {
+		case 0:
+			continue
+		case 6:
+		default:
+			return nil, fmt.Errorf("flow: rule %q: MAC address of %d octets", r.Name, len(m.mac))
+		}
+		fl |= m.bit
+		ne.PutUint32(v[m.lo:], ne.Uint32(m.mac[0:4]))
+		ne.PutUint32(v[m.hi:], uint32(ne.Uint16(m.mac[4:6])))
 	}
 	if r.VLANPop {
 		fl |= fVLANPop

@@ -236,6 +236,47 @@ func TestParseMeta(t *testing.T) {
 	}
 }
 
+// TestXDPEthernetMatch checks MAC matching in the program frame by frame against the
+// reference: each address octet differing alone, MACs qualifying UDP and eCPRI rules, and
+// the outer header of a VXLAN frame.
+func TestXDPEthernetMatch(t *testing.T) {
+	p := loadProgram(t)
+	pool := frametest.MACPool
+	flows := []config.Flow{
+		{Name: "dst", ID: 1, Match: config.Match{Ethernet: &config.EthernetMatch{Dst: pool[3]}}, Actions: []config.Action{{Type: config.ActionQueue, Queues: []int{0}}}},
+		{Name: "src+udp", ID: 2, Match: config.Match{Ethernet: &config.EthernetMatch{Src: pool[2]}, UDPDst: config.PortRange{Lo: 9, Hi: 9}}, Actions: []config.Action{{Type: config.ActionQueue, Queues: []int{1}}}},
+		{Name: "both+ecpri", ID: 3, Match: config.Match{Ethernet: &config.EthernetMatch{Src: pool[0], Dst: pool[1]}, ECPRI: &config.ECPRIMatch{}}, Actions: []config.Action{{Type: config.ActionQueue, Queues: []int{2}}}},
+	}
+	tb := &flow.Table{Slots: frametest.Compile(t, flows, 4), Isolation: true}
+	install(t, p, tb)
+	src, dst := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	base := frametest.Eth(flow.EtherTypeIPv4, frametest.IPv4(src, dst, protoUDP, 0, 0, frametest.UDP(1, 9, nil)))
+	ec := frametest.Eth(flow.EtherTypeECPRI, []byte{0x10, 0, 0, 4})
+	seen := map[uint32]int{}
+	for _, f0 := range [][]byte{base, ec} {
+		for _, d := range pool {
+			for _, s := range pool {
+				f := append([]byte(nil), f0...)
+				copy(f[0:6], d)
+				copy(f[6:12], s)
+				seen[check(t, p, tb, f).FlowID]++
+				// Each octet of each address changed alone.
+				for k := 0; k < 12; k++ {
+					g := append([]byte(nil), f...)
+					g[k] ^= 0x40
+					seen[check(t, p, tb, g).FlowID]++
+				}
+			}
+		}
+	}
+	for id := uint32(0); id <= 3; id++ {
+		if seen[id] == 0 {
+			t.Fatalf("flow %d never matched: %v", id, seen)
+		}
+	}
+	t.Logf("flows matched: %v", seen)
+}
+
 // TestXDPPacketBounds (issue 19 items 9 and 16): the program reads nothing past the IPv4
 // packet's tot_len, never decapsulates a fragment or GRE version 1, and bounds a tunnel's
 // headers and a flex word by the outer packet; each crafted frame must get the reference's
@@ -312,4 +353,65 @@ func TestXDPPacketBounds(t *testing.T) {
 	want(tb, "flex word inside the packet", fl, 31, flow.ActionSteer)
 	binary.BigEndian.PutUint16(fl[14+2:], 20+8+2)
 	want(tb, "flex word past tot_len", fl, 0, flow.ActionPass)
+}
+
+// TestXDPIPv6 steers IPv6/UDP frames by address and port, spreads them by RSS over the IPv6
+// 4-tuple exactly as the Go Toeplitz reference, and leaves alone what has no UDP header to
+// match (an extension header, a payload length that cuts it, a truncated header).
+func TestXDPIPv6(t *testing.T) {
+	p := loadProgram(t)
+	a, b := netip.MustParseAddr("fd00::1"), netip.MustParseAddr("2001:db8::7")
+	flows := []config.Flow{
+		{Name: "v6src", ID: 61, Match: config.Match{IPv6Src: a, UDPDst: config.PortRange{Lo: 9000, Hi: 9000}}, Actions: []config.Action{{Type: config.ActionQueue, Queues: []int{1}}}},
+		{Name: "rss6", ID: 62, Match: config.Match{UDPDst: config.PortRange{Lo: 7000, Hi: 7999}}, Actions: []config.Action{{Type: config.ActionQueue, Queues: []int{0, 1, 2, 3}}}},
+	}
+	tb := &flow.Table{Slots: frametest.Compile(t, flows, 4), Isolation: true}
+	install(t, p, tb)
+	six := func(src, dst netip.Addr, next uint8, sp, dp uint16) []byte {
+		return frametest.Eth(flow.EtherTypeIPv6, frametest.IPv6(src, dst, next, frametest.UDP(sp, dp, []byte("six"))))
+	}
+	if v := check(t, p, tb, six(a, b, protoUDP, 1, 9000)); v.FlowID != 61 || v.Queue != 1 {
+		t.Fatalf("IPv6 source rule: %+v", v)
+	}
+	if v := check(t, p, tb, six(b, a, protoUDP, 1, 9000)); v.Action != flow.ActionPass {
+		t.Fatalf("other source: %+v", v)
+	}
+	if v := check(t, p, tb, six(a, b, 0, 1, 9000)); v.Action != flow.ActionPass {
+		t.Fatalf("hop-by-hop header before UDP: %+v", v)
+	}
+	cut := six(a, b, protoUDP, 1, 9000)
+	binary.BigEndian.PutUint16(cut[14+4:], 7) // payload length ends inside the UDP header
+	if v := check(t, p, tb, cut); v.Action != flow.ActionPass {
+		t.Fatalf("UDP header past the payload length: %+v", v)
+	}
+	if v := check(t, p, tb, six(a, b, protoUDP, 1, 9000)[:14+39]); v.Action != flow.ActionPass {
+		t.Fatalf("truncated IPv6 header: %+v", v)
+	}
+	// An IPv4 rule never takes IPv6 frames.
+	tb4 := &flow.Table{Slots: frametest.Compile(t, []config.Flow{{Name: "v4", ID: 1, Match: config.Match{IPv4Src: netip.MustParseAddr("10.0.0.1")}, Actions: []config.Action{{Type: config.ActionQueue, Queues: []int{0}}}}}, 4), Isolation: true}
+	install(t, p, tb4)
+	if v := check(t, p, tb4, six(a, b, protoUDP, 1, 9000)); v.Action != flow.ActionPass {
+		t.Fatalf("IPv4 rule on an IPv6 frame: %+v", v)
+	}
+	install(t, p, tb)
+	r := rand.New(rand.NewPCG(rand.Uint64(), 6))
+	per := map[int]int{}
+	for n := 0; n < 256; n++ {
+		var s16, d16 [16]byte
+		for i := range s16 {
+			s16[i], d16[i] = byte(r.IntN(256)), byte(r.IntN(256))
+		}
+		s16[0], d16[0] = 0xfd, 0xfd
+		s, d := netip.AddrFrom16(s16), netip.AddrFrom16(d16)
+		sp, dp := uint16(1024+r.IntN(60000)), uint16(7000+r.IntN(1000))
+		v := check(t, p, tb, six(s, d, protoUDP, sp, dp))
+		want := flow.RSSIndex(flow.Tuple{Src: s, Dst: d, SrcPort: sp, DstPort: dp}.Hash(flow.DefaultRSSKey[:]), 4)
+		if v.FlowID != 62 || v.Queue != want {
+			t.Fatalf("[%v]:%d → [%v]:%d: flow %d queue %d, Toeplitz says queue %d", s, sp, d, dp, v.FlowID, v.Queue, want)
+		}
+		per[v.Queue]++
+	}
+	if len(per) != 4 {
+		t.Fatalf("256 IPv6 tuples reached only queues %v", per)
+	}
 }

@@ -1,5 +1,5 @@
-// Package sockio is the socket substrate of the socket engine: IPv4 UDP and TCP sockets on raw
-// file descriptors with batched receive and send (recvmmsg/sendmmsg), UDP GRO and GSO,
+// Package sockio is the socket substrate of the socket engine: IPv4 and IPv6 UDP and TCP
+// sockets on raw file descriptors with batched receive and send (recvmmsg/sendmmsg), UDP GRO and GSO,
 // kernel drop counters (SO_RXQ_OVFL), receive timestamps (SO_TIMESTAMPNS) and buffer sizing.
 // Buffers passed in may live anywhere the CPU can address (packet regions outside the Go heap
 // included); nothing here allocates per packet.
@@ -8,6 +8,7 @@ package sockio
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"time"
 	"unsafe"
@@ -34,17 +35,61 @@ func (o *Options) pollTimeout() time.Duration {
 	return o.PollTimeout
 }
 
-func sockaddr(ap netip.AddrPort) (*unix.SockaddrInet4, error) {
-	a := ap.Addr().Unmap()
-	if !a.Is4() {
-		return nil, fmt.Errorf("sockio: %v is not an IPv4 address", ap)
+// family is the address family of a socket for the given endpoints (invalid ones ignored):
+// AF_INET6 when one is an IPv6 address, AF_INET otherwise. An IPv4 address with an IPv6 one
+// is an error (the socket would need v4-mapped addresses, which the engine does not use).
+func family(aps ...netip.AddrPort) (int, error) {
+	f := 0
+	for _, ap := range aps {
+		if !ap.IsValid() {
+			continue
+		}
+		g := unix.AF_INET
+		if a := ap.Addr().Unmap(); a.Is6() {
+			g = unix.AF_INET6
+		}
+		if f != 0 && g != f {
+			return 0, fmt.Errorf("sockio: %v and the other endpoint are of different IP versions", ap)
+		}
+		f = g
 	}
-	return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: a.As4()}, nil
+	if f == 0 {
+		f = unix.AF_INET
+	}
+	return f, nil
+}
+
+// sockaddr is ap for a socket of family fam.
+func sockaddr(fam int, ap netip.AddrPort) (unix.Sockaddr, error) {
+	a := ap.Addr().Unmap()
+	switch {
+	case fam == unix.AF_INET && a.Is4():
+		return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: a.As4()}, nil
+	case fam == unix.AF_INET6 && a.Is6():
+		var zone uint32
+		if z := ap.Addr().Zone(); z != "" {
+			if ifi, err := net.InterfaceByName(z); err == nil {
+				zone = uint32(ifi.Index)
+			}
+		}
+		return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: a.As16(), ZoneId: zone}, nil
+	}
+	return nil, fmt.Errorf("sockio: %v does not fit an %s socket", ap, famName(fam))
+}
+
+func famName(fam int) string {
+	if fam == unix.AF_INET6 {
+		return "IPv6"
+	}
+	return "IPv4"
 }
 
 func addrPort(sa unix.Sockaddr) netip.AddrPort {
-	if s4, ok := sa.(*unix.SockaddrInet4); ok {
-		return netip.AddrPortFrom(netip.AddrFrom4(s4.Addr), uint16(s4.Port))
+	switch s := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(s.Addr), uint16(s.Port))
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(s.Addr), uint16(s.Port))
 	}
 	return netip.AddrPort{}
 }

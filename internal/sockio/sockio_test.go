@@ -3,9 +3,11 @@ package sockio
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,26 +194,86 @@ func TestUDPTruncated(t *testing.T) {
 	}
 }
 
-// TestBadAddresses: only IPv4 is served; a message with more buffers than the batch holds is
-// refused naming it.
+// TestBadAddresses: endpoints of two IP versions on one socket are refused, as is a message
+// with more buffers than the batch holds.
 func TestBadAddresses(t *testing.T) {
 	v6 := netip.MustParseAddrPort("[::1]:9")
-	if _, err := ListenUDP(v6, netip.AddrPort{}, Options{}); err == nil {
-		t.Error("ListenUDP on IPv6 accepted")
+	if _, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), v6, Options{}); err == nil || !strings.Contains(err.Error(), "different IP versions") {
+		t.Errorf("ListenUDP from IPv4 to IPv6: %v", err)
 	}
-	if _, err := ListenTCP(v6, 1, Options{}); err == nil {
-		t.Error("ListenTCP on IPv6 accepted")
-	}
-	if _, err := DialTCP(netip.AddrPort{}, v6, time.Second, Options{}); err == nil {
-		t.Error("DialTCP to IPv6 accepted")
+	if _, err := DialTCP(netip.MustParseAddrPort("127.0.0.1:0"), v6, time.Second, Options{}); err == nil {
+		t.Error("DialTCP from IPv4 to IPv6 accepted")
 	}
 	u := openUDP(t, netip.MustParseAddrPort("127.0.0.1:9"), Options{})
-	if err := u.Connect(v6); err == nil {
-		t.Error("Connect to IPv6 accepted")
+	if err := u.Connect(v6); err == nil || !strings.Contains(err.Error(), "does not fit an IPv4 socket") {
+		t.Errorf("Connect of an IPv4 socket to IPv6: %v", err)
 	}
 	if _, err := u.Send(NewSendBatch(1, 1), []SendMsg{{Bufs: [][]byte{{1}, {2}}}}); err == nil {
 		t.Error("message with 2 buffers in a 1-buffer batch accepted")
 	}
+}
+
+// TestIPv6 moves UDP datagrams (addressed and connected, with their source address and
+// receive time) and a TCP stream over ::1.
+func TestIPv6(t *testing.T) {
+	o := Options{PollTimeout: 50 * time.Millisecond, Timestamps: true}
+	open6 := func() *UDP {
+		u, err := ListenUDP(netip.MustParseAddrPort("[::1]:0"), netip.AddrPort{}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { testutil.CloseOK(t, u) })
+		return u
+	}
+	rx, tx := open6(), open6()
+	to := rx.LocalAddr()
+	if !to.Addr().Is6() || to.Port() == 0 {
+		t.Fatalf("bound to %v", to)
+	}
+	sb := NewSendBatch(4, 1)
+	var msgs []SendMsg
+	for i := 0; i < 4; i++ {
+		msgs = append(msgs, SendMsg{Bufs: [][]byte{[]byte(fmt.Sprintf("six-%d", i))}, To: to})
+	}
+	if n, err := tx.Send(sb, msgs); n != 4 || err != nil {
+		t.Fatalf("send: %d %v", n, err)
+	}
+	b := NewRecvBatch(4)
+	got := 0
+	for tries := 0; got < 4 && tries < 100; tries++ {
+		for i := range b.Msgs {
+			b.Msgs[i].Buf = make([]byte, 64)
+		}
+		n, err := rx.Recv(b, 4-got, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			m := b.Msgs[i]
+			if string(m.Buf[:m.N]) != fmt.Sprintf("six-%d", got) || m.From != tx.LocalAddr() || m.Stamp <= 0 {
+				t.Fatalf("datagram %d: %q from %v (sender %v), stamp %d", got, m.Buf[:m.N], m.From, tx.LocalAddr(), m.Stamp)
+			}
+			got++
+		}
+	}
+	if got != 4 {
+		t.Fatalf("%d of 4 datagrams over ::1", got)
+	}
+	l, err := ListenTCP(netip.MustParseAddrPort("[::1]:0"), 4, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer testutil.CloseOK(t, l)
+	c, err := DialTCP(netip.AddrPort{}, l.LocalAddr(), time.Second, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer testutil.CloseOK(t, c)
+	sc, peer, err := l.Accept()
+	if err != nil || !peer.Addr().Is6() {
+		t.Fatalf("accept: %v from %v", err, peer)
+	}
+	defer testutil.CloseOK(t, sc)
 }
 
 // TestTCP connects, writes scattered buffers and reads them back whole and scattered, then

@@ -14,7 +14,7 @@ import (
 // ErrTimeout is returned by Accept and Read when the poll timeout passed with nothing to do.
 var ErrTimeout = errors.New("sockio: timeout")
 
-// TCPListener is a listening IPv4 TCP socket.
+// TCPListener is a listening IPv4 or IPv6 TCP socket.
 type TCPListener struct {
 	sock
 	opt Options
@@ -22,7 +22,11 @@ type TCPListener struct {
 
 // ListenTCP binds and listens on local with the given backlog.
 func ListenTCP(local netip.AddrPort, backlog int, o Options) (*TCPListener, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fam, err := family(local)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Socket(fam, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("tcp socket: %w", err)
 	}
@@ -38,7 +42,7 @@ func ListenTCP(local netip.AddrPort, backlog int, o Options) (*TCPListener, erro
 	if err := setTimeout(fd, o.pollTimeout()); err != nil {
 		return fail("SO_RCVTIMEO", err)
 	}
-	sa, err := sockaddr(local)
+	sa, err := sockaddr(fam, local)
 	if err != nil {
 		return fail("bind", err)
 	}
@@ -69,7 +73,7 @@ func (l *TCPListener) Accept() (*TCPConn, netip.AddrPort, error) {
 	}
 }
 
-// TCPConn is a connected IPv4 TCP socket.
+// TCPConn is a connected IPv4 or IPv6 TCP socket.
 type TCPConn struct {
 	sock
 	iovs []unix.Iovec
@@ -94,7 +98,11 @@ func newConn(fd int, o *Options) (*TCPConn, error) {
 
 // DialTCP connects to remote (from local when valid) within timeout.
 func DialTCP(local, remote netip.AddrPort, timeout time.Duration, o Options) (*TCPConn, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	fam, err := family(local, remote)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Socket(fam, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("tcp socket: %w", err)
 	}
@@ -107,7 +115,7 @@ func DialTCP(local, remote netip.AddrPort, timeout time.Duration, o Options) (*T
 	}
 	if local.IsValid() {
 		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
-		sa, err := sockaddr(local)
+		sa, err := sockaddr(fam, local)
 		if err != nil {
 			return fail(err)
 		}
@@ -115,7 +123,7 @@ func DialTCP(local, remote netip.AddrPort, timeout time.Duration, o Options) (*T
 			return fail(err)
 		}
 	}
-	sa, err := sockaddr(remote)
+	sa, err := sockaddr(fam, remote)
 	if err != nil {
 		return fail(err)
 	}

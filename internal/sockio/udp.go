@@ -16,21 +16,26 @@ const MaxGSOSegments = 64
 // MaxUDPPayload is the largest IPv4 UDP payload.
 const MaxUDPPayload = 65507
 
-// UDP is an IPv4 UDP socket.
+// UDP is an IPv4 or IPv6 UDP socket.
 type UDP struct {
 	sock
 	opt Options
 	gro bool
+	fam int // AF_INET or AF_INET6
 }
 
 // ListenUDP opens a UDP socket bound to local (port 0 = any) and, when remote is valid,
 // connected to it. The socket is blocking; Recv calls are bounded by Options.PollTimeout.
 func ListenUDP(local, remote netip.AddrPort, o Options) (*UDP, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	fam, err := family(local, remote)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Socket(fam, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("udp socket: %w", err)
 	}
-	u := &UDP{sock: sock{fd: fd}, opt: o}
+	u := &UDP{sock: sock{fd: fd}, opt: o, fam: fam}
 	fail := func(what string, err error) (*UDP, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("udp %s: %w", what, err)
@@ -63,7 +68,7 @@ func ListenUDP(local, remote netip.AddrPort, o Options) (*UDP, error) {
 		return fail("SO_RCVTIMEO", err)
 	}
 	if local.IsValid() {
-		sa, err := sockaddr(local)
+		sa, err := sockaddr(fam, local)
 		if err != nil {
 			return fail("bind", err)
 		}
@@ -85,7 +90,7 @@ func (u *UDP) GRO() bool { return u.gro }
 
 // Connect sets the default destination (and the only accepted source).
 func (u *UDP) Connect(remote netip.AddrPort) error {
-	sa, err := sockaddr(remote)
+	sa, err := sockaddr(u.fam, remote)
 	if err != nil {
 		return err
 	}
@@ -114,7 +119,7 @@ type RecvBatch struct {
 	Msgs  []RecvMsg
 	hdrs  []unix.Mmsghdr
 	iovs  []unix.Iovec
-	names []unix.RawSockaddrInet4
+	names []unix.RawSockaddrInet6 // room for either family's address
 	ctrl  []byte
 	// Overflow is the latest value of the kernel's cumulative drop counter for the socket.
 	Overflow    uint32
@@ -127,7 +132,7 @@ func NewRecvBatch(n int) *RecvBatch {
 		Msgs:  make([]RecvMsg, n),
 		hdrs:  make([]unix.Mmsghdr, n),
 		iovs:  make([]unix.Iovec, n),
-		names: make([]unix.RawSockaddrInet4, n),
+		names: make([]unix.RawSockaddrInet6, n),
 		ctrl:  make([]byte, n*ctrlSpace),
 	}
 }
@@ -147,7 +152,7 @@ func (u *UDP) Recv(b *RecvBatch, k int, wait bool) (int, error) {
 		iov.SetLen(len(m.Buf))
 		h := &b.hdrs[i].Hdr
 		h.Name = (*byte)(unsafe.Pointer(&b.names[i]))
-		h.Namelen = unix.SizeofSockaddrInet4
+		h.Namelen = unix.SizeofSockaddrInet6
 		h.Iov = iov
 		h.SetIovlen(1)
 		h.Control = &b.ctrl[i*ctrlSpace]
@@ -181,7 +186,12 @@ func (u *UDP) Recv(b *RecvBatch, k int, wait bool) (int, error) {
 		m.GSO, m.Stamp = 0, 0
 		rs := &b.names[i]
 		port := binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&rs.Port))[:])
-		m.From = netip.AddrPortFrom(netip.AddrFrom4(rs.Addr), port)
+		if rs.Family == unix.AF_INET6 {
+			m.From = netip.AddrPortFrom(netip.AddrFrom16(rs.Addr), port)
+		} else {
+			r4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(rs))
+			m.From = netip.AddrPortFrom(netip.AddrFrom4(r4.Addr), port)
+		}
 		b.parseCtrl(m, b.ctrl[i*ctrlSpace:i*ctrlSpace+int(h.Hdr.Controllen)])
 	}
 	return int(n), nil
@@ -229,7 +239,7 @@ type SendMsg struct {
 type SendBatch struct {
 	hdrs  []unix.Mmsghdr
 	iovs  []unix.Iovec
-	names []unix.RawSockaddrInet4
+	names []unix.RawSockaddrInet6
 	ctrl  []byte
 }
 
@@ -238,7 +248,7 @@ func NewSendBatch(msgs, iovs int) *SendBatch {
 	return &SendBatch{
 		hdrs:  make([]unix.Mmsghdr, msgs),
 		iovs:  make([]unix.Iovec, iovs),
-		names: make([]unix.RawSockaddrInet4, msgs),
+		names: make([]unix.RawSockaddrInet6, msgs),
 		ctrl:  make([]byte, msgs*unix.CmsgSpace(2)),
 	}
 }
@@ -266,11 +276,19 @@ func (u *UDP) Send(b *SendBatch, msgs []SendMsg) (int, error) {
 			ni += len(m.Bufs)
 			if m.To.IsValid() {
 				rs := &b.names[nm]
-				rs.Family = unix.AF_INET
+				*rs = unix.RawSockaddrInet6{}
 				binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&rs.Port))[:], m.To.Port())
-				rs.Addr = m.To.Addr().Unmap().As4()
+				if a := m.To.Addr().Unmap(); a.Is6() {
+					rs.Family = unix.AF_INET6
+					rs.Addr = a.As16()
+					h.Namelen = unix.SizeofSockaddrInet6
+				} else {
+					r4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(rs))
+					r4.Family = unix.AF_INET
+					r4.Addr = a.As4()
+					h.Namelen = unix.SizeofSockaddrInet4
+				}
 				h.Name = (*byte)(unsafe.Pointer(rs))
-				h.Namelen = unix.SizeofSockaddrInet4
 			}
 			if m.GSO > 0 {
 				// UDP_SEGMENT: the kernel splits the buffer into GSO-sized datagrams

@@ -108,6 +108,7 @@ func TestUpstreamExamples(t *testing.T) {
 			if len(hosts) > 0 {
 				// Both ends in one namespace whose loopback device has the addresses.
 				netns.Require(t)
+				testutil.RequireTool(t, "ip", "Debian: apt-get install iproute2; CI installs it")
 				p := netns.NewPair(t)
 				for _, h := range hosts {
 					if o, err := p.A.Run(nil, "ip", "addr", "add", h+"/32", "dev", "lo"); err != nil {

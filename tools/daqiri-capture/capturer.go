@@ -27,6 +27,7 @@ type capturer struct {
 	ports  []int
 
 	pcap   *capture.PcapWriter
+	pcapng *capture.PcapngWriter
 	raw    *capture.RawWriter
 	s3w    *s3.Writer
 	prefix string
@@ -84,6 +85,19 @@ func newCapturer(ctx context.Context, s *daqiri.Session, o *options, stderr io.W
 			return nil, err
 		}
 		c.sum.Pcap = &outputSummary{Where: o.pcap}
+	}
+	if o.pcapng != "" {
+		lt, _ := linkType(o.linktype, s.Config().StreamType)
+		names := map[int]string{}
+		for i, ifc := range s.Config().Interfaces {
+			names[i] = ifc.Name
+		}
+		c.pcapng, err = capture.OpenPcapng(o.pcapng, capture.PcapngOptions{SnapLen: o.snaplen, LinkType: lt,
+			RotateBytes: int64(o.rotateMB * 1e6), PortNames: names, Device: c.dev})
+		if err != nil {
+			return nil, err
+		}
+		c.sum.Pcapng = &outputSummary{Where: o.pcapng}
 	}
 	if o.raw != "" {
 		c.raw, err = capture.NewRawWriter(capture.RawOptions{Dir: o.raw, Prefix: o.rawPrefix, Offset: o.offset, Device: c.dev})
@@ -230,7 +244,7 @@ func (c *capturer) fail(msg string) {
 // written is the bytes written so far by the file outputs and staged for S3.
 func (c *capturer) written() int64 {
 	var n int64
-	for _, o := range []*outputSummary{c.sum.Pcap, c.sum.Raw} {
+	for _, o := range []*outputSummary{c.sum.Pcap, c.sum.Pcapng, c.sum.Raw} {
 		if o != nil {
 			n += o.Bytes
 		}
@@ -263,6 +277,10 @@ func (c *capturer) write(b *daqiri.Burst, recv time.Time) {
 	if c.pcap != nil {
 		st, err := c.pcap.WriteAt(b, recv)
 		c.tally(c.sum.Pcap, st, err, "pcap")
+	}
+	if c.pcapng != nil {
+		st, err := c.pcapng.WriteAt(b, recv)
+		c.tally(c.sum.Pcapng, st, err, "pcapng")
 	}
 	if c.raw != nil {
 		st, err := c.raw.Write(b)
@@ -359,6 +377,15 @@ func (c *capturer) closeWriters() {
 			c.sum.Pcap.Files = c.pcap.Files()
 		}
 		c.pcap = nil
+	}
+	if c.pcapng != nil {
+		if err := c.pcapng.Close(); err != nil {
+			c.sum.Errors = append(c.sum.Errors, err.Error())
+		}
+		if c.sum.Pcapng != nil {
+			c.sum.Pcapng.Files = c.pcapng.Files()
+		}
+		c.pcapng = nil
 	}
 	if c.raw != nil {
 		c.raw.Close()

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopacket/gopacket/pcapgo"
 )
 
 // TestExampleConfig (issue 19 item 17): the shipped example configuration captures what is
@@ -28,12 +30,12 @@ func TestExampleConfig(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "example.yaml")
 	os.WriteFile(cfg, []byte(strings.Replace(string(ex), "udp://127.0.0.1:5005", "udp://127.0.0.1:"+strconv.Itoa(port), 1)), 0o644)
-	pcapPath := filepath.Join(dir, "out.pcap")
+	pcapPath, ngPath := filepath.Join(dir, "out.pcap"), filepath.Join(dir, "out.pcapng")
 	const n = 20
 	done := make(chan int, 1)
 	var out, errb bytes.Buffer
 	go func() {
-		done <- run(context.Background(), []string{"--config", cfg, "--pcap", pcapPath, "--count", strconv.Itoa(n), "--duration", "20s", "--quiet"}, &out, &errb)
+		done <- run(context.Background(), []string{"--config", cfg, "--pcap", pcapPath, "--pcapng", ngPath, "--count", strconv.Itoa(n), "--duration", "20s", "--quiet"}, &out, &errb)
 	}()
 	conn, err := net.Dial("udp4", "127.0.0.1:"+strconv.Itoa(port))
 	if err != nil {
@@ -49,6 +51,29 @@ func TestExampleConfig(t *testing.T) {
 			}
 			if got := pcapRecords(pcapPath); got < n {
 				t.Fatalf("%d records, want at least %d", got, n)
+			}
+			// The same packets in the pcapng file (read with gopacket's pcapng reader).
+			f, err := os.Open(ngPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			ng, err := pcapgo.NewNgReader(f, pcapgo.DefaultNgReaderOptions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := 0
+			for ; k < 1e6; k++ {
+				data, _, err := ng.ReadPacketData()
+				if err != nil {
+					break
+				}
+				if string(data) != "hello" {
+					t.Fatalf("pcapng packet %d: %q", k, data)
+				}
+			}
+			if k != pcapRecords(pcapPath) || !strings.Contains(out.String(), "pcapng") {
+				t.Fatalf("pcapng has %d packets, pcap %d; summary:\n%s", k, pcapRecords(pcapPath), out.String())
 			}
 			return
 		default:

@@ -1,11 +1,13 @@
 // Command daqiri-capture receives packets through a daqiri configuration and records them:
-// to a pcap file (nanosecond timestamps, snaplen 262144, optional rotation), to raw files
+// to a pcap or pcapng file (nanosecond timestamps, snaplen 262144, optional rotation; pcapng
+// with an interface block per port and queue and the flow id of every packet), to raw files
 // (one per packet) and/or to S3 (one object per burst, or per packet). It shows a live
 // progress line (packets, bytes, drops, write rate) and prints a summary at the end. Ctrl-C
 // (or SIGTERM) stops it cleanly: the bursts in hand are written, files are flushed and
 // closed, uploads finish (or are abandoned after --s3-drain) and the summary is printed.
 //
 //	daqiri-capture --config rx.yaml --pcap out.pcap [--micro] [--snaplen N] [--rotate-mb N]
+//	               [--pcapng out.pcapng]
 //	               [--raw DIR [--raw-prefix P]] [--offset N]
 //	               [--s3-bucket B --s3-region R [--s3-endpoint URL] [--s3-path-style]
 //	                [--s3-prefix P] [--s3-mode burst|packet]]
@@ -53,6 +55,7 @@ type options struct {
 	json     bool
 
 	pcap     string
+	pcapng   string
 	micro    bool
 	snaplen  int
 	rotateMB float64
@@ -80,6 +83,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.quiet, "quiet", false, "no live progress line")
 	fs.BoolVar(&o.json, "json", false, "print the summary as one JSON object")
 	fs.StringVar(&o.pcap, "pcap", "", "append packets to this classic pcap file")
+	fs.StringVar(&o.pcapng, "pcapng", "", "append packets to this pcapng file (an interface block per port/queue, ns timestamps, flow id and queue per packet)")
 	fs.BoolVar(&o.micro, "micro", false, "microsecond pcap timestamps (default nanosecond)")
 	fs.IntVar(&o.snaplen, "snaplen", 0, "pcap snapshot length (default 262144)")
 	fs.Float64Var(&o.rotateMB, "rotate-mb", 0, "start a new pcap file (FILE.1.pcap, FILE.2.pcap, ...) before one would exceed this many MB (0: never)")
@@ -105,8 +109,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	switch {
 	case o.config == "":
 		return nil, errors.New("--config is required")
-	case o.pcap == "" && o.raw == "" && o.s3Bucket == "":
-		return nil, errors.New("nothing to write: give --pcap, --raw and/or --s3-bucket")
+	case o.pcap == "" && o.pcapng == "" && o.raw == "" && o.s3Bucket == "":
+		return nil, errors.New("nothing to write: give --pcap, --pcapng, --raw and/or --s3-bucket")
 	case o.duration < 0 || o.offset < 0 || o.snaplen < 0 || o.rotateMB < 0 || o.s3Inflight <= 0 || o.s3StagedMB <= 0 || o.s3Drain < 0:
 		return nil, errors.New("negative or zero value for a size, count or duration")
 	case o.s3Mode != "burst" && o.s3Mode != "packet":
@@ -202,6 +206,7 @@ type summary struct {
 	Dropped uint64            `json:"dropped_packets"`
 	Drops   map[string]uint64 `json:"drops,omitempty"`
 	Pcap    *outputSummary    `json:"pcap,omitempty"`
+	Pcapng  *outputSummary    `json:"pcapng,omitempty"`
 	Raw     *outputSummary    `json:"raw,omitempty"`
 	S3      *outputSummary    `json:"s3,omitempty"`
 	Errors  []string          `json:"errors,omitempty"`
@@ -247,7 +252,7 @@ func (s *summary) print(w io.Writer) {
 		name string
 		o    *outputSummary
 		unit string
-	}{{"pcap", s.Pcap, "records"}, {"raw", s.Raw, "files"}, {"s3", s.S3, "objects"}} {
+	}{{"pcap", s.Pcap, "records"}, {"pcapng", s.Pcapng, "packets"}, {"raw", s.Raw, "files"}, {"s3", s.S3, "objects"}} {
 		if out.o == nil {
 			continue
 		}

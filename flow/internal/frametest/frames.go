@@ -25,6 +25,9 @@ const (
 var (
 	macA = []byte{0x02, 0, 0, 0, 0, 1}
 	macB = []byte{0x02, 0, 0, 0, 0, 2}
+	// MACPool is the addresses random frames and rules draw from; the last differs from
+	// the first only in its final octet, the first from the second only in its first.
+	MACPool = [][]byte{macA, macB, {0x12, 0, 0, 0, 0, 2}, {0x02, 0, 0, 0, 0, 0x81}}
 )
 
 // Eth is an Ethernet frame from macA to macB with EtherType et.
@@ -95,6 +98,7 @@ var Flex = []config.FlexItem{{Name: "f1", ID: 1, UDPDstPort: 4096, Offset: 0}, {
 var (
 	ipPool   = []string{"10.0.0.1", "10.0.0.2", "192.168.1.7", "172.16.5.9"}
 	portPool = []uint16{4096, 4097, 4098, 5000, 53, 4789, 9999}
+	ip6Pool  = []string{"fd00::1", "fd00::2", "2001:db8::7", "fe80::1:2"}
 )
 
 // Pick is a random element of xs.
@@ -102,6 +106,39 @@ func Pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
 
 // RandIP is one of a few IPv4 addresses, so random frames and rules meet.
 func RandIP(r *rand.Rand) netip.Addr { return netip.MustParseAddr(Pick(r, ipPool)) }
+
+// RandIP6 picks an IPv6 address from a small pool.
+func RandIP6(r *rand.Rand) netip.Addr { return netip.MustParseAddr(Pick(r, ip6Pool)) }
+
+// IPv6 builds a fixed IPv6 header (payload length = len(payload)) and the payload.
+func IPv6(src, dst netip.Addr, next uint8, payload []byte) []byte {
+	h := make([]byte, 40)
+	h[0] = 0x60
+	binary.BigEndian.PutUint16(h[4:], uint16(len(payload)))
+	h[6], h[7] = next, 64
+	s, d := src.As16(), dst.As16()
+	copy(h[8:], s[:])
+	copy(h[24:], d[:])
+	return append(h, payload...)
+}
+
+// RandUDPIPv6 is a random IPv6 packet: UDP mostly, sometimes another next header (an
+// extension header, which hides the UDP header), sometimes a payload length that cuts the
+// UDP header.
+func RandUDPIPv6(r *rand.Rand) []byte {
+	next := uint8(protoUDP)
+	switch r.IntN(8) {
+	case 0:
+		next = 0 // hop-by-hop options
+	case 1:
+		next = 6
+	}
+	p := IPv6(RandIP6(r), RandIP6(r), next, UDP(Pick(r, portPool), Pick(r, portPool), RandPayload(r)))
+	if r.IntN(8) == 0 {
+		binary.BigEndian.PutUint16(p[4:], uint16(r.IntN(9)))
+	}
+	return p
+}
 
 // RandPayload is up to 47 bytes of few distinct values, so flex matches happen.
 func RandPayload(r *rand.Rand) []byte {
@@ -136,7 +173,7 @@ func RandFrame(r *rand.Rand) []byte { return Damage(r, RandIntactFrame(r)) }
 // header is complete and every IPv4 tot_len is the packet's length.
 func RandIntactFrame(r *rand.Rand) []byte {
 	var f []byte
-	switch r.IntN(10) {
+	switch r.IntN(11) {
 	case 0, 1, 2:
 		f = Eth(flow.EtherTypeIPv4, RandUDPIPv4(r))
 	case 3:
@@ -162,8 +199,18 @@ func RandIntactFrame(r *rand.Rand) []byte {
 	case 8:
 		p := []byte{0x10, byte(r.IntN(3)), 0, 8, 0, byte(r.IntN(3)), 0, 1}
 		f = Eth(flow.EtherTypeECPRI, append(p, RandPayload(r)...))
+	case 9:
+		if r.IntN(2) == 0 {
+			f = Eth(flow.EtherTypeIPv6, RandUDPIPv6(r))
+		} else {
+			f = Eth(flow.EtherTypeVLAN, append([]byte{0, 4, 0x86, 0xdd}, RandUDPIPv6(r)...))
+		}
 	default:
 		f = Eth(Pick(r, []uint16{0x0806, 0x86dd, 0x88cc}), RandPayload(r))
+	}
+	if r.IntN(2) == 0 { // other addresses than Eth's
+		copy(f[0:6], Pick(r, MACPool))
+		copy(f[6:12], Pick(r, MACPool))
 	}
 	return f
 }
@@ -231,6 +278,20 @@ func RandRule(r *rand.Rand, id, nq int, flex []config.FlexItem) config.Flow {
 		if r.IntN(6) == 0 {
 			m.IPv4Len = uint16(28 + r.IntN(80))
 		}
+		if r.IntN(4) == 0 {
+			// An IPv6 rule instead: addresses of the outer IPv6 header, no tunnel.
+			m.IPv4Src, m.IPv4Dst, m.IPv4Len = netip.Addr{}, netip.Addr{}, 0
+			if r.IntN(2) == 0 {
+				m.IPv6Src = RandIP6(r)
+			}
+			if r.IntN(2) == 0 {
+				m.IPv6Dst = RandIP6(r)
+			}
+			if r.IntN(3) == 0 {
+				f.Actions = append(f.Actions, config.Action{Type: config.ActionVLANPop})
+			}
+			break
+		}
 		switch r.IntN(6) {
 		case 0:
 			f.Actions = append(f.Actions, config.Action{Type: config.ActionVLANPop})
@@ -245,6 +306,18 @@ func RandRule(r *rand.Rand, id, nq int, flex []config.FlexItem) config.Flow {
 		case 3:
 			f.Actions = append(f.Actions, config.Action{Type: config.ActionTunnelDecap, Tunnel: config.Tunnel{Type: config.TunnelNVGRE, TNI: uint32(r.IntN(3))}})
 		}
+	}
+	if r.IntN(4) == 0 {
+		e := &config.EthernetMatch{}
+		switch r.IntN(3) {
+		case 0:
+			e.Src = Pick(r, MACPool)
+		case 1:
+			e.Dst = Pick(r, MACPool)
+		default:
+			e.Src, e.Dst = Pick(r, MACPool), Pick(r, MACPool)
+		}
+		m.Ethernet = e
 	}
 	f.Match = m
 	qs := []int{r.IntN(nq)}

@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// Typed errors of runtime queue and region changes. Both wrap ErrInvalidParameter, so a Send
+// that fails with them leaves the burst with the caller (the burst contract).
+var (
+	// ErrQueueDeleted: the queue was deleted from the open session (a poll, a TX burst, a
+	// send, or a second delete).
+	ErrQueueDeleted = fmt.Errorf("queue deleted: %w", ErrInvalidParameter)
+	// ErrRegionInUse: a memory region still backs a queue, a reorder plan or buffers the
+	// application holds, so it cannot be deleted.
+	ErrRegionInUse = fmt.Errorf("memory region in use: %w", ErrInvalidParameter)
+)
+
+// QueueManager is implemented by engines that add and delete queues on an open session
+// (xdp, socket, loopback; mlx5 when it lands). The session has built the queue (regions,
+// metadata, ring) before Add*, and has closed its gate — no new poll, send or delivery can
+// reach it — and waited for the ones in flight before Delete*; after Delete* returns the
+// engine no longer touches the queue, and the session drains what is left in it. An engine
+// that cannot serve a particular queue returns an error wrapping ErrNotSupported or
+// ErrInvalidParameter and nothing changes.
+type QueueManager interface {
+	AddRxQueue(q *RxQueue) error
+	DeleteRxQueue(q *RxQueue) error
+	AddTxQueue(q *TxQueue) error
+	DeleteTxQueue(q *TxQueue) error
+}
+
+// gate admits users of a queue until it is closed, and lets the closer wait for the ones
+// inside: deletion never races a delivery, poll or send that already looked the queue up.
+type gate struct {
+	closed atomic.Bool
+	users  atomic.Int64
+}
+
+// enter admits a user unless the gate is closed; every true must be paired with leave.
+func (g *gate) enter() bool {
+	g.users.Add(1)
+	if g.closed.Load() {
+		g.users.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (g *gate) leave() { g.users.Add(-1) }
+
+// shut closes the gate and waits (up to bound) for the users inside to leave.
+func (g *gate) shut(bound time.Duration) error {
+	if g.closed.Swap(true) {
+		return ErrQueueDeleted
+	}
+	deadline := time.Now().Add(bound)
+	for i := 0; g.users.Load() > 0; i++ {
+		if time.Now().After(deadline) {
+			return errors.New("queue still in use after " + bound.String())
+		}
+		if i < 100 {
+			continue
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	return nil
+}
+
+// queueShutBound bounds how long a delete waits for calls inside the queue; every such call
+// is a bounded, non-blocking operation, so this is generous.
+const queueShutBound = 5 * time.Second
+
+// Enter admits a caller (a poll) to the queue; false once it is deleted. Pair with Leave.
+func (q *RxQueue) Enter() bool { return q.gate.enter() }
+
+// Leave ends what Enter began.
+func (q *RxQueue) Leave() { q.gate.leave() }
+
+// Deleted reports whether the queue was deleted.
+func (q *RxQueue) Deleted() bool { return q.gate.closed.Load() }
+
+// Shut marks the queue deleted and waits for polls and deliveries in flight (the session,
+// before the engine's DeleteRxQueue). A second Shut is ErrQueueDeleted.
+func (q *RxQueue) Shut() error { return q.gate.shut(queueShutBound) }
+
+// Forward makes a deleted queue hand what is still delivered to it to its replacement (an
+// engine whose workers keep the queue they started with, such as socket's, uses it when the
+// application adds a queue over the same regions). The bursts take the new queue's id.
+func (q *RxQueue) Forward(to *RxQueue) { q.succ.Store(to) }
+
+// Successor is the queue a deleted queue forwards to (nil: none).
+func (q *RxQueue) Successor() *RxQueue { return q.succ.Load() }
+
+// Enter admits a caller (TX burst, send) to the queue; false once it is deleted.
+func (q *TxQueue) Enter() bool { return q.gate.enter() }
+
+// Leave ends what Enter began.
+func (q *TxQueue) Leave() { q.gate.leave() }
+
+// Deleted reports whether the queue was deleted.
+func (q *TxQueue) Deleted() bool { return q.gate.closed.Load() }
+
+// Shut marks the queue deleted and waits for calls in flight.
+func (q *TxQueue) Shut() error { return q.gate.shut(queueShutBound) }
+
+// QueueSet is a port's queues at one moment, including deleted ones until their id is
+// reused (so that polling a deleted id says so). It is never modified once published.
+type QueueSet struct {
+	Rx []*RxQueue
+	Tx []*TxQueue
+}
+
+// Queues is the port's current queue set: the configured queues (Rx, Tx) until a queue is
+// added or deleted at run time.
+func (p *Port) Queues() *QueueSet {
+	if s := p.set.Load(); s != nil {
+		return s
+	}
+	return &QueueSet{Rx: p.Rx, Tx: p.Tx}
+}
+
+// SetQueues publishes a new queue set (the session, serialised by its own lock).
+func (p *Port) SetQueues(s *QueueSet) { p.set.Store(s) }
+
+// LiveRx is the set's RX queues that are not deleted.
+func (s *QueueSet) LiveRx() []*RxQueue {
+	out := make([]*RxQueue, 0, len(s.Rx))
+	for _, q := range s.Rx {
+		if !q.Deleted() {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// LiveTx is the set's TX queues that are not deleted.
+func (s *QueueSet) LiveTx() []*TxQueue {
+	out := make([]*TxQueue, 0, len(s.Tx))
+	for _, q := range s.Tx {
+		if !q.Deleted() {
+			out = append(out, q)
+		}
+	}
+	return out
+}

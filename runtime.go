@@ -1,0 +1,343 @@
+package daqiri
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/reorder"
+)
+
+// readBy reports whether a reorder plan reads q.
+func (s *Session) readBy(q *engine.RxQueue) bool {
+	return s.reorder != nil && slices.ContainsFunc(s.reorder.Plans(), func(pl *reorder.Plan) bool {
+		return pl.Port() == q.Port.ID && pl.Queue() == q.ID
+	})
+}
+
+// Errors of run-time queue and region changes (both wrap ErrInvalidParameter, so a Send
+// refused with ErrQueueDeleted leaves the burst with the caller).
+var (
+	ErrQueueDeleted = engine.ErrQueueDeleted
+	ErrRegionInUse  = engine.ErrRegionInUse
+)
+
+// maxTombstones bounds how many deleted queues a port keeps (for Stats and ErrQueueDeleted)
+// per direction; the oldest go first.
+const maxTombstones = 256
+
+func pruneRx(qs []*engine.RxQueue) []*engine.RxQueue {
+	dead := 0
+	for _, q := range qs {
+		if q.Deleted() {
+			dead++
+		}
+	}
+	out := qs[:0:0]
+	for _, q := range qs {
+		if q.Deleted() && dead > maxTombstones {
+			dead--
+			continue
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
+func pruneTx(qs []*engine.TxQueue) []*engine.TxQueue {
+	dead := 0
+	for _, q := range qs {
+		if q.Deleted() {
+			dead++
+		}
+	}
+	out := qs[:0:0]
+	for _, q := range qs {
+		if q.Deleted() && dead > maxTombstones {
+			dead--
+			continue
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
+// queueManager is the port's engine as an engine.QueueManager.
+func (s *Session) queueManager(port int) (*engine.Port, engine.QueueManager, error) {
+	p, err := s.port(port)
+	if err != nil {
+		return nil, nil, err
+	}
+	qm, ok := s.byPort[port].(engine.QueueManager)
+	if !ok {
+		return nil, nil, fmt.Errorf("port %d (%s): engine %s cannot add or delete queues at run time: %w", port, p.Name, p.Engine, ErrNotSupported)
+	}
+	return p, qm, nil
+}
+
+// runtimeQueue checks a queue configuration given at run time and resolves its regions.
+func (s *Session) runtimeQueue(p *engine.Port, dir string, qc *config.Queue, taken func(id int) bool) ([]*engine.Region, error) {
+	bad := func(format string, args ...any) ([]*engine.Region, error) {
+		return nil, fmt.Errorf("port %d (%s) %s queue %q (id %d): %s: %w", p.ID, p.Name, dir, qc.Name, qc.ID, fmt.Sprintf(format, args...), ErrInvalidParameter)
+	}
+	switch {
+	case qc.ID < 0 || qc.ID > 65535:
+		return bad("id must be 0..65535")
+	case taken(qc.ID):
+		return bad("a live %s queue has this id", dir)
+	case qc.PollMode == config.PollDirect:
+		return bad("run-time queues are indirect (poll_mode direct is set up at Open)")
+	case qc.BatchSize <= 0:
+		return bad("batch_size must be > 0, got %d", qc.BatchSize)
+	case len(qc.MemoryRegions) < 1 || len(qc.MemoryRegions) > config.MaxSegments:
+		return bad("needs 1 to %d memory regions, got %d", config.MaxSegments, len(qc.MemoryRegions))
+	}
+	if _, ok := qc.Core(); !ok && qc.CPUCore != "" {
+		return bad("cpu_core %q is not a core number", qc.CPUCore)
+	}
+	var rs []*engine.Region
+	for _, name := range qc.MemoryRegions {
+		r := s.regions[name]
+		if r == nil {
+			return bad("memory region %q does not exist in the session", name)
+		}
+		rs = append(rs, r)
+	}
+	return rs, nil
+}
+
+// AddRxQueue adds a receive queue to an open port (xdp, socket and loopback engines). The
+// queue is indirect: qc needs an id unused by the port's live RX queues, batch_size, the
+// names of existing memory regions and optionally cpu_core and timeout_us. An id of a deleted
+// queue may be reused. The engine decides what reaches the queue (xdp: flows added with its
+// id; socket: the endpoint's traffic when the endpoint has no live RX queue; loopback: the TX
+// queue at the same position). Errors wrap ErrInvalidParameter or ErrNotSupported.
+func (s *Session) AddRxQueue(port int, qc config.Queue) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	p, qm, err := s.queueManager(port)
+	if err != nil {
+		return err
+	}
+	set := p.Queues()
+	rs, err := s.runtimeQueue(p, "rx", &qc, func(id int) bool {
+		return slices.ContainsFunc(set.LiveRx(), func(q *engine.RxQueue) bool { return q.ID == id })
+	})
+	if err != nil {
+		return err
+	}
+	c := qc
+	q, err := engine.NewRxQueue(p, len(set.Rx), &c, rs, s.rxMeta, s.rxRing)
+	if err != nil {
+		return err
+	}
+	// Publish first, so the engine's first delivery has a queue the application can poll.
+	next := &engine.QueueSet{Tx: set.Tx}
+	for _, x := range set.Rx {
+		if x.ID != qc.ID { // a deleted queue of the same id is replaced
+			next.Rx = append(next.Rx, x)
+		}
+	}
+	next.Rx = append(next.Rx, q)
+	p.SetQueues(next)
+	if err := qm.AddRxQueue(q); err != nil {
+		p.SetQueues(set)
+		return err
+	}
+	s.log.Info("rx queue added", "interface", p.Name, "queue", qc.ID)
+	return nil
+}
+
+// DeleteRxQueue deletes a receive queue of an open port. Deliveries and polls in flight
+// finish first; from then on a poll of the id is ErrQueueDeleted, the engine delivers nothing
+// more to it (what it receives for the queue is counted as dropped, reason closed), and the
+// bursts still in its ring are freed and counted the same way. Bursts the application already
+// holds stay valid until it frees them. Deleting it again is ErrQueueDeleted; a queue a
+// reorder plan reads cannot be deleted.
+func (s *Session) DeleteRxQueue(port, id int) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	p, qm, err := s.queueManager(port)
+	if err != nil {
+		return err
+	}
+	q, err := s.rxQueue(port, id)
+	if err != nil {
+		return err
+	}
+	if s.readBy(q) {
+		return fmt.Errorf("port %d (%s) rx queue %d: a reorder plan reads it: %w", port, p.Name, id, ErrInvalidParameter)
+	}
+	if err := q.Shut(); err != nil {
+		return fmt.Errorf("port %d (%s) rx queue %d: %w", port, p.Name, id, err)
+	}
+	err = qm.DeleteRxQueue(q)
+	if n := q.Drain(); n > 0 {
+		q.Stats.Drop(engine.DropClosed, n)
+	}
+	p.SetQueues(&engine.QueueSet{Rx: pruneRx(p.Queues().Rx), Tx: p.Queues().Tx})
+	s.log.Info("rx queue deleted", "interface", p.Name, "queue", id)
+	return err
+}
+
+// AddTxQueue adds a transmit queue to an open port (as AddRxQueue; xdp: NIC queue j of the
+// queue's position j must exist).
+func (s *Session) AddTxQueue(port int, qc config.Queue) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	p, qm, err := s.queueManager(port)
+	if err != nil {
+		return err
+	}
+	set := p.Queues()
+	rs, err := s.runtimeQueue(p, "tx", &qc, func(id int) bool {
+		return slices.ContainsFunc(set.LiveTx(), func(q *engine.TxQueue) bool { return q.ID == id })
+	})
+	if err != nil {
+		return err
+	}
+	c := qc
+	q := engine.NewTxQueue(p, len(set.Tx), &c, rs, s.txMeta)
+	if err := qm.AddTxQueue(q); err != nil {
+		return err
+	}
+	next := &engine.QueueSet{Rx: set.Rx}
+	for _, x := range set.Tx {
+		if x.ID != qc.ID {
+			next.Tx = append(next.Tx, x)
+		}
+	}
+	next.Tx = append(next.Tx, q)
+	p.SetQueues(next)
+	s.log.Info("tx queue added", "interface", p.Name, "queue", qc.ID)
+	return nil
+}
+
+// DeleteTxQueue deletes a transmit queue: sends in flight finish, bursts the engine still
+// holds for it are sent or counted (reason closed), and from then on TxBurst and Send for the
+// id are ErrQueueDeleted (the burst stays the caller's; Free returns its buffers). Deleting it
+// again is ErrQueueDeleted.
+func (s *Session) DeleteTxQueue(port, id int) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	p, qm, err := s.queueManager(port)
+	if err != nil {
+		return err
+	}
+	q, err := s.txQueue(port, id)
+	if err != nil {
+		return err
+	}
+	if err := q.Shut(); err != nil {
+		return fmt.Errorf("port %d (%s) tx queue %d: %w", port, p.Name, id, err)
+	}
+	err = qm.DeleteTxQueue(q)
+	p.SetQueues(&engine.QueueSet{Rx: p.Queues().Rx, Tx: pruneTx(p.Queues().Tx)})
+	s.log.Info("tx queue deleted", "interface", p.Name, "queue", id)
+	return err
+}
+
+// AddMemoryRegion allocates a memory region on an open session for queues added later
+// (config keys as in memory_regions). With rc.Unowned set, mem is the application's memory,
+// checked as WithRegionMemory's; otherwise mem must be nil and the library allocates.
+func (s *Session) AddMemoryRegion(rc config.MemoryRegion, mem engine.Memory) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("memory region %q: %s: %w", rc.Name, fmt.Sprintf(format, args...), ErrInvalidParameter)
+	}
+	switch {
+	case rc.Name == "":
+		return bad("a region needs a name")
+	case s.regions[rc.Name] != nil:
+		return bad("a region of this name exists")
+	case rc.NumBufs <= 0 || rc.BufSize <= 0 || int64(rc.NumBufs)*int64(rc.BufSize) > 1<<46:
+		return bad("num_bufs %d × buf_size %d: both > 0, product ≤ 2^46", rc.NumBufs, rc.BufSize)
+	case mem != nil && !rc.Unowned:
+		return bad("memory given for a region the library owns (set Unowned, YAML owned: false)")
+	}
+	switch rc.Kind {
+	case config.KindHost, config.KindHuge, config.KindHostPinned, config.KindDevice:
+	default:
+		return bad("unknown kind %q", rc.Kind)
+	}
+	var err error
+	if rc.Unowned {
+		mem, err = s.appMemory(&rc, "memory_regions["+rc.Name+"]", mem)
+	} else {
+		mem, err = allocMemory(&rc, -1)
+	}
+	if err != nil {
+		return err
+	}
+	r, err := engine.NewRegion(&rc, mem)
+	if err != nil {
+		mem.Close()
+		return err
+	}
+	s.regions[rc.Name] = r
+	return nil
+}
+
+// DeleteMemoryRegion frees a region no live queue, reorder plan or outstanding buffer uses;
+// otherwise ErrRegionInUse, naming the user. Application memory is not freed.
+func (s *Session) DeleteMemoryRegion(name string) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	r := s.regions[name]
+	if r == nil {
+		return fmt.Errorf("memory region %q does not exist: %w", name, ErrInvalidParameter)
+	}
+	inUse := func(format string, args ...any) error {
+		return fmt.Errorf("memory region %q: %s: %w", name, fmt.Sprintf(format, args...), ErrRegionInUse)
+	}
+	for _, p := range s.ports {
+		set := p.Queues()
+		for _, q := range set.LiveRx() {
+			if slices.Contains(q.Regions, r) {
+				return inUse("rx queue %d of %s uses it", q.ID, p.Name)
+			}
+		}
+		for _, q := range set.LiveTx() {
+			if slices.Contains(q.Regions, r) {
+				return inUse("tx queue %d of %s uses it", q.ID, p.Name)
+			}
+		}
+	}
+	if s.reorder != nil && slices.ContainsFunc(s.reorder.Plans(), func(pl *reorder.Plan) bool { return pl.Output() == r }) {
+		return inUse("a reorder plan writes into it")
+	}
+	if a := r.Available(); a != r.NumBufs {
+		return inUse("%d of its %d buffers are still held (bursts not freed, or a deleted queue's engine buffers)", r.NumBufs-a, r.NumBufs)
+	}
+	if err := r.Close(); err != nil {
+		return err
+	}
+	delete(s.regions, name)
+	return nil
+}
