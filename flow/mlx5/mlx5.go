@@ -9,11 +9,13 @@
 //
 // # How rules become flow-table entries
 //
-// Rule slot s owns a block of EntriesPerRule consecutive entry indexes of the RX table, so
+// Rule slot s owns a block of 2×EntriesPerRule consecutive entry indexes of the RX table, so
 // the lowest index that matches is the first rule in slot order (the lookup order the device
 // model implements within a table; inferred for hardware, where the kernel's fs_core keeps
 // overlapping rules apart with priorities in separate tables) and a rule is added or deleted
-// without touching the others. A rule becomes one or more entries with the same action: a UDP port range is split
+// without touching the others. A rule uses one half of its block; replacing it writes the new
+// rule's entries in the other half before deleting the old ones, so a frame meets the old
+// rule or the new one, never neither. A rule becomes one or more entries with the same action: a UDP port range is split
 // into prefix masks (a range 1000-1003 is one entry with mask 0xfffc, 1000-1004 two), and a
 // source range and a destination range give the cross product; a VLAN-pop rule becomes one
 // entry per tag kind (C-VLAN, S-VLAN). Entries with the same mask share a flow group.
@@ -88,7 +90,9 @@ const (
 	// EntriesPerRule is the size of each slot's block of flow-table entries: a rule whose
 	// port ranges split into more prefixes (source × destination, × 2 with vlan_pop) is
 	// refused with ErrNotExpressible.
-	EntriesPerRule = 256
+	EntriesPerRule = 128
+	// slotSpan is a slot's block: two halves, for make-before-break replacement.
+	slotSpan = 2 * EntriesPerRule
 	// rqtSize is the RSS indirection table size: flow.RETASize entries filled round-robin
 	// with a flow's queues, so the RQT entry (hash mod 128) picks the queue flow.RSSIndex
 	// picks.
@@ -146,6 +150,7 @@ type Steering struct {
 
 // slot is one installed rule: its entries and their groups.
 type slot struct {
+	base     uint32 // first entry index: the slot's block, first or second half
 	rule     *flow.Rule
 	matches  []*match
 	tir      uint32
@@ -201,16 +206,18 @@ func (s *Steering) build() error {
 		}
 		s.tirs = append(s.tirs, tir)
 	}
-	logSize := uint64(bits.Len(uint(MaxRules*EntriesPerRule + 1 - 1)))
+	logSize := uint64(bits.Len(uint(MaxRules * slotSpan))) // the blocks and the catch-all after them
 	t, err := s.createTable(prm.FlowTableNICRX, logSize)
 	if err != nil {
 		return fmt.Errorf("flow/mlx5: RX flow table: %w", err)
 	}
 	s.table = t
 	for i, r := range s.p.Rules {
-		if err := s.install(i, r); err != nil {
+		sl, err := s.install(i, 0, r)
+		if err != nil {
 			return err
 		}
+		s.slots[i] = sl
 	}
 	if !s.p.Isolation {
 		if err := s.installDefault(); err != nil {
@@ -434,24 +441,24 @@ func (s *Steering) writeEntries(sl *slot, base uint32, modify bool) error {
 	return nil
 }
 
-// install puts r in slot i (empty).
-func (s *Steering) install(i int, r *flow.Rule) error {
+// install writes r's entries into half (0 or 1) of slot i's block and returns the slot.
+func (s *Steering) install(i, half int, r *flow.Rule) (*slot, error) {
 	ms, err := ruleMatches(r)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sortByMask(ms)
 	tir, err := s.tirFor(r)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	sl := &slot{rule: r, matches: ms, tir: tir}
+	base := uint32(i*slotSpan + half*EntriesPerRule)
+	sl := &slot{base: base, rule: r, matches: ms, tir: tir}
 	if r.Decap == flow.DecapGRE {
 		if sl.reformat, err = s.greDecap(uint64(r.TunnelKey)); err != nil {
-			return fmt.Errorf("flow/mlx5: GRE decap of flow %q: %w", r.Name, err)
+			return nil, fmt.Errorf("flow/mlx5: GRE decap of flow %q: %w", r.Name, err)
 		}
 	}
-	base := uint32(i * EntriesPerRule)
 	fail := func(err error) error {
 		return errors.Join(fmt.Errorf("flow/mlx5: installing flow %q (id %d) in slot %d: %w", r.Name, r.FlowID, i, err), s.remove(sl))
 	}
@@ -462,28 +469,27 @@ func (s *Steering) install(i int, r *flow.Rule) error {
 		}
 		g, err := s.createGroup(prm.FlowTableNICRX, s.table.ID(), base+uint32(start), base+uint32(end), ms[start])
 		if err != nil {
-			return fail(err)
+			return nil, fail(err)
 		}
 		sl.groups = append(sl.groups, g)
 		start = end + 1
 	}
 	if err := s.writeEntries(sl, base, false); err != nil {
-		return fail(err)
+		return nil, fail(err)
 	}
-	s.slots[i] = sl
-	return nil
+	return sl, nil
 }
 
 // installDefault is the catch-all entry at the table's last index: unmatched frames to the
 // default queue (dropped under drop-all).
 func (s *Steering) installDefault() error {
-	idx := uint32(MaxRules * EntriesPerRule)
+	idx := uint32(MaxRules * slotSpan)
 	m := newMatch()
 	g, err := s.createGroup(prm.FlowTableNICRX, s.table.ID(), idx, idx, m)
 	if err != nil {
 		return fmt.Errorf("flow/mlx5: default entry group: %w", err)
 	}
-	sl := &slot{rule: &flow.Rule{Name: "default", Queues: []int{s.p.DefaultQueue}}, matches: []*match{m}, tir: s.tirs[s.p.DefaultQueue].ID(), groups: []channel.Object{g}}
+	sl := &slot{base: idx, rule: &flow.Rule{Name: "default", Queues: []int{s.p.DefaultQueue}}, matches: []*match{m}, tir: s.tirs[s.p.DefaultQueue].ID(), groups: []channel.Object{g}}
 	if err := s.writeEntries(sl, idx, false); err != nil {
 		return errors.Join(fmt.Errorf("flow/mlx5: default entry: %w", err), s.remove(sl))
 	}
@@ -527,10 +533,10 @@ func (s *Steering) remove(sl *slot) error {
 	return errors.Join(errs...)
 }
 
-// Set installs r in slot (0 ≤ slot < MaxRules), replacing what was there. A rule that cannot
-// be expressed is refused before anything changes. While a slot is replaced, a frame may
-// briefly meet neither the old rule nor the new one (it then goes where later slots or the
-// default send it).
+// Set installs r in slot (0 ≤ slot < MaxRules), replacing what was there: the new rule's
+// entries are written in the other half of the slot's block before the old ones are deleted,
+// so a frame meets the old rule or the new one. A rule that cannot be expressed is refused
+// before anything changes; a device error leaves the old rule in place.
 func (s *Steering) Set(slot int, r *flow.Rule) error {
 	if slot < 0 || slot >= MaxRules {
 		return fmt.Errorf("flow/mlx5: slot %d outside 0..%d", slot, MaxRules-1)
@@ -546,13 +552,20 @@ func (s *Steering) Set(slot int, r *flow.Rule) error {
 	if s.table == nil {
 		return fmt.Errorf("flow/mlx5: the port has no RX queues to steer to")
 	}
-	if old := s.slots[slot]; old != nil {
-		if err := s.remove(old); err != nil {
-			return err
-		}
-		s.slots[slot] = nil
+	old := s.slots[slot]
+	half := 0
+	if old != nil && old.base == uint32(slot*slotSpan) {
+		half = 1
 	}
-	return s.install(slot, r)
+	sl, err := s.install(slot, half, r)
+	if err != nil {
+		return err
+	}
+	s.slots[slot] = sl
+	if old != nil {
+		return s.remove(old)
+	}
+	return nil
 }
 
 // Clear empties a slot (deletes its entries and groups). RSS TIRs stay until Close, for the
@@ -591,13 +604,13 @@ func (s *Steering) SetDropAll(on bool) error {
 	}
 	for i, sl := range s.slots {
 		if sl != nil {
-			if err := s.writeEntries(sl, uint32(i*EntriesPerRule), true); err != nil {
+			if err := s.writeEntries(sl, sl.base, true); err != nil {
 				return fmt.Errorf("flow/mlx5: drop-all %v on slot %d: %w", on, i, err)
 			}
 		}
 	}
 	if s.def != nil {
-		return s.writeEntries(s.def, MaxRules*EntriesPerRule, true)
+		return s.writeEntries(s.def, s.def.base, true)
 	}
 	return nil
 }

@@ -436,3 +436,45 @@ func TestChangesUnderTraffic(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReplaceUnderTraffic: a slot's rule is replaced 1000 times (make-before-break: the
+// new entries in the block's other half, then the old ones deleted) while its frames
+// arrive; every frame reaches the old rule's queue or the new one's, none misses.
+func TestReplaceUnderTraffic(t *testing.T) {
+	rig := newRig(t, nq)
+	match := config.Match{UDPDst: config.PortRange{Lo: 9100, Hi: 9103}}
+	st := mustNew(t, rig, flowmlx5.Params{Isolation: true, Rules: []*flow.Rule{
+		rule(t, config.Flow{Name: "v0", ID: 1, Match: match, Actions: toQueues(0)}),
+	}})
+	// Two rules alternate: frames must reach queue 0 (the first), 1 or 2, never nothing.
+	var next []*flow.Rule
+	for i := range 1000 {
+		next = append(next, rule(t, config.Flow{Name: "v", ID: 2 + i%2, Match: match, Actions: toQueues(1 + i%2)}))
+	}
+	done := make(chan error, 1)
+	go func() {
+		for _, r := range next {
+			if err := st.Set(0, r); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	counts := map[int]int{}
+	for range 1000 {
+		g := rig.receive(udpFrame(5, 9102))
+		if g.queue < 0 {
+			t.Fatalf("a frame met no rule during a replacement (dropped %v, missed %v)", g.dropped, g.missed)
+		}
+		if want := uint32(map[int]int{0: 1, 1: 2, 2: 3}[g.queue]); g.tag != want {
+			t.Fatalf("queue %d with flow tag %d, want %d", g.queue, g.tag, want)
+		}
+		counts[g.queue]++
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	wantQueue(t, rig, udpFrame(5, 9102), 2, 3) // the last rule: i = 999 → queue 2, id 3
+	t.Logf("frames per queue during the replacements: %v", counts)
+}
