@@ -146,9 +146,17 @@ func TestTwoPortFlows(t *testing.T) {
 				rx += s.Packets
 				drops += s.Dropped
 			}
+			// A packet counts as sent when its completion is polled (by the port's worker,
+			// asynchronously): wait, bounded, for the last completions.
 			var tx uint64
-			for _, q := range txp.Tx {
-				tx += q.Stats.Snapshot().Packets
+			for end := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+				tx = 0
+				for _, q := range txp.Tx {
+					tx += q.Stats.Snapshot().Packets
+				}
+				if tx >= n || time.Now().After(end) {
+					break
+				}
 			}
 			kernel := rxp.Events.KernelPassed()
 			t.Logf("tx %d rx %d dropped %d kernel %d; per queue %d %d %d %d %d; flow ids %v", tx, rx, drops, kernel, len(got[0]), len(got[1]), len(got[2]), len(got[3]), len(got[4]), flowIDs)

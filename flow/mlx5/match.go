@@ -35,6 +35,11 @@ type match struct {
 	enable uint8
 	mask   []byte
 	value  []byte
+	// v6 sends the entry's frames to the rule's IPv6 RSS TIR (a TIR hashes one IP version:
+	// the field selector names it); fallback entries sort after the specific ones they
+	// overlap (the lowest index of a rule's block wins).
+	v6       bool
+	fallback bool
 }
 
 func newMatch() *match {
@@ -42,7 +47,7 @@ func newMatch() *match {
 }
 
 func (m *match) clone() *match {
-	return &match{enable: m.enable, mask: bytes.Clone(m.mask), value: bytes.Clone(m.value)}
+	return &match{enable: m.enable, mask: bytes.Clone(m.mask), value: bytes.Clone(m.value), v6: m.v6, fallback: m.fallback}
 }
 
 // section is where a match set lies in fte_match_param and its enable bit.
@@ -77,6 +82,20 @@ func (m *match) setIPv4(s section, f prm.Field, a [4]byte) {
 	f = f.At(s.base)
 	copy(f.Slice(m.mask)[12:], []byte{0xff, 0xff, 0xff, 0xff})
 	copy(f.Slice(m.value)[12:], a[:])
+	m.enable |= s.enable
+}
+
+// setMAC matches a 48-bit MAC address split over its _47_16 and _15_0 fields.
+func (m *match) setMAC(s section, hi, lo prm.Field, mac []byte) {
+	m.set(s, hi, uint64(binary.BigEndian.Uint32(mac[0:4])))
+	m.set(s, lo, uint64(binary.BigEndian.Uint16(mac[4:6])))
+}
+
+// setIPv6 matches a whole 16-byte address field.
+func (m *match) setIPv6(s section, f prm.Field, a [16]byte) {
+	f = f.At(s.base)
+	copy(f.Slice(m.mask), bytes.Repeat([]byte{0xff}, 16))
+	copy(f.Slice(m.value), a[:])
 	m.enable |= s.enable
 }
 
@@ -128,6 +147,13 @@ func ruleMatches(r *flow.Rule) ([]*match, error) {
 	m := newMatch()
 	l := prm.FTEMatchSetLyr24
 	x := prm.FTEMatchSetMisc
+	// MAC addresses are the outer Ethernet header's, tunnel or not (flow's reference).
+	if r.EthDst != nil {
+		m.setMAC(outer, l.DMAC4716, l.DMAC150, r.EthDst)
+	}
+	if r.EthSrc != nil {
+		m.setMAC(outer, l.SMAC4716, l.SMAC150, r.EthSrc)
+	}
 	if e := r.ECPRI; e != nil {
 		if e.MsgType != nil || e.PCID != nil {
 			return nil, notExpressible(r, "eCPRI message type and PC_ID matches need the flex parser (misc_parameters_4)")
@@ -169,13 +195,31 @@ func ruleMatches(r *flow.Rule) ([]*match, error) {
 	default:
 		return nil, fmt.Errorf("flow/mlx5: flow %q: unknown decap kind %d", r.Name, r.Decap)
 	}
+	ipv6 := r.IPv6Src.IsValid() || r.IPv6Dst.IsValid()
+	if ipv6 && fields != outer {
+		return nil, notExpressible(r, "IPv6 addresses inside a tunnel: flow parses a tunnel's inner IPv4 only")
+	}
+	if ipv6 && (r.IPv4Src.IsValid() || r.IPv4Dst.IsValid()) {
+		return nil, notExpressible(r, "IPv4 and IPv6 addresses in one flow match no packet")
+	}
 	if r.OuterSrc.IsValid() {
 		m.setIPv4(outer, l.SrcIPv4SrcIPv6, r.OuterSrc.As4())
 	}
 	if r.OuterDst.IsValid() {
 		m.setIPv4(outer, l.DstIPv4DstIPv6, r.OuterDst.As4())
 	}
-	ipFields := r.IPv4Src.IsValid() || r.IPv4Dst.IsValid() || !r.UDPSrc.Any() || !r.UDPDst.Any()
+	ports := !r.UDPSrc.Any() || !r.UDPDst.Any()
+	ipFields := r.IPv4Src.IsValid() || r.IPv4Dst.IsValid() || (ports && fields == inner)
+	if ipv6 {
+		m.set(outer, l.IPVersion, 6)
+		m.v6 = true
+		if r.IPv6Src.IsValid() {
+			m.setIPv6(outer, l.SrcIPv4SrcIPv6, r.IPv6Src.As16())
+		}
+		if r.IPv6Dst.IsValid() {
+			m.setIPv6(outer, l.DstIPv4DstIPv6, r.IPv6Dst.As16())
+		}
+	}
 	if ipFields {
 		m.set(fields, l.IPVersion, 4)
 		if fields == inner {
@@ -192,8 +236,28 @@ func ruleMatches(r *flow.Rule) ([]*match, error) {
 		m.setIPv4(fields, l.DstIPv4DstIPv6, r.IPv4Dst.As4())
 	}
 	ms := []*match{m}
-	if !r.UDPSrc.Any() || !r.UDPDst.Any() {
-		m.set(fields, l.IPProtocol, protoUDP)
+	switch {
+	case !ipFields && !ipv6 && ports:
+		// UDP ports alone match IPv4 and IPv6 packets: one entry per IP version.
+		m4, m6 := m.clone(), m.clone()
+		m4.set(outer, l.IPVersion, 4)
+		m6.set(outer, l.IPVersion, 6)
+		m6.v6 = true
+		ms = []*match{m4, m6}
+	case !ipFields && !ipv6 && fields == outer && len(r.Queues) > 1:
+		// RSS over any frame: IPv4 and IPv6 packets each to the TIR that hashes their
+		// version, everything else (hashed as nothing, to the first RQT entry) after them.
+		m4, m6 := m.clone(), m.clone()
+		m4.set(outer, l.IPVersion, 4)
+		m6.set(outer, l.IPVersion, 6)
+		m6.v6 = true
+		m.fallback = true
+		ms = []*match{m4, m6, m}
+	}
+	if ports {
+		for _, e := range ms {
+			e.set(fields, l.IPProtocol, protoUDP)
+		}
 		ms = expandPorts(ms, fields, l.UDPSport, r.UDPSrc)
 		ms = expandPorts(ms, fields, l.UDPDport, r.UDPDst)
 	}
@@ -231,9 +295,15 @@ func expandPorts(ms []*match, s section, f prm.Field, r config.PortRange) []*mat
 	return out
 }
 
-// sortByMask orders entries so that those sharing a mask are adjacent, stably.
+// sortByMask orders entries so that those sharing a mask are adjacent, stably, fallback
+// entries after the specific ones.
 func sortByMask(ms []*match) {
-	sort.SliceStable(ms, func(i, j int) bool { return ms[i].key() < ms[j].key() })
+	sort.SliceStable(ms, func(i, j int) bool {
+		if ms[i].fallback != ms[j].fallback {
+			return !ms[i].fallback
+		}
+		return ms[i].key() < ms[j].key()
+	})
 }
 
 // pushVLAN is a flow_context push_vlan value (mlx5_ifc.h struct mlx5_ifc_vlan_bits:

@@ -20,15 +20,20 @@
 // source range and a destination range give the cross product; a VLAN-pop rule becomes one
 // entry per tag kind (C-VLAN, S-VLAN). Entries with the same mask share a flow group.
 //
-// Matches follow flow's semantics field for field: IPv4 fields set ip_version 4, UDP ports
-// ip_protocol 17; tunnel rules match the outer headers (UDP 4789 and vxlan_vni; GRE protocol
+// Matches follow flow's semantics field for field: IPv4 fields set ip_version 4, IPv6
+// addresses ip_version 6 and the 16-byte address fields (outer headers only: flow parses a
+// tunnel's inner IPv4 only), UDP ports alone one entry per IP version, MAC addresses the
+// outer smac/dmac, UDP ports ip_protocol 17; tunnel rules match the outer headers (UDP 4789 and vxlan_vni; GRE protocol
 // 47 with gre_protocol, and for NVGRE gre_k_present and the TNI in gre_key's high 24 bits),
 // no outer fragment, and put the IPv4/UDP fields in inner_headers with no inner VLAN tag.
 // The actions do the RX transforms in the NIC: VLAN_POP, DECAP for VXLAN and NVGRE (the
 // inner Ethernet frame remains), and for GRE an L3_TUNNEL_TO_L2 reformat context whose
 // Ethernet header carries the GRE protocol. RSS over several queues is an indirect TIR
 // hashing the outer IPv4/UDP 4-tuple (after a decap, the inner one) over a 128-entry RQT
-// filled round-robin with the flow's queues, which is flow.RSSIndex.
+// filled round-robin with the flow's queues, which is flow.RSSIndex; a TIR's field selector
+// names one IP version, so an RSS flow that can match IPv6 packets has a second TIR hashing
+// the IPv6 4-tuple (its ip_version 6 entries go there), and other frames (no IP header, hash
+// 0) take a lower-priority entry to the IPv4 TIR, as flow's zero tuple does.
 //
 // # TX
 //
@@ -154,6 +159,7 @@ type slot struct {
 	rule     *flow.Rule
 	matches  []*match
 	tir      uint32
+	tir6     uint32 // the IPv6 RSS TIR of a multi-queue rule (its v6 entries' destination)
 	reformat uint32 // GRE decap: the L3_TUNNEL_TO_L2 context
 	entries  []channel.Object
 	groups   []channel.Object
@@ -200,7 +206,7 @@ func (s *Steering) build() error {
 		return nil
 	}
 	for q, rqn := range s.p.RQNs {
-		tir, err := s.createTIR(rqn, "", nil)
+		tir, err := s.createTIR(rqn, "", nil, false)
 		if err != nil {
 			return fmt.Errorf("flow/mlx5: direct TIR of queue %d (RQ %d): %w", q, rqn, err)
 		}
@@ -260,7 +266,7 @@ func outBytes(f prm.Field) int { return max(16, int(f.End()+7)/8) }
 
 // createTIR makes a direct TIR to rqn (queues nil) or an indirect Toeplitz TIR over a new
 // RQT that spreads over queues as flow.RSSIndex does.
-func (s *Steering) createTIR(rqn uint32, name string, queues []int) (channel.Object, error) {
+func (s *Steering) createTIR(rqn uint32, name string, queues []int, v6 bool) (channel.Object, error) {
 	tc := prm.TIRC
 	base := prm.CreateTIRIn.Ctx.Off
 	in := cmdIn(prm.CmdOpCreateTIR, int(prm.CreateTIRIn.Ctx.End()/8))
@@ -277,11 +283,15 @@ func (s *Steering) createTIR(rqn uint32, name string, queues []int) (channel.Obj
 		tc.IndirectTable.At(base).Set(in, uint64(rqt.ID()))
 		tc.RXHashFn.At(base).Set(in, prm.RXHashFnToeplitz)
 		copy(in[(base+tc.RXHashToeplitzKey.Off)/8:], s.key[:])
-		// Hash the IPv4 4-tuple of UDP, as flow.Tuple does; frames without it hash their
-		// addresses or nothing, as flow's zero ports and zero tuple do.
+		// Hash the IPv4 (or, v6, the IPv6) 4-tuple of UDP, as flow.Tuple does; frames
+		// without it hash their addresses or nothing, as flow's zero ports and zero tuple do.
 		sel := base + tc.RXHashFieldSelectorOuter.Off
 		hs := prm.RXHashFieldSelect
-		hs.L3ProtType.At(sel).Set(in, prm.L3ProtIPv4)
+		if v6 {
+			hs.L3ProtType.At(sel).Set(in, prm.L3ProtIPv6)
+		} else {
+			hs.L3ProtType.At(sel).Set(in, prm.L3ProtIPv4)
+		}
 		hs.L4ProtType.At(sel).Set(in, prm.L4ProtUDP)
 		hs.SelectedFields.At(sel).Set(in, prm.HashFieldSrcIP|prm.HashFieldDstIP|prm.HashFieldL4SPort|prm.HashFieldL4DPort)
 	}
@@ -317,8 +327,8 @@ func (s *Steering) createTable(typ uint8, logSize uint64) (channel.Object, error
 }
 
 // tirFor is the TIR a rule's frames go to: the queue's direct TIR, or the RSS TIR of its
-// queue list (shared by rules with the same list).
-func (s *Steering) tirFor(r *flow.Rule) (uint32, error) {
+// queue list for one IP version (shared by rules with the same list).
+func (s *Steering) tirFor(r *flow.Rule, v6 bool) (uint32, error) {
 	for _, q := range r.Queues {
 		if q < 0 || q >= len(s.p.RQNs) {
 			return 0, fmt.Errorf("flow/mlx5: flow %q: queue position %d outside the %d RX queues", r.Name, q, len(s.p.RQNs))
@@ -328,10 +338,13 @@ func (s *Steering) tirFor(r *flow.Rule) (uint32, error) {
 		return s.tirs[r.Queues[0]].ID(), nil
 	}
 	name := fmt.Sprint(r.Queues)
+	if v6 {
+		name += "/ipv6"
+	}
 	if t := s.rss[name]; t != nil {
 		return t.ID(), nil
 	}
-	t, err := s.createTIR(0, name, r.Queues)
+	t, err := s.createTIR(0, name, r.Queues, v6)
 	if err != nil {
 		return 0, fmt.Errorf("flow/mlx5: RSS TIR of flow %q: %w", r.Name, err)
 	}
@@ -418,6 +431,9 @@ func (s *Steering) writeEntries(sl *slot, base uint32, modify bool) error {
 		}
 		e := &entry{table: s.table.ID(), typ: prm.FlowTableNICRX, index: base + uint32(i), group: sl.groups[gi].ID(),
 			m: m, action: s.rxAction(sl.rule), tag: sl.rule.FlowID & 0xffffff, tir: sl.tir, hasTIR: !s.dropAll}
+		if m.v6 {
+			e.tir = sl.tir6
+		}
 		if e.action&prm.FlowActionPacketReformat != 0 {
 			e.reformat = sl.reformat
 		}
@@ -448,12 +464,21 @@ func (s *Steering) install(i, half int, r *flow.Rule) (*slot, error) {
 		return nil, err
 	}
 	sortByMask(ms)
-	tir, err := s.tirFor(r)
+	tir, err := s.tirFor(r, false)
 	if err != nil {
 		return nil, err
 	}
+	tir6 := tir
+	for _, m := range ms {
+		if m.v6 {
+			if tir6, err = s.tirFor(r, true); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
 	base := uint32(i*slotSpan + half*EntriesPerRule)
-	sl := &slot{base: base, rule: r, matches: ms, tir: tir}
+	sl := &slot{base: base, rule: r, matches: ms, tir: tir, tir6: tir6}
 	if r.Decap == flow.DecapGRE {
 		if sl.reformat, err = s.greDecap(uint64(r.TunnelKey)); err != nil {
 			return nil, fmt.Errorf("flow/mlx5: GRE decap of flow %q: %w", r.Name, err)

@@ -123,8 +123,7 @@ func IPv6(src, dst netip.Addr, next uint8, payload []byte) []byte {
 }
 
 // RandUDPIPv6 is a random IPv6 packet: UDP mostly, sometimes another next header (an
-// extension header, which hides the UDP header), sometimes a payload length that cuts the
-// UDP header.
+// extension header, which hides the UDP header). Damage sometimes cuts its payload length.
 func RandUDPIPv6(r *rand.Rand) []byte {
 	next := uint8(protoUDP)
 	switch r.IntN(8) {
@@ -133,11 +132,7 @@ func RandUDPIPv6(r *rand.Rand) []byte {
 	case 1:
 		next = 6
 	}
-	p := IPv6(RandIP6(r), RandIP6(r), next, UDP(Pick(r, portPool), Pick(r, portPool), RandPayload(r)))
-	if r.IntN(8) == 0 {
-		binary.BigEndian.PutUint16(p[4:], uint16(r.IntN(9)))
-	}
-	return p
+	return IPv6(RandIP6(r), RandIP6(r), next, UDP(Pick(r, portPool), Pick(r, portPool), RandPayload(r)))
 }
 
 // RandPayload is up to 47 bytes of few distinct values, so flex matches happen.
@@ -215,8 +210,9 @@ func RandIntactFrame(r *rand.Rand) []byte {
 	return f
 }
 
-// Damage sometimes truncates f, corrupts its first IPv4 version/IHL byte or shortens that
-// header's tot_len (RandFrame's damage), and returns it.
+// Damage sometimes truncates f, corrupts its first IPv4 version/IHL byte, shortens that
+// header's tot_len or an IPv6 header's payload length so that it cuts the UDP header
+// (RandFrame's damage), and returns it.
 func Damage(r *rand.Rand, f []byte) []byte {
 	switch r.IntN(10) {
 	case 0: // truncate anywhere from 14 bytes on (PROG_TEST_RUN needs an Ethernet header)
@@ -233,6 +229,13 @@ func Damage(r *rand.Rand, f []byte) []byte {
 			if len(f) > off+4 && f[off]>>4 == 4 {
 				l := binary.BigEndian.Uint16(f[off+2:])
 				binary.BigEndian.PutUint16(f[off+2:], uint16(r.IntN(int(l)+1)))
+				break
+			}
+		}
+	case 3: // an IPv6 payload length that cuts the UDP header
+		for _, off := range []int{14, 18} {
+			if len(f) >= off+40 && binary.BigEndian.Uint16(f[off-2:]) == flow.EtherTypeIPv6 && f[off]>>4 == 6 {
+				binary.BigEndian.PutUint16(f[off+4:], uint16(r.IntN(9)))
 				break
 			}
 		}
