@@ -117,8 +117,9 @@ type Channel struct {
 	// handling a doorbell).
 	hw sync.Mutex
 
-	events      atomic.Bool // commands wait for completion events
-	polling     atomic.Bool // an interrupt was missed: the event loop polls the EQ
+	events      atomic.Bool  // commands wait for completion events
+	polling     atomic.Bool  // interrupts are lost: the event loop polls the EQ
+	missed      atomic.Int32 // commands in a row completed without their event
 	tearingDown atomic.Bool
 
 	stop, loopDone, pageDone chan struct{}

@@ -264,6 +264,7 @@ func (c *Channel) waitSlot(slot int, ent []byte) error {
 			case <-c.q.done[slot]:
 				t.Stop()
 				if e.Ownership.Get(ent) == prm.CmdOwnerSW {
+					c.missed.Store(0)
 					c.stats.add(func(s *Stats) { s.ByEvent++ })
 					return nil
 				}

@@ -49,7 +49,8 @@
 // # What ran on what
 //
 // The transport talks to a Function: BAR0 as a Region, the container as DMA, MSI-X as
-// Interrupts. OpenPCI gives the real one (package vfio's PCI, MMIO, Container and IRQ); the
+// Interrupts. The mlx5 engine opens it for an interface address vfio+model:N (the model
+// behind the VFIO-shaped function, cabled and run like model:N). OpenPCI gives the real one (package vfio's PCI, MMIO, Container and IRQ); the
 // ConnectX model gives the other (package mlx5/model/vfiomodel, with fault injection). No
 // ConnectX was available: every ConnectX-specific path here ran only against the model
 // (bring-up, objects, teardown, reuse, the conformance suite, and the faults: command

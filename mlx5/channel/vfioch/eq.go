@@ -124,7 +124,9 @@ func (c *Channel) eventLoop() {
 		if err != nil && !errors.Is(err, vfio.ErrTimeout) {
 			c.fail(fmt.Errorf("interrupt eventfd: %w", err))
 		}
-		if c.Health() == nil && (fired || c.polling.Load()) {
+		// Without an interrupt the EQ is still read once per health interval, so that
+		// page requests are served even before polling mode starts.
+		if c.Health() == nil && (fired || c.polling.Load() || c.healthDue()) {
 			slots, pages, _ := c.drainEQ()
 			for i := 0; slots != 0 && i < c.q.nslots; i++ {
 				if slots&(1<<i) != 0 {
@@ -148,13 +150,23 @@ func (c *Channel) eventLoop() {
 	}
 }
 
-// missedInterrupt is called when a command was found complete without its event: from now
-// on the event loop polls the EQ every poll interval (said once in the log).
+// missedInterrupt is called when a command was found complete without its event. One such
+// command may only mean that the event loop was late (a loaded machine); missedLimit in a
+// row with no event between mean the interrupt does not arrive: from then on the event loop
+// polls the EQ every poll interval (said once in the log).
 func (c *Channel) missedInterrupt() {
+	if c.missed.Add(1) < missedLimit {
+		return
+	}
 	if !c.polling.Swap(true) {
-		c.log.Warn("mlx5 vfio: a command completed without its completion interrupt; polling the event queue from now on", "device", c.name, "interval", c.opts.PollInterval)
+		c.log.Warn("mlx5 vfio: commands complete without their completion interrupt; polling the event queue from now on",
+			"device", c.name, "commands", missedLimit, "interval", c.opts.PollInterval)
 	}
 }
+
+// missedLimit is how many commands in a row must complete without their event before the
+// interrupt counts as lost.
+const missedLimit = 3
 
 // pageWorker answers page requests with MANAGE_PAGES: requests are summed, so a storm of
 // them costs a few commands (kernel pagealloc.c queues one work item per request; summing
@@ -296,6 +308,13 @@ func (c *Channel) GivenPages() int {
 	c.pages.mu.Lock()
 	defer c.pages.mu.Unlock()
 	return len(c.pages.given)
+}
+
+// healthDue reports that a health check is due: the event loop then reads the EQ too.
+func (c *Channel) healthDue() bool {
+	c.healthMu.Lock()
+	defer c.healthMu.Unlock()
+	return c.healthPolls == 0 || c.sinceHealth() >= c.opts.HealthInterval
 }
 
 // checkHealth reads the health sensors every health interval (mlx5_vfio.c poll_health and

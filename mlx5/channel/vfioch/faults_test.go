@@ -106,28 +106,42 @@ func TestBringUpFailure(t *testing.T) {
 	closeClean(t, ch, f)
 }
 
-// TestPageStorm sends a storm of page requests (firmware asking for pages and giving them
-// back) and checks that the pages firmware holds follow every request, then that teardown
-// takes all of them back.
+// TestPageStorm sends storms of page requests (firmware asking for pages and giving them
+// back), each burst back to back, and checks that the pages firmware holds follow every
+// request, then that teardown takes all of them back. A burst stays within the async EQ's
+// 128 entries with the completions of the MANAGE_PAGES commands it causes: beyond that the
+// EQ would overrun, which firmware reports as a fatal health syndrome.
 func TestPageStorm(t *testing.T) {
 	ch, f := open(t, model.Config{}, testOpts())
 	r := rand.New(rand.NewPCG(1, 2))
 	want := ch.GivenPages()
-	const storm = 100
-	for range storm {
-		n := int32(r.IntN(12) - 3)
-		if n == 0 {
-			n = 1
+	const bursts, burst = 4, 40
+	for k := range bursts {
+		for range burst {
+			n := int32(r.IntN(12) - 3)
+			if n == 0 {
+				n = 1
+			}
+			if want+int(n) < 0 {
+				n = -n
+			}
+			want += int(n)
+			if !f.Device().RequestPages(n) {
+				t.Fatal("no EQ took the page request")
+			}
 		}
-		if want+int(n) < 0 {
-			n = -n
-		}
-		want += int(n)
-		if !f.Device().RequestPages(n) {
-			t.Fatal("no EQ took the page request")
-		}
+		waitFor(t, "pages follow the requests", func() bool { return ch.GivenPages() == want && ch.Stats().PageRequests == (k+1)*burst })
 	}
-	waitFor(t, "pages follow the requests", func() bool { return ch.GivenPages() == want && ch.Stats().PageRequests == storm })
+	// Firmware giving pages back: a burst of negative requests only.
+	for range 10 {
+		want -= 5
+		f.Device().RequestPages(-5)
+	}
+	waitFor(t, "pages reclaimed", func() bool { return ch.GivenPages() == want && ch.Stats().PageRequests == bursts*burst+10 })
+	if got := ch.Stats().PagesReclaimed; got < 50 {
+		t.Errorf("%d pages reclaimed at firmware's request, want at least 50", got)
+	}
+	const storm = bursts*burst + 10
 	out := make([]byte, 16)
 	q := cmd(prm.CmdOpQueryPages, 16)
 	prm.CmdIn.OpMod.Set(q, prm.QueryPagesRegular)
