@@ -245,6 +245,11 @@ func open(ctx context.Context, env *engine.Env, opts options) (*Engine, error) {
 			dev = e.models[a.Port]
 		}
 		pt, err := e.openPort(p, ch, dev)
+		if err == nil {
+			if h, ok := base.(interface{ Health() error }); ok {
+				pt.healthFn = h.Health
+			}
+		}
 		if err != nil {
 			e.closePorts()
 			e.shutdown()
@@ -298,6 +303,9 @@ func (e *Engine) Send(b *engine.Burst) error {
 	t := pt.txByID[b.Queue()]
 	if t == nil {
 		return fmt.Errorf("port %d has no tx queue %d: %w", b.Port(), b.Queue(), engine.ErrInvalidParameter)
+	}
+	if err := pt.failed(); err != nil {
+		return err // the burst stays the caller's
 	}
 	return t.send(b)
 }

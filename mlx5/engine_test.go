@@ -331,3 +331,46 @@ func TestDevXAddressWithoutDevice(t *testing.T) {
 		t.Fatalf("Open on a missing RDMA device: %v", err)
 	}
 }
+
+// TestVFIOHealthFailure (issue 16): a device behind the VFIO transport whose health fails
+// mid-run (fatal syndrome, frozen health counter: mlx5 health.c's checks, which the
+// transport's monitor applies) fails every send on its port with an error naming the
+// failure; the other port is unaffected, nothing hangs, and Close returns every buffer (the
+// test helper checks the pools at cleanup).
+func TestVFIOHealthFailure(t *testing.T) {
+	cfg := pairConfig(1, 2048, 2048, false)
+	cfg.Interfaces[0].Address, cfg.Interfaces[1].Address = "vfio+model:0", "vfio+model:1"
+	e, ports := openTest(t, cfg, options{striding: -1, compression: true})
+	r := rand.New(rand.NewPCG(31, 32))
+	frames := make([][]byte, 200)
+	for i := range frames {
+		frames[i] = udpFrame(r, i, 60+r.IntN(1000))
+	}
+	var count atomic.Int64
+	done := make(chan struct{})
+	go func() { defer close(done); receiveAll(t, ports[1].Rx, frames, len(frames), 20*time.Second, &count) }()
+	sendFrames(t, e, ports[0].Tx[0], frames, 128, &count)
+	<-done
+	// 0x1: a fatal firmware syndrome (device.h MLX5_HEALTH_SYNDR_FW_ERR).
+	e.models[0].Fail(1)
+	var err error
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		b, berr := ports[0].Tx[0].NewBurst(1)
+		if berr != nil {
+			continue
+		}
+		copy(b.SegmentBuffer(0, 0), frames[0])
+		b.SetPacketLengths(0, len(frames[0]))
+		if err = e.Send(b); err != nil {
+			b.Free()
+			break
+		}
+	}
+	if !errors.Is(err, engine.ErrInternalError) || !strings.Contains(err.Error(), "device failed") {
+		t.Fatalf("Send after the device failed: %v, want an internal error naming the failure", err)
+	}
+	t.Logf("send on the failed port: %v", err)
+	if err := e.ports[1].failed(); err != nil {
+		t.Fatalf("the healthy port reports a failure: %v", err)
+	}
+}

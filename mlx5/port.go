@@ -42,6 +42,12 @@ type port struct {
 	steer  steering
 
 	seen [5]atomic.Uint64 // NIC drop counters already counted: out of buffer, errors, rules, not ready, TX rules
+
+	// healthFn reports the device's failure where the transport watches health (the VFIO
+	// command queue: stalled health counter, firmware gone, fatal syndrome); failure holds
+	// the first one seen, after which every send on the port fails with it.
+	healthFn func() error
+	failure  atomic.Pointer[error]
 	// clockOff converts the device's real-time clock to Unix time: unix ns = device ns + off.
 	clockOff int64
 	// freeRunning: the RQs report the free-running timer (the device cannot stamp real
@@ -362,6 +368,7 @@ func (pt *port) work(rs []*rxq, ts []*txq) {
 			n += q.complete()
 		}
 		if round&1023 == 0 {
+			pt.checkHealth()
 			pt.countOutOfBuffer()
 			for _, r := range rs {
 				if !r.overran && r.overrun() {
@@ -462,6 +469,14 @@ func (pt *port) close() error {
 		r.close()
 	}
 	errs = append(errs, pt.destroy())
+	pt.checkHealth()
+	if err := errors.Join(errs...); err != nil && pt.failure.Load() != nil {
+		// A failed device answers no destroy command; its objects went with it. The host's
+		// side (buffers, DMA mappings, the channel) is released all the same, so this is
+		// not Close's failure.
+		pt.e.env.Log.Warn("mlx5: the device had failed; its objects could not be destroyed", "interface", pt.p.Name, "err", err)
+		return nil
+	}
 	return errors.Join(errs...)
 }
 
@@ -507,4 +522,22 @@ func (pt *port) destroy() error {
 	}
 	pt.mems = nil
 	return errors.Join(errs...)
+}
+
+// checkHealth records the device's failure once, from the port's worker, and says so.
+func (pt *port) checkHealth() {
+	if pt.healthFn == nil || pt.failure.Load() != nil {
+		return
+	}
+	if err := pt.healthFn(); err != nil && pt.failure.CompareAndSwap(nil, &err) {
+		pt.e.env.Log.Error("mlx5: the device failed; every queue of the port fails from now on", "interface", pt.p.Name, "err", err)
+	}
+}
+
+// failed is the port's device failure, wrapped as the engine reports it, or nil.
+func (pt *port) failed() error {
+	if p := pt.failure.Load(); p != nil {
+		return fmt.Errorf("mlx5 %s: device failed: %v: %w", pt.p.Name, *p, engine.ErrInternalError)
+	}
+	return nil
 }
