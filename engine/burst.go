@@ -50,12 +50,16 @@ type Burst struct {
 	flow        []uint32
 	ts          []int64
 	freed       []uint8 // per packet: bit s set once segment s went back to its region
-	conn        uint64
-	flags       Flags
-	raw         bool // raw Ethernet stream: header helpers write Ethernet/IPv4/UDP headers
-	tx          bool
-	meta        *MetaPool
-	reorder     *ReorderInfo
+	// hash and hashed: the NIC's RSS hash per packet, for engines whose device reports one
+	// (mlx5); empty for the others, so bursts of engines without hashes pay nothing.
+	hash    []uint32
+	hashed  []bool
+	conn    uint64
+	flags   Flags
+	raw     bool // raw Ethernet stream: header helpers write Ethernet/IPv4/UDP headers
+	tx      bool
+	meta    *MetaPool
+	reorder *ReorderInfo
 
 	// Engine is for the engine that produced the burst (for example a TX completion token).
 	Engine any
@@ -111,6 +115,7 @@ func (b *Burst) ensure(n, nsegs int) {
 // Reset empties the burst and binds it to a port, queue and segment regions (for engines).
 func (b *Burst) Reset(port, queue int, regions []*Region, raw bool, capacity int) {
 	b.port, b.queue, b.n, b.conn, b.flags, b.reorder, b.Engine = port, queue, 0, 0, 0, nil, nil
+	b.hash, b.hashed = b.hash[:0], b.hashed[:0]
 	b.raw = raw
 	b.nsegs = len(regions)
 	b.ensure(capacity, b.nsegs)
@@ -293,6 +298,30 @@ func (b *Burst) FlowID(i int) uint32 {
 
 // SetFlowID records packet i's flow id (for engines).
 func (b *Burst) SetFlowID(i int, id uint32) { b.flow[i] = id }
+
+// RSSHash is packet i's receive-side-scaling hash as the NIC computed it (Toeplitz over the
+// fields its TIR selects; flow.Tuple.Hash gives the same for the same key), and whether the
+// device reported one: false for engines without hardware RSS, for packets steered to a
+// single queue (no hashing TIR), and where the completion had no room for it (mlx5: a
+// compressed completion on a striding RQ carries the stride index instead).
+func (b *Burst) RSSHash(i int) (uint32, bool) {
+	if i < 0 || i >= len(b.hashed) || !b.hashed[i] {
+		return 0, false
+	}
+	return b.hash[i], true
+}
+
+// SetRSSHash records packet i's RSS hash (for engines).
+func (b *Burst) SetRSSHash(i int, h uint32) {
+	if i < 0 || i >= b.n {
+		return
+	}
+	for len(b.hashed) < b.n {
+		b.hash = append(b.hash, 0)
+		b.hashed = append(b.hashed, false)
+	}
+	b.hash[i], b.hashed[i] = h, true
+}
 
 // RxTimestamp is packet i's receive time: nanoseconds since 1970-01-01 00:00:00 UTC on
 // CLOCK_REALTIME, the clock phc2sys keeps in step with a PTP grandmaster (upstream's

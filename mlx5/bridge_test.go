@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/daqiri-go/daqiri/flow"
 	"net"
+	"net/netip"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -34,6 +36,7 @@ daqiri:
     memory_regions:
     - {name: tx, kind: host, affinity: 0, num_bufs: 256, buf_size: 2048}
     - {name: rx, kind: host, affinity: 0, num_bufs: 1024, buf_size: 2048}
+    - {name: rx1, kind: host, affinity: 0, num_bufs: 1024, buf_size: 2048}
     interfaces:
     - name: br
       address: "model:0@%s"
@@ -41,11 +44,16 @@ daqiri:
         flow_isolation: true
         queues:
         - {name: r0, id: 0, cpu_core: 0, batch_size: 8, timeout_us: 0, memory_regions: [rx]}
+        - {name: r1, id: 1, cpu_core: 0, batch_size: 8, timeout_us: 0, memory_regions: [rx1]}
         flows:
         - name: to7000
           id: 7
           action: {type: queue, id: 0}
           match: {udp_dst: 7000}
+        - name: rss
+          id: 8
+          action: {type: queue, ids: [0, 1]}
+          match: {udp_dst: 7002}
       tx:
         queues:
         - {name: t0, id: 0, cpu_core: 0, batch_size: 8, memory_regions: [tx]}
@@ -115,6 +123,9 @@ func TestBridgeVeth(t *testing.T) {
 				if b.FlowID(i) != 7 {
 					t.Errorf("flow id %d, want 7", b.FlowID(i))
 				}
+				if h, ok := b.RSSHash(i); ok {
+					t.Errorf("a packet of a one-queue flow (direct TIR) reports RSS hash %#x", h)
+				}
 				msgs = append(msgs, string(b.Packet(i)[42:]))
 			}
 			b.Free()
@@ -146,6 +157,51 @@ func TestBridgeVeth(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("engine received %q, want %q", got, want)
 	}
+
+	// Peer → engine over RSS: datagrams from 16 source ports to the RSS flow arrive with flow
+	// id 8, each on the queue its Toeplitz hash picks (ids[(hash & 127) % 2]), with the NIC's
+	// hash in the burst equal to flow's Toeplitz of the packet's 4-tuple (default key).
+	for i := 0; i < 16; i++ {
+		peerSend(7002, fmt.Sprintf("rss-%d", i))
+	}
+	rss := 0
+	perQueue := [2]int{}
+	for end := time.Now().Add(10 * time.Second); rss < 16 && time.Now().Before(end); time.Sleep(time.Millisecond) {
+		for qi, q := range ports[0].Rx {
+			for {
+				b, ok := q.Next()
+				if !ok {
+					break
+				}
+				for i := 0; i < b.Len(); i++ {
+					p := b.Packet(i)
+					if string(p[42:]) == "probe" {
+						continue
+					}
+					h, ok := b.RSSHash(i)
+					src, _ := netip.AddrFromSlice(p[26:30])
+					dst, _ := netip.AddrFromSlice(p[30:34])
+					tu := flow.Tuple{Src: src, Dst: dst, SrcPort: binary.BigEndian.Uint16(p[34:]), DstPort: binary.BigEndian.Uint16(p[36:])}
+					want := tu.Hash(flow.DefaultRSSKey[:])
+					switch {
+					case b.FlowID(i) != 8:
+						t.Errorf("%q: flow id %d, want 8", p[42:], b.FlowID(i))
+					case !ok || h != want:
+						t.Errorf("%q: RSS hash %#x (reported %v), flow's Toeplitz says %#x", p[42:], h, ok, want)
+					case int(want&127)%2 != qi:
+						t.Errorf("%q: on queue %d, hash %#x picks queue %d", p[42:], qi, want, int(want&127)%2)
+					}
+					rss++
+					perQueue[qi]++
+				}
+				b.Free()
+			}
+		}
+	}
+	if rss != 16 {
+		t.Fatalf("%d of 16 RSS datagrams arrived", rss)
+	}
+	t.Logf("RSS datagrams per queue: %v", perQueue)
 
 	// Engine → peer, decoded by tshark on the peer's end.
 	tctx, tcancel := context.WithTimeout(context.Background(), 60*time.Second)

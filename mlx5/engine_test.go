@@ -262,7 +262,7 @@ func TestHotOffsets(t *testing.T) {
 		got  int
 		f    prm.Field
 	}{
-		{"wqe_id", cqeWQEID, prm.CQE64.WQEID}, {"rss_hash_result", cqeRSSHash, prm.CQE64.RSSHashResult},
+		{"wqe_id", cqeWQEID, prm.CQE64.WQEID}, {"rss_hash_result", cqeRSSHash, prm.CQE64.RSSHashResult}, {"rss_hash_type", cqeRSSHashType, prm.CQE64.RSSHashType},
 		{"byte_cnt", cqeByteCnt, prm.CQE64.ByteCnt}, {"timestamp", cqeTimestamp, prm.CQE64.Timestamp},
 		{"sop_drop_qpn", cqeSopDropQPN, prm.CQE64.SopDropQPN}, {"wqe_counter", cqeWQECounter, prm.CQE64.WQECounter},
 		{"mini rx_hash_result", miniHash, prm.MiniCQE.RxHashResult}, {"mini stridx", miniStrideIdx, prm.MiniCQE.StrideIdx},

@@ -406,7 +406,7 @@ func (r *rxq) readCQ(budget int) int {
 			break
 		}
 		if prm.CQEFormat(op) != prm.CQEFormatCompressed {
-			r.cqe(e, be32(e, cqeByteCnt), be16(e, cqeWQECounter), be32(e, cqeRSSHash))
+			r.cqe(e, be32(e, cqeByteCnt), be16(e, cqeWQECounter), be32(e, cqeRSSHash), e[cqeRSSHashType] != 0)
 			r.ci++
 			n++
 			continue
@@ -423,9 +423,10 @@ func (r *rxq) readCQ(budget int) int {
 			m := s[(k%prm.MiniCQEArraySize)*prm.MiniCQESize:]
 			bc := be32(m, miniByteCnt)
 			if r.striding {
-				r.cqe(title[:], bc, be16(m, miniStrideIdx), be32(title[:], cqeRSSHash))
+				// The mini-CQE carries the stride index, not the hash.
+				r.cqe(title[:], bc, be16(m, miniStrideIdx), 0, false)
 			} else {
-				r.cqe(title[:], bc, wc+uint16(k), be32(m, miniHash))
+				r.cqe(title[:], bc, wc+uint16(k), be32(m, miniHash), title[cqeRSSHashType] != 0)
 			}
 		}
 		for k := uint32(0); k < cnt; k++ {
@@ -445,15 +446,16 @@ func (r *rxq) readCQ(budget int) int {
 // mlx5_cqe64, kernel device.h struct mlx5_mini_cqe8): plain loads instead of prm's general
 // bit-field access; TestHotOffsets checks each against prm's layout.
 const (
-	cqeWQEID      = 2
-	cqeRSSHash    = 12
-	cqeByteCnt    = 44
-	cqeTimestamp  = 48
-	cqeSopDropQPN = 56
-	cqeWQECounter = 60
-	miniHash      = 0
-	miniStrideIdx = 2
-	miniByteCnt   = 4
+	cqeWQEID       = 2
+	cqeRSSHash     = 12
+	cqeRSSHashType = 16
+	cqeByteCnt     = 44
+	cqeTimestamp   = 48
+	cqeSopDropQPN  = 56
+	cqeWQECounter  = 60
+	miniHash       = 0
+	miniStrideIdx  = 2
+	miniByteCnt    = 4
 )
 
 func be32(b []byte, off int) uint32 { return binary.BigEndian.Uint32(b[off:]) }
@@ -461,9 +463,8 @@ func be16(b []byte, off int) uint16 { return binary.BigEndian.Uint16(b[off:]) }
 
 // cqe handles one completion: e holds the shared fields (the CQE itself, or a compressed
 // session's title), bc the byte count word, wc the WQE counter (cyclic) or first stride
-// (striding).
-func (r *rxq) cqe(e []byte, bc uint32, wc uint16, hash uint32) {
-	_ = hash
+// (striding), hash the RSS hash when hashed (the CQE's rss_hash_type says a TIR hashed it).
+func (r *rxq) cqe(e []byte, bc uint32, wc uint16, hash uint32, hashed bool) {
 	op := prm.CQEOpcode(e[63])
 	if op == prm.CQEOpRespErr {
 		r.packets++
@@ -484,13 +485,13 @@ func (r *rxq) cqe(e []byte, bc uint32, wc uint16, hash uint32) {
 	tag := be32(e, cqeSopDropQPN) & 0xffffff
 	ts := r.pt.rxTime(binary.BigEndian.Uint64(e[cqeTimestamp:]))
 	if r.striding {
-		r.stridePacket(be16(e, cqeWQEID), uint32(wc), bc, tag, ts)
+		r.stridePacket(be16(e, cqeWQEID), uint32(wc), bc, tag, ts, hash, hashed)
 		return
 	}
-	r.cyclicPacket(wc, bc, tag, ts)
+	r.cyclicPacket(wc, bc, tag, ts, hash, hashed)
 }
 
-func (r *rxq) stridePacket(wqeID uint16, stride, bc, tag uint32, ts int64) {
+func (r *rxq) stridePacket(wqeID uint16, stride, bc, tag uint32, ts int64, hash uint32, hashed bool) {
 	g := int(r.slotGrp[uint32(wqeID)&(1<<r.ringLog-1)])
 	used := int32(bc & prm.MPRQByteCntStridesMask >> prm.MPRQByteCntStrideShift)
 	if used == 0 {
@@ -506,7 +507,10 @@ func (r *rxq) stridePacket(wqeID uint16, stride, bc, tag uint32, ts int64) {
 			idx := g*r.spw + int(stride)
 			r.held[g]--
 			r.out[idx] = true
-			b.Append(uint64(idx)*uint64(r.q.Regions[0].BufSize), bc&prm.MPRQByteCntLenMask, tag, ts)
+			i := b.Append(uint64(idx)*uint64(r.q.Regions[0].BufSize), bc&prm.MPRQByteCntLenMask, tag, ts)
+			if hashed {
+				b.SetRSSHash(i, hash)
+			}
 			if b.Len() >= r.batch {
 				r.deliver()
 			}
@@ -517,7 +521,7 @@ func (r *rxq) stridePacket(wqeID uint16, stride, bc, tag uint32, ts int64) {
 	}
 }
 
-func (r *rxq) cyclicPacket(wc uint16, bc, tag uint32, ts int64) {
+func (r *rxq) cyclicPacket(wc uint16, bc, tag uint32, ts int64, hash uint32, hashed bool) {
 	slot := uint32(wc) & (1<<r.ringLog - 1)
 	idx := r.slotBufs[slot]
 	r.cc++
@@ -544,7 +548,9 @@ func (r *rxq) cyclicPacket(wc uint16, bc, tag uint32, ts int64) {
 		lens[s] = min(left, bs)
 		left -= lens[s]
 	}
-	b.AppendSegments(offs[:r.nseg], lens[:r.nseg], tag, ts)
+	if i := b.AppendSegments(offs[:r.nseg], lens[:r.nseg], tag, ts); hashed {
+		b.SetRSSHash(i, hash)
+	}
 	if b.Len() >= r.batch {
 		r.deliver()
 	}
