@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,22 +106,50 @@ func ReserveHugepages(t testing.TB, n int) {
 }
 
 // NoGoroutineLeak fails the test if goroutines started during it are still running once it
-// is done (polling for up to 3 s, since exiting goroutines take a moment to go away). Call it
-// first, so its cleanup runs after the test's others.
+// is done (polling for up to 3 s, since exiting goroutines take a moment to go away). It
+// compares goroutine ids, not counts: a count would let a leak hide behind goroutines of the
+// process that end meanwhile. Call it first, so its cleanup runs after the test's others.
 func NoGoroutineLeak(t testing.TB) {
 	t.Helper()
-	before := runtime.NumGoroutine()
+	before := goroutines()
 	t.Cleanup(func() {
+		var leaked []string
 		for i := 0; i < 300; i++ {
-			if runtime.NumGoroutine() <= before {
+			leaked = leaked[:0]
+			for id, stack := range goroutines() {
+				if _, old := before[id]; !old {
+					leaked = append(leaked, stack)
+				}
+			}
+			if len(leaked) == 0 {
 				return
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		buf := make([]byte, 1<<20)
-		n := runtime.Stack(buf, true)
-		t.Errorf("goroutine leak: %d running, %d before the test\n%s", runtime.NumGoroutine(), before, buf[:n])
+		sort.Strings(leaked)
+		t.Errorf("goroutine leak: %d goroutines started during the test still run\n%s", len(leaked), strings.Join(leaked, "\n\n"))
 	})
+}
+
+// goroutines returns every goroutine's stack by goroutine id.
+func goroutines() map[uint64]string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	out := map[uint64]string{}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		var id uint64
+		if _, err := fmt.Sscanf(g, "goroutine %d ", &id); err == nil {
+			out[id] = g
+		}
+	}
+	return out
 }
 
 // CountsUnchanged snapshots counts (kernel objects, open files, ...) now and checks at
