@@ -88,3 +88,28 @@ func TestFieldBeyondBuffer(t *testing.T) {
 		t.Fatal("Slice of an unaligned field must be nil")
 	}
 }
+
+// TestDestroyCommand: each create's destroy carries the id from the create's output (or, for
+// a flow table entry, its input), the table type/id where the PRM destroy names them, and the
+// create's uid; a command that creates nothing has none.
+func TestDestroyCommand(t *testing.T) {
+	in := NewCmdIn(CmdOpCreateCQ, 0, 64)
+	GeneralObjInCmdHdr.UID.Set(in, 7)
+	out := make([]byte, 16)
+	CreateCQOut.CQN.Set(out, 0x123)
+	id, d, ok := DestroyCommand(in, out)
+	if !ok || id != 0x123 || CmdOp(CmdIn.Opcode.Get(d)) != CmdOpDestroyCQ || DestroyCQIn.CQN.Get(d) != 0x123 || GeneralObjInCmdHdr.UID.Get(d) != 7 {
+		t.Fatalf("CREATE_CQ: id %#x ok %v destroy % x", id, ok, d)
+	}
+	in = NewCmdIn(CmdOpSetFlowTableEntry, 0, int(SetFTEIn.FlowIndex.End()/8))
+	SetFTEIn.TableType.Set(in, 1)
+	SetFTEIn.TableID.Set(in, 9)
+	SetFTEIn.FlowIndex.Set(in, 42)
+	id, d, ok = DestroyCommand(in, out)
+	if !ok || id != 42 || DeleteFTEIn.TableType.Get(d) != 1 || DeleteFTEIn.TableID.Get(d) != 9 || DeleteFTEIn.FlowIndex.Get(d) != 42 {
+		t.Fatalf("SET_FLOW_TABLE_ENTRY: id %d destroy % x", id, d)
+	}
+	if _, _, ok := DestroyCommand(NewCmdIn(CmdOpQueryHCACap, 0, 16), out); ok || Destroyable(NewCmdIn(CmdOpQueryHCACap, 0, 16)) {
+		t.Fatal("QUERY_HCA_CAP has a destroy command")
+	}
+}

@@ -209,53 +209,6 @@ func (c *Channel) isClosed() bool {
 	return c.closed
 }
 
-// destroyer says how to destroy what a create command made: the destroy opcode, where the
-// create's output holds the id, and where the destroy's input takes it.
-type destroyer struct {
-	op        prm.CmdOp
-	outID     prm.Field
-	inID      prm.Field
-	flowTable bool // the destroy names the table type and table id as the create did
-}
-
-// destroyers maps each create opcode to its destroy (mlx5_ifc.h *_out and destroy/dealloc
-// *_in layouts; the kernel's devx.c devx_obj_build_destroy_cmd pairs them the same way).
-func destroyerFor(in []byte) (destroyer, bool) {
-	switch prm.CmdOp(prm.CmdIn.Opcode.Get(in)) {
-	case prm.CmdOpCreateMKey:
-		return destroyer{prm.CmdOpDestroyMKey, prm.CreateMKeyOut.MKeyIndex, prm.DestroyMKeyIn.MKeyIndex, false}, true
-	case prm.CmdOpCreateCQ:
-		return destroyer{prm.CmdOpDestroyCQ, prm.CreateCQOut.CQN, prm.DestroyCQIn.CQN, false}, true
-	case prm.CmdOpCreateRQ:
-		return destroyer{prm.CmdOpDestroyRQ, prm.CreateRQOut.RQN, prm.DestroyRQIn.RQN, false}, true
-	case prm.CmdOpCreateSQ:
-		return destroyer{prm.CmdOpDestroySQ, prm.CreateSQOut.SQN, prm.DestroySQIn.SQN, false}, true
-	case prm.CmdOpCreateTIR:
-		return destroyer{prm.CmdOpDestroyTIR, prm.CreateTIROut.TIRN, prm.DestroyTIRIn.TIRN, false}, true
-	case prm.CmdOpCreateTIS:
-		return destroyer{prm.CmdOpDestroyTIS, prm.CreateTISOut.TISN, prm.DestroyTISIn.TISN, false}, true
-	case prm.CmdOpCreateRQT:
-		return destroyer{prm.CmdOpDestroyRQT, prm.CreateRQTOut.RQTN, prm.DestroyRQTIn.RQTN, false}, true
-	case prm.CmdOpAllocPD:
-		return destroyer{prm.CmdOpDeallocPD, prm.AllocPDOut.PD, prm.DeallocPDIn.PD, false}, true
-	case prm.CmdOpAllocTransportDomain:
-		return destroyer{prm.CmdOpDeallocTransportDomain, prm.AllocTransportDomainOut.TransportDomain, prm.DeallocTransportDomainIn.TransportDomain, false}, true
-	case prm.CmdOpAllocQCounter:
-		return destroyer{prm.CmdOpDeallocQCounter, prm.AllocQCounterOut.CounterSetID, prm.DeallocQCounterIn.CounterSetID, false}, true
-	case prm.CmdOpAllocFlowCounter:
-		return destroyer{prm.CmdOpDeallocFlowCounter, prm.AllocFlowCounterOut.FlowCounterID, prm.DeallocFlowCounterIn.FlowCounterID, false}, true
-	case prm.CmdOpAllocPacketReformatContext:
-		return destroyer{prm.CmdOpDeallocPacketReformatContext, prm.AllocPacketReformatContextOut.PacketReformatID, prm.DeallocPacketReformatContextIn.PacketReformatID, false}, true
-	case prm.CmdOpCreateFlowTable:
-		return destroyer{prm.CmdOpDestroyFlowTable, prm.CreateFlowTableOut.TableID, prm.DestroyFlowTableIn.TableID, true}, true
-	case prm.CmdOpCreateFlowGroup:
-		return destroyer{prm.CmdOpDestroyFlowGroup, prm.CreateFlowGroupOut.GroupID, prm.DestroyFlowGroupIn.GroupID, true}, true
-	case prm.CmdOpSetFlowTableEntry:
-		return destroyer{op: prm.CmdOpDeleteFlowTableEntry, flowTable: true}, true
-	}
-	return destroyer{}, false
-}
-
 // Create implements channel.Channel.
 func (c *Channel) Create(in, out []byte) (channel.Object, error) {
 	if c.isClosed() {
@@ -264,8 +217,7 @@ func (c *Channel) Create(in, out []byte) (channel.Object, error) {
 	if len(in) < 8 {
 		return nil, fmt.Errorf("%s: create command of %d bytes: %w", c.name, len(in), channel.ErrUnsupported)
 	}
-	d, ok := destroyerFor(in)
-	if !ok {
+	if !prm.Destroyable(in) {
 		op := prm.CmdOp(prm.CmdIn.Opcode.Get(in))
 		return nil, fmt.Errorf("%s: %v creates no object the channel can destroy: %w", c.name, op, channel.ErrUnsupported)
 	}
@@ -273,31 +225,8 @@ func (c *Channel) Create(in, out []byte) (channel.Object, error) {
 		return nil, err
 	}
 	o := &object{c: c}
-	var destroy []byte
-	switch {
-	case d.op == prm.CmdOpDeleteFlowTableEntry:
-		destroy = cmdIn(d.op, 0, int(prm.DeleteFTEIn.FlowIndex.End()/8))
-		prm.DeleteFTEIn.TableType.Set(destroy, prm.SetFTEIn.TableType.Get(in))
-		prm.DeleteFTEIn.TableID.Set(destroy, prm.SetFTEIn.TableID.Get(in))
-		o.id = uint32(prm.SetFTEIn.FlowIndex.Get(in))
-		prm.DeleteFTEIn.FlowIndex.Set(destroy, uint64(o.id))
-	case d.op == prm.CmdOpDestroyFlowGroup:
-		o.id = uint32(d.outID.Get(out))
-		destroy = cmdIn(d.op, 0, int(d.inID.End()/8))
-		prm.DestroyFlowGroupIn.TableType.Set(destroy, prm.CreateFlowGroupIn.TableType.Get(in))
-		prm.DestroyFlowGroupIn.TableID.Set(destroy, prm.CreateFlowGroupIn.TableID.Get(in))
-		d.inID.Set(destroy, uint64(o.id))
-	case d.flowTable:
-		o.id = uint32(d.outID.Get(out))
-		destroy = cmdIn(d.op, 0, int(d.inID.End()/8))
-		prm.DestroyFlowTableIn.TableType.Set(destroy, prm.CreateFlowTableIn.TableType.Get(in))
-		d.inID.Set(destroy, uint64(o.id))
-	default:
-		o.id = uint32(d.outID.Get(out))
-		destroy = cmdIn(d.op, 0, max(16, int(d.inID.End()/8)))
-		d.inID.Set(destroy, uint64(o.id))
-	}
-	prm.GeneralObjInCmdHdr.UID.Set(destroy, prm.GeneralObjInCmdHdr.UID.Get(in))
+	id, destroy, _ := prm.DestroyCommand(in, out)
+	o.id = id
 	o.destroy = destroy
 	c.track(o)
 	return o, nil

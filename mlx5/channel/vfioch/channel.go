@@ -463,13 +463,13 @@ func (c *Channel) Create(in, out []byte) (channel.Object, error) {
 		return nil, fmt.Errorf("%s: create command of %d bytes: %w", c.name, len(in), channel.ErrUnsupported)
 	}
 	op := prm.CmdOp(prm.CmdIn.Opcode.Get(in))
-	if _, ok := destroyFor(op); !ok {
+	if !prm.Destroyable(in) {
 		return nil, fmt.Errorf("%s: %v creates no object the channel can destroy: %w", c.name, op, channel.ErrUnsupported)
 	}
 	if err := c.run(in, out); err != nil {
 		return nil, err
 	}
-	id, destroy := buildDestroy(in, out)
+	id, destroy, _ := prm.DestroyCommand(in, out)
 	o := &object{c: c, id: id, destroy: destroy}
 	c.track(o)
 	return o, nil
