@@ -1,22 +1,18 @@
 package mlx5
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/daqiri-go/daqiri/flow"
 	"net"
 	"net/netip"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/flow"
 	"github.com/daqiri-go/daqiri/integration/netns"
 	"github.com/daqiri-go/daqiri/internal/testutil"
 )
@@ -204,33 +200,9 @@ func TestBridgeVeth(t *testing.T) {
 	t.Logf("RSS datagrams per queue: %v", perQueue)
 
 	// Engine → peer, decoded by tshark on the peer's end.
-	tctx, tcancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer tcancel()
-	cmd := exec.CommandContext(tctx, "ip", "netns", "exec", pair.B.Name, tshark, "-i", pair.VethB, "-l", "-n",
-		"-a", "duration:55", "-f", "udp", "-o", "udp.check_checksum:FALSE",
+	ts := netns.StartTshark(t, tshark, pair.B, pair.VethB, "udp", "-o", "udp.check_checksum:FALSE",
 		"-T", "fields", "-E", "separator=|", "-e", "vlan.id", "-e", "vxlan.vni", "-e", "udp.dstport", "-e", "data.data")
-	var errText bytes.Buffer
-	cmd.Stderr = &errText
-	// tshark's capture child (dumpcap) would outlive a kill of ip and tshark alone and keep
-	// the peer's namespace, and with it the veth, alive: the whole group is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { tcancel(); cmd.Wait() }()
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := ts.Lines
 	send := func(dport uint16, payload string) {
 		t.Helper()
 		b, err := tq.NewBurst(1)
@@ -251,18 +223,7 @@ func TestBridgeVeth(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	live := false
-	for i := 0; i < 100 && !live; i++ {
-		send(7100, "probe")
-		select {
-		case l := <-lines:
-			live = strings.Contains(l, fmt.Sprintf("%x", "probe"))
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	if !live {
-		t.Fatalf("tshark decoded no probe: %s", errText.String())
-	}
+	ts.WaitLive(t, func(payload string) { send(7100, payload) })
 	cases := []struct {
 		dport      uint16
 		vlan, vni  string
@@ -281,8 +242,8 @@ func TestBridgeVeth(t *testing.T) {
 		for {
 			select {
 			case l = <-lines:
-			case <-tctx.Done():
-				t.Fatalf("tshark: no frame for %q: %s", c.payload, errText.String())
+			case <-time.After(30 * time.Second):
+				t.Fatalf("tshark: no frame for %q: %s", c.payload, ts.Stderr())
 			}
 			if !strings.Contains(l, fmt.Sprintf("%x", "probe")) {
 				break

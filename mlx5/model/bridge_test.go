@@ -1,14 +1,12 @@
 package model_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"github.com/daqiri-go/daqiri/internal/testutil"
 	"net"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -232,55 +230,15 @@ func TestBridgeVethDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lis.Close()
-	tctx, tcancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer tcancel()
-	cmd := exec.CommandContext(tctx, "ip", "netns", "exec", pair.B.Name, tshark, "-i", pair.VethB, "-l", "-n",
-		"-a", "duration:55", "-f", "udp dst port 7001", "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE",
+	ts := netns.StartTshark(t, tshark, pair.B, pair.VethB, "udp dst port 7001", "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE",
 		"-T", "fields", "-E", "separator=|", "-e", "eth.src", "-e", "ip.src", "-e", "ip.dst", "-e", "udp.dstport",
 		"-e", "data.data", "-e", "ip.checksum.status", "-e", "udp.checksum.status")
-	var errText bytes.Buffer
-	cmd.Stderr = &errText
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		tcancel()
-		cmd.Wait()
-	}()
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := ts.Lines
 	send := func(payload string) {
 		tx.send(udp4(pair.MACB, pair.MACA, pair.AddrA.As4(), pair.AddrB.As4(), 7000, 7001, []byte(payload)), prm.WQEEthL3Csum|prm.WQEEthL4Csum)
 		p.d.Step(64)
 	}
-	// tshark announces itself before it captures: probe (at most 100 times, 100 ms apart)
-	// until it decodes one, so that no counted frame is sent too early.
-	probes, live := 0, false
-	for probes < 100 && !live {
-		send(fmt.Sprintf("probe-%d", probes))
-		probes++
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("tshark ended: %s", errText.String())
-			}
-			live = strings.Contains(l, fmt.Sprintf("%x", "probe-"))
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	if !live {
-		t.Fatalf("tshark decoded none of %d probes: %s", probes, errText.String())
-	}
+	probes := ts.WaitLive(t, send) // no counted frame before tshark captures
 	for i := 0; i < n; i++ {
 		send(fmt.Sprintf("device-to-peer-%d", i))
 	}
@@ -314,12 +272,12 @@ func TestBridgeVethDevice(t *testing.T) {
 		select {
 		case l, ok := <-lines:
 			if !ok {
-				t.Fatalf("tshark ended after %d frames: %s", len(decoded), errText.String())
+				t.Fatalf("tshark ended after %d frames: %s", len(decoded), ts.Stderr())
 			}
 			if !strings.Contains(l, fmt.Sprintf("%x", "probe-")) {
 				decoded = append(decoded, l)
 			}
-		case <-tctx.Done():
+		case <-time.After(30 * time.Second):
 			t.Fatalf("tshark decoded %d frames, want %d", len(decoded), n)
 		}
 	}
