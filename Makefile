@@ -33,7 +33,10 @@ test:
 	@echo "== fuzz targets, 5 s each (make fuzz: longer)"
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s FUZZFLAGS="-parallel 1 -fuzzminimizetime 100x"
 	@echo "== VM tests (one boot; every guest test listed)"
-	@bash -o pipefail -c '$(GO) test $(GOTESTFLAGS) -v ./integration/vm | grep -E -- "^ *--- |^(ok|FAIL|PASS)|^ +vm_test.go:[0-9]+: (skip|boot|VM)"'
+	@bash -c 'log=$$(mktemp); $(GO) test $(GOTESTFLAGS) -v ./integration/vm > $$log 2>&1; rc=$$?; \
+		grep -E -- "^ *--- |^(ok|FAIL|PASS)|^ +vm_test.go:[0-9]+: (skip|boot|VM)" $$log; \
+		if [ $$rc -ne 0 ]; then echo "== VM test output of the failures"; grep -B1 -A25 -E -- "--- FAIL|FAIL in the guest|panic:" $$log | head -300; fi; \
+		rm -f $$log; exit $$rc'
 
 
 tools:
