@@ -28,6 +28,7 @@ package devx
 import (
 	"errors"
 	"fmt"
+	"github.com/daqiri-go/daqiri/mlx5/channel/internal/live"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -45,8 +46,8 @@ type Channel struct {
 
 	mu     sync.Mutex
 	closed bool
-	live   []releaser      // creation order; Close releases in reverse
-	tables map[uint32]kobj // NIC RX flow tables by id, for AttachRoot
+	live   live.Set[releaser] // creation order; Close releases in reverse
+	tables map[uint32]kobj    // NIC RX flow tables by id, for AttachRoot
 }
 
 var _ channel.Channel = (*Channel)(nil)
@@ -103,22 +104,9 @@ func (c *Channel) begin() error {
 	return nil
 }
 
-func (c *Channel) track(r releaser) {
-	c.mu.Lock()
-	c.live = append(c.live, r)
-	c.mu.Unlock()
-}
+func (c *Channel) track(r releaser) { c.live.Add(r) }
 
-func (c *Channel) untrack(r releaser) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i, x := range c.live {
-		if x == r {
-			c.live = append(c.live[:i], c.live[i+1:]...)
-			return
-		}
-	}
-}
+func (c *Channel) untrack(r releaser) { c.live.Remove(r) }
 
 // cmdErr turns a DevX failure of command in into the channel's error: a *CommandError when
 // the device completed it with a bad status (the output then says which), else the kernel's
@@ -386,12 +374,10 @@ func (c *Channel) Close() error {
 		return nil
 	}
 	c.closed = true
-	live := c.live
-	c.live = nil
 	c.mu.Unlock()
 	var errs []error
-	for i := len(live) - 1; i >= 0; i-- {
-		if err := live[i].release(); err != nil {
+	for _, r := range c.live.Take() {
+		if err := r.release(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/daqiri-go/daqiri/mlx5/channel/internal/live"
 	"math/bits"
 	"sync"
 	"unsafe"
@@ -34,7 +35,7 @@ type Channel struct {
 	mu     sync.Mutex
 	closed bool
 	// live holds every object, UMEM and UAR not yet released, in creation order.
-	live  []releaser
+	live  live.Set[releaser]
 	pages *hugepage.Mem // firmware pages and the EQ ring, mapped at their addresses
 	eqn   uint32
 }
@@ -232,24 +233,10 @@ func (c *Channel) Create(in, out []byte) (channel.Object, error) {
 	return o, nil
 }
 
-func (c *Channel) track(r releaser) {
-	c.mu.Lock()
-	c.live = append(c.live, r)
-	c.mu.Unlock()
-}
+func (c *Channel) track(r releaser) { c.live.Add(r) }
 
 // untrack forgets r; it reports whether r was still live.
-func (c *Channel) untrack(r releaser) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i := len(c.live) - 1; i >= 0; i-- {
-		if c.live[i] == r {
-			c.live = append(c.live[:i], c.live[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
+func (c *Channel) untrack(r releaser) bool { return c.live.Remove(r) }
 
 type object struct {
 	c       *Channel
@@ -429,12 +416,10 @@ func (c *Channel) Close() error {
 		return channel.ErrClosed
 	}
 	c.closed = true
-	live := c.live
-	c.live = nil
 	c.mu.Unlock()
 	var errs []error
-	for i := len(live) - 1; i >= 0; i-- {
-		if err := live[i].release(); err != nil {
+	for _, r := range c.live.Take() {
+		if err := r.release(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/daqiri-go/daqiri/mlx5/channel/internal/live"
 	"log/slog"
 	"math/bits"
 	"net"
@@ -152,7 +153,7 @@ type Channel struct {
 	closed   bool
 	inflight int           // API calls admitted and not yet returned
 	drained  chan struct{} // closed when inflight drops to 0 during Close
-	live     []releaser
+	live     live.Set[releaser]
 }
 
 type releaser interface{ release() error }
@@ -475,23 +476,9 @@ func (c *Channel) Create(in, out []byte) (channel.Object, error) {
 	return o, nil
 }
 
-func (c *Channel) track(r releaser) {
-	c.mu.Lock()
-	c.live = append(c.live, r)
-	c.mu.Unlock()
-}
+func (c *Channel) track(r releaser) { c.live.Add(r) }
 
-func (c *Channel) untrack(r releaser) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i := len(c.live) - 1; i >= 0; i-- {
-		if c.live[i] == r {
-			c.live = append(c.live[:i], c.live[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
+func (c *Channel) untrack(r releaser) bool { return c.live.Remove(r) }
 
 type object struct {
 	c       *Channel
@@ -726,19 +713,15 @@ func (c *Channel) Close() error {
 		}
 		t.Stop()
 	}
-	c.mu.Lock()
-	live := c.live
-	c.live = nil
-	c.mu.Unlock()
 	var errs []error
-	for i := len(live) - 1; i >= 0; i-- {
+	for _, r := range c.live.Take() {
 		if c.Health() != nil {
-			if u, ok := live[i].(*umemH); ok {
+			if u, ok := r.(*umemH); ok {
 				errs = append(errs, u.release()) // only unmaps
 			}
 			continue
 		}
-		if err := live[i].release(); err != nil {
+		if err := r.release(); err != nil {
 			errs = append(errs, err)
 		}
 	}
