@@ -57,14 +57,6 @@ type port struct {
 	frOff       int64
 }
 
-// cmd builds a command input of n bytes.
-func cmd(op prm.CmdOp, opMod uint16, n int) []byte {
-	b := make([]byte, n)
-	prm.CmdIn.Opcode.Set(b, uint64(op))
-	prm.CmdIn.OpMod.Set(b, uint64(opMod))
-	return b
-}
-
 // create runs a create command and remembers the object for close.
 func (pt *port) create(in []byte, outLen int) (channel.Object, []byte, error) {
 	out := make([]byte, outLen)
@@ -101,22 +93,22 @@ func (e *Engine) openPort(p *engine.Port, ch channel.Channel, dev *model.Device)
 	if pt.eqn, err = ch.EQN(0); err != nil {
 		return nil, err
 	}
-	o, _, err := pt.create(cmd(prm.CmdOpAllocPD, 0, 16), 16)
+	o, _, err := pt.create(prm.NewCmdIn(prm.CmdOpAllocPD, 0, 16), 16)
 	if err != nil {
 		return nil, err
 	}
 	pt.pd = o.ID()
-	if o, _, err = pt.create(cmd(prm.CmdOpAllocTransportDomain, 0, 16), 16); err != nil {
+	if o, _, err = pt.create(prm.NewCmdIn(prm.CmdOpAllocTransportDomain, 0, 16), 16); err != nil {
 		return nil, err
 	}
 	pt.td = o.ID()
-	tisIn := cmd(prm.CmdOpCreateTIS, 0, int(prm.CreateTISIn.Ctx.End()/8))
+	tisIn := prm.NewCmdIn(prm.CmdOpCreateTIS, 0, int(prm.CreateTISIn.Ctx.End()/8))
 	prm.TISC.TransportDomain.At(prm.CreateTISIn.Ctx.Off).Set(tisIn, uint64(pt.td))
 	if o, _, err = pt.create(tisIn, 16); err != nil {
 		return nil, err
 	}
 	pt.tis = o.ID()
-	if o, _, err = pt.create(cmd(prm.CmdOpAllocQCounter, 0, 16), 16); err != nil {
+	if o, _, err = pt.create(prm.NewCmdIn(prm.CmdOpAllocQCounter, 0, 16), 16); err != nil {
 		return nil, err
 	}
 	pt.qctr, pt.qctrObj = o.ID(), o
@@ -160,7 +152,7 @@ func (e *Engine) openPort(p *engine.Port, ch channel.Channel, dev *model.Device)
 // size, mlx5_ifc.h nic_vport_context mtu).
 func (pt *port) queryVport() error {
 	o := prm.QueryNICVportContextOut
-	out, err := pt.exec(cmd(prm.CmdOpQueryNICVportContext, 0, 16), int(o.NICVportContext.End()/8))
+	out, err := pt.exec(prm.NewCmdIn(prm.CmdOpQueryNICVportContext, 0, 16), int(o.NICVportContext.End()/8))
 	if err != nil {
 		return err
 	}
@@ -180,7 +172,7 @@ func (pt *port) queryVport() error {
 	}
 	frame = min(frame, 9216)
 	in := prm.ModifyNICVportContextIn
-	b := cmd(prm.CmdOpModifyNICVportContext, 0, int(in.NICVportContext.End()/8))
+	b := prm.NewCmdIn(prm.CmdOpModifyNICVportContext, 0, int(in.NICVportContext.End()/8))
 	prm.ModifyNICVportFieldSelect.MTU.At(in.FieldSelect.Off).Set(b, 1)
 	prm.NICVportContext.MTU.At(in.NICVportContext.Off).Set(b, uint64(frame))
 	if _, err = pt.exec(b, 16); errors.Is(err, channel.ErrUnsupported) {
@@ -213,7 +205,7 @@ func rtNanos(rt uint64) int64 { return int64(rt>>32)*1e9 + int64(rt&0xffffffff) 
 // device_frequency_khz and an offset measured now against the init segment's internal timer.
 func (pt *port) timestampFormat() error {
 	out := make([]byte, prm.QueryHCACapOut.Capability.End()/8)
-	in := cmd(prm.CmdOpQueryHCACap, uint16(prm.CapTypeGeneral)<<1|prm.CapOpModCur, 16)
+	in := prm.NewCmdIn(prm.CmdOpQueryHCACap, uint16(prm.CapTypeGeneral)<<1|prm.CapOpModCur, 16)
 	if err := pt.ch.Exec(in, out); err != nil {
 		return fmt.Errorf("%s: QUERY_HCA_CAP: %w", pt.p.Path(), err)
 	}
@@ -276,7 +268,7 @@ func (pt *port) umemKey(umem uint32, start, n uint64) (uint32, error) {
 	const variant = 0xd5
 	base := prm.CreateMKeyIn.MemoryKeyMKeyEntry.Off
 	k := prm.MKC
-	in := cmd(prm.CmdOpCreateMKey, 0, prm.CreateMKeyIn.KlmPASMtt.ByteOff())
+	in := prm.NewCmdIn(prm.CmdOpCreateMKey, 0, prm.CreateMKeyIn.KlmPASMtt.ByteOff())
 	for _, kv := range []struct {
 		f prm.Field
 		v uint64
@@ -410,7 +402,7 @@ func (pt *port) countOutOfBuffer() {
 		pt.dropDelta(q, &pt.seen[3], c.RXNotReady, engine.DropOther)
 		return
 	}
-	in := cmd(prm.CmdOpQueryQCounter, 0, 0x20)
+	in := prm.NewCmdIn(prm.CmdOpQueryQCounter, 0, 0x20)
 	prm.QueryQCounterIn.CounterSetID.Set(in, uint64(pt.qctr))
 	out := make([]byte, prm.QueryQCounterOut.OutOfBuffer.End()/8)
 	if err := pt.qctrObj.Query(in, out); err != nil {

@@ -168,7 +168,7 @@ func (pt *port) newRxq(idx int, q *engine.RxQueue) (*rxq, error) {
 // dbr_umem_*: DPDK mlx5_prm.h; what DevX requires).
 func (pt *port) cqIn(logSize uint8, umem uint32, ringOff, dbrOff uint64) []byte {
 	base := prm.CreateCQIn.CQContext.Off
-	in := cmd(prm.CmdOpCreateCQ, 0, prm.CreateCQIn.PAS.ByteOff())
+	in := prm.NewCmdIn(prm.CmdOpCreateCQ, 0, prm.CreateCQIn.PAS.ByteOff())
 	c := prm.CQC
 	c.LogCQSize.At(base).Set(in, uint64(logSize))
 	c.UARPage.At(base).Set(in, uint64(pt.uar.Index()))
@@ -205,7 +205,7 @@ func (r *rxq) createCQ(umem uint32, ringOff, dbrOff uint64) (uint32, error) {
 func (r *rxq) createRQ(cqn, umem uint32, ringOff, dbrOff uint64, wqeSize int) error {
 	base := prm.CreateRQIn.Ctx.Off
 	wb := base + prm.RQC.WQ.Off
-	in := cmd(prm.CmdOpCreateRQ, 0, int(prm.WQ.PAS.At(wb).ByteOff()))
+	in := prm.NewCmdIn(prm.CmdOpCreateRQ, 0, int(prm.WQ.PAS.At(wb).ByteOff()))
 	rc, w := prm.RQC, prm.WQ
 	rc.CQN.At(base).Set(in, uint64(cqn))
 	rc.Vsd.At(base).Set(in, 1) // frames as they came: no VLAN stripping
@@ -254,7 +254,7 @@ const (
 
 // ready moves the RQ from reset to ready.
 func (r *rxq) ready() error {
-	in := cmd(prm.CmdOpModifyRQ, 0, int(prm.ModifyRQIn.Ctx.End()/8))
+	in := prm.NewCmdIn(prm.CmdOpModifyRQ, 0, int(prm.ModifyRQIn.Ctx.End()/8))
 	prm.ModifyRQIn.RQN.Set(in, uint64(r.rqn))
 	prm.ModifyRQIn.RQState.Set(in, prm.RQStateRST)
 	prm.RQC.State.At(prm.ModifyRQIn.Ctx.Off).Set(in, prm.RQStateRDY)
@@ -672,7 +672,7 @@ func (e *Engine) barrier() { e.fence.Add(1) }
 // overrun reports whether the queue's CQ overran (QUERY_CQ status; mlx5_ifc.h cqc status
 // CQ_OVERFLOW 0x9): the device then completes nothing more on it.
 func (r *rxq) overrun() bool {
-	in := cmd(prm.CmdOpQueryCQ, 0, 16)
+	in := prm.NewCmdIn(prm.CmdOpQueryCQ, 0, 16)
 	prm.QueryCQIn.CQN.Set(in, uint64(r.cqObj.ID()))
 	out := make([]byte, prm.QueryCQOut.CQContext.End()/8)
 	if err := r.cqObj.Query(in, out); err != nil {

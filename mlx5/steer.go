@@ -96,7 +96,7 @@ func (pt *port) openSteering() error {
 // without match criteria and one entry forwarding to the TIR, attached at the root.
 func (pt *port) catchAll() error {
 	tb := prm.CreateTIRIn.Ctx.Off
-	in := cmd(prm.CmdOpCreateTIR, 0, int(prm.CreateTIRIn.Ctx.End()/8))
+	in := prm.NewCmdIn(prm.CmdOpCreateTIR, 0, int(prm.CreateTIRIn.Ctx.End()/8))
 	prm.TIRC.TransportDomain.At(tb).Set(in, uint64(pt.td))
 	prm.TIRC.InlineRQN.At(tb).Set(in, uint64(pt.rxqs[0].rqn))
 	tir, _, err := pt.create(in, 16)
@@ -104,14 +104,14 @@ func (pt *port) catchAll() error {
 		return err
 	}
 	fb := prm.CreateFlowTableIn.FlowTableContext.Off
-	in = cmd(prm.CmdOpCreateFlowTable, 0, int(prm.CreateFlowTableIn.FlowTableContext.End()/8))
+	in = prm.NewCmdIn(prm.CmdOpCreateFlowTable, 0, int(prm.CreateFlowTableIn.FlowTableContext.End()/8))
 	prm.CreateFlowTableIn.TableType.Set(in, prm.FlowTableNICRX)
 	prm.FlowTableContext.LogSize.At(fb).Set(in, 1)
 	ft, _, err := pt.create(in, 16)
 	if err != nil {
 		return err
 	}
-	in = cmd(prm.CmdOpCreateFlowGroup, 0, int(prm.CreateFlowGroupIn.MatchCriteria.End()/8))
+	in = prm.NewCmdIn(prm.CmdOpCreateFlowGroup, 0, int(prm.CreateFlowGroupIn.MatchCriteria.End()/8))
 	prm.CreateFlowGroupIn.TableType.Set(in, prm.FlowTableNICRX)
 	prm.CreateFlowGroupIn.TableID.Set(in, uint64(ft.ID()))
 	fg, _, err := pt.create(in, 16)
@@ -120,7 +120,7 @@ func (pt *port) catchAll() error {
 	}
 	cb := prm.SetFTEIn.FlowContext.Off
 	fc := prm.FlowContext
-	in = cmd(prm.CmdOpSetFlowTableEntry, 0, int(fc.Destination.At(cb).End()/8))
+	in = prm.NewCmdIn(prm.CmdOpSetFlowTableEntry, 0, int(fc.Destination.At(cb).End()/8))
 	prm.SetFTEIn.TableType.Set(in, prm.FlowTableNICRX)
 	prm.SetFTEIn.TableID.Set(in, uint64(ft.ID()))
 	fc.GroupID.At(cb).Set(in, uint64(fg.ID()))

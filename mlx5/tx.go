@@ -108,7 +108,7 @@ func (pt *port) newTxq(idx int, q *engine.TxQueue) (*txq, error) {
 	}
 	sb := prm.CreateSQIn.Ctx.Off
 	wb := sb + prm.SQC.WQ.Off
-	in := cmd(prm.CmdOpCreateSQ, 0, int(prm.WQ.PAS.At(wb).ByteOff()))
+	in := prm.NewCmdIn(prm.CmdOpCreateSQ, 0, int(prm.WQ.PAS.At(wb).ByteOff()))
 	s, w := prm.SQC, prm.WQ
 	s.CQN.At(sb).Set(in, uint64(cqn))
 	s.TISNum0.At(sb).Set(in, uint64(pt.tis))
@@ -139,7 +139,7 @@ func (pt *port) newTxq(idx int, q *engine.TxQueue) (*txq, error) {
 // setPacing gives the queue a rate-limit index with its pacing_mbps (SET_PP_RATE_LIMIT,
 // mlx5_ifc.h set_pp_rate_limit_context rate_limit in kb/s).
 func (t *txq) setPacing(idx, mbps int) error {
-	in := cmd(prm.CmdOpSetPPRateLimit, 0, int(prm.SetPPRateLimitIn.Ctx.End()/8))
+	in := prm.NewCmdIn(prm.CmdOpSetPPRateLimit, 0, int(prm.SetPPRateLimitIn.Ctx.End()/8))
 	prm.SetPPRateLimitIn.RateLimitIndex.Set(in, uint64(idx))
 	prm.SetPPRateLimitContext.RateLimit.At(prm.SetPPRateLimitIn.Ctx.Off).Set(in, uint64(mbps)*1000)
 	prm.SetPPRateLimitContext.BurstUpperBound.At(prm.SetPPRateLimitIn.Ctx.Off).Set(in, 64*1024)
@@ -164,7 +164,7 @@ func (t *txq) setPacing(idx, mbps int) error {
 }
 
 func (t *txq) modify(cur, next uint64) error {
-	in := cmd(prm.CmdOpModifySQ, 0, int(prm.ModifySQIn.Ctx.End()/8))
+	in := prm.NewCmdIn(prm.CmdOpModifySQ, 0, int(prm.ModifySQIn.Ctx.End()/8))
 	prm.ModifySQIn.SQN.Set(in, uint64(t.sqn))
 	prm.ModifySQIn.SQState.Set(in, cur)
 	prm.SQC.State.At(prm.ModifySQIn.Ctx.Off).Set(in, next)

@@ -256,12 +256,6 @@ func (s *Steering) create(in []byte, outLen int) (channel.Object, []byte, error)
 	return o, out, nil
 }
 
-func cmdIn(op prm.CmdOp, n int) []byte {
-	b := make([]byte, n)
-	prm.CmdIn.Opcode.Set(b, uint64(op))
-	return b
-}
-
 func outBytes(f prm.Field) int { return max(16, int(f.End()+7)/8) }
 
 // createTIR makes a direct TIR to rqn (queues nil) or an indirect Toeplitz TIR over a new
@@ -269,7 +263,7 @@ func outBytes(f prm.Field) int { return max(16, int(f.End()+7)/8) }
 func (s *Steering) createTIR(rqn uint32, name string, queues []int, v6 bool) (channel.Object, error) {
 	tc := prm.TIRC
 	base := prm.CreateTIRIn.Ctx.Off
-	in := cmdIn(prm.CmdOpCreateTIR, int(prm.CreateTIRIn.Ctx.End()/8))
+	in := prm.NewCmdIn(prm.CmdOpCreateTIR, 0, int(prm.CreateTIRIn.Ctx.End()/8))
 	tc.TransportDomain.At(base).Set(in, uint64(s.p.TD))
 	if queues == nil {
 		tc.DispType.At(base).Set(in, prm.TIRDispDirect)
@@ -308,7 +302,7 @@ func (s *Steering) createTIR(rqn uint32, name string, queues []int, v6 bool) (ch
 func (s *Steering) createRQT(queues []int) (channel.Object, error) {
 	t := prm.RQTC
 	base := prm.CreateRQTIn.RQTContext.Off
-	in := cmdIn(prm.CmdOpCreateRQT, int(t.RQNum.At(base+(rqtSize-1)*32).End()/8))
+	in := prm.NewCmdIn(prm.CmdOpCreateRQT, 0, int(t.RQNum.At(base+(rqtSize-1)*32).End()/8))
 	t.RQTMaxSize.At(base).Set(in, rqtSize)
 	t.RQTActualSize.At(base).Set(in, rqtSize)
 	for i := 0; i < rqtSize; i++ {
@@ -319,7 +313,7 @@ func (s *Steering) createRQT(queues []int) (channel.Object, error) {
 }
 
 func (s *Steering) createTable(typ uint8, logSize uint64) (channel.Object, error) {
-	in := cmdIn(prm.CmdOpCreateFlowTable, int(prm.CreateFlowTableIn.FlowTableContext.End()/8))
+	in := prm.NewCmdIn(prm.CmdOpCreateFlowTable, 0, int(prm.CreateFlowTableIn.FlowTableContext.End()/8))
 	prm.CreateFlowTableIn.TableType.Set(in, uint64(typ))
 	prm.FlowTableContext.LogSize.At(prm.CreateFlowTableIn.FlowTableContext.Off).Set(in, logSize)
 	o, _, err := s.create(in, outBytes(prm.CreateFlowTableOut.TableID))
@@ -370,7 +364,7 @@ type entry struct {
 func (e *entry) bytes() []byte {
 	fc := prm.FlowContext
 	cb := prm.SetFTEIn.FlowContext.Off
-	in := cmdIn(prm.CmdOpSetFlowTableEntry, int(fc.Destination.At(cb).End()/8))
+	in := prm.NewCmdIn(prm.CmdOpSetFlowTableEntry, 0, int(fc.Destination.At(cb).End()/8))
 	prm.SetFTEIn.TableType.Set(in, uint64(e.typ))
 	prm.SetFTEIn.TableID.Set(in, uint64(e.table))
 	prm.SetFTEIn.FlowIndex.Set(in, uint64(e.index))
@@ -392,7 +386,7 @@ func (e *entry) bytes() []byte {
 // createGroup makes a group of [start, end] in a table with one mask.
 func (s *Steering) createGroup(typ uint8, table, start, end uint32, m *match) (channel.Object, error) {
 	g := prm.CreateFlowGroupIn
-	in := cmdIn(prm.CmdOpCreateFlowGroup, int(g.MatchCriteria.End()/8))
+	in := prm.NewCmdIn(prm.CmdOpCreateFlowGroup, 0, int(g.MatchCriteria.End()/8))
 	g.TableType.Set(in, uint64(typ))
 	g.TableID.Set(in, uint64(table))
 	g.StartFlowIndex.Set(in, uint64(start))
@@ -533,7 +527,7 @@ func (s *Steering) greDecap(proto uint64) (uint32, error) {
 	base := prm.AllocPacketReformatContextIn.PacketReformatContext.Off
 	r := prm.PacketReformatContextIn
 	start := r.ReformatData.At(base).ByteOff()
-	in := cmdIn(prm.CmdOpAllocPacketReformatContext, start+14)
+	in := prm.NewCmdIn(prm.CmdOpAllocPacketReformatContext, 0, start+14)
 	r.ReformatType.At(base).Set(in, prm.ReformatL3TunnelToL2)
 	r.ReformatDataSize.At(base).Set(in, 14)
 	in[start+12], in[start+13] = byte(proto>>8), byte(proto)

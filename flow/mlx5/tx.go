@@ -81,7 +81,7 @@ func newTX(s *Steering, rules []*flow.TxRule) (*txTable, error) {
 			return nil, errors.Join(err, t.close())
 		}
 	}
-	root := cmdIn(prm.CmdOpSetFlowTableRoot, int(prm.SetFlowTableRootIn.TableID.End()/8)+8)
+	root := prm.NewCmdIn(prm.CmdOpSetFlowTableRoot, 0, int(prm.SetFlowTableRootIn.TableID.End()/8)+8)
 	prm.SetFlowTableRootIn.TableType.Set(root, prm.FlowTableNICTX)
 	prm.SetFlowTableRootIn.TableID.Set(root, uint64(tb.ID()))
 	if err := s.ch.Exec(root, make([]byte, 16)); err != nil {
@@ -89,7 +89,7 @@ func newTX(s *Steering, rules []*flow.TxRule) (*txTable, error) {
 	}
 	t.detach = func() error {
 		// Disconnect (op_mod 1), as the kernel's fs_cmd.c mlx5_cmd_update_root_ft does.
-		in := cmdIn(prm.CmdOpSetFlowTableRoot, int(prm.SetFlowTableRootIn.TableID.End()/8)+8)
+		in := prm.NewCmdIn(prm.CmdOpSetFlowTableRoot, 0, int(prm.SetFlowTableRootIn.TableID.End()/8)+8)
 		prm.CmdIn.OpMod.Set(in, 1)
 		prm.SetFlowTableRootIn.TableType.Set(in, prm.FlowTableNICTX)
 		return s.ch.Exec(in, make([]byte, 16))
@@ -157,7 +157,7 @@ func (t *txTable) allocReformat(typ uint8, data []byte) (channel.Object, error) 
 	base := prm.AllocPacketReformatContextIn.PacketReformatContext.Off
 	r := prm.PacketReformatContextIn
 	start := r.ReformatData.At(base).ByteOff()
-	in := cmdIn(prm.CmdOpAllocPacketReformatContext, start+len(data))
+	in := prm.NewCmdIn(prm.CmdOpAllocPacketReformatContext, 0, start+len(data))
 	r.ReformatType.At(base).Set(in, uint64(typ))
 	r.ReformatDataSize.At(base).Set(in, uint64(len(data)))
 	copy(in[start:], data)

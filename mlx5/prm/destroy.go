@@ -1,9 +1,10 @@
 package prm
 
 // NewCmdIn returns a zeroed command input of n bytes with the command header's opcode and
-// op_mod set.
+// op_mod set (a buffer shorter than the header gets what fits: tests build short ones on
+// purpose).
 func NewCmdIn(op CmdOp, opMod uint16, n int) []byte {
-	b := make([]byte, max(n, 16))
+	b := make([]byte, n)
 	CmdIn.Opcode.Set(b, uint64(op))
 	CmdIn.OpMod.Set(b, uint64(opMod))
 	return b
@@ -93,7 +94,7 @@ func DestroyCommand(in, out []byte) (id uint32, destroy []byte, ok bool) {
 		d.inID.Set(destroy, uint64(id))
 	default:
 		id = uint32(d.outID.Get(out))
-		destroy = NewCmdIn(d.op, 0, int(d.inID.End()/8))
+		destroy = NewCmdIn(d.op, 0, max(16, int(d.inID.End()/8)))
 		d.inID.Set(destroy, uint64(id))
 	}
 	GeneralObjInCmdHdr.UID.Set(destroy, GeneralObjInCmdHdr.UID.Get(in))

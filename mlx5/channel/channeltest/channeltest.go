@@ -14,14 +14,6 @@ import (
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
-// cmd is a command input of n bytes for op.
-func cmd(op prm.CmdOp, opMod uint16, n int) []byte {
-	b := make([]byte, n)
-	prm.CmdIn.Opcode.Set(b, uint64(op))
-	prm.CmdIn.OpMod.Set(b, uint64(opMod))
-	return b
-}
-
 // Run checks a fresh channel from open, which the suite closes.
 func Run(t *testing.T, open func(t *testing.T) channel.Channel) {
 	t.Run("Exec", func(t *testing.T) {
@@ -31,7 +23,7 @@ func Run(t *testing.T, open func(t *testing.T) channel.Channel) {
 			t.Error("empty Name")
 		}
 		out := make([]byte, 16+4096)
-		in := cmd(prm.CmdOpQueryHCACap, uint16(prm.CapTypeGeneral)<<1|prm.CapOpModCur, 16)
+		in := prm.NewCmdIn(prm.CmdOpQueryHCACap, uint16(prm.CapTypeGeneral)<<1|prm.CapOpModCur, 16)
 		if err := c.Exec(in, out); err != nil {
 			t.Fatalf("QUERY_HCA_CAP(GENERAL, cur): %v", err)
 		}
@@ -50,11 +42,11 @@ func Run(t *testing.T, open func(t *testing.T) channel.Channel) {
 		c := open(t)
 		defer c.Close()
 		out := make([]byte, 16)
-		a, err := c.Create(cmd(prm.CmdOpAllocPD, 0, 16), out)
+		a, err := c.Create(prm.NewCmdIn(prm.CmdOpAllocPD, 0, 16), out)
 		if err != nil {
 			t.Fatalf("ALLOC_PD: %v", err)
 		}
-		b, err := c.Create(cmd(prm.CmdOpAllocPD, 0, 16), out)
+		b, err := c.Create(prm.NewCmdIn(prm.CmdOpAllocPD, 0, 16), out)
 		if err != nil {
 			t.Fatalf("second ALLOC_PD: %v", err)
 		}
@@ -77,7 +69,7 @@ func Run(t *testing.T, open func(t *testing.T) channel.Channel) {
 		defer c.Close()
 		// A CQ of 2^31 entries is beyond every device's log_max_cq_sz.
 		base := prm.CreateCQIn.CQContext.Off
-		in := cmd(prm.CmdOpCreateCQ, 0, prm.CreateCQIn.PAS.ByteOff()+8)
+		in := prm.NewCmdIn(prm.CmdOpCreateCQ, 0, prm.CreateCQIn.PAS.ByteOff()+8)
 		prm.CQC.LogCQSize.At(base).Set(in, 31)
 		_, err := c.Create(in, make([]byte, 16))
 		var ce *channel.CommandError
@@ -135,10 +127,10 @@ func Run(t *testing.T, open func(t *testing.T) channel.Channel) {
 			t.Errorf("second Close: %v", err)
 		}
 		out := make([]byte, 16)
-		if err := c.Exec(cmd(prm.CmdOpQueryHCACap, 0, 16), make([]byte, 16+4096)); !errors.Is(err, channel.ErrClosed) {
+		if err := c.Exec(prm.NewCmdIn(prm.CmdOpQueryHCACap, 0, 16), make([]byte, 16+4096)); !errors.Is(err, channel.ErrClosed) {
 			t.Errorf("Exec after Close = %v", err)
 		}
-		if _, err := c.Create(cmd(prm.CmdOpAllocPD, 0, 16), out); !errors.Is(err, channel.ErrClosed) {
+		if _, err := c.Create(prm.NewCmdIn(prm.CmdOpAllocPD, 0, 16), out); !errors.Is(err, channel.ErrClosed) {
 			t.Errorf("Create after Close = %v", err)
 		}
 	})

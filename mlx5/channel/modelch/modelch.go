@@ -60,13 +60,6 @@ func (c *Channel) Device() *model.Device { return c.dev }
 // Name implements channel.Channel.
 func (c *Channel) Name() string { return c.name }
 
-func cmdIn(op prm.CmdOp, opMod uint16, n int) []byte {
-	b := make([]byte, n)
-	prm.CmdIn.Opcode.Set(b, uint64(op))
-	prm.CmdIn.OpMod.Set(b, uint64(opMod))
-	return b
-}
-
 // exec runs a command and turns a bad status into a *channel.CommandError.
 func (c *Channel) exec(in, out []byte) error {
 	err := c.dev.Exec(in, out)
@@ -103,18 +96,18 @@ func (c *Channel) bringUp() error {
 		return a, nil
 	}
 	out := make([]byte, 16)
-	if err := c.exec(cmdIn(prm.CmdOpEnableHCA, 0, 16), out); err != nil {
+	if err := c.exec(prm.NewCmdIn(prm.CmdOpEnableHCA, 0, 16), out); err != nil {
 		return err
 	}
 	if err := c.exec(func() []byte {
-		b := cmdIn(prm.CmdOpSetISSI, 0, 16)
+		b := prm.NewCmdIn(prm.CmdOpSetISSI, 0, 16)
 		prm.SetISSIIn.CurrentISSI.Set(b, 1)
 		return b
 	}(), out); err != nil {
 		return err
 	}
 	give := func(opMod uint16) error {
-		if err := c.exec(cmdIn(prm.CmdOpQueryPages, opMod, 16), out); err != nil {
+		if err := c.exec(prm.NewCmdIn(prm.CmdOpQueryPages, opMod, 16), out); err != nil {
 			return err
 		}
 		n := int(int32(uint32(prm.QueryPagesOut.NumPages.Get(out))))
@@ -122,7 +115,7 @@ func (c *Channel) bringUp() error {
 			return nil
 		}
 		pas := prm.ManagePagesIn.PAS
-		b := cmdIn(prm.CmdOpManagePages, prm.ManagePagesGive, pas.ByteOff()+8*n)
+		b := prm.NewCmdIn(prm.CmdOpManagePages, prm.ManagePagesGive, pas.ByteOff()+8*n)
 		prm.ManagePagesIn.InputNumEntries.Set(b, uint64(n))
 		for i := 0; i < n; i++ {
 			p, err := alloc(4096)
@@ -136,7 +129,7 @@ func (c *Channel) bringUp() error {
 	if err := give(prm.QueryPagesBoot); err != nil {
 		return err
 	}
-	reg := cmdIn(prm.CmdOpAccessReg, prm.AccessRegWrite, 0x20)
+	reg := prm.NewCmdIn(prm.CmdOpAccessReg, prm.AccessRegWrite, 0x20)
 	prm.AccessRegisterIn.RegisterID.Set(reg, prm.RegHostEndianness)
 	if err := c.exec(reg, make([]byte, 0x20)); err != nil {
 		return err
@@ -144,7 +137,7 @@ func (c *Channel) bringUp() error {
 	if err := give(prm.QueryPagesInit); err != nil {
 		return err
 	}
-	if err := c.exec(cmdIn(prm.CmdOpInitHCA, 0, 16), out); err != nil {
+	if err := c.exec(prm.NewCmdIn(prm.CmdOpInitHCA, 0, 16), out); err != nil {
 		return err
 	}
 	// One EQ for completion events (the engine polls CQs; the EQ is what CQ contexts name).
@@ -162,7 +155,7 @@ func (c *Channel) bringUp() error {
 		prm.EQE.Owner.Set(c.at(ring+uint64(i)*64, 64), 1)
 	}
 	base := prm.CreateEQIn.EQContextEntry.Off
-	b := cmdIn(prm.CmdOpCreateEQ, 0, prm.CreateEQIn.PAS.ByteOff()+8)
+	b := prm.NewCmdIn(prm.CmdOpCreateEQ, 0, prm.CreateEQIn.PAS.ByteOff()+8)
 	prm.EQC.LogEQSize.At(base).Set(b, logEQ)
 	prm.EQC.UARPage.At(base).Set(b, uint64(uar))
 	prm.CreateEQIn.PAS.Set(b, ring)
@@ -182,7 +175,7 @@ func (c *Channel) at(a uint64, n int) []byte {
 
 func (c *Channel) allocUARIndex() (uint32, error) {
 	out := make([]byte, 16)
-	if err := c.exec(cmdIn(prm.CmdOpAllocUAR, 0, 16), out); err != nil {
+	if err := c.exec(prm.NewCmdIn(prm.CmdOpAllocUAR, 0, 16), out); err != nil {
 		return 0, err
 	}
 	return uint32(prm.AllocUAROut.UAR.Get(out)), nil
@@ -287,7 +280,7 @@ func (c *Channel) RegisterMemory(mem []byte, access channel.Access) (channel.UME
 	n := len(mem) >> shift
 	base := prm.CreateUMEMIn.UMEM.Off
 	u := prm.UMEM
-	in := cmdIn(prm.CmdOpCreateUMEM, 0, int(u.Mtt.At(base).ByteOff())+8*n)
+	in := prm.NewCmdIn(prm.CmdOpCreateUMEM, 0, int(u.Mtt.At(base).ByteOff())+8*n)
 	u.LogPageSize.At(base).Set(in, uint64(shift-prm.AdapterPageShift))
 	u.NumOfMtt.At(base).Set(in, uint64(n))
 	for i := 0; i < n; i++ {
@@ -319,7 +312,7 @@ func (u *umemH) Release() error {
 }
 
 func (u *umemH) release() error {
-	in := cmdIn(prm.CmdOpDestroyUMEM, 0, 16)
+	in := prm.NewCmdIn(prm.CmdOpDestroyUMEM, 0, 16)
 	prm.DestroyUMEMIn.UMEMID.Set(in, uint64(u.id))
 	err := u.c.exec(in, make([]byte, 16))
 	// The mapping goes even when firmware refused: the memory's owner frees it next.
@@ -367,7 +360,7 @@ func (u *uarH) Release() error {
 }
 
 func (u *uarH) release() error {
-	in := cmdIn(prm.CmdOpDeallocUAR, 0, 16)
+	in := prm.NewCmdIn(prm.CmdOpDeallocUAR, 0, 16)
 	prm.DeallocUARIn.UAR.Set(in, uint64(u.idx))
 	return u.c.exec(in, make([]byte, 16))
 }
@@ -391,7 +384,7 @@ func (c *Channel) AttachRoot(table uint32) (func() error, error) {
 	// Detaching is op_mod 1 without a table id: the kernel's fs_cmd.c mlx5_cmd_update_root_ft
 	// disconnects the root so when the last table of the namespace goes.
 	set := func(id uint32, opMod uint16) error {
-		in := cmdIn(prm.CmdOpSetFlowTableRoot, opMod, 0x40)
+		in := prm.NewCmdIn(prm.CmdOpSetFlowTableRoot, opMod, 0x40)
 		prm.SetFlowTableRootIn.TableType.Set(in, prm.FlowTableNICRX)
 		prm.SetFlowTableRootIn.TableID.Set(in, uint64(id))
 		return c.exec(in, make([]byte, 16))
@@ -423,7 +416,7 @@ func (c *Channel) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	td := cmdIn(prm.CmdOpTeardownHCA, 0, 16)
+	td := prm.NewCmdIn(prm.CmdOpTeardownHCA, 0, 16)
 	prm.TeardownHCAIn.Profile.Set(td, prm.TeardownGraceful)
 	if err := c.exec(td, make([]byte, 16)); err != nil {
 		errs = append(errs, err)

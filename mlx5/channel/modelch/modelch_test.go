@@ -11,12 +11,6 @@ import (
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
-func cmd(op prm.CmdOp, n int) []byte {
-	b := make([]byte, n)
-	prm.CmdIn.Opcode.Set(b, uint64(op))
-	return b
-}
-
 // TestObjectsLifeCycle opens a model function, creates a PD, a transport domain, registers
 // memory and builds a CQ over it; destroys through the handles (twice is ErrClosed), a
 // refused command is a *channel.CommandError with the PRM status, and Close releases what is
@@ -28,11 +22,11 @@ func TestObjectsLifeCycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := make([]byte, 16)
-	pd, err := c.Create(cmd(prm.CmdOpAllocPD, 16), out)
+	pd, err := c.Create(prm.NewCmdIn(prm.CmdOpAllocPD, 0, 16), out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Create(cmd(prm.CmdOpAllocTransportDomain, 16), out); err != nil {
+	if _, err := c.Create(prm.NewCmdIn(prm.CmdOpAllocTransportDomain, 0, 16), out); err != nil {
 		t.Fatal(err)
 	}
 	mem, err := hugepage.Map(1<<16, false)
@@ -50,7 +44,7 @@ func TestObjectsLifeCycle(t *testing.T) {
 	}
 	eqn, _ := c.EQN(0)
 	base := prm.CreateCQIn.CQContext.Off
-	in := cmd(prm.CmdOpCreateCQ, prm.CreateCQIn.PAS.ByteOff()+8)
+	in := prm.NewCmdIn(prm.CmdOpCreateCQ, 0, prm.CreateCQIn.PAS.ByteOff()+8)
 	prm.CQC.LogCQSize.At(base).Set(in, 6)
 	prm.CQC.UARPage.At(base).Set(in, uint64(uar.Index()))
 	prm.CQC.CEQNOrApuElement.At(base).Set(in, uint64(eqn))
@@ -76,7 +70,7 @@ func TestObjectsLifeCycle(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Status != uint8(prm.StatusBadParamErr) || ce.Name != "CREATE_CQ" {
 		t.Fatalf("CQ over unmapped memory: %v", err)
 	}
-	if _, err := c.Create(cmd(prm.CmdOpQueryHCACap, 16), out); !errors.Is(err, channel.ErrUnsupported) {
+	if _, err := c.Create(prm.NewCmdIn(prm.CmdOpQueryHCACap, 0, 16), out); !errors.Is(err, channel.ErrUnsupported) {
 		t.Fatalf("Create of a query: %v", err)
 	}
 	_ = pd
@@ -84,7 +78,7 @@ func TestObjectsLifeCycle(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Exec(cmd(prm.CmdOpAllocPD, 16), out); !errors.Is(err, channel.ErrClosed) {
+	if err := c.Exec(prm.NewCmdIn(prm.CmdOpAllocPD, 0, 16), out); !errors.Is(err, channel.ErrClosed) {
 		t.Fatalf("Exec after Close: %v", err)
 	}
 	if dev.DMA().Len() != 0 {

@@ -14,12 +14,6 @@ import (
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
-func cmd(op prm.CmdOp, n int) []byte {
-	b := make([]byte, n)
-	prm.CmdIn.Opcode.Set(b, uint64(op))
-	return b
-}
-
 // TestModelTransport traces a model function through the model transport: a query, PD,
 // transport domain, UMEM, UAR, EQN, a CQ created and destroyed, a CQ the device refuses,
 // Close. The trace decodes with every record consistent, lists the creates in order with
@@ -33,17 +27,17 @@ func TestModelTransport(t *testing.T) {
 	}
 	c := trace.Wrap(mc, sink)
 	capOut := make([]byte, 16+4096)
-	capIn := cmd(prm.CmdOpQueryHCACap, 16)
+	capIn := prm.NewCmdIn(prm.CmdOpQueryHCACap, 0, 16)
 	prm.CmdIn.OpMod.Set(capIn, uint64(prm.CapTypeGeneral)<<1|prm.CapOpModCur)
 	if err := c.Exec(capIn, capOut); err != nil {
 		t.Fatal(err)
 	}
 	out := make([]byte, 16)
-	pd, err := c.Create(cmd(prm.CmdOpAllocPD, 16), out)
+	pd, err := c.Create(prm.NewCmdIn(prm.CmdOpAllocPD, 0, 16), out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	td, err := c.Create(cmd(prm.CmdOpAllocTransportDomain, 16), out)
+	td, err := c.Create(prm.NewCmdIn(prm.CmdOpAllocTransportDomain, 0, 16), out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +59,7 @@ func TestModelTransport(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := prm.CreateCQIn.CQContext.Off
-	in := cmd(prm.CmdOpCreateCQ, prm.CreateCQIn.PAS.ByteOff()+8)
+	in := prm.NewCmdIn(prm.CmdOpCreateCQ, 0, prm.CreateCQIn.PAS.ByteOff()+8)
 	prm.CQC.LogCQSize.At(base).Set(in, 6)
 	prm.CQC.UARPage.At(base).Set(in, uint64(uar.Index()))
 	prm.CQC.CEQNOrApuElement.At(base).Set(in, uint64(eqn))

@@ -163,13 +163,6 @@ var _ channel.Channel = (*Channel)(nil)
 func (c *Channel) now() time.Time             { return time.Now() }
 func (c *Channel) sinceHealth() time.Duration { return time.Since(c.lastHealth) }
 
-func cmdIn(op prm.CmdOp, opMod uint16, n int) []byte {
-	b := make([]byte, n)
-	prm.CmdIn.Opcode.Set(b, uint64(op))
-	prm.CmdIn.OpMod.Set(b, uint64(opMod))
-	return b
-}
-
 // Open brings fn up as firmware expects it (rdma-core mlx5_vfio.c mlx5_vfio_setup_function
 // and the kernel's mlx5_function_setup): the command interface, the wait for the
 // initializing bit, ENABLE_HCA, ISSI, boot pages, host endianness, capabilities, init pages,
@@ -203,19 +196,19 @@ func (c *Channel) bringUp() error {
 		return err
 	}
 	out := make([]byte, 16)
-	if err := c.run(cmdIn(prm.CmdOpEnableHCA, 0, 16), out); err != nil {
+	if err := c.run(prm.NewCmdIn(prm.CmdOpEnableHCA, 0, 16), out); err != nil {
 		return err
 	}
 	c.enabled = true
 	// ISSI: 1 when firmware offers it (mlx5_vfio.c mlx5_vfio_set_issi).
 	qo := make([]byte, prm.QueryISSIOut.SupportedISSIDw0.End()/8)
-	if err := c.run(cmdIn(prm.CmdOpQueryISSI, 0, 16), qo); err != nil {
+	if err := c.run(prm.NewCmdIn(prm.CmdOpQueryISSI, 0, 16), qo); err != nil {
 		return err
 	}
 	if prm.QueryISSIOut.SupportedISSIDw0.Get(qo)&2 == 0 {
 		return fmt.Errorf("%w: firmware does not offer ISSI 1 (supported %#x)", ErrUnsupportedDevice, prm.QueryISSIOut.SupportedISSIDw0.Get(qo))
 	}
-	si := cmdIn(prm.CmdOpSetISSI, 0, 16)
+	si := prm.NewCmdIn(prm.CmdOpSetISSI, 0, 16)
 	prm.SetISSIIn.CurrentISSI.Set(si, 1)
 	if err := c.run(si, out); err != nil {
 		return err
@@ -225,7 +218,7 @@ func (c *Channel) bringUp() error {
 	}
 	// Host endianness (driver.h MLX5_REG_HOST_ENDIANNESS; mlx5_vfio.c
 	// mlx5_vfio_set_hca_ctrl): 0 for a little-endian host.
-	reg := cmdIn(prm.CmdOpAccessReg, prm.AccessRegWrite, 0x20)
+	reg := prm.NewCmdIn(prm.CmdOpAccessReg, prm.AccessRegWrite, 0x20)
 	prm.AccessRegisterIn.RegisterID.Set(reg, prm.RegHostEndianness)
 	if binary.NativeEndian.Uint16([]byte{0, 1}) == 1 {
 		reg[prm.AccessRegisterIn.RegisterData.ByteOff()] = 0x80
@@ -239,7 +232,7 @@ func (c *Channel) bringUp() error {
 	if err := c.startupPages(prm.QueryPagesInit); err != nil {
 		return err
 	}
-	if err := c.run(cmdIn(prm.CmdOpInitHCA, 0, 16), out); err != nil {
+	if err := c.run(prm.NewCmdIn(prm.CmdOpInitHCA, 0, 16), out); err != nil {
 		return err
 	}
 	c.initialized = true
@@ -274,7 +267,7 @@ func (c *Channel) waitInitializing() error {
 // startupPages gives firmware the pages QUERY_PAGES asks for (boot or init).
 func (c *Channel) startupPages(opMod uint16) error {
 	out := make([]byte, 16)
-	in := cmdIn(prm.CmdOpQueryPages, opMod, 16)
+	in := prm.NewCmdIn(prm.CmdOpQueryPages, opMod, 16)
 	if err := c.run(in, out); err != nil {
 		return err
 	}
@@ -290,7 +283,7 @@ func (c *Channel) startupPages(opMod uint16) error {
 // SET_HCA_CAP, as mlx5_vfio.c set_hca_cap does after adjusting them.
 func (c *Channel) setCaps() error {
 	qo := make([]byte, prm.QueryHCACapOut.Capability.End()/8)
-	q := cmdIn(prm.CmdOpQueryHCACap, uint16(prm.CapTypeGeneral)<<1|prm.CapOpModMax, int(prm.QueryHCACapIn.FunctionID.End()/8)+4)
+	q := prm.NewCmdIn(prm.CmdOpQueryHCACap, uint16(prm.CapTypeGeneral)<<1|prm.CapOpModMax, int(prm.QueryHCACapIn.FunctionID.End()/8)+4)
 	if err := c.run(q, qo); err != nil {
 		return err
 	}
@@ -303,7 +296,7 @@ func (c *Channel) setCaps() error {
 		return err
 	}
 	cur := prm.QueryHCACapOut.Capability.Slice(qo)
-	si := cmdIn(prm.CmdOpSetHCACap, uint16(prm.CapTypeGeneral)<<1, int(prm.SetHCACapIn.Capability.End()/8))
+	si := prm.NewCmdIn(prm.CmdOpSetHCACap, uint16(prm.CapTypeGeneral)<<1, int(prm.SetHCACapIn.Capability.End()/8))
 	copy(prm.SetHCACapIn.Capability.Slice(si), cur)
 	if err := c.run(si, make([]byte, 16)); err != nil {
 		return err
@@ -316,7 +309,7 @@ func (c *Channel) setCaps() error {
 func (c *Channel) queryVport() error {
 	o := prm.QueryNICVportContextOut
 	out := make([]byte, o.NICVportContext.End()/8)
-	if err := c.run(cmdIn(prm.CmdOpQueryNICVportContext, 0, 16), out); err != nil {
+	if err := c.run(prm.NewCmdIn(prm.CmdOpQueryNICVportContext, 0, 16), out); err != nil {
 		return err
 	}
 	base := o.NICVportContext.Off
@@ -345,7 +338,7 @@ func (c *Channel) createCQEQ() error {
 		prm.EQE.Owner.Set(mem[i*eqeSize:], 1)
 	}
 	base := prm.CreateEQIn.EQContextEntry.Off
-	in := cmdIn(prm.CmdOpCreateEQ, 0, prm.CreateEQIn.PAS.ByteOff()+8)
+	in := prm.NewCmdIn(prm.CmdOpCreateEQ, 0, prm.CreateEQIn.PAS.ByteOff()+8)
 	prm.EQC.LogEQSize.At(base).Set(in, logEQ)
 	prm.EQC.UARPage.At(base).Set(in, uint64(uar))
 	prm.CreateEQIn.PAS.Set(in, ring[0])
@@ -534,7 +527,7 @@ func (c *Channel) RegisterMemory(mem []byte, access channel.Access) (channel.UME
 	n := len(mem) >> shift
 	base := prm.CreateUMEMIn.UMEM.Off
 	u := prm.UMEM
-	in := cmdIn(prm.CmdOpCreateUMEM, 0, int(u.Mtt.At(base).ByteOff())+8*n)
+	in := prm.NewCmdIn(prm.CmdOpCreateUMEM, 0, int(u.Mtt.At(base).ByteOff())+8*n)
 	u.LogPageSize.At(base).Set(in, uint64(shift-prm.AdapterPageShift))
 	u.NumOfMtt.At(base).Set(in, uint64(n))
 	for i := range n {
@@ -569,7 +562,7 @@ func (u *umemH) Release() error {
 func (u *umemH) release() error {
 	var err error
 	if u.c.Health() == nil {
-		in := cmdIn(prm.CmdOpDestroyUMEM, 0, 16)
+		in := prm.NewCmdIn(prm.CmdOpDestroyUMEM, 0, 16)
 		prm.DestroyUMEMIn.UMEMID.Set(in, uint64(u.id))
 		err = u.c.run(in, make([]byte, 16))
 	}
@@ -579,7 +572,7 @@ func (u *umemH) release() error {
 
 func (c *Channel) allocUARIndex() (uint32, error) {
 	out := make([]byte, 16)
-	if err := c.run(cmdIn(prm.CmdOpAllocUAR, 0, 16), out); err != nil {
+	if err := c.run(prm.NewCmdIn(prm.CmdOpAllocUAR, 0, 16), out); err != nil {
 		return 0, err
 	}
 	idx := uint32(prm.AllocUAROut.UAR.Get(out))
@@ -590,7 +583,7 @@ func (c *Channel) allocUARIndex() (uint32, error) {
 }
 
 func (c *Channel) releaseUARIndex(idx uint32) error {
-	in := cmdIn(prm.CmdOpDeallocUAR, 0, 16)
+	in := prm.NewCmdIn(prm.CmdOpDeallocUAR, 0, 16)
 	prm.DeallocUARIn.UAR.Set(in, uint64(idx))
 	return c.run(in, make([]byte, 16))
 }
@@ -664,7 +657,7 @@ func (c *Channel) AttachRoot(table uint32) (func() error, error) {
 		return nil, err
 	}
 	set := func(id uint32, opMod uint16) error {
-		in := cmdIn(prm.CmdOpSetFlowTableRoot, opMod, 0x40)
+		in := prm.NewCmdIn(prm.CmdOpSetFlowTableRoot, opMod, 0x40)
 		prm.SetFlowTableRootIn.TableType.Set(in, prm.FlowTableNICRX)
 		prm.SetFlowTableRootIn.TableID.Set(in, uint64(id))
 		return c.run(in, make([]byte, 16))
@@ -766,7 +759,7 @@ func (c *Channel) destroyEQ(n, uar uint32) error {
 	if c.Health() != nil {
 		return nil
 	}
-	in := cmdIn(prm.CmdOpDestroyEQ, 0, 16)
+	in := prm.NewCmdIn(prm.CmdOpDestroyEQ, 0, 16)
 	prm.DestroyEQIn.EQNumber.Set(in, uint64(n))
 	return errors.Join(c.run(in, make([]byte, 16)), c.releaseUARIndex(uar))
 }
@@ -788,7 +781,7 @@ func (c *Channel) teardown() error {
 		}
 	}
 	if !done {
-		in := cmdIn(prm.CmdOpTeardownHCA, 0, 16)
+		in := prm.NewCmdIn(prm.CmdOpTeardownHCA, 0, 16)
 		prm.TeardownHCAIn.Profile.Set(in, prm.TeardownGraceful)
 		if err := c.run(in, make([]byte, 16)); err != nil {
 			errs = append(errs, err)
@@ -800,7 +793,7 @@ func (c *Channel) teardown() error {
 	if n := c.GivenPages(); n != 0 {
 		errs = append(errs, fmt.Errorf("%s: firmware kept %d pages after teardown", c.name, n))
 	}
-	if err := c.run(cmdIn(prm.CmdOpDisableHCA, 0, 16), make([]byte, 16)); err != nil {
+	if err := c.run(prm.NewCmdIn(prm.CmdOpDisableHCA, 0, 16), make([]byte, 16)); err != nil {
 		errs = append(errs, err)
 	}
 	// The queue address goes with the NIC interface back to full, so that the next driver
@@ -811,7 +804,7 @@ func (c *Channel) teardown() error {
 }
 
 func (c *Channel) teardownFast() error {
-	in := cmdIn(prm.CmdOpTeardownHCA, 0, 16)
+	in := prm.NewCmdIn(prm.CmdOpTeardownHCA, 0, 16)
 	prm.TeardownHCAIn.Profile.Set(in, prm.TeardownPrepareFast)
 	out := make([]byte, 16)
 	if err := c.run(in, out); err != nil {

@@ -47,7 +47,7 @@ func (c *Channel) createAsyncEQ() error {
 	}
 	base := prm.CreateEQIn.EQContextEntry.Off
 	npages := len(ring) / 4096
-	in := cmdIn(prm.CmdOpCreateEQ, 0, prm.CreateEQIn.PAS.ByteOff()+8*npages)
+	in := prm.NewCmdIn(prm.CmdOpCreateEQ, 0, prm.CreateEQIn.PAS.ByteOff()+8*npages)
 	prm.EQC.LogEQSize.At(base).Set(in, asyncEQLog)
 	prm.EQC.UARPage.At(base).Set(in, uint64(uar))
 	prm.EQC.Intr.At(base).Set(in, 0)
@@ -189,7 +189,7 @@ func (c *Channel) pageWorker() {
 			if err = c.givePages(int(n)); err != nil && c.Health() == nil {
 				// Tell firmware the pages will not come (MANAGE_PAGES op_mod 0,
 				// pagealloc.c page_notify_fail).
-				cant := cmdIn(prm.CmdOpManagePages, prm.ManagePagesCantGive, 16)
+				cant := prm.NewCmdIn(prm.CmdOpManagePages, prm.ManagePagesCantGive, 16)
 				err = errors.Join(err, c.run(cant, make([]byte, 16)))
 			}
 		case n < 0:
@@ -222,7 +222,7 @@ func (c *Channel) givePages(n int) error {
 			return err
 		}
 		pas := prm.ManagePagesIn.PAS
-		in := cmdIn(prm.CmdOpManagePages, prm.ManagePagesGive, pas.ByteOff()+8*k)
+		in := prm.NewCmdIn(prm.CmdOpManagePages, prm.ManagePagesGive, pas.ByteOff()+8*k)
 		prm.ManagePagesIn.InputNumEntries.Set(in, uint64(k))
 		for i, p := range pages {
 			pas.At(uint32(i)*64).Set(in, p)
@@ -273,7 +273,7 @@ func (c *Channel) reclaimPages(n int) error {
 	const batch = 512
 	for n > 0 {
 		k := min(n, batch)
-		in := cmdIn(prm.CmdOpManagePages, prm.ManagePagesTake, 16)
+		in := prm.NewCmdIn(prm.CmdOpManagePages, prm.ManagePagesTake, 16)
 		prm.ManagePagesIn.InputNumEntries.Set(in, uint64(k))
 		out := make([]byte, prm.ManagePagesOut.PAS.ByteOff()+8*k)
 		if err := c.run(in, out); err != nil {
