@@ -10,9 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -75,21 +72,11 @@ type PcapOptions struct {
 // receive time the caller passes (or the time of the write call). Methods are safe for
 // concurrent use; writes are applied in submission order.
 type PcapWriter struct {
-	o          PcapOptions
-	stem, ext  string
-	seq        sequencer
-	mu         sync.Mutex // guards everything below (held by the one write running)
-	index      int        // rotation index of the current file (0 = the path itself)
-	f          *os.File
-	bw         *bufio.Writer
-	pw         *pcapgo.Writer
-	snap       int
-	size       int64 // bytes in the current file, including what bw holds
-	records    int64 // records in the current file
-	files      []string
-	scratch    []byte
-	closedFile bool
-	broken     error // a failed rotation left no file to write to
+	captureFile
+	o       PcapOptions
+	pw      *pcapgo.Writer
+	snap    int
+	records int64 // records in the current file
 }
 
 // OpenPcap opens path for appending, creating it when it does not exist or is empty. An
@@ -98,32 +85,10 @@ type PcapWriter struct {
 // fails with an error naming the mismatch (wrapping engine.ErrInvalidParameter) and leaves
 // the file untouched. With rotation the highest-numbered existing file is continued.
 func OpenPcap(path string, o PcapOptions) (*PcapWriter, error) {
-	if path == "" {
-		return nil, fmt.Errorf("pcap capture: empty path: %w", engine.ErrInvalidParameter)
-	}
-	if o.SnapLen == 0 {
-		o.SnapLen = DefaultSnapLen
-	}
-	if o.SnapLen < 0 || o.SnapLen > maxRecordLen {
-		return nil, fmt.Errorf("pcap capture: snaplen %d out of range 1..%d: %w", o.SnapLen, maxRecordLen, engine.ErrInvalidParameter)
-	}
-	if o.LinkType == 0 {
-		o.LinkType = layers.LinkTypeEthernet
-	}
-	if o.RotateBytes < 0 {
-		return nil, fmt.Errorf("pcap capture: negative rotation size %d: %w", o.RotateBytes, engine.ErrInvalidParameter)
-	}
 	w := &PcapWriter{o: o}
-	w.ext = filepath.Ext(path)
-	w.stem = strings.TrimSuffix(path, w.ext)
-	if o.RotateBytes > 0 {
-		idx, err := lastRotation(w.stem, w.ext)
-		if err != nil {
-			return nil, err
-		}
-		w.index = idx
-	}
-	if err := w.openFile(); err != nil {
+	w.open, w.write = w.openFile, w.writeBurst
+	w.lost = func(n int) { w.records -= int64(n) }
+	if err := w.setup("pcap", path, &w.o.SnapLen, &w.o.LinkType, o.RotateBytes, o.Device); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -154,28 +119,6 @@ func lastRotation(stem, ext string) (int, error) {
 	return best, nil
 }
 
-// pathFor is the file name of a rotation index.
-func (w *PcapWriter) pathFor(idx int) string {
-	if idx == 0 {
-		return w.stem + w.ext
-	}
-	return fmt.Sprintf("%s.%d%s", w.stem, idx, w.ext)
-}
-
-// Path is the file being written now.
-func (w *PcapWriter) Path() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.pathFor(w.index)
-}
-
-// Files lists every file this writer has written to, in order.
-func (w *PcapWriter) Files() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.files...)
-}
-
 // SnapLen is the snapshot length of the current file.
 func (w *PcapWriter) SnapLen() int {
 	w.mu.Lock()
@@ -184,60 +127,46 @@ func (w *PcapWriter) SnapLen() int {
 }
 
 // openFile opens (or creates) the file of the current index, checking an existing one.
-func (w *PcapWriter) openFile() error {
+func (w *PcapWriter) openFile() (int64, error) {
 	path := w.pathFor(w.index)
-	// Never through a symbolic link (O_NOFOLLOW): a link planted where a capture or one of
-	// its rotation files goes would otherwise have packets appended to, or a header written
-	// into, whatever file it points at. O_NONBLOCK: a FIFO is refused below, not waited on.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
-	if errors.Is(err, syscall.ELOOP) {
-		return fmt.Errorf("pcap capture: %s is a symbolic link; capture files are not written through links (name the target instead): %w", path, engine.ErrInvalidParameter)
-	}
+	f, size, err := w.openRegular(path)
 	if err != nil {
-		return fmt.Errorf("pcap capture: %w", err)
+		return 0, err
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("pcap capture: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return fmt.Errorf("pcap capture: %s is not a regular file: %w", path, engine.ErrInvalidParameter)
-	}
-	w.f, w.size, w.records = f, st.Size(), 0
+	w.f, w.size, w.records = f, size, 0
 	w.bw = bufio.NewWriterSize(f, 256<<10)
 	if w.o.Microseconds {
 		w.pw = pcapgo.NewWriter(w.bw)
 	} else {
 		w.pw = pcapgo.NewWriterNanos(w.bw)
 	}
-	if st.Size() == 0 {
+	var header int64
+	if size == 0 {
 		w.snap = w.o.SnapLen
 		if err := w.pw.WriteFileHeader(uint32(w.snap), w.o.LinkType); err != nil {
 			f.Close()
-			return fmt.Errorf("pcap capture: %w", err)
+			return 0, fmt.Errorf("pcap capture: %w", err)
 		}
 		if err := w.bw.Flush(); err != nil {
 			f.Close()
 			os.Remove(path)
-			return fmt.Errorf("pcap capture: writing the header of %s: %w", path, err)
+			return 0, fmt.Errorf("pcap capture: writing the header of %s: %w", path, err)
 		}
-		w.size = FileHeaderLen
+		w.size, header = FileHeaderLen, FileHeaderLen
 	} else {
-		snap, records, err := checkPcap(f, st.Size(), w.o)
+		snap, records, err := checkPcap(f, size, w.o)
 		if err != nil {
 			f.Close()
-			return fmt.Errorf("pcap capture: cannot append to %s: %w (%w)", path, err, engine.ErrInvalidParameter)
+			return 0, fmt.Errorf("pcap capture: cannot append to %s: %w (%w)", path, err, engine.ErrInvalidParameter)
 		}
 		if _, err := f.Seek(0, io.SeekEnd); err != nil {
 			f.Close()
-			return fmt.Errorf("pcap capture: %w", err)
+			return 0, fmt.Errorf("pcap capture: %w", err)
 		}
 		w.snap, w.records = snap, records
 	}
 	w.files = append(w.files, path)
-	return nil
+	return header, nil
 }
 
 // checkPcap reads an existing file's header and walks its records to make sure appending
@@ -304,103 +233,21 @@ func checkPcap(f *os.File, size int64, o PcapOptions) (snap int, records int64, 
 	return snap, records, nil
 }
 
-// Write appends b's packets, using the time of this call for packets without an RX
-// timestamp, and returns when they are in the file (flushed to the kernel, not fsynced).
-func (w *PcapWriter) Write(b *engine.Burst) (Status, error) {
-	return w.WriteAt(b, time.Now())
-}
-
-// WriteAt is Write with the time the burst was received, for packets without an RX
-// timestamp.
-func (w *PcapWriter) WriteAt(b *engine.Burst, received time.Time) (Status, error) {
-	h, err := w.WriteAtAsync(b, received)
-	if err != nil {
-		return Status{}, err
-	}
-	<-h.Done()
-	return h.Poll()
-}
-
-// WriteAsync starts appending b and returns at once; packets without an RX timestamp get the
-// time of this call. The caller keeps b and must not free it until the handle reports
-// completion.
-func (w *PcapWriter) WriteAsync(b *engine.Burst) (*Handle, error) {
-	return w.WriteAtAsync(b, time.Now())
-}
-
-// WriteAtAsync is WriteAsync with the time the burst was received.
-func (w *PcapWriter) WriteAtAsync(b *engine.Burst, received time.Time) (*Handle, error) {
-	if b == nil {
-		return nil, fmt.Errorf("pcap capture: nil burst: %w", engine.ErrNullPtr)
-	}
-	if n := b.NumSegments(); n < 1 || n > 4 {
-		return nil, fmt.Errorf("pcap capture: burst has %d segments, want 1 to 4: %w", n, engine.ErrInvalidParameter)
-	}
-	if w.o.Device == nil {
-		for s := 0; s < b.NumSegments(); s++ {
-			if r := b.SegmentRegion(s); r != nil && !r.CPU() {
-				return nil, fmt.Errorf("pcap capture: %w", errNoDevice(s))
-			}
-		}
-	}
-	return w.seq.submit(func(h *Handle) (Status, error) { return w.write(h, b, received) })
-}
-
-func (w *PcapWriter) write(h *Handle, b *engine.Burst, received time.Time) (Status, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var st Status
-	if w.broken != nil {
-		return st, w.broken
-	}
-	// Records are counted as written only once a flush has put them in the file; committed
-	// marks the end of what is known to be there, and a failed flush truncates back to it so
-	// the file never ends in a partial record.
-	committed := w.size
-	pendingN, pendingBytes := 0, int64(0)
-	var first error
-	note := func(err error) {
-		if first == nil {
-			first = err
-		}
-	}
-	commit := func() {
-		st.Completed += pendingN
-		st.Bytes += pendingBytes
-		pendingN, pendingBytes = 0, 0
-	}
-	lose := func(i int, err error) (Status, error) {
-		note(err)
-		w.truncate(committed)
-		w.records -= int64(pendingN)
-		st.Failed += pendingN + (b.Len() - i)
-		return st, failure(st, first)
-	}
+// writeBurst appends b's packets as records.
+func (w *PcapWriter) writeBurst(h *Handle, b *engine.Burst, received time.Time) (Status, error) {
+	bt := w.newBatch(b.Len())
 	var ps []piece
 	for i := 0; i < b.Len(); i++ {
-		var total int
-		ps, total = pieces(ps[:0], b, i, 0)
-		data, scratch, err := gather(w.scratch, ps, total, w.o.Device)
-		w.scratch = scratch
+		data, more, err := w.packet(b, i, ps)
+		ps = more
 		if err != nil {
-			st.Failed++
-			note(fmt.Errorf("packet %d: %w", i, err))
+			bt.skip(i, err)
 			continue
 		}
 		capLen := min(len(data), w.snap)
 		rec := int64(RecordHeaderLen + capLen)
-		if w.o.RotateBytes > 0 && w.records > 0 && w.size+rec > w.o.RotateBytes {
-			if err := w.bw.Flush(); err != nil {
-				return lose(i, fmt.Errorf("flushing %s: %w", w.f.Name(), err))
-			}
-			commit()
-			if err := w.rotate(); err != nil {
-				st.Failed += b.Len() - i
-				note(err)
-				return st, failure(st, first)
-			}
-			st.Bytes += FileHeaderLen
-			committed = w.size
+		if w.full(rec, w.records == 0) && !w.next(bt, i) {
+			return bt.result()
 		}
 		ts := received
 		if ns, err := b.RxTimestamp(i); err == nil {
@@ -408,82 +255,14 @@ func (w *PcapWriter) write(h *Handle, b *engine.Burst, received time.Time) (Stat
 		}
 		ci := gopacket.CaptureInfo{Timestamp: ts, CaptureLength: capLen, Length: len(data)}
 		if err := w.pw.WritePacket(ci, data[:capLen]); err != nil {
-			// bufio's errors are sticky: nothing more can go into this file now.
-			return lose(i, fmt.Errorf("packet %d: %w", i, err))
+			return w.lose(bt, i, fmt.Errorf("packet %d: %w", i, err))
 		}
 		w.size += rec
 		w.records++
-		pendingN++
-		pendingBytes += rec
-		h.progress(Status{Completed: st.Completed + pendingN, Failed: st.Failed, Bytes: st.Bytes + pendingBytes})
+		bt.n++
+		bt.bytes += rec
+		h.progress(bt.progress())
 	}
-	if err := w.bw.Flush(); err != nil {
-		return lose(b.Len(), fmt.Errorf("flushing %s: %w", w.f.Name(), err))
-	}
-	commit()
-	return st, failure(st, first)
-}
-
-// truncate drops everything after byte n of the current file and resets the buffer, after a
-// failed write, so the file stays a sequence of whole records.
-func (w *PcapWriter) truncate(n int64) {
-	w.bw.Reset(w.f)
-	if err := w.f.Truncate(n); err == nil {
-		w.f.Seek(n, io.SeekStart)
-		w.size = n
-	}
-}
-
-// rotate closes the current (flushed) file and starts the next one. When that fails the
-// writer is broken: later writes return the error.
-func (w *PcapWriter) rotate() error {
-	if err := w.f.Close(); err != nil {
-		w.broken = fmt.Errorf("pcap capture: closing %s for rotation: %w", w.f.Name(), err)
-		w.f = nil
-		return w.broken
-	}
-	w.index++
-	if err := w.openFile(); err != nil {
-		w.broken = fmt.Errorf("pcap capture: rotating to %s: %w", w.pathFor(w.index), err)
-		w.f = nil
-		return w.broken
-	}
-	return nil
-}
-
-// Sync flushes the file to stable storage (fsync), after the writes submitted so far.
-func (w *PcapWriter) Sync() error {
-	h, err := w.seq.submit(func(*Handle) (Status, error) {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if w.broken != nil {
-			return Status{}, w.broken
-		}
-		return Status{}, w.f.Sync()
-	})
-	if err != nil {
-		return err
-	}
-	return h.Close()
-}
-
-// Close waits for writes in flight, flushes and closes the file. Idempotent.
-func (w *PcapWriter) Close() error {
-	if !w.seq.close() {
-		return nil
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closedFile || w.f == nil {
-		return nil
-	}
-	w.closedFile = true
-	err := w.bw.Flush()
-	if cerr := w.f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("pcap capture: closing %s: %w", w.f.Name(), err)
-	}
-	return nil
+	w.flush(bt, b.Len())
+	return bt.result()
 }

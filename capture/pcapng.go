@@ -7,11 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
@@ -69,22 +65,13 @@ type PcapngOptions struct {
 // timestamp when it has one, else the receive time given to the write. Methods are safe for
 // concurrent use; writes are applied in submission order.
 type PcapngWriter struct {
-	o          PcapngOptions
-	stem, ext  string
-	seq        sequencer
-	mu         sync.Mutex // guards everything below
-	index      int
-	f          *os.File
-	bw         *bufio.Writer
-	size       int64
-	packets    int64 // packet blocks in the current section
-	ifaces     map[ifaceKey]uint32
-	nextIface  uint32 // id of the next interface block in the current section
-	files      []string
-	scratch    []byte
-	blk        []byte
-	closedFile bool
-	broken     error
+	captureFile
+	o         PcapngOptions
+	packets   int64 // packet blocks in the current section
+	ifaces    map[ifaceKey]uint32
+	nextIface uint32 // id of the next interface block in the current section
+	known     uint32 // nextIface at the last commit: interface blocks known to be in the file
+	blk       []byte
 }
 
 type ifaceKey struct {
@@ -97,97 +84,51 @@ type ifaceKey struct {
 // Otherwise OpenPcapng fails naming the problem (wrapping engine.ErrInvalidParameter) and
 // leaves the file untouched. Symbolic links are not followed.
 func OpenPcapng(path string, o PcapngOptions) (*PcapngWriter, error) {
-	if path == "" {
-		return nil, fmt.Errorf("pcapng capture: empty path: %w", engine.ErrInvalidParameter)
-	}
-	if o.SnapLen == 0 {
-		o.SnapLen = DefaultSnapLen
-	}
-	if o.SnapLen < 0 || o.SnapLen > maxRecordLen {
-		return nil, fmt.Errorf("pcapng capture: snaplen %d out of range 1..%d: %w", o.SnapLen, maxRecordLen, engine.ErrInvalidParameter)
-	}
-	if o.LinkType == 0 {
-		o.LinkType = layers.LinkTypeEthernet
-	}
-	if o.RotateBytes < 0 {
-		return nil, fmt.Errorf("pcapng capture: negative rotation size %d: %w", o.RotateBytes, engine.ErrInvalidParameter)
-	}
 	w := &PcapngWriter{o: o}
-	w.ext = filepath.Ext(path)
-	w.stem = strings.TrimSuffix(path, w.ext)
-	if o.RotateBytes > 0 {
-		idx, err := lastRotation(w.stem, w.ext)
-		if err != nil {
-			return nil, err
+	w.open, w.write = w.openFile, w.writeBurst
+	w.kept = func() { w.known = w.nextIface }
+	// A truncation also forgets the interface blocks written since the last commit.
+	w.lost = func(n int) {
+		for k, id := range w.ifaces {
+			if id >= w.known {
+				delete(w.ifaces, k)
+			}
 		}
-		w.index = idx
+		w.nextIface = w.known
+		w.packets -= int64(n)
 	}
-	if err := w.openFile(); err != nil {
+	if err := w.setup("pcapng", path, &w.o.SnapLen, &w.o.LinkType, o.RotateBytes, o.Device); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
 
-func (w *PcapngWriter) pathFor(idx int) string {
-	if idx == 0 {
-		return w.stem + w.ext
-	}
-	return fmt.Sprintf("%s.%d%s", w.stem, idx, w.ext)
-}
-
-// Path is the file being written now.
-func (w *PcapngWriter) Path() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.pathFor(w.index)
-}
-
-// Files lists every file this writer has written to, in order.
-func (w *PcapngWriter) Files() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.files...)
-}
-
 // openFile opens the file of the current index, checks an existing one and starts a section.
-func (w *PcapngWriter) openFile() error {
+func (w *PcapngWriter) openFile() (int64, error) {
 	path := w.pathFor(w.index)
-	// As pcap: never through a symbolic link, and a FIFO is refused, not waited on.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
-	if errors.Is(err, syscall.ELOOP) {
-		return fmt.Errorf("pcapng capture: %s is a symbolic link; capture files are not written through links (name the target instead): %w", path, engine.ErrInvalidParameter)
-	}
+	f, size, err := w.openRegular(path)
 	if err != nil {
-		return fmt.Errorf("pcapng capture: %w", err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("pcapng capture: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return fmt.Errorf("pcapng capture: %s is not a regular file: %w", path, engine.ErrInvalidParameter)
+		return 0, err
 	}
 	var idbs uint32
-	if st.Size() > 0 {
-		if idbs, err = checkPcapng(f, st.Size()); err != nil {
+	if size > 0 {
+		if idbs, err = checkPcapng(f, size); err != nil {
 			f.Close()
-			return fmt.Errorf("pcapng capture: cannot append to %s: %w (%w)", path, err, engine.ErrInvalidParameter)
+			return 0, fmt.Errorf("pcapng capture: cannot append to %s: %w (%w)", path, err, engine.ErrInvalidParameter)
 		}
 		if _, err := f.Seek(0, io.SeekEnd); err != nil {
 			f.Close()
-			return fmt.Errorf("pcapng capture: %w", err)
+			return 0, fmt.Errorf("pcapng capture: %w", err)
 		}
 	}
-	w.f, w.size, w.packets = f, st.Size(), 0
-	w.ifaces, w.nextIface = map[ifaceKey]uint32{}, idbs
+	w.f, w.size, w.packets = f, size, 0
+	w.ifaces, w.nextIface, w.known = map[ifaceKey]uint32{}, idbs, idbs
 	w.bw = bufio.NewWriterSize(f, 256<<10)
 	w.files = append(w.files, path)
-	if st.Size() > 0 {
+	if size > 0 {
 		// Continue the last section: a new section would be valid pcapng too, but tshark
 		// 4.0 resolves interface ids of later sections against the first one's.
-		return nil
+		return 0, nil
 	}
 	shb := w.block(blockSHB, func(b []byte) []byte {
 		b = binary.LittleEndian.AppendUint32(b, byteOrderMagic)
@@ -204,10 +145,10 @@ func (w *PcapngWriter) openFile() error {
 		f.Truncate(0)
 		f.Close()
 		w.files = w.files[:len(w.files)-1]
-		return fmt.Errorf("pcapng capture: writing the section header of %s: %w", path, err)
+		return 0, fmt.Errorf("pcapng capture: writing the section header of %s: %w", path, err)
 	}
 	w.size += int64(len(shb))
-	return nil
+	return int64(len(shb)), nil
 }
 
 // checkPcapng walks an existing file's blocks so that appending keeps it valid: every block
@@ -294,95 +235,17 @@ func (w *PcapngWriter) ifaceName(k ifaceKey) string {
 	return port + "/" + dir + "/q" + strconv.Itoa(k.queue)
 }
 
-// Write appends b's packets, stamping packets without an RX timestamp with the time of this
-// call, and returns when they are in the file (flushed to the kernel, not fsynced).
-func (w *PcapngWriter) Write(b *engine.Burst) (Status, error) { return w.WriteAt(b, time.Now()) }
-
-// WriteAt is Write with the time the burst was received.
-func (w *PcapngWriter) WriteAt(b *engine.Burst, received time.Time) (Status, error) {
-	h, err := w.WriteAtAsync(b, received)
-	if err != nil {
-		return Status{}, err
-	}
-	<-h.Done()
-	return h.Poll()
-}
-
-// WriteAsync starts appending b and returns at once. The caller keeps b and must not free it
-// until the handle reports completion.
-func (w *PcapngWriter) WriteAsync(b *engine.Burst) (*Handle, error) {
-	return w.WriteAtAsync(b, time.Now())
-}
-
-// WriteAtAsync is WriteAsync with the time the burst was received.
-func (w *PcapngWriter) WriteAtAsync(b *engine.Burst, received time.Time) (*Handle, error) {
-	if b == nil {
-		return nil, fmt.Errorf("pcapng capture: nil burst: %w", engine.ErrNullPtr)
-	}
-	if n := b.NumSegments(); n < 1 || n > 4 {
-		return nil, fmt.Errorf("pcapng capture: burst has %d segments, want 1 to 4: %w", n, engine.ErrInvalidParameter)
-	}
-	if w.o.Device == nil {
-		for s := 0; s < b.NumSegments(); s++ {
-			if r := b.SegmentRegion(s); r != nil && !r.CPU() {
-				return nil, fmt.Errorf("pcapng capture: %w", errNoDevice(s))
-			}
-		}
-	}
-	return w.seq.submit(func(h *Handle) (Status, error) { return w.write(h, b, received) })
-}
-
-func (w *PcapngWriter) write(h *Handle, b *engine.Burst, received time.Time) (Status, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var st Status
-	if w.broken != nil {
-		return st, w.broken
-	}
-	// As in pcap: a failed flush truncates back to the last committed byte, and the
-	// interface blocks written since are forgotten with it.
-	committed := w.size
-	known := w.nextIface
-	pendingN, pendingBytes := 0, int64(0)
-	var first error
-	note := func(err error) {
-		if first == nil {
-			first = err
-		}
-	}
-	commit := func() {
-		st.Completed += pendingN
-		st.Bytes += pendingBytes
-		pendingN, pendingBytes = 0, 0
-		known = w.nextIface
-	}
-	lose := func(i int, err error) (Status, error) {
-		note(err)
-		w.bw.Reset(w.f)
-		if terr := w.f.Truncate(committed); terr == nil {
-			w.f.Seek(committed, io.SeekStart)
-			w.size = committed
-		}
-		for k, id := range w.ifaces {
-			if id >= known {
-				delete(w.ifaces, k)
-			}
-		}
-		w.nextIface = known
-		w.packets -= int64(pendingN)
-		st.Failed += pendingN + (b.Len() - i)
-		return st, failure(st, first)
-	}
+// writeBurst appends b's packets as enhanced packet blocks, each interface's description
+// block before its first packet in the file.
+func (w *PcapngWriter) writeBurst(h *Handle, b *engine.Burst, received time.Time) (Status, error) {
+	bt := w.newBatch(b.Len())
 	key := ifaceKey{port: b.Port(), queue: b.Queue(), tx: b.IsTx()}
 	var ps []piece
 	for i := 0; i < b.Len(); i++ {
-		var total int
-		ps, total = pieces(ps[:0], b, i, 0)
-		data, scratch, err := gather(w.scratch, ps, total, w.o.Device)
-		w.scratch = scratch
+		data, more, err := w.packet(b, i, ps)
+		ps = more
 		if err != nil {
-			st.Failed++
-			note(fmt.Errorf("packet %d: %w", i, err))
+			bt.skip(i, err)
 			continue
 		}
 		capLen := min(len(data), w.o.SnapLen)
@@ -393,18 +256,10 @@ func (w *PcapngWriter) write(h *Handle, b *engine.Burst, received time.Time) (St
 		if !have {
 			idbLen = int64(20 + 4 + pad4(len(w.ifaceName(key))) + 8 + 4)
 		}
-		if w.o.RotateBytes > 0 && w.packets > 0 && w.size+idbLen+epbLen > w.o.RotateBytes {
-			if err := w.bw.Flush(); err != nil {
-				return lose(i, fmt.Errorf("flushing %s: %w", w.f.Name(), err))
+		if w.full(idbLen+epbLen, w.packets == 0) {
+			if !w.next(bt, i) {
+				return bt.result()
 			}
-			commit()
-			if err := w.rotate(); err != nil {
-				st.Failed += b.Len() - i
-				note(err)
-				return st, failure(st, first)
-			}
-			st.Bytes += w.size // the new file's section header
-			committed, known = w.size, w.nextIface
 			have = false
 		}
 		if !have {
@@ -419,12 +274,12 @@ func (w *PcapngWriter) write(h *Handle, b *engine.Burst, received time.Time) (St
 				return appendOpt(x, optEndOfOpt, nil)
 			})
 			if _, err := w.bw.Write(idb); err != nil {
-				return lose(i, fmt.Errorf("interface block for %s: %w", name, err))
+				return w.lose(bt, i, fmt.Errorf("interface block for %s: %w", name, err))
 			}
 			w.ifaces[key] = id
 			w.nextIface++
 			w.size += int64(len(idb))
-			pendingBytes += int64(len(idb))
+			bt.bytes += int64(len(idb))
 		}
 		ts := received.UnixNano()
 		if ns, err := b.RxTimestamp(i); err == nil {
@@ -446,70 +301,14 @@ func (w *PcapngWriter) write(h *Handle, b *engine.Burst, received time.Time) (St
 			return appendOpt(x, optEndOfOpt, nil)
 		})
 		if _, err := w.bw.Write(epb); err != nil {
-			return lose(i, fmt.Errorf("packet %d: %w", i, err))
+			return w.lose(bt, i, fmt.Errorf("packet %d: %w", i, err))
 		}
 		w.size += int64(len(epb))
 		w.packets++
-		pendingN++
-		pendingBytes += int64(len(epb))
-		h.progress(Status{Completed: st.Completed + pendingN, Failed: st.Failed, Bytes: st.Bytes + pendingBytes})
+		bt.n++
+		bt.bytes += int64(len(epb))
+		h.progress(bt.progress())
 	}
-	if err := w.bw.Flush(); err != nil {
-		return lose(b.Len(), fmt.Errorf("flushing %s: %w", w.f.Name(), err))
-	}
-	commit()
-	return st, failure(st, first)
-}
-
-// rotate closes the current (flushed) file and starts the next; a failure breaks the writer.
-func (w *PcapngWriter) rotate() error {
-	if err := w.f.Close(); err != nil {
-		w.broken = fmt.Errorf("pcapng capture: closing %s for rotation: %w", w.f.Name(), err)
-		w.f = nil
-		return w.broken
-	}
-	w.index++
-	if err := w.openFile(); err != nil {
-		w.broken = fmt.Errorf("pcapng capture: rotating to %s: %w", w.pathFor(w.index), err)
-		w.f = nil
-		return w.broken
-	}
-	return nil
-}
-
-// Sync flushes the file to stable storage (fsync), after the writes submitted so far.
-func (w *PcapngWriter) Sync() error {
-	h, err := w.seq.submit(func(*Handle) (Status, error) {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if w.broken != nil {
-			return Status{}, w.broken
-		}
-		return Status{}, w.f.Sync()
-	})
-	if err != nil {
-		return err
-	}
-	return h.Close()
-}
-
-// Close waits for writes in flight, flushes and closes the file. Idempotent.
-func (w *PcapngWriter) Close() error {
-	if !w.seq.close() {
-		return nil
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closedFile || w.f == nil {
-		return nil
-	}
-	w.closedFile = true
-	err := w.bw.Flush()
-	if cerr := w.f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("pcapng capture: closing %s: %w", w.f.Name(), err)
-	}
-	return nil
+	w.flush(bt, b.Len())
+	return bt.result()
 }
