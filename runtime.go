@@ -63,6 +63,22 @@ func pruneTx(qs []*engine.TxQueue) []*engine.TxQueue {
 	return out
 }
 
+// queueOp runs fn on port's engine as an engine.QueueManager, inside the session (enter/leave)
+// with the queue lock held: how every run-time queue change starts.
+func (s *Session) queueOp(port int, fn func(p *engine.Port, qm engine.QueueManager) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	p, qm, err := s.queueManager(port)
+	if err != nil {
+		return err
+	}
+	return fn(p, qm)
+}
+
 // queueManager is the port's engine as an engine.QueueManager.
 func (s *Session) queueManager(port int) (*engine.Port, engine.QueueManager, error) {
 	p, err := s.port(port)
@@ -114,43 +130,35 @@ func (s *Session) runtimeQueue(p *engine.Port, dir string, qc *config.Queue, tak
 // id; socket: the endpoint's traffic when the endpoint has no live RX queue; loopback: the TX
 // queue at the same position). Errors wrap ErrInvalidParameter or ErrNotSupported.
 func (s *Session) AddRxQueue(port int, qc config.Queue) error {
-	if err := s.enter(); err != nil {
-		return err
-	}
-	defer s.leave()
-	s.qmu.Lock()
-	defer s.qmu.Unlock()
-	p, qm, err := s.queueManager(port)
-	if err != nil {
-		return err
-	}
-	set := p.Queues()
-	rs, err := s.runtimeQueue(p, "rx", &qc, func(id int) bool {
-		return slices.ContainsFunc(set.LiveRx(), func(q *engine.RxQueue) bool { return q.ID == id })
-	})
-	if err != nil {
-		return err
-	}
-	c := qc
-	q, err := engine.NewRxQueue(p, len(set.Rx), &c, rs, s.rxMeta, s.rxRing)
-	if err != nil {
-		return err
-	}
-	// Publish first, so the engine's first delivery has a queue the application can poll.
-	next := &engine.QueueSet{Tx: set.Tx}
-	for _, x := range set.Rx {
-		if x.ID != qc.ID { // a deleted queue of the same id is replaced
-			next.Rx = append(next.Rx, x)
+	return s.queueOp(port, func(p *engine.Port, qm engine.QueueManager) error {
+		set := p.Queues()
+		rs, err := s.runtimeQueue(p, "rx", &qc, func(id int) bool {
+			return slices.ContainsFunc(set.LiveRx(), func(q *engine.RxQueue) bool { return q.ID == id })
+		})
+		if err != nil {
+			return err
 		}
-	}
-	next.Rx = append(next.Rx, q)
-	p.SetQueues(next)
-	if err := qm.AddRxQueue(q); err != nil {
-		p.SetQueues(set)
-		return err
-	}
-	s.log.Info("rx queue added", "interface", p.Name, "queue", qc.ID)
-	return nil
+		c := qc
+		q, err := engine.NewRxQueue(p, len(set.Rx), &c, rs, s.rxMeta, s.rxRing)
+		if err != nil {
+			return err
+		}
+		// Publish first, so the engine's first delivery has a queue the application can poll.
+		next := &engine.QueueSet{Tx: set.Tx}
+		for _, x := range set.Rx {
+			if x.ID != qc.ID { // a deleted queue of the same id is replaced
+				next.Rx = append(next.Rx, x)
+			}
+		}
+		next.Rx = append(next.Rx, q)
+		p.SetQueues(next)
+		if err := qm.AddRxQueue(q); err != nil {
+			p.SetQueues(set)
+			return err
+		}
+		s.log.Info("rx queue added", "interface", p.Name, "queue", qc.ID)
+		return nil
+	})
 }
 
 // DeleteRxQueue deletes a receive queue of an open port. Deliveries and polls in flight
@@ -160,70 +168,54 @@ func (s *Session) AddRxQueue(port int, qc config.Queue) error {
 // holds stay valid until it frees them. Deleting it again is ErrQueueDeleted; a queue a
 // reorder plan reads cannot be deleted.
 func (s *Session) DeleteRxQueue(port, id int) error {
-	if err := s.enter(); err != nil {
+	return s.queueOp(port, func(p *engine.Port, qm engine.QueueManager) error {
+		q, err := s.rxQueue(port, id)
+		if err != nil {
+			return err
+		}
+		if s.readBy(q) {
+			return fmt.Errorf("port %d (%s) rx queue %d: a reorder plan reads it: %w", port, p.Name, id, ErrInvalidParameter)
+		}
+		if err := q.Shut(); err != nil {
+			return fmt.Errorf("port %d (%s) rx queue %d: %w", port, p.Name, id, err)
+		}
+		err = qm.DeleteRxQueue(q)
+		if n := q.Drain(); n > 0 {
+			q.Stats.Drop(engine.DropClosed, n)
+		}
+		p.SetQueues(&engine.QueueSet{Rx: pruneRx(p.Queues().Rx), Tx: p.Queues().Tx})
+		s.log.Info("rx queue deleted", "interface", p.Name, "queue", id)
 		return err
-	}
-	defer s.leave()
-	s.qmu.Lock()
-	defer s.qmu.Unlock()
-	p, qm, err := s.queueManager(port)
-	if err != nil {
-		return err
-	}
-	q, err := s.rxQueue(port, id)
-	if err != nil {
-		return err
-	}
-	if s.readBy(q) {
-		return fmt.Errorf("port %d (%s) rx queue %d: a reorder plan reads it: %w", port, p.Name, id, ErrInvalidParameter)
-	}
-	if err := q.Shut(); err != nil {
-		return fmt.Errorf("port %d (%s) rx queue %d: %w", port, p.Name, id, err)
-	}
-	err = qm.DeleteRxQueue(q)
-	if n := q.Drain(); n > 0 {
-		q.Stats.Drop(engine.DropClosed, n)
-	}
-	p.SetQueues(&engine.QueueSet{Rx: pruneRx(p.Queues().Rx), Tx: p.Queues().Tx})
-	s.log.Info("rx queue deleted", "interface", p.Name, "queue", id)
-	return err
+	})
 }
 
 // AddTxQueue adds a transmit queue to an open port (as AddRxQueue; xdp: NIC queue j of the
 // queue's position j must exist).
 func (s *Session) AddTxQueue(port int, qc config.Queue) error {
-	if err := s.enter(); err != nil {
-		return err
-	}
-	defer s.leave()
-	s.qmu.Lock()
-	defer s.qmu.Unlock()
-	p, qm, err := s.queueManager(port)
-	if err != nil {
-		return err
-	}
-	set := p.Queues()
-	rs, err := s.runtimeQueue(p, "tx", &qc, func(id int) bool {
-		return slices.ContainsFunc(set.LiveTx(), func(q *engine.TxQueue) bool { return q.ID == id })
-	})
-	if err != nil {
-		return err
-	}
-	c := qc
-	q := engine.NewTxQueue(p, len(set.Tx), &c, rs, s.txMeta)
-	if err := qm.AddTxQueue(q); err != nil {
-		return err
-	}
-	next := &engine.QueueSet{Rx: set.Rx}
-	for _, x := range set.Tx {
-		if x.ID != qc.ID {
-			next.Tx = append(next.Tx, x)
+	return s.queueOp(port, func(p *engine.Port, qm engine.QueueManager) error {
+		set := p.Queues()
+		rs, err := s.runtimeQueue(p, "tx", &qc, func(id int) bool {
+			return slices.ContainsFunc(set.LiveTx(), func(q *engine.TxQueue) bool { return q.ID == id })
+		})
+		if err != nil {
+			return err
 		}
-	}
-	next.Tx = append(next.Tx, q)
-	p.SetQueues(next)
-	s.log.Info("tx queue added", "interface", p.Name, "queue", qc.ID)
-	return nil
+		c := qc
+		q := engine.NewTxQueue(p, len(set.Tx), &c, rs, s.txMeta)
+		if err := qm.AddTxQueue(q); err != nil {
+			return err
+		}
+		next := &engine.QueueSet{Rx: set.Rx}
+		for _, x := range set.Tx {
+			if x.ID != qc.ID {
+				next.Tx = append(next.Tx, x)
+			}
+		}
+		next.Tx = append(next.Tx, q)
+		p.SetQueues(next)
+		s.log.Info("tx queue added", "interface", p.Name, "queue", qc.ID)
+		return nil
+	})
 }
 
 // DeleteTxQueue deletes a transmit queue: sends in flight finish, bursts the engine still
@@ -231,27 +223,19 @@ func (s *Session) AddTxQueue(port int, qc config.Queue) error {
 // id are ErrQueueDeleted (the burst stays the caller's; Free returns its buffers). Deleting it
 // again is ErrQueueDeleted.
 func (s *Session) DeleteTxQueue(port, id int) error {
-	if err := s.enter(); err != nil {
+	return s.queueOp(port, func(p *engine.Port, qm engine.QueueManager) error {
+		q, err := s.txQueue(port, id)
+		if err != nil {
+			return err
+		}
+		if err := q.Shut(); err != nil {
+			return fmt.Errorf("port %d (%s) tx queue %d: %w", port, p.Name, id, err)
+		}
+		err = qm.DeleteTxQueue(q)
+		p.SetQueues(&engine.QueueSet{Rx: p.Queues().Rx, Tx: pruneTx(p.Queues().Tx)})
+		s.log.Info("tx queue deleted", "interface", p.Name, "queue", id)
 		return err
-	}
-	defer s.leave()
-	s.qmu.Lock()
-	defer s.qmu.Unlock()
-	p, qm, err := s.queueManager(port)
-	if err != nil {
-		return err
-	}
-	q, err := s.txQueue(port, id)
-	if err != nil {
-		return err
-	}
-	if err := q.Shut(); err != nil {
-		return fmt.Errorf("port %d (%s) tx queue %d: %w", port, p.Name, id, err)
-	}
-	err = qm.DeleteTxQueue(q)
-	p.SetQueues(&engine.QueueSet{Rx: p.Queues().Rx, Tx: pruneTx(p.Queues().Tx)})
-	s.log.Info("tx queue deleted", "interface", p.Name, "queue", id)
-	return err
+	})
 }
 
 // AddMemoryRegion allocates a memory region on an open session for queues added later
