@@ -344,16 +344,8 @@ var legacyTop = map[string]string{
 func (d *decoder) config(n *yaml.Node) {
 	c := d.c
 	got := d.fields(n, "", "the configuration", map[string]handler{
-		"version": func(e entry) {
-			if v, ok := d.integer(e, math.MinInt32, math.MaxInt32); ok {
-				c.Version = int(v)
-			}
-		},
-		"master_core": func(e entry) {
-			if v, ok := d.integer(e, 0, math.MaxInt32); ok {
-				c.MasterCore = int(v)
-			}
-		},
+		"version":     intInto(d, &c.Version, math.MinInt32, math.MaxInt32),
+		"master_core": intInto(d, &c.MasterCore, 0, math.MaxInt32),
 		"stream_type": func(e entry) {
 			if s, ok := d.str(e); ok {
 				c.StreamType = StreamType(s)
@@ -379,16 +371,8 @@ func (d *decoder) config(n *yaml.Node) {
 				c.LogLevel = s
 			}
 		},
-		"tx_meta_buffers": func(e entry) {
-			if v, ok := d.integer(e, 1, math.MaxInt32); ok {
-				c.TxMetaBuffers = int(v)
-			}
-		},
-		"rx_meta_buffers": func(e entry) {
-			if v, ok := d.integer(e, 1, math.MaxInt32); ok {
-				c.RxMetaBuffers = int(v)
-			}
-		},
+		"tx_meta_buffers": intInto(d, &c.TxMetaBuffers, 1, math.MaxInt32),
+		"rx_meta_buffers": intInto(d, &c.RxMetaBuffers, 1, math.MaxInt32),
 		"memory_regions": func(e entry) {
 			items, _ := d.seq(e, "memory_regions")
 			c.MemoryRegions = make([]MemoryRegion, len(items))
@@ -417,11 +401,7 @@ func (d *decoder) memoryRegion(it entry, mr *MemoryRegion) {
 				mr.Kind = MemoryKind(s)
 			}
 		},
-		"affinity": func(e entry) {
-			if v, ok := d.integer(e, 0, math.MaxInt32); ok {
-				mr.Affinity = int(v)
-			}
-		},
+		"affinity": intInto(d, &mr.Affinity, 0, math.MaxInt32),
 		"access": func(e entry) {
 			names, ok := d.strList(e, "access")
 			if !ok {
@@ -445,16 +425,8 @@ func (d *decoder) memoryRegion(it entry, mr *MemoryRegion) {
 				}
 			}
 		},
-		"num_bufs": func(e entry) {
-			if v, ok := d.integer(e, math.MinInt64, math.MaxInt32); ok {
-				mr.NumBufs = int(v)
-			}
-		},
-		"buf_size": func(e entry) {
-			if v, ok := d.integer(e, math.MinInt64, math.MaxInt32); ok {
-				mr.BufSize = int(v)
-			}
-		},
+		"num_bufs": intInto(d, &mr.NumBufs, math.MinInt64, math.MaxInt32),
+		"buf_size": intInto(d, &mr.BufSize, math.MinInt64, math.MaxInt32),
 		"owned": func(e entry) {
 			if b, ok := d.boolean(e); ok {
 				mr.Unowned = !b
@@ -632,13 +604,9 @@ func (d *decoder) inferLegacyProtocols() {
 // rx decodes an interface's rx block.
 func (d *decoder) rx(re entry, rx *RxConfig) {
 	d.fields(re.v, re.path, "rx", map[string]handler{
-		"flow_isolation": func(e entry) { rx.FlowIsolation, _ = d.boolean(e) },
-		"dynamic_flow_capacity": func(e entry) {
-			if v, ok := d.integer(e, 0, math.MaxUint32); ok {
-				rx.DynamicFlowCapacity = int(v)
-			}
-		},
-		"hardware_timestamps": func(e entry) { rx.HardwareTimestamps, _ = d.boolean(e) },
+		"flow_isolation":        func(e entry) { rx.FlowIsolation, _ = d.boolean(e) },
+		"dynamic_flow_capacity": intInto(d, &rx.DynamicFlowCapacity, 0, math.MaxUint32),
+		"hardware_timestamps":   func(e entry) { rx.HardwareTimestamps, _ = d.boolean(e) },
 		"queues": func(e entry) {
 			items, _ := d.seq(e, "queues")
 			rx.Queues = make([]Queue, len(items))
@@ -695,11 +663,7 @@ func (d *decoder) tx(te entry, tx *TxConfig) {
 func (d *decoder) queue(it entry, q *Queue, isTX bool) {
 	hs := map[string]handler{
 		"name": func(e entry) { q.Name, _ = d.str(e) },
-		"id": func(e entry) {
-			if v, ok := d.integer(e, 0, math.MaxUint16); ok {
-				q.ID = int(v)
-			}
-		},
+		"id":   intInto(d, &q.ID, 0, math.MaxUint16),
 		"poll_mode": func(e entry) {
 			if s, ok := d.str(e); ok {
 				q.PollMode = PollMode(s)
@@ -725,16 +689,8 @@ func (d *decoder) queue(it entry, q *Queue, isTX bool) {
 			}
 			q.CPUCore = s
 		},
-		"batch_size": func(e entry) {
-			if v, ok := d.integer(e, math.MinInt64, MaxBatchSize); ok {
-				q.BatchSize = int(v)
-			}
-		},
-		"timeout_us": func(e entry) {
-			if v, ok := d.integer(e, 0, MaxTimeoutUs); ok {
-				q.TimeoutUs = int(v)
-			}
-		},
+		"batch_size":     intInto(d, &q.BatchSize, math.MinInt64, MaxBatchSize),
+		"timeout_us":     intInto(d, &q.TimeoutUs, 0, MaxTimeoutUs),
 		"memory_regions": func(e entry) { q.MemoryRegions, _ = d.strList(e, "memory_regions") },
 	}
 	if isTX {
@@ -753,11 +709,7 @@ func (d *decoder) queue(it entry, q *Queue, isTX bool) {
 func (d *decoder) flow(it entry, f *Flow) {
 	got := d.fields(it.v, it.path, "a flow", map[string]handler{
 		"name": func(e entry) { f.Name, _ = d.str(e) },
-		"id": func(e entry) {
-			if v, ok := d.integer(e, 0, MaxFlowID); ok {
-				f.ID = int(v)
-			}
-		},
+		"id":   intInto(d, &f.ID, 0, MaxFlowID),
 		"action": func(e entry) {
 			f.Actions = []Action{{}}
 			d.action(e, &f.Actions[0])
@@ -1046,25 +998,13 @@ func (d *decoder) match(me entry, m *Match) {
 				m.IPv4Len = uint16(v)
 			}
 		},
-		"ipv4_src": func(e entry) { m.IPv4Src, _ = d.ipv4(e) },
-		"ipv4_dst": func(e entry) { m.IPv4Dst, _ = d.ipv4(e) },
-		"ipv6_src": func(e entry) { m.IPv6Src, _ = d.ipv6(e) },
-		"ipv6_dst": func(e entry) { m.IPv6Dst, _ = d.ipv6(e) },
-		"flex_item_id": func(e entry) {
-			if v, ok := d.uinteger(e, 0, math.MaxUint16); ok {
-				flex.ItemID = int(v)
-			}
-		},
-		"val": func(e entry) {
-			if v, ok := d.uinteger(e, 0, math.MaxUint32); ok {
-				flex.Value = uint32(v)
-			}
-		},
-		"mask": func(e entry) {
-			if v, ok := d.uinteger(e, 0, math.MaxUint32); ok {
-				flex.Mask = uint32(v)
-			}
-		},
+		"ipv4_src":     func(e entry) { m.IPv4Src, _ = d.ipv4(e) },
+		"ipv4_dst":     func(e entry) { m.IPv4Dst, _ = d.ipv4(e) },
+		"ipv6_src":     func(e entry) { m.IPv6Src, _ = d.ipv6(e) },
+		"ipv6_dst":     func(e entry) { m.IPv6Dst, _ = d.ipv6(e) },
+		"flex_item_id": uintInto(d, &flex.ItemID, 0, math.MaxUint16),
+		"val":          uintInto(d, &flex.Value, 0, math.MaxUint32),
+		"mask":         uintInto(d, &flex.Mask, 0, math.MaxUint32),
 		"ecpri": func(e entry) {
 			m.ECPRI = &ECPRIMatch{}
 			d.ecpri(e, m.ECPRI)
@@ -1150,22 +1090,10 @@ func (d *decoder) ecpri(e entry, m *ECPRIMatch) {
 // flexItem decodes one rx.flex_items[] item.
 func (d *decoder) flexItem(it entry, f *FlexItem) {
 	got := d.fields(it.v, it.path, "a flex item", map[string]handler{
-		"name": func(e entry) { f.Name, _ = d.str(e) },
-		"id": func(e entry) {
-			if v, ok := d.integer(e, 0, math.MaxUint16); ok {
-				f.ID = int(v)
-			}
-		},
-		"udp_dst_port": func(e entry) {
-			if v, ok := d.integer(e, 0, math.MaxUint16); ok {
-				f.UDPDstPort = uint16(v)
-			}
-		},
-		"offset": func(e entry) {
-			if v, ok := d.integer(e, 0, math.MaxUint16); ok {
-				f.Offset = int(v)
-			}
-		},
+		"name":         func(e entry) { f.Name, _ = d.str(e) },
+		"id":           intInto(d, &f.ID, 0, math.MaxUint16),
+		"udp_dst_port": intInto(d, &f.UDPDstPort, 0, math.MaxUint16),
+		"offset":       intInto(d, &f.Offset, 0, math.MaxUint16),
 	}, nil)
 	d.require(got, it.path, "a flex item", "name", "id", "udp_dst_port", "offset")
 }
@@ -1179,12 +1107,8 @@ func (d *decoder) reorder(it entry, r *Reorder) {
 				r.Type = ReorderType(s)
 			}
 		},
-		"memory_region": func(e entry) { r.MemoryRegion, _ = d.str(e) },
-		"payload_byte_offset": func(e entry) {
-			if v, ok := d.integer(e, 0, math.MaxUint32); ok {
-				r.PayloadByteOffset = int(v)
-			}
-		},
+		"memory_region":       func(e entry) { r.MemoryRegion, _ = d.str(e) },
+		"payload_byte_offset": intInto(d, &r.PayloadByteOffset, 0, math.MaxUint32),
 		"flow_ids": func(e entry) {
 			items, ok := d.seq(e, "flow_ids")
 			if !ok {
@@ -1235,12 +1159,8 @@ func (d *decoder) method(me entry, m *ReorderMethod) {
 		string(MethodSeqPacketsPerBatch): func(e entry) {
 			m.Kind = MethodSeqPacketsPerBatch
 			g := d.fields(e.v, e.path, string(MethodSeqPacketsPerBatch), map[string]handler{
-				"sequence_number": func(e entry) { d.bitField(e, &m.Seq) },
-				"packets_per_batch": func(e entry) {
-					if v, ok := d.integer(e, 1, math.MaxUint32); ok {
-						m.PacketsPerBatch = int(v)
-					}
-				},
+				"sequence_number":   func(e entry) { d.bitField(e, &m.Seq) },
+				"packets_per_batch": intInto(d, &m.PacketsPerBatch, 1, math.MaxUint32),
 			}, nil)
 			d.require(g, e.path, string(MethodSeqPacketsPerBatch), "sequence_number", "packets_per_batch")
 		},
@@ -1261,16 +1181,8 @@ func (d *decoder) method(me entry, m *ReorderMethod) {
 // bitField decodes {bit_offset, bit_width}.
 func (d *decoder) bitField(e entry, f *BitField) {
 	g := d.fields(e.v, e.path, "a bit field", map[string]handler{
-		"bit_offset": func(e entry) {
-			if v, ok := d.integer(e, 0, math.MaxUint16); ok {
-				f.Offset = int(v)
-			}
-		},
-		"bit_width": func(e entry) {
-			if v, ok := d.integer(e, 0, math.MaxUint8); ok {
-				f.Width = int(v)
-			}
-		},
+		"bit_offset": intInto(d, &f.Offset, 0, math.MaxUint16),
+		"bit_width":  intInto(d, &f.Width, 0, math.MaxUint8),
 	}, nil)
 	d.require(g, e.path, "a bit field", "bit_offset", "bit_width")
 }

@@ -495,3 +495,21 @@ func (d *decoder) mac(e entry) (net.HardwareAddr, bool) {
 	}
 	return m, true
 }
+
+// intInto is the handler of a key whose value is an integer in [lo, hi], stored in *dst.
+func intInto[T ~int | ~uint8 | ~uint16 | ~uint32](d *decoder, dst *T, lo, hi int64) handler {
+	return func(e entry) {
+		if v, ok := d.integer(e, lo, hi); ok {
+			*dst = T(v)
+		}
+	}
+}
+
+// uintInto is intInto for keys that also take hexadecimal strings (uinteger).
+func uintInto[T ~int | ~uint8 | ~uint16 | ~uint32](d *decoder, dst *T, lo, hi int64) handler {
+	return func(e entry) {
+		if v, ok := d.uinteger(e, lo, hi); ok {
+			*dst = T(v)
+		}
+	}
+}
