@@ -30,7 +30,6 @@ type rxConn struct {
 	c   *conn
 	fr  *framer
 	x   *rxBatcher // nil without an RX queue
-	idx uint32     // buffer of the frame being received
 	fio frameIO    // built once: serve runs for every wakeup
 }
 
@@ -174,22 +173,21 @@ func (ep *endpoint) newRxConn(c *conn) *rxConn {
 	}
 	q := ep.rxq
 	rc.fio = frameIO{
-		read: c.tcp.ReadvNow,
-		alloc: func(l int) ([]byte, bool) {
+		read: c.tcp.ReadNow,
+		alloc: func(l int) ([]byte, uint32, bool) {
 			if q == nil {
-				return nil, true // no RX queue: frames are read and discarded
+				return nil, 0, true // no RX queue: frames are read and discarded
 			}
 			if rc.x.burst() == nil {
-				return nil, false
+				return nil, 0, false
 			}
 			idx, ok := q.Regions[0].Get()
 			if !ok {
-				return nil, false
+				return nil, 0, false
 			}
-			rc.idx = idx
-			return q.Regions[0].Buf(idx)[:l], true
+			return q.Regions[0].Buf(idx)[:l], idx, true
 		},
-		emit: func(l int) {
+		emit: func(idx uint32, l int) {
 			if q == nil {
 				return
 			}
@@ -197,14 +195,19 @@ func (ep *endpoint) newRxConn(c *conn) *rxConn {
 			// frame was still arriving).
 			b := rc.x.burst()
 			if b == nil {
-				q.Regions[0].Put(rc.idx)
+				q.Regions[0].Put(idx)
 				q.Stats.Drop(engine.DropNoBurstBuffers, 1)
 				return
 			}
-			b.Append(uint64(rc.idx)*uint64(q.Regions[0].BufSize), uint32(l), 0, time.Now().UnixNano())
+			b.Append(uint64(idx)*uint64(q.Regions[0].BufSize), uint32(l), 0, time.Now().UnixNano())
 			rc.x.added()
 			if rc.x.full() {
 				rc.x.flush()
+			}
+		},
+		free: func(idx uint32) {
+			if q != nil {
+				q.Regions[0].Put(idx)
 			}
 		},
 	}
@@ -284,8 +287,8 @@ func (ep *endpoint) closeConn(rc *rxConn, live map[uint64]*rxConn, reason engine
 		} else {
 			rc.x.flush()
 		}
-		if rc.fr.holding() {
-			ep.rxq.Regions[0].Put(rc.idx)
+		if idx, ok := rc.fr.holding(); ok {
+			ep.rxq.Regions[0].Put(idx)
 			ep.rxq.Stats.Drop(reason, 1)
 		}
 	}
