@@ -42,6 +42,13 @@ type framer struct {
 	iov   [][]byte
 	hdrs  [maxAhead][FrameHeaderLen]byte
 	ahead []aheadBuf // buffers taken for the frames this read bets on
+	ready []wholeFrame // frames emit could not take yet, in stream order
+}
+
+// wholeFrame is a received frame waiting to be emitted.
+type wholeFrame struct {
+	id uint32
+	l  int
 }
 
 // aheadBuf is a buffer taken for a frame a read bets on.
@@ -85,12 +92,14 @@ const (
 // frameIO is what pump needs from its surroundings. read reads into the slices in order
 // without waiting (sockio.ErrTimeout when nothing is there). alloc gives the buffer for a
 // frame of l bytes and a name for it, a nil buffer to discard the frame, and ok false when no
-// buffer is free now. emit hands over the frame that buffer id now holds; free returns a
-// buffer that received no frame (one taken for a bet that was lost or not yet settled).
+// buffer is free now. emit hands over the frame that buffer id now holds, or reports false
+// when it cannot take it now (no burst metadata free): the framer then keeps the frame and
+// offers it again, in order, before anything else. free returns a buffer that received no
+// frame (one taken for a bet that was lost or not yet settled).
 type frameIO struct {
 	read  func(iov [][]byte) (int, error)
 	alloc func(l int) (dst []byte, id uint32, ok bool)
-	emit  func(id uint32, l int)
+	emit  func(id uint32, l int) bool
 	free  func(id uint32)
 }
 
@@ -99,6 +108,9 @@ type frameIO struct {
 // *frameTooLarge) ends the stream.
 func (f *framer) pump(io frameIO, budget int) (pumpResult, error) {
 	for reads := 0; ; {
+		if !f.emitReady(io) {
+			return pumpStalled, nil
+		}
 		if r, err := f.parse(io); err != nil || r == pumpStalled {
 			return r, err
 		}
@@ -163,8 +175,9 @@ func (f *framer) pump(io frameIO, budget int) (pumpResult, error) {
 		if f.open {
 			k := min(n, len(into))
 			f.got += k
-			if err := f.settle(io, n-k); err != nil {
-				return pumpDry, err
+			f.settle(io, n-k)
+			if len(f.ready) > 0 {
+				return pumpStalled, nil
 			}
 		} else {
 			f.have += n
@@ -210,10 +223,10 @@ func (f *framer) dropBets(io frameIO, i int) {
 
 // settle accounts for the n bytes a read put after the open frame's rest: the frames read
 // ahead (each header checked against the bet), then the staging slot.
-func (f *framer) settle(io frameIO, n int) error {
+func (f *framer) settle(io frameIO, n int) {
 	if f.got < f.l {
 		f.dropBets(io, 0)
-		return nil
+		return
 	}
 	f.finish(io)
 	for i, a := range f.ahead {
@@ -222,7 +235,7 @@ func (f *framer) settle(io frameIO, n int) error {
 		if m < FrameHeaderLen {
 			f.pos, f.have = 0, copy(f.stage, h[:m])
 			f.dropBets(io, i)
-			return nil
+			return
 		}
 		n -= m
 		if l := int(binary.BigEndian.Uint32(h)); l != len(a.dst) {
@@ -230,20 +243,19 @@ func (f *framer) settle(io frameIO, n int) error {
 			f.restage(i, n)
 			f.dropBets(io, i)
 			f.prev = -1
-			return nil
+			return
 		}
 		m = min(n, len(a.dst))
 		n -= m
 		f.open, f.l, f.got, f.dst, f.id = true, len(a.dst), m, a.dst, a.id
 		if m < f.l {
 			f.dropBets(io, i+1)
-			return nil
+			return
 		}
 		f.finish(io)
 	}
 	f.ahead = f.ahead[:0]
 	f.pos, f.have = 0, n // the staging slot: the next header, or part of it
-	return nil
 }
 
 // restage copies the n bytes a read put after bet i's header, that header first, into the
@@ -265,16 +277,28 @@ func (f *framer) restage(i, n int) {
 	f.stage, f.pos, f.have = b, 0, w
 }
 
-// finish hands over the open frame.
+// finish hands over the open frame, or queues it behind those emit could not take yet.
 func (f *framer) finish(io frameIO) {
 	f.open = false
-	if f.dst != nil {
-		f.dst = nil
-		io.emit(f.id, f.l)
-	} else {
-		io.emit(0, f.l)
-	}
 	f.prev = f.l
+	id := f.id
+	if f.dst == nil {
+		id = 0
+	}
+	f.dst = nil
+	if len(f.ready) > 0 || !io.emit(id, f.l) {
+		f.ready = append(f.ready, wholeFrame{id: id, l: f.l})
+	}
+}
+
+// emitReady offers the frames waiting for emit again; it reports whether none is left.
+func (f *framer) emitReady(io frameIO) bool {
+	k := 0
+	for k < len(f.ready) && io.emit(f.ready[k].id, f.ready[k].l) {
+		k++
+	}
+	f.ready = f.ready[:copy(f.ready, f.ready[k:])]
+	return len(f.ready) == 0
 }
 
 // parse takes every whole frame out of the staged bytes and completes an open frame from
@@ -309,12 +333,23 @@ func (f *framer) parse(io frameIO) (pumpResult, error) {
 			return pumpDry, nil // the rest is on the socket
 		}
 		f.finish(io)
+		if len(f.ready) > 0 {
+			return pumpStalled, nil
+		}
 	}
 }
 
-// holding reports the buffer of a frame allocated and not yet emitted (the caller returns it
+// holding reports the buffer of a frame allocated and not yet complete (the caller returns it
 // when the connection ends).
 func (f *framer) holding() (id uint32, ok bool) { return f.id, f.open && f.dst != nil }
+
+// waiting returns the whole frames emit has not taken yet and forgets them (the caller
+// delivers or returns them when the connection ends).
+func (f *framer) waiting() []wholeFrame {
+	w := f.ready
+	f.ready = nil
+	return w
+}
 
 func total(iov [][]byte) int {
 	n := 0

@@ -30,7 +30,7 @@ func refFrames(data []byte, max int) (frames [][]byte, tooLarge bool) {
 }
 
 // runFramer feeds data through a framer in reads whose sizes come from chunks (0 = "would
-// block"), with buffers refused whenever refuse says so, as the worker does. It checks the
+// block"), with buffers and burst metadata sometimes refused, as the worker does. It checks the
 // buffers' bookkeeping: every buffer handed out is emitted once with its frame's length,
 // given back unused, or held by the framer when the stream ends; none is used twice.
 func runFramer(t *testing.T, data, chunks []byte, limit int, discard bool) (frames [][]byte, err error) {
@@ -46,7 +46,7 @@ func runFramer(t *testing.T, data, chunks []byte, limit int, discard bool) (fram
 	}
 	bufs := map[uint32][]byte{} // handed out, not yet emitted or freed
 	nextID := uint32(1)
-	allocs, refused, blocked := 0, false, false
+	allocs, emits, refused, busy, blocked := 0, 0, false, false, false
 	fio := frameIO{
 		read: func(iov [][]byte) (int, error) {
 			if len(stream) == 0 {
@@ -90,10 +90,16 @@ func runFramer(t *testing.T, data, chunks []byte, limit int, discard bool) (fram
 			bufs[id] = make([]byte, l, l+8)
 			return bufs[id], id, true
 		},
-		emit: func(id uint32, l int) {
+		emit: func(id uint32, l int) bool {
+			emits++
+			if !busy && len(chunks) > 0 && chunks[emits%len(chunks)]%7 == 3 {
+				busy = true
+				return false // no burst metadata now; the next attempt gets it
+			}
+			busy = false
 			if discard {
 				frames = append(frames, nil)
-				return
+				return true
 			}
 			b, ok := bufs[id]
 			if !ok {
@@ -104,6 +110,7 @@ func runFramer(t *testing.T, data, chunks []byte, limit int, discard bool) (fram
 				t.Fatalf("emit %d bytes for a buffer of %d", l, len(b))
 			}
 			frames = append(frames, b)
+			return true
 		},
 		free: func(id uint32) {
 			if _, ok := bufs[id]; !ok {
@@ -119,6 +126,9 @@ func runFramer(t *testing.T, data, chunks []byte, limit int, discard bool) (fram
 			id, held := f.holding()
 			if _, ok := bufs[id]; held && ok {
 				delete(bufs, id)
+			}
+			if w := f.waiting(); len(w) > 0 {
+				t.Fatalf("the stream ended (%v) with %d whole frames not emitted", err, len(w))
 			}
 			if len(bufs) > 0 {
 				t.Fatalf("%d buffers neither emitted nor given back at the end", len(bufs))
@@ -241,11 +251,12 @@ func TestFramerReadsAhead(t *testing.T) {
 			return n, nil
 		},
 		alloc: func(l int) ([]byte, uint32, bool) { return make([]byte, l), 0, true },
-		emit: func(_ uint32, n int) {
+		emit: func(_ uint32, n int) bool {
 			if n != l {
 				t.Fatalf("frame of %d bytes, want %d", n, l)
 			}
 			emitted++
+			return true
 		},
 		free: func(uint32) { freed++ },
 	}

@@ -187,23 +187,23 @@ func (ep *endpoint) newRxConn(c *conn) *rxConn {
 			}
 			return q.Regions[0].Buf(idx)[:l], idx, true
 		},
-		emit: func(idx uint32, l int) {
+		emit: func(idx uint32, l int) bool {
 			if q == nil {
-				return
+				return true
 			}
-			// The burst open at alloc may have been handed over since (a timeout while the
-			// frame was still arriving).
+			// The burst open at alloc may have been handed over since (full, or the socket
+			// ran dry); with no metadata free for the next one the framer keeps the frame
+			// and the worker retries (stalled) until the application frees a burst.
 			b := rc.x.burst()
 			if b == nil {
-				q.Regions[0].Put(idx)
-				q.Stats.Drop(engine.DropNoBurstBuffers, 1)
-				return
+				return false
 			}
 			b.Append(uint64(idx)*uint64(q.Regions[0].BufSize), uint32(l), 0, time.Now().UnixNano())
 			rc.x.added()
 			if rc.x.full() {
 				rc.x.flush()
 			}
+			return true
 		},
 		free: func(idx uint32) {
 			if q != nil {
@@ -290,6 +290,17 @@ func (ep *endpoint) closeConn(rc *rxConn, live map[uint64]*rxConn, reason engine
 		if idx, ok := rc.fr.holding(); ok {
 			ep.rxq.Regions[0].Put(idx)
 			ep.rxq.Stats.Drop(reason, 1)
+		}
+		// Whole frames still waiting for burst metadata: delivered if the application has
+		// freed some since, else returned and counted.
+		for _, w := range rc.fr.waiting() {
+			if ep.stopped() || !rc.fio.emit(w.id, w.l) {
+				ep.rxq.Regions[0].Put(w.id)
+				ep.rxq.Stats.Drop(reason, 1)
+			}
+		}
+		if !ep.stopped() {
+			rc.x.flush()
 		}
 	}
 	ep.poller.Remove(rc.c.fd)
