@@ -41,7 +41,7 @@ type framer struct {
 
 	iov   [][]byte
 	hdrs  [maxAhead][FrameHeaderLen]byte
-	ahead []aheadBuf // buffers taken for the frames this read bets on
+	ahead []aheadBuf   // buffers taken for the frames this read bets on
 	ready []wholeFrame // frames emit could not take yet, in stream order
 }
 
