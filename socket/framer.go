@@ -119,7 +119,7 @@ func (f *framer) pump(io frameIO, budget int) (pumpResult, error) {
 		}
 		reads++
 		// parse left at most a partial header staged: a lost bet's bytes are all parsed.
-		if len(f.stage) != len(f.small) {
+		if &f.stage[0] != &f.small[0] {
 			f.have = copy(f.small, f.stage[f.pos:f.have])
 			f.pos, f.stage = 0, f.small
 		}
