@@ -25,6 +25,15 @@ const listenToken = 0
 // starve the others.
 const readBudget = 16
 
+// tcpBurstBytes hands a TCP receive burst over once it holds this many payload bytes, before
+// batch_size frames. The kernel copies each frame into a pool buffer, and buffers return to
+// the pool (which hands out the most recently returned first) only when the application
+// frees their burst: a burst of 256 frames of 64 KB is 16 MiB, so while a busy receiver's
+// bursts filled up, every copy went to memory long out of the cache (the copy then cost
+// twice iperf3's, which reads into one hot buffer). A few hundred KiB in flight stay in the
+// L2 cache; small frames still fill whole bursts.
+const tcpBurstBytes = 256 << 10
+
 // rxConn is the receive side of one connection, owned by the endpoint's worker.
 type rxConn struct {
 	c   *conn
@@ -199,8 +208,8 @@ func (ep *endpoint) newRxConn(c *conn) *rxConn {
 				return false
 			}
 			b.Append(uint64(idx)*uint64(q.Regions[0].BufSize), uint32(l), 0, time.Now().UnixNano())
-			rc.x.added()
-			if rc.x.full() {
+			rc.x.added(l)
+			if rc.x.full() || rc.x.bytes >= tcpBurstBytes {
 				rc.x.flush()
 			}
 			return true
