@@ -238,3 +238,41 @@ func TestTCPMetadataStallResumes(t *testing.T) {
 		t.Fatalf("%d frames dropped", rx.Dropped)
 	}
 }
+
+// TestTCPBurstBytes: a receive burst of large frames is handed over once it holds 256 KiB,
+// long before batch_size frames or its timeout, so that the application returns their
+// buffers to the pool while they are still in the cache (issue 18).
+func TestTCPBurstBytes(t *testing.T) {
+	const frames, size = 40, 64000
+	port := testutil.FreePort(t, "tcp")
+	cfg := pairConfig(config.ProtoTCP, port, 65536, 256, 500000)
+	cfg.Interfaces, cfg.MemoryRegions = cfg.Interfaces[:1], cfg.MemoryRegions[:2]
+	s := mustOpen(t, cfg)
+	c, err := net.DialTimeout("tcp4", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)).String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var stream []byte
+	for i := 0; i < frames; i++ {
+		stream = binary.BigEndian.AppendUint32(stream, size)
+		p := make([]byte, size)
+		binary.BigEndian.PutUint32(p, uint32(i))
+		stream = append(stream, p...)
+	}
+	go c.Write(stream)
+	most := (256<<10)/size + 1
+	for next := 0; next < frames; {
+		b := waitBurst(t, s, 0, 5*time.Second)
+		if b.Len() > most {
+			t.Fatalf("a burst of %d frames of %d bytes, want at most %d", b.Len(), size, most)
+		}
+		for i := 0; i < b.Len(); i++ {
+			if got := binary.BigEndian.Uint32(b.Packet(i)); got != uint32(next) {
+				t.Fatalf("frame %d carries %d", next, got)
+			}
+			next++
+		}
+		b.Free()
+	}
+}
