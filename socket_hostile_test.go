@@ -186,3 +186,93 @@ func TestTCPStallResumes(t *testing.T) {
 		b.Free()
 	}
 }
+
+// TestTCPMetadataStallResumes: when the application holds every burst's metadata while
+// buffers are still free, frames the server has already read (several per call, issue 18)
+// wait for metadata instead of being dropped, and arrive whole and in order once the
+// application frees its bursts.
+func TestTCPMetadataStallResumes(t *testing.T) {
+	const frames, size, meta = 200, 8192, 4
+	port := testutil.FreePort(t, "tcp")
+	cfg := pairConfig(config.ProtoTCP, port, 9000, 1, 0)
+	cfg.Interfaces, cfg.MemoryRegions = cfg.Interfaces[:1], cfg.MemoryRegions[:2]
+	cfg.RxMetaBuffers = meta
+	s := mustOpen(t, cfg)
+	c, err := net.DialTimeout("tcp4", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)).String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var stream []byte
+	for i := 0; i < frames; i++ {
+		stream = binary.BigEndian.AppendUint32(stream, size)
+		p := make([]byte, size)
+		binary.BigEndian.PutUint32(p, uint32(i))
+		p[size-1] = byte(i)
+		stream = append(stream, p...)
+	}
+	go c.Write(stream) // the server may read it only as bursts are freed
+	var held []*daqiri.Burst
+	for len(held) < meta {
+		held = append(held, waitBurst(t, s, 0, 5*time.Second))
+	}
+	next := 0
+	check := func(b *daqiri.Burst) {
+		for i := 0; i < b.Len(); i++ {
+			p := b.Packet(i)
+			if len(p) != size || binary.BigEndian.Uint32(p) != uint32(next) || p[size-1] != byte(next) {
+				t.Fatalf("packet %d: %d bytes carrying %d, want frame %d", next, len(p), binary.BigEndian.Uint32(p), next)
+			}
+			next++
+		}
+		b.Free()
+	}
+	for _, b := range held {
+		check(b)
+	}
+	for next < frames {
+		check(waitBurst(t, s, 0, 5*time.Second))
+	}
+	rx, _ := s.Stats().Totals()
+	if rx.Dropped != 0 {
+		t.Fatalf("%d frames dropped", rx.Dropped)
+	}
+}
+
+// TestTCPBurstBytes: a receive burst of large frames is handed over once it holds 256 KiB,
+// long before batch_size frames or its timeout, so that the application returns their
+// buffers to the pool while they are still in the cache (issue 18).
+func TestTCPBurstBytes(t *testing.T) {
+	const frames, size = 40, 64000
+	port := testutil.FreePort(t, "tcp")
+	cfg := pairConfig(config.ProtoTCP, port, 65536, 256, 500000)
+	cfg.Interfaces, cfg.MemoryRegions = cfg.Interfaces[:1], cfg.MemoryRegions[:2]
+	s := mustOpen(t, cfg)
+	c, err := net.DialTimeout("tcp4", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)).String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var stream []byte
+	for i := 0; i < frames; i++ {
+		stream = binary.BigEndian.AppendUint32(stream, size)
+		p := make([]byte, size)
+		binary.BigEndian.PutUint32(p, uint32(i))
+		stream = append(stream, p...)
+	}
+	go c.Write(stream)
+	most := (256<<10)/size + 1
+	for next := 0; next < frames; {
+		b := waitBurst(t, s, 0, 5*time.Second)
+		if b.Len() > most {
+			t.Fatalf("a burst of %d frames of %d bytes, want at most %d", b.Len(), size, most)
+		}
+		for i := 0; i < b.Len(); i++ {
+			if got := binary.BigEndian.Uint32(b.Packet(i)); got != uint32(next) {
+				t.Fatalf("frame %d carries %d", next, got)
+			}
+			next++
+		}
+		b.Free()
+	}
+}

@@ -125,13 +125,17 @@ func TestSocketRoundTrip(t *testing.T) {
 		proto   config.Protocol
 		bufSize int
 		lo, hi  int
+		odd     int // with lo == hi: every odd-th payload gets another random length
 	}{
-		{config.ProtoUDP, 2048, 4, 1500},
-		{config.ProtoUDP, 65536, 8000, 8000}, // GRO-sized receive buffers, GSO-sized sends
-		{config.ProtoTCP, 9000, 1, 9000},
-		{config.ProtoTCP, 65536, 1, 65536}, // frames larger than the staging buffer, mixed with small ones
+		{config.ProtoUDP, 2048, 4, 1500, 0},
+		{config.ProtoUDP, 65536, 8000, 8000, 0}, // GRO-sized receive buffers, GSO-sized sends
+		{config.ProtoTCP, 9000, 1, 9000, 0},
+		{config.ProtoTCP, 65536, 1, 65536, 0}, // frames larger than the staging buffer, mixed with small ones
+		// Runs of equal large frames, read several per call into their own buffers, broken
+		// now and then by one of another length (issue 18).
+		{config.ProtoTCP, 65536, 64000, 64000, 37},
 	} {
-		t.Run(fmt.Sprintf("%s-%d", tc.proto, tc.bufSize), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s-%d-%d", tc.proto, tc.bufSize, tc.lo), func(t *testing.T) {
 			port := testutil.FreePort(t, string(tc.proto))
 			cfg := pairConfig(tc.proto, port, tc.bufSize, 32, 200)
 			s, err := daqiri.Open(context.Background(), cfg)
@@ -146,6 +150,9 @@ func TestSocketRoundTrip(t *testing.T) {
 			srv, _ := s.Port("server")
 			cli, _ := s.Port("client")
 			payloads := randomPayloads(2000, tc.lo, tc.hi)
+			for i := tc.odd - 1; tc.odd > 0 && i < len(payloads); i += tc.odd {
+				payloads[i] = randomPayloads(1, 1, tc.bufSize)[0]
+			}
 			if tc.proto == config.ProtoUDP && tc.bufSize == 65536 {
 				// Equal sizes let the client coalesce runs into GSO sends.
 				for i := range payloads {

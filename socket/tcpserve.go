@@ -25,12 +25,20 @@ const listenToken = 0
 // starve the others.
 const readBudget = 16
 
+// tcpBurstBytes hands a TCP receive burst over once it holds this many payload bytes, before
+// batch_size frames. The kernel copies each frame into a pool buffer, and buffers return to
+// the pool (which hands out the most recently returned first) only when the application
+// frees their burst: a burst of 256 frames of 64 KB is 16 MiB, so while a busy receiver's
+// bursts filled up, every copy went to memory long out of the cache (the copy then cost
+// twice iperf3's, which reads into one hot buffer). A few hundred KiB in flight stay in the
+// L2 cache; small frames still fill whole bursts.
+const tcpBurstBytes = 256 << 10
+
 // rxConn is the receive side of one connection, owned by the endpoint's worker.
 type rxConn struct {
 	c   *conn
 	fr  *framer
 	x   *rxBatcher // nil without an RX queue
-	idx uint32     // buffer of the frame being received
 	fio frameIO    // built once: serve runs for every wakeup
 }
 
@@ -174,37 +182,41 @@ func (ep *endpoint) newRxConn(c *conn) *rxConn {
 	}
 	q := ep.rxq
 	rc.fio = frameIO{
-		read: c.tcp.ReadvNow,
-		alloc: func(l int) ([]byte, bool) {
+		read: c.tcp.ReadNow,
+		alloc: func(l int) ([]byte, uint32, bool) {
 			if q == nil {
-				return nil, true // no RX queue: frames are read and discarded
+				return nil, 0, true // no RX queue: frames are read and discarded
 			}
 			if rc.x.burst() == nil {
-				return nil, false
+				return nil, 0, false
 			}
 			idx, ok := q.Regions[0].Get()
 			if !ok {
-				return nil, false
+				return nil, 0, false
 			}
-			rc.idx = idx
-			return q.Regions[0].Buf(idx)[:l], true
+			return q.Regions[0].Buf(idx)[:l], idx, true
 		},
-		emit: func(l int) {
+		emit: func(idx uint32, l int) bool {
 			if q == nil {
-				return
+				return true
 			}
-			// The burst open at alloc may have been handed over since (a timeout while the
-			// frame was still arriving).
+			// The burst open at alloc may have been handed over since (full, or the socket
+			// ran dry); with no metadata free for the next one the framer keeps the frame
+			// and the worker retries (stalled) until the application frees a burst.
 			b := rc.x.burst()
 			if b == nil {
-				q.Regions[0].Put(rc.idx)
-				q.Stats.Drop(engine.DropNoBurstBuffers, 1)
-				return
+				return false
 			}
-			b.Append(uint64(rc.idx)*uint64(q.Regions[0].BufSize), uint32(l), 0, time.Now().UnixNano())
-			rc.x.added()
-			if rc.x.full() {
+			b.Append(uint64(idx)*uint64(q.Regions[0].BufSize), uint32(l), 0, time.Now().UnixNano())
+			rc.x.added(l)
+			if rc.x.full() || rc.x.bytes >= tcpBurstBytes {
 				rc.x.flush()
+			}
+			return true
+		},
+		free: func(idx uint32) {
+			if q != nil {
+				q.Regions[0].Put(idx)
 			}
 		},
 	}
@@ -284,9 +296,20 @@ func (ep *endpoint) closeConn(rc *rxConn, live map[uint64]*rxConn, reason engine
 		} else {
 			rc.x.flush()
 		}
-		if rc.fr.holding() {
-			ep.rxq.Regions[0].Put(rc.idx)
+		if idx, ok := rc.fr.holding(); ok {
+			ep.rxq.Regions[0].Put(idx)
 			ep.rxq.Stats.Drop(reason, 1)
+		}
+		// Whole frames still waiting for burst metadata: delivered if the application has
+		// freed some since, else returned and counted.
+		for _, w := range rc.fr.waiting() {
+			if ep.stopped() || !rc.fio.emit(w.id, w.l) {
+				ep.rxq.Regions[0].Put(w.id)
+				ep.rxq.Stats.Drop(reason, 1)
+			}
+		}
+		if !ep.stopped() {
+			rc.x.flush()
 		}
 	}
 	ep.poller.Remove(rc.c.fd)

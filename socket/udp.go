@@ -16,6 +16,7 @@ type rxBatcher struct {
 	b     *engine.Burst
 	first time.Time
 	conn  uint64
+	bytes int // payload bytes in b
 }
 
 // burst returns the open burst, taking a new one when needed; nil when metadata is exhausted.
@@ -33,10 +34,13 @@ func (x *rxBatcher) burst() *engine.Burst {
 
 func (x *rxBatcher) full() bool { return x.b != nil && x.b.Len() >= x.q.BatchSize() }
 
-func (x *rxBatcher) added() {
+// added records a packet of l bytes appended to the open burst.
+func (x *rxBatcher) added(l int) {
 	if x.b.Len() == 1 {
 		x.first = time.Now()
+		x.bytes = 0
 	}
+	x.bytes += l
 }
 
 // remaining is how long the open burst may still wait (≤ 0: hand it over).
@@ -165,14 +169,14 @@ func (ep *endpoint) udpRx() {
 						break
 					}
 					bb.Append(base+uint64(s*m.GSO), uint32(l), 0, m.Stamp)
-					x.added()
+					x.added(l)
 				}
 			} else {
 				if gro {
 					r.Share(idx, 1)
 				}
 				x.b.Append(base, uint32(m.N), 0, m.Stamp)
-				x.added()
+				x.added(m.N)
 			}
 		}
 		// Drop the consumed slots from the front of ready.

@@ -91,24 +91,31 @@ func (p *Poller) Close() error {
 // served from a Poller: Accept then reports ErrTimeout when no connection is pending).
 func (s *sock) SetNonblock() error { return unix.SetNonblock(s.fd, true) }
 
-// ReadvNow is Readv that never waits (MSG_DONTWAIT): ErrTimeout when nothing is there, io.EOF
-// when the peer closed. The socket itself stays blocking, so writes on it still block for
-// flow control.
-func (c *TCPConn) ReadvNow(a, b []byte) (int, error) {
-	var iov [2]unix.Iovec
-	k := 0
-	for _, p := range [2][]byte{a, b} {
+// ReadNow reads into the slices of iov in order (a scatter read) without waiting
+// (MSG_DONTWAIT): ErrTimeout when nothing is there, io.EOF when the peer closed. The socket
+// itself stays blocking, so writes on it still block for flow control. It lets a framed
+// reader put the rest of a frame straight into its packet buffer, the frames expected after
+// it into theirs, and whatever follows into a staging buffer, with one call. Calls must not
+// overlap (the iovec array is the connection's own, reused); writes may run beside them.
+func (c *TCPConn) ReadNow(iov [][]byte) (int, error) {
+	if len(iov) > maxReadIov {
+		return 0, fmt.Errorf("tcp recvmsg: %d slices, at most %d", len(iov), maxReadIov)
+	}
+	vs := c.riovs[:0]
+	for _, p := range iov {
 		if len(p) > 0 {
-			iov[k].Base = unsafe.SliceData(p)
-			iov[k].SetLen(len(p))
-			k++
+			var v unix.Iovec
+			v.Base = unsafe.SliceData(p)
+			v.SetLen(len(p))
+			vs = append(vs, v)
 		}
 	}
-	if k == 0 {
+	c.riovs = vs
+	if len(vs) == 0 {
 		return 0, nil
 	}
-	msg := unix.Msghdr{Iov: &iov[0]}
-	msg.SetIovlen(k)
+	msg := unix.Msghdr{Iov: &vs[0]}
+	msg.SetIovlen(len(vs))
 	for {
 		n, _, errno := unix.Syscall(unix.SYS_RECVMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&msg)), unix.MSG_DONTWAIT)
 		switch {
@@ -124,3 +131,7 @@ func (c *TCPConn) ReadvNow(a, b []byte) (int, error) {
 		return 0, fmt.Errorf("tcp recvmsg: %w", errno)
 	}
 }
+
+// maxReadIov is the most slices one ReadNow passes (UIO_MAXIOV is 1024: linux
+// include/uapi/linux/uio.h).
+const maxReadIov = 1024

@@ -76,7 +76,8 @@ func (l *TCPListener) Accept() (*TCPConn, netip.AddrPort, error) {
 // TCPConn is a connected IPv4 or IPv6 TCP socket.
 type TCPConn struct {
 	sock
-	iovs []unix.Iovec
+	iovs  []unix.Iovec // Writev's
+	riovs []unix.Iovec // ReadNow's (the receive worker's: writes run in other threads)
 }
 
 func newConn(fd int, o *Options) (*TCPConn, error) {

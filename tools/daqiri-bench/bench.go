@@ -202,6 +202,9 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 		if err := checkFits(s, q.port, q.queue, pl); err != nil {
 			return nil, err
 		}
+		if cfg.StreamType == config.StreamSocket {
+			capBurstBytes(s, q.port, q.queue, pl)
+		}
 		plans[q] = pl
 		sending = append(sending, q)
 		payload = pl.payload
@@ -324,6 +327,34 @@ wait:
 	return res, nil
 }
 
+// txBurstBytes bounds the bytes of one socket TX burst: the kernel copies every message out
+// of its buffer, and the sender's buffers come back to the pool (most recently returned
+// first) burst by burst, so a burst's buffers are its working set. The bench writes only a
+// sequence number into each, so the rest of a buffer is read from wherever it last was: 64
+// messages of 64 KB (4 MiB) came from memory beyond the L2 cache, and the sending thread, the
+// bottleneck of TCP over loopback, reached 43 Gb/s on the H200 host against 53 Gb/s with
+// bursts of 8 (iperf3 sends from one 64 KB buffer).
+const txBurstBytes = 512 << 10
+
+// capBurstBytes lowers a socket plan's packets per burst (the queue's batch_size unless the
+// bench section sets one) to what fits txBurstBytes, one at least.
+func capBurstBytes(s *daqiri.Session, port, queue int, pl *txPlan) {
+	batch := pl.batch
+	if batch == 0 {
+		q := s.Ports()[port].TxQueueByID(queue)
+		if q == nil {
+			return
+		}
+		batch = q.BatchSize()
+	}
+	pl.batch = socketBurst(batch, pl.frameLen())
+}
+
+// socketBurst is the packets per burst for frames of frameLen bytes, batch at most.
+func socketBurst(batch, frameLen int) int {
+	return max(1, min(batch, txBurstBytes/max(frameLen, 1)))
+}
+
 // checkFits refuses a plan whose frames do not fit the TX queue's buffers, before anything is
 // sent: otherwise every burst would fail the same way.
 func checkFits(s *daqiri.Session, port, queue int, pl *txPlan) error {
@@ -362,6 +393,7 @@ func sender(ctx context.Context, s *daqiri.Session, port, queue int, pl *txPlan,
 	bytesPerSec := gbps * 1e9 / 8
 	var dropped uint64
 	var droppedAt time.Time
+	var wait idler
 	for ctx.Err() == nil {
 		if window > 0 && c.packets.Load() > rx.packets.Load()+dropped+window {
 			// Sender and receiver share this process: keep at most window packets in flight,
@@ -372,7 +404,7 @@ func sender(ctx context.Context, s *daqiri.Session, port, queue int, pl *txPlan,
 				rxs, txs := s.Stats().Totals()
 				dropped, droppedAt = rxs.Dropped+txs.Dropped, now
 			}
-			runtime.Gosched()
+			wait.idle()
 			continue
 		}
 		if bytesPerSec > 0 {
@@ -385,13 +417,14 @@ func sender(ctx context.Context, s *daqiri.Session, port, queue int, pl *txPlan,
 		b, err := s.TxBurst(port, queue, pl.batch)
 		if err != nil {
 			if errors.Is(err, daqiri.ErrNoFreePacketBuffers) || errors.Is(err, daqiri.ErrNoFreeBurstBuffers) {
-				runtime.Gosched()
+				wait.idle()
 				continue
 			}
 			errs.add(fmt.Errorf("taking a TX burst: %w", err))
 			time.Sleep(time.Millisecond)
 			continue
 		}
+		wait.busy()
 		k := b.Len()
 		for i := 0; i < k; i++ {
 			if err := b.SetPacketLengths(i, n); err != nil {
@@ -432,7 +465,7 @@ func sender(ctx context.Context, s *daqiri.Session, port, queue int, pl *txPlan,
 // receiver takes bursts from one queue and frees them, counting packets and bytes. An
 // aggregate of a reorder plan counts as the packets that went into it.
 func receiver(s *daqiri.Session, port, queue int, c *counter, stop <-chan struct{}) {
-	idle := 0
+	var wait idler
 	for {
 		b, err := s.RxBurst(port, queue)
 		if err != nil {
@@ -441,17 +474,10 @@ func receiver(s *daqiri.Session, port, queue int, c *counter, stop <-chan struct
 				return
 			default:
 			}
-			// Back off when idle so a polling receiver does not starve the engine's workers
-			// on a small machine.
-			idle++
-			if idle < 64 {
-				runtime.Gosched()
-			} else {
-				time.Sleep(20 * time.Microsecond)
-			}
+			wait.idle()
 			continue
 		}
-		idle = 0
+		wait.busy()
 		if info, err := b.ReorderInfo(); err == nil {
 			c.batches.Add(1)
 			c.sources.Add(uint64(info.SourcePackets))
@@ -469,6 +495,34 @@ func receiver(s *daqiri.Session, port, queue int, c *counter, stop <-chan struct
 		c.packets.Add(uint64(b.Len()))
 		c.bytes.Add(uint64(b.TotalBytes()))
 		b.Free()
+	}
+}
+
+// idler paces a polling loop that found nothing to do. The loop's goroutine is locked to its
+// thread (pinned to a core), so it keeps polling for spinFor, then sleeps between polls so
+// that an idle receiver or a blocked sender leaves the CPU to the engine's workers on a small
+// machine. It never yields with runtime.Gosched: for a goroutine locked to its thread that
+// hands the thread's P to another thread and back, several futex calls each time (they were
+// most of this process's system calls while streaming, which matters where system calls are
+// expensive, as under gVisor).
+type idler struct {
+	n     int
+	since time.Time
+}
+
+const spinFor = 50 * time.Microsecond
+
+// busy says the loop found work.
+func (i *idler) busy() { i.n = 0 }
+
+// idle says the loop found nothing to do this time.
+func (i *idler) idle() {
+	if i.n == 0 {
+		i.since = time.Now()
+	}
+	i.n++
+	if i.n%16 == 0 && time.Since(i.since) > spinFor {
+		time.Sleep(20 * time.Microsecond)
 	}
 }
 
