@@ -18,6 +18,14 @@
 #define LEN_BITS 24
 #define MAX_SPB 16
 
+// Output stores. Built with -DREORDER_ST_CS, the aggregate is written with st.global.cs
+// (streaming: evict first), so that it does not push the packets out of L2.
+#ifdef REORDER_ST_CS
+#define ST(p, v) __stcs((p), (v))
+#else
+#define ST(p, v) (*(p) = (v))
+#endif
+
 // Reads the words of this block's slots (first = blockIdx.x*spb, at most spb of them, none
 // past nslots) into sh, in one round trip, and returns how many there are.
 __device__ __forceinline__ unsigned int slot_words(const unsigned long long *__restrict__ slots, unsigned int nslots,
@@ -44,7 +52,7 @@ __device__ __forceinline__ void zero_bytes(unsigned char *d, unsigned int n)
     unsigned int body = (n - head) / 16u;
     uint4 *d4 = (uint4 *)(d + head);
     for (unsigned int i = t; i < body; i += nt)
-        d4[i] = make_uint4(0, 0, 0, 0);
+        ST(&d4[i], make_uint4(0, 0, 0, 0));
     for (unsigned int i = head + body * 16u + t; i < n; i += nt)
         d[i] = 0;
 }
@@ -70,13 +78,13 @@ __device__ __forceinline__ void copy_bytes(unsigned char *__restrict__ d, const 
         unsigned int i = t;
         for (; i + 3u * nt < body; i += 4u * nt) {
             uint4 a = s4[i], b = s4[i + nt], c = s4[i + 2u * nt], e = s4[i + 3u * nt];
-            d4[i] = a;
-            d4[i + nt] = b;
-            d4[i + 2u * nt] = c;
-            d4[i + 3u * nt] = e;
+            ST(&d4[i], a);
+            ST(&d4[i + nt], b);
+            ST(&d4[i + 2u * nt], c);
+            ST(&d4[i + 3u * nt], e);
         }
         for (; i < body; i += nt)
-            d4[i] = s4[i];
+            ST(&d4[i], s4[i]);
         for (unsigned int k = head + body * 16u + t; k < n; k += nt)
             d[k] = s[k];
         return;
@@ -105,9 +113,9 @@ __device__ __forceinline__ void copy_bytes(unsigned char *__restrict__ d, const 
 
 // Copies each slot's payload (no conversion); slot_len bytes per slot, nslots slots, spb
 // (1..MAX_SPB) slots per block.
-extern "C" __global__ void reorder_copy(const unsigned long long *__restrict__ slots, const unsigned char *__restrict__ src,
-                                        unsigned char *__restrict__ out, unsigned int slot_len, unsigned int nslots,
-                                        unsigned int spb)
+__device__ __forceinline__ void copy_kernel(const unsigned long long *__restrict__ slots, const unsigned char *__restrict__ src,
+                                            unsigned char *__restrict__ out, unsigned int slot_len, unsigned int nslots,
+                                            unsigned int spb)
 {
     __shared__ unsigned long long sh[MAX_SPB];
     unsigned int ns = slot_words(slots, nslots, spb, sh);
@@ -123,6 +131,33 @@ extern "C" __global__ void reorder_copy(const unsigned long long *__restrict__ s
         }
         zero_bytes(d + n, slot_len - n);
     }
+}
+
+// The slot table by value, in the kernel's parameters (the _p kernels), for aggregates of up
+// to PARAM_SLOTS slots: the launch carries the table to the GPU, so a block's first read is
+// not a round trip to memory — over PCIe for a table in mapped host memory, which at small
+// aggregates was most of the kernel's time. Parameters past 4 KiB need CUDA 12.1 or newer on
+// a Volta or newer GPU; __grid_constant__ lets threads index the table where it lies instead
+// of each taking a copy.
+#define PARAM_SLOTS 1024
+struct slot_table {
+    unsigned long long w[PARAM_SLOTS];
+};
+
+// reorder_copy(slots, src, out, slot_len, nslots, spb): slots in GPU-readable memory.
+extern "C" __global__ void reorder_copy(const unsigned long long *__restrict__ slots, const unsigned char *__restrict__ src,
+                                        unsigned char *__restrict__ out, unsigned int slot_len, unsigned int nslots,
+                                        unsigned int spb)
+{
+    copy_kernel(slots, src, out, slot_len, nslots, spb);
+}
+
+// reorder_copy_p(table, src, out, slot_len, nslots, spb): nslots ≤ PARAM_SLOTS.
+extern "C" __global__ void reorder_copy_p(const __grid_constant__ slot_table tbl, const unsigned char *__restrict__ src,
+                                          unsigned char *__restrict__ out, unsigned int slot_len, unsigned int nslots,
+                                          unsigned int spb)
+{
+    copy_kernel(tbl.w, src, out, slot_len, nslots, spb);
 }
 
 // The bits of the binary floating-point number with EB exponent and MB fraction bits nearest
@@ -372,15 +407,15 @@ __device__ __forceinline__ void store_unit(unsigned char *q, const uint32_t *o)
 {
     uintptr_t a = (uintptr_t)q;
     if (UB == 16 && (a & 15u) == 0) {
-        *(uint4 *)q = make_uint4(o[0], o[1], o[2], o[3]);
+        ST((uint4 *)q, make_uint4(o[0], o[1], o[2], o[3]));
     } else if ((a & 7u) == 0) {
 #pragma unroll
         for (int k = 0; k < UB / 8; k++)
-            ((uint2 *)q)[k] = make_uint2(o[2 * k], o[2 * k + 1]);
+            ST(&((uint2 *)q)[k], make_uint2(o[2 * k], o[2 * k + 1]));
     } else if ((a & 3u) == 0) {
 #pragma unroll
         for (int k = 0; k < UB / 4; k++)
-            ((uint32_t *)q)[k] = o[k];
+            ST(&((unsigned int *)q)[k], (unsigned int)o[k]);
     } else if ((a & 1u) == 0) {
 #pragma unroll
         for (int k = 0; k < UB / 2; k++)
@@ -643,6 +678,7 @@ __device__ __forceinline__ void convert_kernel(const unsigned long long *__restr
 
 // reorder_cvt_<in>_<out>(slots, src, out, in_len, big, nslots, spb): in_len is the payload
 // bytes per slot (whole samples); each output slot holds in_len*8/in_bits samples.
+// reorder_cvt_<in>_<out>_p takes the slot table by value (nslots ≤ PARAM_SLOTS).
 #define CVT(INNAME, IN, OUTNAME, OUT)                                                                                        \
     extern "C" __global__ void reorder_cvt_##INNAME##_##OUTNAME(const unsigned long long *__restrict__ slots,                \
                                                                 const unsigned char *__restrict__ src,                       \
@@ -650,6 +686,13 @@ __device__ __forceinline__ void convert_kernel(const unsigned long long *__restr
                                                                 unsigned int big, unsigned int nslots, unsigned int spb)     \
     {                                                                                                                        \
         convert_kernel<IN, OUT>(slots, src, out, in_len, big, nslots, spb);                                                  \
+    }                                                                                                                        \
+    extern "C" __global__ void reorder_cvt_##INNAME##_##OUTNAME##_p(const __grid_constant__ slot_table tbl,                  \
+                                                                    const unsigned char *__restrict__ src,                   \
+                                                                    unsigned char *__restrict__ out, unsigned int in_len,    \
+                                                                    unsigned int big, unsigned int nslots, unsigned int spb) \
+    {                                                                                                                        \
+        convert_kernel<IN, OUT>(tbl.w, src, out, in_len, big, nslots, spb);                                                  \
     }
 
 #define CVT_ALL(INNAME, IN)                                                                                                  \
