@@ -164,14 +164,16 @@ func (k *Kernel) launch(fn *cudart.Function, s *cudart.Stream, table cudart.Arg,
 	return fn.Launch(cfg, table, cudart.Ptr(src), cudart.Ptr(out), cudart.U32(uint32(inLen)), cudart.U32(big), n, cudart.U32(spb))
 }
 
-// gpuBackend gathers a batch's slot table in mapped pinned memory as packets arrive, keeps
+// gpuBackend gathers a batch's slot table in pinned host memory as packets arrive, keeps
 // the packets, and when the batch is done launches one kernel on the plan's stream; a
 // goroutine waits for each kernel in turn, then frees the batch's packets and delivers the
 // aggregate. Slot tables are a fixed set, one per batch in flight on the CPU or the GPU.
-// Batches of up to ParamSlots packets pass their table in the launch's parameters, so the
-// kernel does not read it across PCIe (a round trip per block that cost small batches a
-// fifth of their time); the mapped table stays for larger batches and for drivers that
-// refuse parameters past 4 KiB.
+// The kernel never reads a table across PCIe (a round trip at the start of every block, which
+// cost small batches half their GPU time and large ones up to a fifth): batches of up to
+// ParamSlots packets pass their table in the launch's parameters; larger ones (and all where
+// the driver refuses parameters past 4 KiB) have the copy engine stage it in device memory on
+// a second stream, which overlaps the kernels of earlier batches, and the kernel's stream
+// waits for that copy.
 type gpuBackend struct {
 	p       *Plan
 	log     *slog.Logger
@@ -180,7 +182,9 @@ type gpuBackend struct {
 	kernel  *Kernel
 	stream  *cudart.Stream
 	tables  *cudart.HostMem
-	params  bool // launches carry the slot table (LaunchParams)
+	params  bool           // launches carry the slot table (LaunchParams)
+	staging *cudart.Stream // copies tables to the device (when !params)
+	dtables *cudart.DeviceMem
 	srcBase cudart.DevicePtr
 	outBase cudart.DevicePtr
 	sets    []gpuSet
@@ -191,12 +195,13 @@ type gpuBackend struct {
 
 // gpuSet is one batch's slot table and the packets it holds.
 type gpuSet struct {
-	table []byte           // CPU view: ppb words, little-endian
-	param []byte           // table and the rest of its 8*ParamSlots bytes, for LaunchParams
-	ptr   cudart.DevicePtr // the GPU's view of the same bytes
-	held  []uint64         // source offsets of the packets to release after the kernel
-	idx   []uint32         // scratch for releasing them in bulk
-	ev    *cudart.Event
+	table  []byte           // CPU view: ppb words, little-endian
+	param  []byte           // table and the rest of its 8*ParamSlots bytes, for LaunchParams
+	dptr   cudart.DevicePtr // the table's copy in device memory
+	staged *cudart.Event    // recorded on the staging stream after the copy
+	held   []uint64         // source offsets of the packets to release after the kernel
+	idx    []uint32         // scratch for releasing them in bulk
+	ev     *cudart.Event
 }
 
 type gpuJob struct {
@@ -275,19 +280,28 @@ func newGPUBackend(p *Plan, opt Options) (backend, error) {
 	if b.tables, err = dev.AllocHostPinned(n * stride); err != nil {
 		return fail("%v", err)
 	}
+	if b.staging, err = dev.NewStream(true); err != nil {
+		return fail("%v", err)
+	}
+	if b.dtables, err = dev.AllocDevice(n * tableBytes); err != nil {
+		return fail("%v", err)
+	}
 	b.sets = make([]gpuSet, n)
 	b.free = make(chan int, n)
 	b.pending = make(chan gpuJob, n)
 	for i := range b.sets {
 		s := &b.sets[i]
 		s.table = b.tables.Bytes()[i*stride : i*stride+tableBytes]
-		s.ptr = b.tables.DevicePtr() + cudart.DevicePtr(i*stride)
+		s.dptr = b.dtables.Ptr() + cudart.DevicePtr(i*tableBytes)
 		if b.params {
 			s.param = b.tables.Bytes()[i*stride : (i+1)*stride]
 		}
 		s.held = make([]uint64, 0, p.ppb)
 		s.idx = make([]uint32, 0, p.ppb)
 		if s.ev, err = dev.NewEvent(false, true); err != nil {
+			return fail("%v", err)
+		}
+		if s.staged, err = dev.NewEvent(false, false); err != nil {
 			return fail("%v", err)
 		}
 		b.free <- i
@@ -327,14 +341,23 @@ func (b *gpuBackend) finish(w *window, info *engine.ReorderInfo) {
 	var err error
 	if b.params {
 		if err = b.kernel.LaunchParams(b.stream, s.param, b.srcBase, out, p.ppb, w.inLen); err != nil {
-			// Parameters past 4 KiB need CUDA 12.1: from now on, the table in mapped memory.
-			b.log.Warn("reorder: GPU launch with the slot table in its parameters refused; reading tables from mapped memory from now on",
+			// Parameters past 4 KiB need CUDA 12.1: from now on, tables staged in device memory.
+			b.log.Warn("reorder: GPU launch with the slot table in its parameters refused; staging tables in device memory from now on",
 				"plan", p.name, "err", err)
 			b.params = false
 		}
 	}
 	if !b.params {
-		err = b.kernel.Launch(b.stream, s.ptr, b.srcBase, out, p.ppb, w.inLen)
+		err = b.dev.CopyHtoDAsync(s.dptr, s.table, b.staging)
+		if err == nil {
+			err = s.staged.Record(b.staging)
+		}
+		if err == nil {
+			err = b.stream.WaitEvent(s.staged)
+		}
+		if err == nil {
+			err = b.kernel.Launch(b.stream, s.dptr, b.srcBase, out, p.ppb, w.inLen)
+		}
 	}
 	if err == nil {
 		err = s.ev.Record(b.stream)
@@ -391,15 +414,22 @@ func (b *gpuBackend) close() error {
 func (b *gpuBackend) release() error {
 	var errs []error
 	for i := range b.sets {
-		if e := b.sets[i].ev; e != nil {
-			errs = append(errs, e.Close())
+		for _, e := range []*cudart.Event{b.sets[i].ev, b.sets[i].staged} {
+			if e != nil {
+				errs = append(errs, e.Close())
+			}
 		}
 	}
 	if b.tables != nil {
 		errs = append(errs, b.tables.Close())
 	}
-	if b.stream != nil {
-		errs = append(errs, b.stream.Close())
+	if b.dtables != nil {
+		errs = append(errs, b.dtables.Close())
+	}
+	for _, st := range []*cudart.Stream{b.stream, b.staging} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
 	}
 	if b.kernels != nil {
 		errs = append(errs, b.kernels.Close())

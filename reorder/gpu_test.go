@@ -299,8 +299,8 @@ func TestGPUPlanMatchesCPUPlan(t *testing.T) {
 			}
 			grc := s.rc
 			grc.Type = config.ReorderGPU
-			// Batches here are ≤ ParamSlots packets: half the trials read their tables from
-			// mapped memory, as larger batches do, instead of the launch's parameters.
+			// Batches here are ≤ ParamSlots packets: half the trials stage their tables in
+			// device memory, as larger batches do, instead of the launch's parameters.
 			gp, err := gg.svc.Add(gg.q, &grc, gg.out, Options{MaxInFlight: s.inFlight, Kernels: testPTX(t), tableInMemory: trial%2 == 1})
 			if err != nil {
 				t.Fatal(err)

@@ -26,6 +26,14 @@
 #define ST(p, v) (*(p) = (v))
 #endif
 
+// Conversion kernels' occupancy: with -DREORDER_MIN_BLOCKS=n, registers are capped so that n
+// blocks of 256 threads (or 4n of 64) fit on a multiprocessor at once.
+#ifdef REORDER_MIN_BLOCKS
+#define CVT_BOUNDS __launch_bounds__(256, REORDER_MIN_BLOCKS)
+#else
+#define CVT_BOUNDS
+#endif
+
 // Reads the words of this block's slots (first = blockIdx.x*spb, at most spb of them, none
 // past nslots) into sh, in one round trip, and returns how many there are.
 __device__ __forceinline__ unsigned int slot_words(const unsigned long long *__restrict__ slots, unsigned int nslots,
@@ -680,14 +688,14 @@ __device__ __forceinline__ void convert_kernel(const unsigned long long *__restr
 // bytes per slot (whole samples); each output slot holds in_len*8/in_bits samples.
 // reorder_cvt_<in>_<out>_p takes the slot table by value (nslots ≤ PARAM_SLOTS).
 #define CVT(INNAME, IN, OUTNAME, OUT)                                                                                        \
-    extern "C" __global__ void reorder_cvt_##INNAME##_##OUTNAME(const unsigned long long *__restrict__ slots,                \
+    extern "C" __global__ void CVT_BOUNDS reorder_cvt_##INNAME##_##OUTNAME(const unsigned long long *__restrict__ slots,                \
                                                                 const unsigned char *__restrict__ src,                       \
                                                                 unsigned char *__restrict__ out, unsigned int in_len,        \
                                                                 unsigned int big, unsigned int nslots, unsigned int spb)     \
     {                                                                                                                        \
         convert_kernel<IN, OUT>(slots, src, out, in_len, big, nslots, spb);                                                  \
     }                                                                                                                        \
-    extern "C" __global__ void reorder_cvt_##INNAME##_##OUTNAME##_p(const __grid_constant__ slot_table tbl,                  \
+    extern "C" __global__ void CVT_BOUNDS reorder_cvt_##INNAME##_##OUTNAME##_p(const __grid_constant__ slot_table tbl,                  \
                                                                     const unsigned char *__restrict__ src,                   \
                                                                     unsigned char *__restrict__ out, unsigned int in_len,    \
                                                                     unsigned int big, unsigned int nslots, unsigned int spb) \

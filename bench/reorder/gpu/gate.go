@@ -43,8 +43,9 @@ $L_done:
 `
 
 // gateWave is how many launches queue behind the gate: well under what a stream accepts
-// before cuLaunchKernel blocks (which with the gate closed would stall until its limit).
-const gateWave = 128
+// before cuLaunchKernel blocks (which with the gate closed would stall until its limit),
+// launches carrying 8 KiB slot tables in their parameters included.
+const gateWave = 32
 
 // gateLimit bounds how long the gate holds its stream.
 const gateLimit = 2 * time.Second
