@@ -18,21 +18,17 @@
 #define LEN_BITS 24
 #define MAX_SPB 16
 
-// Output stores. Built with -DREORDER_ST_CS, the aggregate is written with st.global.cs
-// (streaming: evict first), so that it does not push the packets out of L2.
-#ifdef REORDER_ST_CS
+// Output stores: st.global.cs (streaming, evict first), so that an aggregate — read later by
+// another kernel, if at all, and for widening conversions larger than the packets — does not
+// push the packets still to be read out of L2. On an H200 at 1 KiB × 16384 (16 MiB of
+// packets) this took int16 → fp32 from 0.67 to 0.79 of a device copy's traffic and the copy
+// from 0.86 to 0.90; -DREORDER_PLAIN_STORES builds plain stores.
+#ifndef REORDER_PLAIN_STORES
 #define ST(p, v) __stcs((p), (v))
 #else
 #define ST(p, v) (*(p) = (v))
 #endif
 
-// Conversion kernels' occupancy: with -DREORDER_MIN_BLOCKS=n, registers are capped so that n
-// blocks of 256 threads (or 4n of 64) fit on a multiprocessor at once.
-#ifdef REORDER_MIN_BLOCKS
-#define CVT_BOUNDS __launch_bounds__(256, REORDER_MIN_BLOCKS)
-#else
-#define CVT_BOUNDS
-#endif
 
 // Reads the words of this block's slots (first = blockIdx.x*spb, at most spb of them, none
 // past nslots) into sh, in one round trip, and returns how many there are.
@@ -489,8 +485,12 @@ __device__ __forceinline__ uint32_t i32_f16(int32_t v)
 
 // The work item of a conversion: UB = 16 output bytes holding E samples from IBU input bytes
 // (1..32), W input words; R items in flight per thread: 8 for 4-byte inputs (int4 →
-// fp16/bf16, int8 → fp32/int32, int16 → fp64), faster on an H100; 2 for the 32-byte inputs
-// of int32 → fp16/bf16 (two 16-byte loads per item already; on an H100 at 8 KiB × 4096 this
+// fp16/bf16, int8 → fp32/int32, int16 → fp64), faster on an H100 (-DREORDER_R4=n sets
+// theirs); 2 for the 8-byte inputs (int16 → fp32, int8 → fp16/bf16, int32 → fp64) with
+// registers capped at 32 so that every thread slot of a multiprocessor is used (on an H200 at
+// 1 KiB × 16384 their 4096 blocks then run in one wave instead of 1.24: 0.84 → 0.90–0.92 of
+// the copy's traffic; more in flight under that cap spills); 2 for the 32-byte inputs of
+// int32 → fp16/bf16 (two 16-byte loads per item already; on an H100 at 8 KiB × 4096 this
 // beat 8-byte items with 4 in flight by 0.03–0.06 of the copy's traffic); 4 for the rest,
 // where 8 cost occupancy (int4 → fp32 with a mapped slot table). Building with
 // -DREORDER_IN_FLIGHT=n sets n for all.
@@ -500,11 +500,20 @@ template <int IN, int OUT> struct unit {
     static const int E = UB / OB;
     static const int IBU = E * IN / 8;
     static const int W = IBU < 4 ? 1 : IBU / 4;
+#ifdef REORDER_R4
+    static const int R4 = REORDER_R4; // items in flight for 4-byte inputs
+#else
+    static const int R4 = 8;
+#endif
 #ifdef REORDER_IN_FLIGHT
     static const int R = REORDER_IN_FLIGHT;
 #else
-    static const int R = IBU == 4 ? 8 : (IBU == 32 ? 2 : 4);
+    static const int R = IBU == 4 ? R4 : (IBU == 8 ? 2 : (IBU == 32 ? 2 : 4));
 #endif
+    // Blocks of 256 threads (or four times as many of 64) that must fit on a multiprocessor
+    // at once, which caps the registers: 8 (32 registers, every thread slot of a Hopper
+    // multiprocessor) for 8-byte inputs with 2 items in flight.
+    static const int MINB = (IBU == 8 || (IBU == 4 && R4 <= 4)) ? 8 : 1;
 };
 
 // Converts the E samples of one output unit from its input words w into o (UB/4 words).
@@ -688,14 +697,14 @@ __device__ __forceinline__ void convert_kernel(const unsigned long long *__restr
 // bytes per slot (whole samples); each output slot holds in_len*8/in_bits samples.
 // reorder_cvt_<in>_<out>_p takes the slot table by value (nslots ≤ PARAM_SLOTS).
 #define CVT(INNAME, IN, OUTNAME, OUT)                                                                                        \
-    extern "C" __global__ void CVT_BOUNDS reorder_cvt_##INNAME##_##OUTNAME(const unsigned long long *__restrict__ slots,                \
+    extern "C" __global__ void __launch_bounds__(256, (unit<IN, OUT>::MINB)) reorder_cvt_##INNAME##_##OUTNAME(const unsigned long long *__restrict__ slots,                \
                                                                 const unsigned char *__restrict__ src,                       \
                                                                 unsigned char *__restrict__ out, unsigned int in_len,        \
                                                                 unsigned int big, unsigned int nslots, unsigned int spb)     \
     {                                                                                                                        \
         convert_kernel<IN, OUT>(slots, src, out, in_len, big, nslots, spb);                                                  \
     }                                                                                                                        \
-    extern "C" __global__ void CVT_BOUNDS reorder_cvt_##INNAME##_##OUTNAME##_p(const __grid_constant__ slot_table tbl,                  \
+    extern "C" __global__ void __launch_bounds__(256, (unit<IN, OUT>::MINB)) reorder_cvt_##INNAME##_##OUTNAME##_p(const __grid_constant__ slot_table tbl,                  \
                                                                     const unsigned char *__restrict__ src,                   \
                                                                     unsigned char *__restrict__ out, unsigned int in_len,    \
                                                                     unsigned int big, unsigned int nslots, unsigned int spb) \

@@ -27,10 +27,11 @@
 // every kernel: one cuLaunchKernel through package cudart) shows wherever it exceeds the
 // kernel's GPU time.
 //
-// It prints one line per case: microseconds per batch of the copy and of each kernel, upstream's
-// time over ours ("vs up", > 1 where ours is faster) and the traffic ratio: bytes moved
-// through memory per second (input read + output written) over the copy's (read + write),
-// the fair measure when the output is wider than the input.
+// It prints one line per case: microseconds per batch of the copy, of a memset of the output
+// bytes ("fill": merely writing the aggregate, the floor for widening conversions) and of
+// each kernel, upstream's time over ours ("vs up", > 1 where ours is faster) and the traffic
+// ratio: bytes moved through memory per second (input read + output written) over the copy's
+// (read + write), the fair measure when the output is wider than the input.
 //
 // A second table runs whole GPU plans the way a session does: packets in host_pinned memory
 // (where the socket or AF_XDP engines put them), the CPU placing each one, the GPU kernel
@@ -61,14 +62,17 @@ import (
 const headroom = 64 // payload offset in each source buffer
 
 type result struct {
-	Kernel       string  `json:"kernel"`
-	PacketBytes  int     `json:"packet_bytes"`
-	Batch        int     `json:"batch"`
-	InBytes      int     `json:"in_bytes"`
-	OutBytes     int     `json:"out_bytes"`
-	Iters        int     `json:"iters"`
-	Timing       string  `json:"timing"` // queued (GPU time only) or launch (back to back from the CPU)
-	CopyMicros   float64 `json:"copy_us"`
+	Kernel      string  `json:"kernel"`
+	PacketBytes int     `json:"packet_bytes"`
+	Batch       int     `json:"batch"`
+	InBytes     int     `json:"in_bytes"`
+	OutBytes    int     `json:"out_bytes"`
+	Iters       int     `json:"iters"`
+	Timing      string  `json:"timing"` // queued (GPU time only) or launch (back to back from the CPU)
+	CopyMicros  float64 `json:"copy_us"`
+	// A cuMemsetD8 of the aggregate's bytes: how long merely writing the output takes (the
+	// floor for a conversion whose output is much wider than its input).
+	FillMicros   float64 `json:"fill_us"`
 	DevMicros    float64 `json:"us_device_table"`
 	MappedMicros float64 `json:"us_mapped_table"`
 	ParamMicros  float64 `json:"us_param_table,omitempty"` // table in the launch's parameters (batches ≤ reorder.ParamSlots)
@@ -287,7 +291,7 @@ func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, upstreamFile
 		defer w.Close()
 	}
 	fmt.Printf("timing: %s; us = microseconds per batch; vs upstream = upstream's time / ours; traffic = (input read + output written) per second / the copy's (read + write)\n", timingDoc(queued))
-	fmt.Printf("%-14s %5s %6s %8s %8s %8s %11s %8s %8s %8s %8s %8s %7s\n", "kernel", "pkt", "batch", "D2D us", "dev us", "map us", "plan us",
+	fmt.Printf("%-14s %5s %6s %8s %8s %8s %8s %11s %8s %8s %8s %8s %8s %7s\n", "kernel", "pkt", "batch", "D2D us", "fill us", "dev us", "map us", "plan us",
 		"upstr us", "vs up d", "vs up p", "traf dev", "traf pl", "differ")
 	r := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	img := make([]byte, srcLen)
@@ -338,6 +342,15 @@ func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, upstreamFile
 				outBytes := ppb * outLen
 				res := result{Kernel: c.name, PacketBytes: size, Batch: ppb, InBytes: bytes, OutBytes: outBytes, Iters: iters, Timing: timing,
 					CopyMicros: micros(tc, iters)}
+				fill := func(int) error { return dev.MemsetAsync(out.Ptr(), 0, outBytes, s) }
+				if err := fill(0); err != nil {
+					return err
+				}
+				tf, err := tm.time(iters, fill)
+				if err != nil {
+					return err
+				}
+				res.FillMicros = micros(tf, iters)
 				traffic := func(t time.Duration) float64 {
 					return (float64(bytes+outBytes) / t.Seconds()) / (2 * float64(bytes) / tc.Seconds())
 				}
@@ -411,7 +424,7 @@ func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, upstreamFile
 					res.VsUpstreamDev, res.VsUpstreamPlan = tu.Seconds()/ours[0].Seconds(), tu.Seconds()/plan.Seconds()
 					minVs = min(minVs, res.VsUpstreamDev, res.VsUpstreamPlan)
 				}
-				fmt.Printf("%-14s %5d %6d %8.1f %8.1f %8.1f %11s %8s %8s %8s %8.3f %8.3f %7s\n", c.name, size, ppb, res.CopyMicros, res.DevMicros, res.MappedMicros,
+				fmt.Printf("%-14s %5d %6d %8.1f %8.1f %8.1f %8.1f %11s %8s %8s %8s %8.3f %8.3f %7s\n", c.name, size, ppb, res.CopyMicros, res.FillMicros, res.DevMicros, res.MappedMicros,
 					fmt.Sprintf("%.1f %s", res.PlanMicros, res.PlanTable[:1]), opt(res.UpstreamMicros, "%.1f"), opt(res.VsUpstreamDev, "%.2f"), opt(res.VsUpstreamPlan, "%.2f"),
 					res.DevTraffic, res.PlanTraffic, diff)
 				if w != nil {
