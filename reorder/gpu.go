@@ -169,7 +169,7 @@ func (k *Kernel) launch(fn *cudart.Function, s *cudart.Stream, table cudart.Arg,
 // goroutine waits for each kernel in turn, then frees the batch's packets and delivers the
 // aggregate. Slot tables are a fixed set, one per batch in flight on the CPU or the GPU.
 // The kernel never reads a table across PCIe (a round trip at the start of every block, which
-// cost small batches half their GPU time and large ones up to a fifth): batches of up to
+// cost small batches half their GPU time and large ones up to a third): batches of up to
 // ParamSlots packets pass their table in the launch's parameters; larger ones (and all where
 // the driver refuses parameters past 4 KiB) have the copy engine stage it in device memory on
 // a second stream, which overlaps the kernels of earlier batches, and the kernel's stream
