@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/daqiri-go/daqiri/engine"
 )
@@ -97,6 +98,34 @@ func TestArgPacking(t *testing.T) {
 	}
 	if err := new(params).pack(make([]Arg, MaxArgs)); err != nil {
 		t.Fatalf("%d arguments refused: %v", MaxArgs, err)
+	}
+}
+
+// A by-value block (Bytes) is read by the driver in place: its slot points at the caller's
+// bytes, among scalar slots that keep their values; an empty one is refused.
+func TestArgPackingBytes(t *testing.T) {
+	for range 50 {
+		b := make([]byte, 1+mrand.IntN(32<<10))
+		for i := range b {
+			b[i] = byte(mrand.Uint32())
+		}
+		u32, dp := mrand.Uint32(), DevicePtr(mrand.Uint64())
+		p := new(params)
+		if err := p.pack([]Arg{Bytes(b), Ptr(dp), U32(u32)}); err != nil {
+			t.Fatal(err)
+		}
+		if p.ptrs[0] != unsafe.Pointer(&b[0]) {
+			t.Fatalf("by-value parameter of %d bytes: slot points at %p, not the bytes at %p", len(b), p.ptrs[0], &b[0])
+		}
+		if *(*DevicePtr)(p.ptrs[1]) != dp || *(*uint32)(p.ptrs[2]) != u32 {
+			t.Fatalf("scalars beside a by-value parameter read back differently")
+		}
+	}
+	if err := new(params).pack([]Arg{Bytes(nil)}); err == nil {
+		t.Fatalf("empty by-value parameter accepted")
+	}
+	if err := new(params).pack([]Arg{Bytes([]byte{})}); err == nil {
+		t.Fatalf("empty (non-nil) by-value parameter accepted")
 	}
 }
 

@@ -84,44 +84,55 @@ type Function struct {
 func (f *Function) Name() string { return f.name }
 
 // Arg is one kernel argument: a scalar or a device pointer, packed by one of the constructors
-// below so that its width matches the kernel's parameter. Kernel parameters are read by the
-// driver from memory, at the parameter's own width; every Arg occupies an 8-byte slot with
-// the value in its low-order bytes, which on little-endian machines is where a narrower
-// parameter's bytes are.
-type Arg struct{ bits uint64 }
+// below so that its width matches the kernel's parameter, or a by-value block of bytes
+// (Bytes). Kernel parameters are read by the driver from memory, at the parameter's own
+// width; a scalar Arg occupies an 8-byte slot with the value in its low-order bytes, which on
+// little-endian machines is where a narrower parameter's bytes are.
+type Arg struct {
+	bits  uint64
+	mem   []byte // Bytes: the parameter's bytes, read in place by the driver
+	byval bool   // made by Bytes
+}
+
+// Bytes is a parameter passed by value that is wider than 8 bytes: a struct or an array in
+// the kernel's parameter list (such as a table declared const __grid_constant__). b must
+// hold at least the parameter's size, and the driver copies that many bytes from it during
+// Launch, so b may be reused once Launch returns. Parameter lists past 4 KiB (up to 32 KiB)
+// need CUDA 12.1 or newer and a Volta or newer GPU; elsewhere Launch fails.
+func Bytes(b []byte) Arg { return Arg{mem: b, byval: true} }
 
 // U8 is an unsigned char / uint8_t argument.
-func U8(v uint8) Arg { return Arg{uint64(v)} }
+func U8(v uint8) Arg { return Arg{bits: uint64(v)} }
 
 // I8 is a signed char / int8_t argument.
-func I8(v int8) Arg { return Arg{uint64(uint8(v))} }
+func I8(v int8) Arg { return Arg{bits: uint64(uint8(v))} }
 
 // U16 is an unsigned short / uint16_t argument.
-func U16(v uint16) Arg { return Arg{uint64(v)} }
+func U16(v uint16) Arg { return Arg{bits: uint64(v)} }
 
 // I16 is a short / int16_t argument.
-func I16(v int16) Arg { return Arg{uint64(uint16(v))} }
+func I16(v int16) Arg { return Arg{bits: uint64(uint16(v))} }
 
 // U32 is an unsigned int / uint32_t argument.
-func U32(v uint32) Arg { return Arg{uint64(v)} }
+func U32(v uint32) Arg { return Arg{bits: uint64(v)} }
 
 // I32 is an int / int32_t argument.
-func I32(v int32) Arg { return Arg{uint64(uint32(v))} }
+func I32(v int32) Arg { return Arg{bits: uint64(uint32(v))} }
 
 // U64 is an unsigned long long / uint64_t / size_t argument.
-func U64(v uint64) Arg { return Arg{v} }
+func U64(v uint64) Arg { return Arg{bits: v} }
 
 // I64 is a long long / int64_t argument.
-func I64(v int64) Arg { return Arg{uint64(v)} }
+func I64(v int64) Arg { return Arg{bits: uint64(v)} }
 
 // F32 is a float argument.
-func F32(v float32) Arg { return Arg{uint64(math.Float32bits(v))} }
+func F32(v float32) Arg { return Arg{bits: uint64(math.Float32bits(v))} }
 
 // F64 is a double argument.
-func F64(v float64) Arg { return Arg{math.Float64bits(v)} }
+func F64(v float64) Arg { return Arg{bits: math.Float64bits(v)} }
 
 // Ptr is a device pointer argument (T* in the kernel).
-func Ptr(p DevicePtr) Arg { return Arg{uint64(p)} }
+func Ptr(p DevicePtr) Arg { return Arg{bits: uint64(p)} }
 
 // MaxArgs is the most arguments Launch packs.
 const MaxArgs = 32
@@ -161,6 +172,13 @@ func (p *params) pack(args []Arg) error {
 		return fmt.Errorf("cudart: %d kernel arguments, at most %d supported", len(args), MaxArgs)
 	}
 	for i, a := range args {
+		if a.byval {
+			if len(a.mem) == 0 {
+				return fmt.Errorf("cudart: kernel argument %d: empty by-value parameter", i)
+			}
+			p.ptrs[i] = unsafe.Pointer(unsafe.SliceData(a.mem))
+			continue
+		}
 		p.vals[i] = a.bits
 		p.ptrs[i] = unsafe.Pointer(&p.vals[i])
 	}

@@ -5,6 +5,9 @@
 #                            reorder/convert_loops.go is what convert_loops_gen.go writes
 #   go generate ./reorder    rewrites reorder/convert_loops.go (the unrolled conversion loops)
 #   make bench-reorder       CPU reorder next to memcpy here; builds the GPU bench for a GPU machine
+#                            (on a GPU host it also runs upstream's kernel beside ours when
+#                            `bash bench/reorder/upstream.sh fetch` put its source in .carry/upstream;
+#                            run.sh builds it there with nvcc)
 #   make gpu-test            (mk/gpu.mk) also builds bin/gpu/reorder.test; gpu-test-reorder adds
 #                            the root package's GPU memory-kind test as bin/gpu/daqiri_root.test
 #   make ptx                 (mk/gpu.mk) regenerates reorder/kernels/reorder.ptx with nvcc

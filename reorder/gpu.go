@@ -60,9 +60,14 @@ func (k *Kernels) Close() error { return k.mod.Close() }
 // Kernel is the kernel for one conversion (or the plain copy).
 type Kernel struct {
 	fn   *cudart.Function
+	fnP  *cudart.Function // the same taking its slot table by value (nil: PTX without it)
 	conv Conversion
 	sms  int
 }
+
+// ParamSlots is the most slots whose table a launch can carry in the kernel's parameters
+// (PARAM_SLOTS in reorder.cu): LaunchParams reads 8*ParamSlots bytes of table.
+const ParamSlots = 1024
 
 // kernelName is the kernel's symbol in reorder.cu.
 func kernelName(c Conversion) string {
@@ -78,8 +83,15 @@ func (k *Kernels) Kernel(c Conversion) (*Kernel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reorder: %w", err)
 	}
-	return &Kernel{fn: fn, conv: c, sms: k.sms}, nil
+	// A PTX given by the caller may predate the by-value kernels: then every launch reads its
+	// table from memory.
+	fnP, _ := k.mod.Function(kernelName(c) + "_p")
+	return &Kernel{fn: fn, fnP: fnP, conv: c, sms: k.sms}, nil
 }
+
+// ParamTable reports whether LaunchParams is available (the loaded PTX has the kernel that
+// takes its slot table by value).
+func (k *Kernel) ParamTable() bool { return k.fnP != nil }
 
 // maxSlotsPerBlock matches MAX_SPB in reorder.cu.
 const maxSlotsPerBlock = 16
@@ -104,6 +116,26 @@ func shape(outLen, slots, sms int) (spb, threads uint32) {
 // the payload bytes per slot (whole samples), so each output slot is
 // Conversion.OutputLen(inLen) bytes.
 func (k *Kernel) Launch(s *cudart.Stream, table, src, out cudart.DevicePtr, slots, inLen int) error {
+	return k.launch(k.fn, s, cudart.Ptr(table), src, out, slots, inLen)
+}
+
+// LaunchParams is Launch with the slot table carried in the launch's parameters: table holds
+// the words of slots ≤ ParamSlots slots (little-endian) and is 8*ParamSlots bytes long (the
+// words past slots are not read). The driver copies it during the call, so table may be
+// rewritten once LaunchParams returns. Drivers before CUDA 12.1 refuse the launch (parameters
+// past 4 KiB); Launch then remains.
+func (k *Kernel) LaunchParams(s *cudart.Stream, table []byte, src, out cudart.DevicePtr, slots, inLen int) error {
+	if k.fnP == nil {
+		return fmt.Errorf("reorder: the loaded GPU kernels take no slot table by value: %w", engine.ErrNotSupported)
+	}
+	if slots > ParamSlots || len(table) != 8*ParamSlots {
+		return fmt.Errorf("reorder: by-value slot table of %d bytes for %d slots (at most %d slots, %d bytes): %w",
+			len(table), slots, ParamSlots, 8*ParamSlots, engine.ErrInvalidParameter)
+	}
+	return k.launch(k.fnP, s, cudart.Bytes(table), src, out, slots, inLen)
+}
+
+func (k *Kernel) launch(fn *cudart.Function, s *cudart.Stream, table cudart.Arg, src, out cudart.DevicePtr, slots, inLen int) error {
 	if slots <= 0 || slots > 1<<31-1 || inLen <= 0 || inLen > maxSlotLen || !k.conv.Whole(inLen) {
 		return fmt.Errorf("reorder: kernel launch with %d slots of %d bytes: %w", slots, inLen, engine.ErrInvalidParameter)
 	}
@@ -123,19 +155,25 @@ func (k *Kernel) Launch(s *cudart.Stream, table, src, out cudart.DevicePtr, slot
 	cfg := cudart.LaunchConfig{Grid: cudart.Dim3{X: blocks}, Block: cudart.Dim3{X: threads}, Stream: s}
 	n := cudart.U32(uint32(slots))
 	if !k.conv.Active() {
-		return k.fn.Launch(cfg, cudart.Ptr(table), cudart.Ptr(src), cudart.Ptr(out), cudart.U32(uint32(inLen)), n, cudart.U32(spb))
+		return fn.Launch(cfg, table, cudart.Ptr(src), cudart.Ptr(out), cudart.U32(uint32(inLen)), n, cudart.U32(spb))
 	}
 	big := uint32(0)
 	if k.conv.Big {
 		big = 1
 	}
-	return k.fn.Launch(cfg, cudart.Ptr(table), cudart.Ptr(src), cudart.Ptr(out), cudart.U32(uint32(inLen)), cudart.U32(big), n, cudart.U32(spb))
+	return fn.Launch(cfg, table, cudart.Ptr(src), cudart.Ptr(out), cudart.U32(uint32(inLen)), cudart.U32(big), n, cudart.U32(spb))
 }
 
-// gpuBackend gathers a batch's slot table in mapped pinned memory as packets arrive, keeps
+// gpuBackend gathers a batch's slot table in pinned host memory as packets arrive, keeps
 // the packets, and when the batch is done launches one kernel on the plan's stream; a
 // goroutine waits for each kernel in turn, then frees the batch's packets and delivers the
 // aggregate. Slot tables are a fixed set, one per batch in flight on the CPU or the GPU.
+// The kernel never reads a table across PCIe (a round trip at the start of every block, which
+// cost small batches half their GPU time and large ones up to a third): batches of up to
+// ParamSlots packets pass their table in the launch's parameters; larger ones (and all where
+// the driver refuses parameters past 4 KiB) have the copy engine stage it in device memory on
+// a second stream, which overlaps the kernels of earlier batches, and the kernel's stream
+// waits for that copy.
 type gpuBackend struct {
 	p       *Plan
 	log     *slog.Logger
@@ -144,6 +182,9 @@ type gpuBackend struct {
 	kernel  *Kernel
 	stream  *cudart.Stream
 	tables  *cudart.HostMem
+	params  bool           // launches carry the slot table (LaunchParams)
+	staging *cudart.Stream // copies tables to the device (when !params)
+	dtables *cudart.DeviceMem
 	srcBase cudart.DevicePtr
 	outBase cudart.DevicePtr
 	sets    []gpuSet
@@ -154,11 +195,13 @@ type gpuBackend struct {
 
 // gpuSet is one batch's slot table and the packets it holds.
 type gpuSet struct {
-	table []byte           // CPU view: ppb words, little-endian
-	ptr   cudart.DevicePtr // the GPU's view of the same bytes
-	held  []uint64         // source offsets of the packets to release after the kernel
-	idx   []uint32         // scratch for releasing them in bulk
-	ev    *cudart.Event
+	table  []byte           // CPU view: ppb words, little-endian
+	param  []byte           // table and the rest of its 8*ParamSlots bytes, for LaunchParams
+	dptr   cudart.DevicePtr // the table's copy in device memory
+	staged *cudart.Event    // recorded on the staging stream after the copy
+	held   []uint64         // source offsets of the packets to release after the kernel
+	idx    []uint32         // scratch for releasing them in bulk
+	ev     *cudart.Event
 }
 
 type gpuJob struct {
@@ -229,7 +272,18 @@ func newGPUBackend(p *Plan, opt Options) (backend, error) {
 	// that outruns its GPU drops packets (no_packet_buffers) instead of queueing without end.
 	n := 2 * len(p.windows)
 	tableBytes := 8 * p.ppb
-	if b.tables, err = dev.AllocHostPinned(n * tableBytes); err != nil {
+	b.params = p.ppb <= ParamSlots && b.kernel.ParamTable() && !opt.tableInMemory
+	stride := tableBytes
+	if b.params {
+		stride = 8 * ParamSlots // a launch reads a whole parameter's worth
+	}
+	if b.tables, err = dev.AllocHostPinned(n * stride); err != nil {
+		return fail("%v", err)
+	}
+	if b.staging, err = dev.NewStream(true); err != nil {
+		return fail("%v", err)
+	}
+	if b.dtables, err = dev.AllocDevice(n * tableBytes); err != nil {
 		return fail("%v", err)
 	}
 	b.sets = make([]gpuSet, n)
@@ -237,11 +291,17 @@ func newGPUBackend(p *Plan, opt Options) (backend, error) {
 	b.pending = make(chan gpuJob, n)
 	for i := range b.sets {
 		s := &b.sets[i]
-		s.table = b.tables.Bytes()[i*tableBytes : (i+1)*tableBytes]
-		s.ptr = b.tables.DevicePtr() + cudart.DevicePtr(i*tableBytes)
+		s.table = b.tables.Bytes()[i*stride : i*stride+tableBytes]
+		s.dptr = b.dtables.Ptr() + cudart.DevicePtr(i*tableBytes)
+		if b.params {
+			s.param = b.tables.Bytes()[i*stride : (i+1)*stride]
+		}
 		s.held = make([]uint64, 0, p.ppb)
 		s.idx = make([]uint32, 0, p.ppb)
 		if s.ev, err = dev.NewEvent(false, true); err != nil {
+			return fail("%v", err)
+		}
+		if s.staged, err = dev.NewEvent(false, false); err != nil {
 			return fail("%v", err)
 		}
 		b.free <- i
@@ -278,7 +338,27 @@ func (b *gpuBackend) finish(w *window, info *engine.ReorderInfo) {
 		}
 	}
 	out := b.outBase + cudart.DevicePtr(uint64(w.outIdx)*uint64(p.out.BufSize))
-	err := b.kernel.Launch(b.stream, s.ptr, b.srcBase, out, p.ppb, w.inLen)
+	var err error
+	if b.params {
+		if err = b.kernel.LaunchParams(b.stream, s.param, b.srcBase, out, p.ppb, w.inLen); err != nil {
+			// Parameters past 4 KiB need CUDA 12.1: from now on, tables staged in device memory.
+			b.log.Warn("reorder: GPU launch with the slot table in its parameters refused; staging tables in device memory from now on",
+				"plan", p.name, "err", err)
+			b.params = false
+		}
+	}
+	if !b.params {
+		err = b.dev.CopyHtoDAsync(s.dptr, s.table, b.staging)
+		if err == nil {
+			err = s.staged.Record(b.staging)
+		}
+		if err == nil {
+			err = b.stream.WaitEvent(s.staged)
+		}
+		if err == nil {
+			err = b.kernel.Launch(b.stream, s.dptr, b.srcBase, out, p.ppb, w.inLen)
+		}
+	}
 	if err == nil {
 		err = s.ev.Record(b.stream)
 	}
@@ -334,15 +414,22 @@ func (b *gpuBackend) close() error {
 func (b *gpuBackend) release() error {
 	var errs []error
 	for i := range b.sets {
-		if e := b.sets[i].ev; e != nil {
-			errs = append(errs, e.Close())
+		for _, e := range []*cudart.Event{b.sets[i].ev, b.sets[i].staged} {
+			if e != nil {
+				errs = append(errs, e.Close())
+			}
 		}
 	}
 	if b.tables != nil {
 		errs = append(errs, b.tables.Close())
 	}
-	if b.stream != nil {
-		errs = append(errs, b.stream.Close())
+	if b.dtables != nil {
+		errs = append(errs, b.dtables.Close())
+	}
+	for _, st := range []*cudart.Stream{b.stream, b.staging} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
 	}
 	if b.kernels != nil {
 		errs = append(errs, b.kernels.Close())

@@ -3,6 +3,7 @@ package reorder
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -106,29 +107,50 @@ func TestGPUKernelsMatchCPU(t *testing.T) {
 				binary.LittleEndian.PutUint64(tb[8*s:], SlotWord(off, n))
 				c.Convert(want[s*outLen:], src.Bytes()[off:off+uint64(n)])
 			}
-			if err := dev.Memset(out.Ptr(), 0xa5, outSize); err != nil {
-				t.Fatal(err)
+			// The table in mapped memory, and (up to ParamSlots slots) in the launch's
+			// parameters: the same aggregate either way.
+			launches := []struct {
+				how string
+				run func() error
+			}{{"table in memory", func() error {
+				return k.Launch(nil, table.DevicePtr(), src.DevicePtr(), out.Ptr()+cudart.DevicePtr(dstOff), slots, inLen)
+			}}}
+			if slots <= ParamSlots {
+				if !k.ParamTable() {
+					t.Fatalf("%s: the kernels have no by-value table variant (%s_p)", kernelName(c), kernelName(c))
+				}
+				launches = append(launches, struct {
+					how string
+					run func() error
+				}{"table in parameters", func() error {
+					return k.LaunchParams(nil, tb[:8*ParamSlots], src.DevicePtr(), out.Ptr()+cudart.DevicePtr(dstOff), slots, inLen)
+				}})
 			}
-			if err := k.Launch(nil, table.DevicePtr(), src.DevicePtr(), out.Ptr()+cudart.DevicePtr(dstOff), slots, inLen); err != nil {
-				t.Fatal(err)
-			}
-			if err := dev.Synchronize(); err != nil {
-				t.Fatal(err)
-			}
-			got := host[:dstOff+slots*outLen+16]
-			if err := dev.CopyDtoH(got, out.Ptr()); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got[dstOff:dstOff+slots*outLen], want) {
-				for s := 0; s < slots; s++ {
-					g, w := got[dstOff+s*outLen:dstOff+(s+1)*outLen], want[s*outLen:(s+1)*outLen]
-					if !bytes.Equal(g, w) {
-						t.Fatalf("%s: slot %d of %d (in %d bytes, out offset %d):\n gpu %x\n cpu %x", kernelName(c), s, slots, inLen, dstOff, g, w)
+			for _, l := range launches {
+				if err := dev.Memset(out.Ptr(), 0xa5, outSize); err != nil {
+					t.Fatal(err)
+				}
+				if err := l.run(); err != nil {
+					t.Fatalf("%s, %s: %v", kernelName(c), l.how, err)
+				}
+				if err := dev.Synchronize(); err != nil {
+					t.Fatal(err)
+				}
+				got := host[:dstOff+slots*outLen+16]
+				if err := dev.CopyDtoH(got, out.Ptr()); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got[dstOff:dstOff+slots*outLen], want) {
+					for s := 0; s < slots; s++ {
+						g, w := got[dstOff+s*outLen:dstOff+(s+1)*outLen], want[s*outLen:(s+1)*outLen]
+						if !bytes.Equal(g, w) {
+							t.Fatalf("%s, %s: slot %d of %d (in %d bytes, out offset %d):\n gpu %x\n cpu %x", kernelName(c), l.how, s, slots, inLen, dstOff, g, w)
+						}
 					}
 				}
-			}
-			if !bytes.Equal(got[:dstOff], bytes.Repeat([]byte{0xa5}, dstOff)) || !bytes.Equal(got[dstOff+slots*outLen:], bytes.Repeat([]byte{0xa5}, 16)) {
-				t.Fatalf("%s wrote outside its aggregate", kernelName(c))
+				if !bytes.Equal(got[:dstOff], bytes.Repeat([]byte{0xa5}, dstOff)) || !bytes.Equal(got[dstOff+slots*outLen:], bytes.Repeat([]byte{0xa5}, 16)) {
+					t.Fatalf("%s, %s: wrote outside its aggregate", kernelName(c), l.how)
+				}
 			}
 		}
 	}
@@ -138,6 +160,24 @@ func TestGPUKernelsMatchCPU(t *testing.T) {
 	}
 	if err := k0.Launch(nil, table.DevicePtr(), src.DevicePtr(), out.Ptr(), 0, 16); err == nil {
 		t.Fatal("a launch with no slots was accepted")
+	}
+}
+
+// LaunchParams refuses, before any driver call, kernels without the by-value variant, more
+// than ParamSlots slots and a table that is not exactly 8*ParamSlots bytes.
+func TestLaunchParamsRefusals(t *testing.T) {
+	table := make([]byte, 8*ParamSlots)
+	if err := (&Kernel{}).LaunchParams(nil, table, 0, 0, 1, 16); !errors.Is(err, engine.ErrNotSupported) {
+		t.Fatalf("no by-value kernel: %v", err)
+	}
+	k := &Kernel{fnP: &cudart.Function{}}
+	for _, c := range []struct {
+		table []byte
+		slots int
+	}{{table, ParamSlots + 1}, {table[:8], 1}, {make([]byte, 8*ParamSlots+8), 1}, {table, 0}} {
+		if err := k.LaunchParams(nil, c.table, 0, 0, c.slots, 16); !errors.Is(err, engine.ErrInvalidParameter) {
+			t.Fatalf("%d slots, %d-byte table: %v", c.slots, len(c.table), err)
+		}
 	}
 }
 
@@ -241,7 +281,7 @@ func TestGPUPlanMatchesCPUPlan(t *testing.T) {
 		if trial%4 == 3 {
 			outKind = config.KindHostPinned
 		}
-		name := fmt.Sprintf("%d/ppb%d/%s", trial, s.ppb, kernelName(s.conv))
+		name := fmt.Sprintf("%d/ppb%d/%s/table-in-memory=%v", trial, s.ppb, kernelName(s.conv), trial%2 == 1)
 		t.Run(name, func(t *testing.T) {
 			spec := rigSpec{srcBufs: 4096, srcSize: s.offset + s.payload + r.IntN(8), outBufs: 2*s.inFlight + 1, meta: 64, batch: 32}
 			spec.outSize = s.ppb * s.conv.OutputLen(s.conv.InputBytes(spec.srcSize-s.offset))
@@ -259,7 +299,9 @@ func TestGPUPlanMatchesCPUPlan(t *testing.T) {
 			}
 			grc := s.rc
 			grc.Type = config.ReorderGPU
-			gp, err := gg.svc.Add(gg.q, &grc, gg.out, Options{MaxInFlight: s.inFlight, Kernels: testPTX(t)})
+			// Batches here are ≤ ParamSlots packets: half the trials stage their tables in
+			// device memory, as larger batches do, instead of the launch's parameters.
+			gp, err := gg.svc.Add(gg.q, &grc, gg.out, Options{MaxInFlight: s.inFlight, Kernels: testPTX(t), tableInMemory: trial%2 == 1})
 			if err != nil {
 				t.Fatal(err)
 			}

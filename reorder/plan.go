@@ -37,6 +37,9 @@ type Options struct {
 	// Kernels replaces the embedded PTX of the GPU kernels (for kernel development; nil uses
 	// the committed kernels/reorder.ptx). Ignored by CPU plans.
 	Kernels []byte
+	// tableInMemory makes a GPU plan stage every slot table in device memory, never pass it
+	// in the launch's parameters (tests of that path with small batches).
+	tableInMemory bool
 }
 
 // Stats are a plan's counters since it started.

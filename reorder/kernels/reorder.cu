@@ -18,6 +18,18 @@
 #define LEN_BITS 24
 #define MAX_SPB 16
 
+// Output stores: st.global.cs (streaming, evict first), so that an aggregate — read later by
+// another kernel, if at all, and for widening conversions larger than the packets — does not
+// push the packets still to be read out of L2. On an H200 at 1 KiB × 16384 (16 MiB of
+// packets) this took int16 → fp32 from 0.67 to 0.79 of a device copy's traffic and the copy
+// from 0.86 to 0.90; -DREORDER_PLAIN_STORES builds plain stores.
+#ifndef REORDER_PLAIN_STORES
+#define ST(p, v) __stcs((p), (v))
+#else
+#define ST(p, v) (*(p) = (v))
+#endif
+
+
 // Reads the words of this block's slots (first = blockIdx.x*spb, at most spb of them, none
 // past nslots) into sh, in one round trip, and returns how many there are.
 __device__ __forceinline__ unsigned int slot_words(const unsigned long long *__restrict__ slots, unsigned int nslots,
@@ -44,7 +56,7 @@ __device__ __forceinline__ void zero_bytes(unsigned char *d, unsigned int n)
     unsigned int body = (n - head) / 16u;
     uint4 *d4 = (uint4 *)(d + head);
     for (unsigned int i = t; i < body; i += nt)
-        d4[i] = make_uint4(0, 0, 0, 0);
+        ST(&d4[i], make_uint4(0, 0, 0, 0));
     for (unsigned int i = head + body * 16u + t; i < n; i += nt)
         d[i] = 0;
 }
@@ -70,13 +82,13 @@ __device__ __forceinline__ void copy_bytes(unsigned char *__restrict__ d, const 
         unsigned int i = t;
         for (; i + 3u * nt < body; i += 4u * nt) {
             uint4 a = s4[i], b = s4[i + nt], c = s4[i + 2u * nt], e = s4[i + 3u * nt];
-            d4[i] = a;
-            d4[i + nt] = b;
-            d4[i + 2u * nt] = c;
-            d4[i + 3u * nt] = e;
+            ST(&d4[i], a);
+            ST(&d4[i + nt], b);
+            ST(&d4[i + 2u * nt], c);
+            ST(&d4[i + 3u * nt], e);
         }
         for (; i < body; i += nt)
-            d4[i] = s4[i];
+            ST(&d4[i], s4[i]);
         for (unsigned int k = head + body * 16u + t; k < n; k += nt)
             d[k] = s[k];
         return;
@@ -105,9 +117,9 @@ __device__ __forceinline__ void copy_bytes(unsigned char *__restrict__ d, const 
 
 // Copies each slot's payload (no conversion); slot_len bytes per slot, nslots slots, spb
 // (1..MAX_SPB) slots per block.
-extern "C" __global__ void reorder_copy(const unsigned long long *__restrict__ slots, const unsigned char *__restrict__ src,
-                                        unsigned char *__restrict__ out, unsigned int slot_len, unsigned int nslots,
-                                        unsigned int spb)
+__device__ __forceinline__ void copy_kernel(const unsigned long long *__restrict__ slots, const unsigned char *__restrict__ src,
+                                            unsigned char *__restrict__ out, unsigned int slot_len, unsigned int nslots,
+                                            unsigned int spb)
 {
     __shared__ unsigned long long sh[MAX_SPB];
     unsigned int ns = slot_words(slots, nslots, spb, sh);
@@ -123,6 +135,33 @@ extern "C" __global__ void reorder_copy(const unsigned long long *__restrict__ s
         }
         zero_bytes(d + n, slot_len - n);
     }
+}
+
+// The slot table by value, in the kernel's parameters (the _p kernels), for aggregates of up
+// to PARAM_SLOTS slots: the launch carries the table to the GPU, so a block's first read is
+// not a round trip to memory — over PCIe for a table in mapped host memory, which at small
+// aggregates was most of the kernel's time. Parameters past 4 KiB need CUDA 12.1 or newer on
+// a Volta or newer GPU; __grid_constant__ lets threads index the table where it lies instead
+// of each taking a copy.
+#define PARAM_SLOTS 1024
+struct slot_table {
+    unsigned long long w[PARAM_SLOTS];
+};
+
+// reorder_copy(slots, src, out, slot_len, nslots, spb): slots in GPU-readable memory.
+extern "C" __global__ void reorder_copy(const unsigned long long *__restrict__ slots, const unsigned char *__restrict__ src,
+                                        unsigned char *__restrict__ out, unsigned int slot_len, unsigned int nslots,
+                                        unsigned int spb)
+{
+    copy_kernel(slots, src, out, slot_len, nslots, spb);
+}
+
+// reorder_copy_p(table, src, out, slot_len, nslots, spb): nslots ≤ PARAM_SLOTS.
+extern "C" __global__ void reorder_copy_p(const __grid_constant__ slot_table tbl, const unsigned char *__restrict__ src,
+                                          unsigned char *__restrict__ out, unsigned int slot_len, unsigned int nslots,
+                                          unsigned int spb)
+{
+    copy_kernel(tbl.w, src, out, slot_len, nslots, spb);
 }
 
 // The bits of the binary floating-point number with EB exponent and MB fraction bits nearest
@@ -372,15 +411,15 @@ __device__ __forceinline__ void store_unit(unsigned char *q, const uint32_t *o)
 {
     uintptr_t a = (uintptr_t)q;
     if (UB == 16 && (a & 15u) == 0) {
-        *(uint4 *)q = make_uint4(o[0], o[1], o[2], o[3]);
+        ST((uint4 *)q, make_uint4(o[0], o[1], o[2], o[3]));
     } else if ((a & 7u) == 0) {
 #pragma unroll
         for (int k = 0; k < UB / 8; k++)
-            ((uint2 *)q)[k] = make_uint2(o[2 * k], o[2 * k + 1]);
+            ST(&((uint2 *)q)[k], make_uint2(o[2 * k], o[2 * k + 1]));
     } else if ((a & 3u) == 0) {
 #pragma unroll
         for (int k = 0; k < UB / 4; k++)
-            ((uint32_t *)q)[k] = o[k];
+            ST(&((unsigned int *)q)[k], (unsigned int)o[k]);
     } else if ((a & 1u) == 0) {
 #pragma unroll
         for (int k = 0; k < UB / 2; k++)
@@ -446,8 +485,12 @@ __device__ __forceinline__ uint32_t i32_f16(int32_t v)
 
 // The work item of a conversion: UB = 16 output bytes holding E samples from IBU input bytes
 // (1..32), W input words; R items in flight per thread: 8 for 4-byte inputs (int4 →
-// fp16/bf16, int8 → fp32/int32, int16 → fp64), faster on an H100; 2 for the 32-byte inputs
-// of int32 → fp16/bf16 (two 16-byte loads per item already; on an H100 at 8 KiB × 4096 this
+// fp16/bf16, int8 → fp32/int32, int16 → fp64), faster on an H100 (-DREORDER_R4=n sets
+// theirs); 2 for the 8-byte inputs (int16 → fp32, int8 → fp16/bf16, int32 → fp64) with
+// registers capped at 32 so that every thread slot of a multiprocessor is used (on an H200 at
+// 1 KiB × 16384 their 4096 blocks then run in one wave instead of 1.24: 0.84 → 0.90–0.92 of
+// the copy's traffic; more in flight under that cap spills); 2 for the 32-byte inputs of
+// int32 → fp16/bf16 (two 16-byte loads per item already; on an H100 at 8 KiB × 4096 this
 // beat 8-byte items with 4 in flight by 0.03–0.06 of the copy's traffic); 4 for the rest,
 // where 8 cost occupancy (int4 → fp32 with a mapped slot table). Building with
 // -DREORDER_IN_FLIGHT=n sets n for all.
@@ -457,11 +500,20 @@ template <int IN, int OUT> struct unit {
     static const int E = UB / OB;
     static const int IBU = E * IN / 8;
     static const int W = IBU < 4 ? 1 : IBU / 4;
+#ifdef REORDER_R4
+    static const int R4 = REORDER_R4; // items in flight for 4-byte inputs
+#else
+    static const int R4 = 8;
+#endif
 #ifdef REORDER_IN_FLIGHT
     static const int R = REORDER_IN_FLIGHT;
 #else
-    static const int R = IBU == 4 ? 8 : (IBU == 32 ? 2 : 4);
+    static const int R = IBU == 4 ? R4 : (IBU == 8 ? 2 : (IBU == 32 ? 2 : 4));
 #endif
+    // Blocks of 256 threads (or four times as many of 64) that must fit on a multiprocessor
+    // at once, which caps the registers: 8 (32 registers, every thread slot of a Hopper
+    // multiprocessor) for 8-byte inputs with 2 items in flight.
+    static const int MINB = (IBU == 8 || (IBU == 4 && R4 <= 4)) ? 8 : 1;
 };
 
 // Converts the E samples of one output unit from its input words w into o (UB/4 words).
@@ -643,13 +695,21 @@ __device__ __forceinline__ void convert_kernel(const unsigned long long *__restr
 
 // reorder_cvt_<in>_<out>(slots, src, out, in_len, big, nslots, spb): in_len is the payload
 // bytes per slot (whole samples); each output slot holds in_len*8/in_bits samples.
+// reorder_cvt_<in>_<out>_p takes the slot table by value (nslots ≤ PARAM_SLOTS).
 #define CVT(INNAME, IN, OUTNAME, OUT)                                                                                        \
-    extern "C" __global__ void reorder_cvt_##INNAME##_##OUTNAME(const unsigned long long *__restrict__ slots,                \
+    extern "C" __global__ void __launch_bounds__(256, (unit<IN, OUT>::MINB)) reorder_cvt_##INNAME##_##OUTNAME(const unsigned long long *__restrict__ slots,                \
                                                                 const unsigned char *__restrict__ src,                       \
                                                                 unsigned char *__restrict__ out, unsigned int in_len,        \
                                                                 unsigned int big, unsigned int nslots, unsigned int spb)     \
     {                                                                                                                        \
         convert_kernel<IN, OUT>(slots, src, out, in_len, big, nslots, spb);                                                  \
+    }                                                                                                                        \
+    extern "C" __global__ void __launch_bounds__(256, (unit<IN, OUT>::MINB)) reorder_cvt_##INNAME##_##OUTNAME##_p(const __grid_constant__ slot_table tbl,                  \
+                                                                    const unsigned char *__restrict__ src,                   \
+                                                                    unsigned char *__restrict__ out, unsigned int in_len,    \
+                                                                    unsigned int big, unsigned int nslots, unsigned int spb) \
+    {                                                                                                                        \
+        convert_kernel<IN, OUT>(tbl.w, src, out, in_len, big, nslots, spb);                                                  \
     }
 
 #define CVT_ALL(INNAME, IN)                                                                                                  \

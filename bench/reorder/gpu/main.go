@@ -1,26 +1,48 @@
 // Command gpu measures the GPU reorder kernels next to a device-to-device copy of the same
-// bytes, in the same run on the same GPU: packets of -sizes bytes (payload) sit in device
-// memory 64 bytes into buffers of size+64 (as a GPUDirect engine leaves them), a random
-// permutation maps them to slots, and one kernel launch assembles a whole batch (reorder and,
-// for the conversions, convert) into device memory. The slot table is read either from
-// device memory or, as package reorder's plans do, from mapped pinned host memory.
+// bytes and, where given, next to upstream's kernel on the same inputs, in the same run on the
+// same GPU: packets of -sizes bytes of payload sit in device memory 64 bytes into buffers of
+// size+64 (as a GPUDirect engine leaves them), each with its 32-bit big-endian sequence number
+// at byte 0; a random permutation maps them to slots, and one kernel launch assembles a whole
+// batch (reorder and, for the conversions, convert network-order samples) into device memory.
 //
-//	bench/reorder/gpu [-sizes 1024,8192] [-batches 1024,4096,16384,65536] [-convs int16-fp32,...] [-ptx file] [-json file]
+//	bench/reorder/gpu [-sizes 1024,8192] [-batches 1024,4096,16384,65536] [-convs int16-fp32,...]
+//	                  [-ptx file] [-upstream .carry/upstream/kernels.ptx] [-timing queued|launch] [-json file]
+//
+// Our kernel reads its slot table from device memory ("dev") or from mapped pinned host
+// memory ("map", a PCIe round trip per block, which plans used to do); "plan" is what a
+// reorder plan does at that batch size: up to reorder.ParamSlots packets the table travels in
+// the launch's parameters ("p"), beyond that it is copied from pinned memory to the device on
+// a second stream that the kernel's stream waits for ("s"; the copies overlap earlier
+// kernels, as in a plan that keeps the GPU busy). Upstream's kernel (packet_reorder_copy_payload_by_sequence_kernel,
+// built from NVIDIA/daqiri's src/kernels.cu by bench/reorder/upstream.sh, which records the
+// commit in ORIGIN beside the PTX) reads the same packets through a device array of their
+// pointers and takes each sequence number from the packet, one block of 128 threads per
+// packet, as upstream launches it; its H2D copy of that array and D2H copy of the batch
+// number, which upstream's plan adds per batch, are not counted. At the smallest batch the
+// two aggregates are compared byte for byte ("differ": bytes that differ).
+//
+// Timing: -timing queued (the default) holds each wave of launches behind a gate kernel until
+// the whole wave is queued, so the events around it time the GPU alone; -timing launch times
+// launches issued back to back by the CPU, where each launch's host-side cost (the same for
+// every kernel: one cuLaunchKernel through package cudart) shows wherever it exceeds the
+// kernel's GPU time.
+//
+// It prints one line per case: microseconds per batch of the copy, of a memset of the output
+// bytes ("fill": merely writing the aggregate, the floor for widening conversions) and of
+// each kernel, upstream's time over ours ("vs up", > 1 where ours is faster) and the traffic
+// ratio: bytes moved through memory per second (input read + output written) over the copy's
+// (read + write), the fair measure when the output is wider than the input.
 //
 // A second table runs whole GPU plans the way a session does: packets in host_pinned memory
 // (where the socket or AF_XDP engines put them), the CPU placing each one, the GPU kernel
 // reading the payloads over PCIe into device memory; compared with a host-to-device copy of
 // the same bytes (-plan-batches 0 skips it).
-//
-// It prints one line per case: copy GB/s, reorder GB/s of input, and ratios. "ratio" is
-// reorder input bytes per second over copy bytes per second; "traffic ratio" compares the
-// bytes each moves through memory (input read + output written, against read + write of the
-// copy), which is the fair measure when the output is wider than the input.
 package main
 
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -40,19 +62,34 @@ import (
 const headroom = 64 // payload offset in each source buffer
 
 type result struct {
-	Kernel        string  `json:"kernel"`
-	Table         string  `json:"table"` // device or mapped
-	PacketBytes   int     `json:"packet_bytes"`
-	Batch         int     `json:"batch"`
-	InBytes       int     `json:"in_bytes"`
-	OutBytes      int     `json:"out_bytes"`
-	Iters         int     `json:"iters"`
-	CopyGBps      float64 `json:"copy_GBps"`
-	ReorderGBps   float64 `json:"reorder_in_GBps"`
-	Ratio         float64 `json:"ratio"`
-	TrafficRatio  float64 `json:"traffic_ratio"`
-	ReorderMicros float64 `json:"us_per_batch"`
-	CopyMicros    float64 `json:"copy_us"`
+	Kernel      string  `json:"kernel"`
+	PacketBytes int     `json:"packet_bytes"`
+	Batch       int     `json:"batch"`
+	InBytes     int     `json:"in_bytes"`
+	OutBytes    int     `json:"out_bytes"`
+	Iters       int     `json:"iters"`
+	Timing      string  `json:"timing"` // queued (GPU time only) or launch (back to back from the CPU)
+	CopyMicros  float64 `json:"copy_us"`
+	// A cuMemsetD8 of the aggregate's bytes: how long merely writing the output takes (the
+	// floor for a conversion whose output is much wider than its input).
+	FillMicros   float64 `json:"fill_us"`
+	DevMicros    float64 `json:"us_device_table"`
+	MappedMicros float64 `json:"us_mapped_table"`
+	ParamMicros  float64 `json:"us_param_table,omitempty"` // table in the launch's parameters (batches ≤ reorder.ParamSlots)
+	// How reorder plans pass the table at this batch size (param, or staged: copied to the
+	// device on a second stream) and that time.
+	PlanTable  string  `json:"plan_table"`
+	PlanMicros float64 `json:"us_plan"`
+	// Bytes moved through memory per second (input read + output written) over the copy's
+	// (read + write of the same input bytes).
+	DevTraffic  float64 `json:"traffic_device_table"`
+	PlanTraffic float64 `json:"traffic_plan"`
+	// Upstream's kernel on the same packets (0 when not run) and its time over ours.
+	UpstreamMicros float64 `json:"us_upstream,omitempty"`
+	VsUpstreamDev  float64 `json:"vs_upstream_device_table,omitempty"`
+	VsUpstreamPlan float64 `json:"vs_upstream_plan,omitempty"`
+	// Output bytes where upstream's aggregate differs from ours (checked at the smallest batch).
+	Differ *int `json:"bytes_differ,omitempty"`
 }
 
 func ints(s string) []int {
@@ -78,9 +115,15 @@ func main() {
 	convList := flag.String("convs", "int16-fp32,int8-fp16,int16-bf16,int4-fp16,int32-fp16", "conversions to measure besides the copy, input-output (network byte order)")
 	kernels := flag.Bool("kernels", true, "measure the kernels against the device copy (false: whole plans only)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole-plan runs to this file")
+	upstream := flag.String("upstream", "", "PTX of upstream's kernels (bench/reorder/upstream.sh builds it, with ORIGIN beside it) to run on the same inputs")
+	timing := flag.String("timing", "queued", "queued: GPU time of launches queued ahead; launch: launched back to back from the CPU")
 	flag.Parse()
+	if *timing != "queued" && *timing != "launch" {
+		fmt.Fprintf(os.Stderr, "bad -timing %q: want queued or launch\n", *timing)
+		os.Exit(2)
+	}
 	if *kernels {
-		if err := run(ints(*sizes), ints(*batches), convPairs(*convList), *ptxFile, *jsonOut, *target); err != nil {
+		if err := run(ints(*sizes), ints(*batches), convPairs(*convList), *ptxFile, *upstream, *jsonOut, *target, *timing == "queued"); err != nil {
 			fmt.Fprintln(os.Stderr, "bench/reorder/gpu:", err)
 			os.Exit(1)
 		}
@@ -121,7 +164,7 @@ func convPairs(s string) [][2]config.DataType {
 	return v
 }
 
-func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, jsonOut string, targetMB int) error {
+func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, upstreamFile, jsonOut string, targetMB int, queued bool) error {
 	var ptx []byte
 	if ptxFile != "" {
 		var err error
@@ -145,11 +188,30 @@ func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, jsonOut stri
 		return err
 	}
 	defer ks.Close()
+	var up *upstreamKernel
+	if upstreamFile != "" {
+		if up, err = loadUpstream(dev, upstreamFile); err != nil {
+			return err
+		}
+		defer up.mod.Close()
+		fmt.Printf("upstream kernel: %s from %s (%s)\n", upstreamEntry, upstreamFile, up.origin)
+	} else {
+		fmt.Println("upstream kernel: not given (-upstream; bench/reorder/upstream.sh builds it): ours against the device copy only")
+	}
 	s, err := dev.NewStream(true)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	tm, err := newTimer(dev, s, queued)
+	if err != nil {
+		return err
+	}
+	defer tm.close()
+	timing := "launch"
+	if queued {
+		timing = "queued"
+	}
 
 	type cv struct {
 		name string
@@ -164,18 +226,20 @@ func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, jsonOut stri
 		}
 		convs = append(convs, cv{fmt.Sprintf("%s->%s", p[0], p[1]), c})
 	}
-	maxSize, maxBatch := 0, 0
+	maxSize, maxBatch, minBatch := 0, 0, batches[0]
 	for _, z := range sizes {
 		maxSize = max(maxSize, z)
 	}
 	for _, b := range batches {
 		maxBatch = max(maxBatch, b)
+		minBatch = min(minBatch, b)
 	}
 	maxOut := 0
 	for _, c := range convs {
 		maxOut = max(maxOut, c.c.OutputLen(maxSize))
 	}
-	src, err := dev.AllocDevice(maxBatch * (maxSize + headroom))
+	srcLen := maxBatch * (maxSize + headroom)
+	src, err := dev.AllocDevice(srcLen)
 	if err != nil {
 		return err
 	}
@@ -185,9 +249,6 @@ func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, jsonOut stri
 		return err
 	}
 	defer out.Close()
-	if err := dev.Memset(src.Ptr(), 0x5a, maxBatch*(maxSize+headroom)); err != nil {
-		return err
-	}
 	tableDev, err := dev.AllocDevice(8 * maxBatch)
 	if err != nil {
 		return err
@@ -198,6 +259,29 @@ func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, jsonOut stri
 		return err
 	}
 	defer tableHost.Close()
+	// Upstream's inputs: a device array of packet pointers, in arrival order, and the word
+	// its kernel writes the batch number to.
+	ptrs, err := dev.AllocDevice(8*maxBatch + 8)
+	if err != nil {
+		return err
+	}
+	defer ptrs.Close()
+	batchID := ptrs.Ptr() + cudart.DevicePtr(8*maxBatch)
+	tableStage, err := dev.AllocDevice(8 * maxBatch)
+	if err != nil {
+		return err
+	}
+	defer tableStage.Close()
+	s2, err := dev.NewStream(true)
+	if err != nil {
+		return err
+	}
+	defer s2.Close()
+	staged, err := dev.NewEvent(false, false)
+	if err != nil {
+		return err
+	}
+	defer staged.Close()
 
 	var w *os.File
 	if jsonOut != "" {
@@ -206,17 +290,37 @@ func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, jsonOut stri
 		}
 		defer w.Close()
 	}
-	fmt.Printf("%-16s %-7s %6s %6s %10s %10s %12s %7s %8s\n", "kernel", "table", "pkt", "batch", "copy GB/s", "reord GB/s", "us/batch", "ratio", "traffic")
+	fmt.Printf("timing: %s; us = microseconds per batch; vs upstream = upstream's time / ours; traffic = (input read + output written) per second / the copy's (read + write)\n", timingDoc(queued))
+	fmt.Printf("%-14s %5s %6s %8s %8s %8s %8s %11s %8s %8s %8s %8s %8s %7s\n", "kernel", "pkt", "batch", "D2D us", "fill us", "dev us", "map us", "plan us",
+		"upstr us", "vs up d", "vs up p", "traf dev", "traf pl", "differ")
 	r := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	img := make([]byte, srcLen)
+	paramTable := make([]byte, 8*reorder.ParamSlots)
+	var minVs, minWide = 1e9, 1e9
 	for _, size := range sizes {
 		buf := size + headroom
+		// Random samples, so that conversions see every kind of value.
+		for i := 0; i+8 <= len(img); i += 8 {
+			binary.LittleEndian.PutUint64(img[i:], r.Uint64())
+		}
 		for _, ppb := range batches {
+			// Packets arrive in index order; packet perm[k] carries sequence number k
+			// (big-endian, at byte 0), so it belongs in slot k: our slot table says so, and
+			// upstream's kernel reads it from the packet.
 			perm := r.Perm(ppb)
 			tb := tableHost.Bytes()[:8*ppb]
+			clear(paramTable)
 			for k, p := range perm {
+				binary.BigEndian.PutUint32(img[p*buf:], uint32(k))
 				binary.LittleEndian.PutUint64(tb[8*k:], reorder.SlotWord(uint64(p*buf+headroom), size))
 			}
-			if err := dev.CopyHtoD(tableDev.Ptr(), tb); err != nil {
+			copy(paramTable, tb)
+			pb := make([]byte, 8*ppb)
+			for i := range ppb {
+				binary.LittleEndian.PutUint64(pb[8*i:], uint64(src.Ptr())+uint64(i*buf))
+			}
+			err := errors.Join(dev.CopyHtoD(src.Ptr(), img[:ppb*buf]), dev.CopyHtoD(tableDev.Ptr(), tb), dev.CopyHtoD(ptrs.Ptr(), pb))
+			if err != nil {
 				return err
 			}
 			bytes := ppb * size
@@ -225,43 +329,164 @@ func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, jsonOut stri
 			if err := cp(0); err != nil {
 				return err
 			}
-			tc, err := s.Time(iters, cp)
+			tc, err := tm.time(iters, cp)
 			if err != nil {
 				return err
 			}
-			copyGBps := float64(bytes) * float64(iters) / tc.Seconds() / 1e9
 			for _, c := range convs {
 				k, err := ks.Kernel(c.c)
 				if err != nil {
 					return err
 				}
-				outBytes := ppb * c.c.OutputLen(size)
-				for _, tk := range []struct {
-					name string
-					ptr  cudart.DevicePtr
-				}{{"device", tableDev.Ptr()}, {"mapped", tableHost.DevicePtr()}} {
-					launch := func(int) error { return k.Launch(s, tk.ptr, src.Ptr(), out.Ptr(), ppb, size) }
+				outLen := c.c.OutputLen(size)
+				outBytes := ppb * outLen
+				res := result{Kernel: c.name, PacketBytes: size, Batch: ppb, InBytes: bytes, OutBytes: outBytes, Iters: iters, Timing: timing,
+					CopyMicros: micros(tc, iters)}
+				fill := func(int) error { return dev.MemsetAsync(out.Ptr(), 0, outBytes, s) }
+				if err := fill(0); err != nil {
+					return err
+				}
+				tf, err := tm.time(iters, fill)
+				if err != nil {
+					return err
+				}
+				res.FillMicros = micros(tf, iters)
+				traffic := func(t time.Duration) float64 {
+					return (float64(bytes+outBytes) / t.Seconds()) / (2 * float64(bytes) / tc.Seconds())
+				}
+				launches := []func(int) error{
+					func(int) error { return k.Launch(s, tableDev.Ptr(), src.Ptr(), out.Ptr(), ppb, size) },
+					func(int) error { return k.Launch(s, tableHost.DevicePtr(), src.Ptr(), out.Ptr(), ppb, size) },
+				}
+				// Plans stage larger tables in device memory by a copy on a second stream, which
+				// the kernel's stream waits for.
+				res.PlanTable = "staged"
+				launches = append(launches, func(int) error {
+					err := dev.CopyHtoDAsync(tableStage.Ptr(), tb, s2)
+					if err == nil {
+						err = staged.Record(s2)
+					}
+					if err == nil {
+						err = s.WaitEvent(staged)
+					}
+					if err == nil {
+						err = k.Launch(s, tableStage.Ptr(), src.Ptr(), out.Ptr(), ppb, size)
+					}
+					return err
+				})
+				if ppb <= reorder.ParamSlots && k.ParamTable() {
+					res.PlanTable = "param"
+					launches[2] = func(int) error { return k.LaunchParams(s, paramTable, src.Ptr(), out.Ptr(), ppb, size) }
+				}
+				var ours []time.Duration
+				for _, launch := range launches {
 					if err := launch(0); err != nil {
 						return err
 					}
-					tr, err := s.Time(iters, launch)
+					t, err := tm.time(iters, launch)
 					if err != nil {
 						return err
 					}
-					res := result{Kernel: c.name, Table: tk.name, PacketBytes: size, Batch: ppb, InBytes: bytes, OutBytes: outBytes, Iters: iters,
-						CopyGBps: copyGBps, ReorderGBps: float64(bytes) * float64(iters) / tr.Seconds() / 1e9,
-						ReorderMicros: float64(tr.Microseconds()) / float64(iters), CopyMicros: float64(tc.Microseconds()) / float64(iters)}
-					res.Ratio = res.ReorderGBps / copyGBps
-					res.TrafficRatio = (float64(bytes+outBytes) / tr.Seconds()) / (2 * float64(bytes) / tc.Seconds())
-					fmt.Printf("%-16s %-7s %6d %6d %10.1f %10.1f %12.1f %7.3f %8.3f\n", c.name, tk.name, size, ppb, copyGBps, res.ReorderGBps, res.ReorderMicros, res.Ratio, res.TrafficRatio)
-					if w != nil {
-						json.NewEncoder(w).Encode(res)
+					ours = append(ours, t)
+				}
+				res.DevMicros, res.MappedMicros = micros(ours[0], iters), micros(ours[1], iters)
+				plan := ours[2]
+				if res.PlanTable == "param" {
+					res.ParamMicros = micros(plan, iters)
+				}
+				res.PlanMicros = micros(plan, iters)
+				res.DevTraffic, res.PlanTraffic = traffic(ours[0]), traffic(plan)
+				if c.c.In != "" && c.c.OutputLen(size) > size && size == 1024 && ppb == 16384 {
+					minWide = min(minWide, res.DevTraffic, res.PlanTraffic)
+				}
+				diff := "-"
+				if up != nil {
+					ua := upstreamArgs{out: out.Ptr(), ptrs: ptrs.Ptr(), batchID: batchID, inLen: uint32(size), outLen: uint32(outLen), num: uint32(ppb),
+						payloadOff: headroom, inType: upstreamType(c.c.In), outType: upstreamType(c.c.Out), stream: s}
+					if ppb == minBatch {
+						n, err := compare(dev, s, out.Ptr(), outBytes, func() error { return k.Launch(s, tableDev.Ptr(), src.Ptr(), out.Ptr(), ppb, size) },
+							func() error { return up.launch(ua) })
+						if err != nil {
+							return err
+						}
+						res.Differ = &n
+						diff = strconv.Itoa(n)
 					}
+					launch := func(int) error { return up.launch(ua) }
+					if err := launch(0); err != nil {
+						return err
+					}
+					tu, err := tm.time(iters, launch)
+					if err != nil {
+						return err
+					}
+					res.UpstreamMicros = micros(tu, iters)
+					res.VsUpstreamDev, res.VsUpstreamPlan = tu.Seconds()/ours[0].Seconds(), tu.Seconds()/plan.Seconds()
+					minVs = min(minVs, res.VsUpstreamDev, res.VsUpstreamPlan)
+				}
+				fmt.Printf("%-14s %5d %6d %8.1f %8.1f %8.1f %8.1f %11s %8s %8s %8s %8.3f %8.3f %7s\n", c.name, size, ppb, res.CopyMicros, res.FillMicros, res.DevMicros, res.MappedMicros,
+					fmt.Sprintf("%.1f %s", res.PlanMicros, res.PlanTable[:1]), opt(res.UpstreamMicros, "%.1f"), opt(res.VsUpstreamDev, "%.2f"), opt(res.VsUpstreamPlan, "%.2f"),
+					res.DevTraffic, res.PlanTraffic, diff)
+				if w != nil {
+					json.NewEncoder(w).Encode(res)
 				}
 			}
 		}
 	}
+	if up != nil {
+		fmt.Printf("slowest cell against upstream: %.2fx (ours faster where > 1)\n", minVs)
+	}
+	if minWide < 1e9 {
+		fmt.Printf("widening conversions at 1024 B x 16384, lowest traffic ratio to the copy: %.3f\n", minWide)
+	}
 	return nil
+}
+
+func timingDoc(queued bool) string {
+	if queued {
+		return "queued (waves of launches held behind a gate kernel until all are queued: GPU time only)"
+	}
+	return "launch (back to back from the CPU: host launch cost shows where it exceeds the GPU's)"
+}
+
+func micros(t time.Duration, iters int) float64 { return t.Seconds() * 1e6 / float64(iters) }
+
+// opt formats v, or "-" for 0 (not measured).
+func opt(v float64, f string) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf(f, v)
+}
+
+// compare runs ours and then theirs into out and counts the bytes of the n-byte aggregates
+// that differ.
+func compare(dev *cudart.Device, s *cudart.Stream, out cudart.DevicePtr, n int, ours, theirs func() error) (int, error) {
+	a, b := make([]byte, n), make([]byte, n)
+	for _, x := range []struct {
+		run func() error
+		dst []byte
+	}{{ours, a}, {theirs, b}} {
+		if err := dev.MemsetAsync(out, 0xa5, n, s); err != nil {
+			return 0, err
+		}
+		if err := x.run(); err != nil {
+			return 0, err
+		}
+		if err := s.Synchronize(); err != nil {
+			return 0, err
+		}
+		if err := dev.CopyDtoH(x.dst, out); err != nil {
+			return 0, err
+		}
+	}
+	diff := 0
+	for i := range a {
+		if a[i] != b[i] {
+			diff++
+		}
+	}
+	return diff, nil
 }
 
 type planResult struct {
