@@ -168,40 +168,6 @@ func (d *Device) managePages(c *cmd) error {
 	return badParam("MANAGE_PAGES: op_mod %d", c.opMod)
 }
 
-// accessReg serves the host endianness register (driver.h MLX5_REG_HOST_ENDIANNESS: byte 0
-// of the data is 0 for little-endian hosts, 0x80 for big-endian ones), which both drivers
-// write during bring-up. Other registers are not modelled and fail with BAD_PARAM, which
-// mlx5_core tolerates for the optional ones it probes.
-func (d *Device) accessReg(c *cmd) error {
-	in := prm.AccessRegisterIn
-	if err := c.need(ins(in.RegisterID)); err != nil {
-		return err
-	}
-	id := c.get(in.RegisterID)
-	if id != prm.RegHostEndianness {
-		return fail(prm.StatusBadParamErr, SyndromeNotModelled, "ACCESS_REG: register %#x is not modelled", id)
-	}
-	data := prm.AccessRegisterOut.RegisterData
-	switch c.opMod {
-	case prm.AccessRegWrite:
-		if err := c.need(ins(in.RegisterData)); err != nil {
-			return err
-		}
-		d.hostEnd = c.in[in.RegisterData.ByteOff()]
-		if data.In(c.out) {
-			c.out[data.ByteOff()] = d.hostEnd
-		}
-	case prm.AccessRegRead:
-		if err := c.need(nil, data); err != nil {
-			return err
-		}
-		c.out[data.ByteOff()] = d.hostEnd
-	default:
-		return badParam("ACCESS_REG: op_mod %d is neither write (0) nor read (1)", c.opMod)
-	}
-	return nil
-}
-
 // queryHCACap returns a capability page: op_mod bits 15:1 are the type, bit 0 max or current.
 func (d *Device) queryHCACap(c *cmd) error {
 	o := prm.QueryHCACapOut
@@ -346,8 +312,9 @@ func b2u(b bool) uint64 {
 }
 
 // queryVportState reports the vport's administrative state (up) and its operational state:
-// up while the port has a wire (a cable, a bridge or a wire function), down otherwise
-// (inferred: the model has no PHY, so "link" means "connected to something").
+// up while the port has a wire (a cable, a bridge or a wire function) and PAOS has it
+// administratively up, down otherwise (inferred: the model has no PHY, so "link" means
+// "connected to something").
 func (d *Device) queryVportState(c *cmd) error {
 	in, o := prm.QueryVportStateIn, prm.QueryVportStateOut
 	if err := c.need(ins(in.VportNumber), o.State); err != nil {
@@ -356,11 +323,8 @@ func (d *Device) queryVportState(c *cmd) error {
 	if c.get(in.OtherVport) != 0 && c.get(in.VportNumber) != 0 {
 		return badParam("QUERY_VPORT_STATE: vport %d; the model has vport 0 only", c.get(in.VportNumber))
 	}
-	d.wireMu.Lock()
-	wired := d.peer != nil || d.wire != nil
-	d.wireMu.Unlock()
 	c.set(o.AdminState, prm.VportAdminUp)
-	if wired {
+	if d.operUp() {
 		c.set(o.State, prm.VportStateUp)
 	} else {
 		c.set(o.State, prm.VportStateDown)

@@ -38,6 +38,11 @@ type Config struct {
 	// intr): the device's interrupt. It runs with the device's event lock held and must not
 	// call back into the Device; nil for polling drivers.
 	Interrupt func(vector uint16)
+	// CommandLog, when set, is called after every command the firmware model completes
+	// (command queue and Exec alike) with what was asked and answered: the per-command log
+	// of a server that lets real drivers use the model. It runs without the device's locks
+	// held.
+	CommandLog func(CommandRecord)
 	// Realtime makes the device clock follow the host's monotonic clock from New, for
 	// free-running use; otherwise the clock moves only by Advance (deterministic mode).
 	Realtime bool
@@ -106,6 +111,9 @@ type Device struct {
 	promisc [3]bool // uc, mc, all
 	objs    objects
 	iseg    initSeg
+	port    portState
+
+	cmdLog cmdLog
 
 	evMu sync.Mutex
 	eqs  map[uint32]*eq
@@ -169,6 +177,7 @@ func (d *Device) reset() {
 	d.promisc = [3]bool{}
 	d.objs = newObjects()
 	d.iseg = initSeg{initializingReads: d.cfg.InitializingReads}
+	d.port = newPortState(d.cfg)
 }
 
 // DMASpace is the device's I/O address space (an alias, so that drivers outside this module

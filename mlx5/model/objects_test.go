@@ -432,11 +432,12 @@ func TestRQTAndTIR(t *testing.T) {
 		get(to, tc.IndirectTable.At(ob)) != uint64(rqt) || get(to, tc.DispType.At(ob)) != prm.TIRDispIndirect {
 		t.Fatal("QUERY_TIR does not report the context")
 	}
-	// MODIFY_TIR: a new key and selector (bitmask bit 2, hash), read back; the transport
-	// domain cannot change.
+	// MODIFY_TIR: a new key and selector (bitmask bit 2, hash) in a context that holds only
+	// the hash fields, as en/tir.c builds it; read back with the dispatch, the RQT and the
+	// transport domain unchanged.
 	mb := prm.ModifyTIRIn.Ctx.Off
 	mod := in(prm.CmdOpModifyTIR, 0, int(prm.ModifyTIRIn.Ctx.End()/8), append(kv{prm.ModifyTIRIn.TIRN, indirect, prm.ModifyTIRIn.Bitmask, 1 << 2},
-		withCtx(mb, kv{tc.TransportDomain, r.td, tc.DispType, prm.TIRDispIndirect, tc.IndirectTable, rqt, tc.RXHashFn, prm.RXHashFnToeplitz})...)...)
+		withCtx(mb, kv{tc.RXHashFn, prm.RXHashFnToeplitz})...)...)
 	key2 := bytes.Repeat([]byte{0xa5}, 40)
 	copy(mod[(mb+tc.RXHashToeplitzKey.Off)/8:], key2)
 	prm.RXHashFieldSelect.SelectedFields.At(mb+tc.RXHashFieldSelectorOuter.Off).Set(mod, prm.HashFieldSrcIP|prm.HashFieldDstIP)
@@ -446,9 +447,30 @@ func TestRQTAndTIR(t *testing.T) {
 		get(to, prm.RXHashFieldSelect.SelectedFields.At(ob+tc.RXHashFieldSelectorOuter.Off)) != prm.HashFieldSrcIP|prm.HashFieldDstIP {
 		t.Fatal("MODIFY_TIR did not take")
 	}
-	td2 := get(r.mustCmd(in(prm.CmdOpAllocTransportDomain, 0, 16), 16), prm.AllocTransportDomainOut.TransportDomain)
-	prm.TIRC.TransportDomain.At(mb).Set(mod, td2)
-	r.wantStatus(mod, 16, prm.StatusBadParamErr)
+	if get(to, tc.IndirectTable.At(ob)) != uint64(rqt) || get(to, tc.DispType.At(ob)) != prm.TIRDispIndirect ||
+		get(to, tc.TransportDomain.At(ob)) != uint64(r.td) {
+		t.Fatal("MODIFY_TIR hash changed fields outside the hash")
+	}
+	// self_lb_en alone with an otherwise empty context (en_common.c mlx5e_refresh_tirs), on
+	// both TIRs: only self_lb_block changes.
+	for _, tir := range []uint64{indirect, direct} {
+		r.mustCmd(in(prm.CmdOpModifyTIR, 0, int(prm.ModifyTIRIn.Ctx.End()/8), prm.ModifyTIRIn.TIRN, tir,
+			prm.ModifyTIRIn.Bitmask, 1<<4, tc.SelfLBBlock.At(mb), 3), 16)
+		q := r.mustCmd(in(prm.CmdOpQueryTIR, 0, 16, prm.QueryTIRIn.TIRN, tir), int(prm.QueryTIROut.TIRContext.End()/8))
+		if get(q, tc.SelfLBBlock.At(ob)) != 3 || get(q, tc.TransportDomain.At(ob)) != uint64(r.td) {
+			t.Fatalf("MODIFY_TIR self_lb_en on TIR %d: self_lb_block %d, td %d", tir, get(q, tc.SelfLBBlock.At(ob)), get(q, tc.TransportDomain.At(ob)))
+		}
+	}
+	if get(r.mustCmd(in(prm.CmdOpQueryTIR, 0, 16, prm.QueryTIRIn.TIRN, direct), int(prm.QueryTIROut.TIRContext.End()/8)), tc.InlineRQN.At(ob)) != uint64(rqs[0]) {
+		t.Fatal("MODIFY_TIR self_lb_en changed the direct TIR's RQ")
+	}
+	modTIR := func(tir, mask uint64, extra ...any) []byte {
+		return in(prm.CmdOpModifyTIR, 0, int(prm.ModifyTIRIn.Ctx.End()/8), append(kv{prm.ModifyTIRIn.TIRN, tir, prm.ModifyTIRIn.Bitmask, mask}, extra...)...)
+	}
+	r.wantStatus(modTIR(indirect, 1<<1), 16, prm.StatusBadParamErr)                                    // an unknown bitmask bit
+	r.wantStatus(modTIR(direct, 1<<2), 16, prm.StatusBadParamErr)                                      // hash on a direct TIR
+	r.wantStatus(modTIR(indirect, 1<<0, prm.TIRCPacketMergeMask.At(mb), 1), 16, prm.StatusBadParamErr) // LRO on
+	r.mustCmd(modTIR(indirect, 1<<0), 16)                                                              // LRO off
 	r.wantStatus(in(prm.CmdOpModifyTIR, 0, int(prm.ModifyTIRIn.Ctx.End()/8), prm.ModifyTIRIn.TIRN, 999, prm.ModifyTIRIn.Bitmask, 4), 16, prm.StatusBadResErr)
 	r.wantStatus(tirIn(tc.InlineRQN, 999), 16, prm.StatusBadResErr)
 	r.wantStatus(tirIn(tc.DispType, prm.TIRDispIndirect, tc.IndirectTable, 999), 16, prm.StatusBadResErr)

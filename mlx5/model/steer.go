@@ -191,6 +191,10 @@ func (d *Device) decodeTIR(c *cmd, base uint32, what string) (datapath.TIRParams
 		Symmetric: c.get(t.RXHashSymmetric.At(base)) != 0,
 		Tunneled:  c.get(t.TunneledOffloadEn.At(base)) != 0,
 		TD:        uint32(c.get(t.TransportDomain.At(base))),
+		SelfLB:    uint8(c.get(t.SelfLBBlock.At(base))),
+	}
+	if m := c.get(prm.TIRCPacketMergeMask.At(base)); m != 0 {
+		return p, fail(prm.StatusBadParamErr, SyndromeNotModelled, "%s: packet_merge_mask %#x: LRO is not modelled (the caps report lro_cap 0)", what, m)
 	}
 	if disp := c.get(t.DispType.At(base)); disp > prm.TIRDispIndirect {
 		return p, badParam("%s: disp_type %d", what, disp)
@@ -207,8 +211,20 @@ func (d *Device) decodeTIR(c *cmd, base uint32, what string) (datapath.TIRParams
 	if !d.objs.rqts.has(p.RQT, c.uid) {
 		return p, noObject("%s: indirect_table %d does not exist", what, p.RQT)
 	}
+	if err := decodeHash(c, base, &p, what); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// decodeHash reads an indirect TIR's hash: function, symmetry, Toeplitz key and the outer and
+// inner field selectors (what MODIFY_TIR's hash bitmask bit selects).
+func decodeHash(c *cmd, base uint32, p *datapath.TIRParams, what string) error {
+	t := prm.TIRC
+	p.HashFn = uint8(c.get(t.RXHashFn.At(base)))
+	p.Symmetric = c.get(t.RXHashSymmetric.At(base)) != 0
 	if p.HashFn > prm.RXHashFnToeplitz {
-		return p, badParam("%s: rx_hash_fn %d", what, p.HashFn)
+		return badParam("%s: rx_hash_fn %d", what, p.HashFn)
 	}
 	for i := range 10 {
 		v := c.get(t.RXHashToeplitzKey.At(base + uint32(i)*32))
@@ -225,7 +241,7 @@ func (d *Device) decodeTIR(c *cmd, base uint32, what string) (datapath.TIRParams
 	}
 	p.Outer = sel(t.RXHashFieldSelectorOuter)
 	p.Inner = sel(t.RXHashFieldSelectorInner)
-	return p, nil
+	return nil
 }
 
 func (d *Device) createTIR(c *cmd) error {
@@ -252,8 +268,12 @@ func (d *Device) createTIR(c *cmd) error {
 	return nil
 }
 
-// modifyTIR applies a whole new context when the bitmask names any field (the model does
-// not split the bitmask: LRO is not modelled and the rest is the RSS configuration).
+// modifyTIR changes the context fields the bitmask selects (mlx5_ifc.h modify_tir_bitmask):
+// hash (function, symmetry, key and field selectors of an indirect TIR), self_lb_en
+// (self_lb_block) and packet_merge (LRO, not modelled: only "off" is taken). The rest of the
+// context in the command is ignored, as the kernel fills only the selected fields
+// (en_common.c mlx5e_refresh_tirs sends self_lb_en with an otherwise empty context; en/tir.c
+// mlx5e_tir_builder_build_rss the hash fields alone).
 func (d *Device) modifyTIR(c *cmd) error {
 	in := prm.ModifyTIRIn
 	if err := c.need(ins(in.Ctx)); err != nil {
@@ -263,17 +283,39 @@ func (d *Device) modifyTIR(c *cmd) error {
 	if !d.objs.tirs.owns(n, c.uid) {
 		return noObject("MODIFY_TIR: TIR %d does not exist", n)
 	}
-	if c.get(in.Bitmask) == 0 {
+	b := prm.ModifyTIRBitmask
+	var known uint64
+	for _, f := range []prm.Field{b.SelfLBEn, b.Hash, b.PacketMerge} {
+		known |= 1 << (in.Bitmask.End() - f.End())
+	}
+	mask := c.get(in.Bitmask)
+	if mask&^known != 0 {
+		return badParam("MODIFY_TIR: bitmask %#x selects fields beyond self_lb_en, hash and packet_merge (%#x)", mask, known)
+	}
+	if mask == 0 {
 		return nil
 	}
-	p, err := d.decodeTIR(c, in.Ctx.Off, "MODIFY_TIR")
+	p, err := d.dp().QueryTIR(n)
 	if err != nil {
 		return err
 	}
-	if p.TD != d.objs.tirTD[n] {
-		return badParam("MODIFY_TIR: the transport domain cannot change")
+	base := in.Ctx.Off
+	if c.get(b.PacketMerge) != 0 {
+		if m := c.get(prm.TIRCPacketMergeMask.At(base)); m != 0 {
+			return fail(prm.StatusBadParamErr, SyndromeNotModelled, "MODIFY_TIR: packet_merge_mask %#x: LRO is not modelled (the caps report lro_cap 0)", m)
+		}
 	}
-	p.TIRN = n
+	if c.get(b.Hash) != 0 {
+		if !p.Indirect {
+			return badParam("MODIFY_TIR: hash selected for direct TIR %d", n)
+		}
+		if err := decodeHash(c, base, &p, "MODIFY_TIR"); err != nil {
+			return err
+		}
+	}
+	if c.get(b.SelfLBEn) != 0 {
+		p.SelfLB = uint8(c.get(prm.TIRC.SelfLBBlock.At(base)))
+	}
 	return d.dp().ModifyTIR(p)
 }
 
@@ -299,6 +341,7 @@ func (d *Device) queryTIR(c *cmd) error {
 	c.set(t.RXHashSymmetric.At(base), b2u(p.Symmetric))
 	c.set(t.TunneledOffloadEn.At(base), b2u(p.Tunneled))
 	c.set(t.TransportDomain.At(base), uint64(p.TD))
+	c.set(t.SelfLBBlock.At(base), uint64(p.SelfLB))
 	for i := range 10 {
 		k := p.Key[4*i:]
 		c.set(t.RXHashToeplitzKey.At(base+uint32(i)*32), uint64(k[0])<<24|uint64(k[1])<<16|uint64(k[2])<<8|uint64(k[3]))

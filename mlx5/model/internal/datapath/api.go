@@ -346,6 +346,10 @@ type TIRParams struct {
 	// (tunneled_offload_en).
 	Tunneled bool
 	TD       uint32
+	// SelfLB is self_lb_block (unicast, multicast), kept for QUERY_TIR. Inferred: frames
+	// this function sends reach its own TIRs only through the port's internal loopback
+	// (Device.Cable(d)), a test mode, which does not apply the block.
+	SelfLB uint8
 }
 
 // TISParams is a TIS (tisc).
