@@ -509,7 +509,7 @@ func TestSteeringObjects(t *testing.T) {
 	}
 	r.wantStatus(ftIn(prm.CreateFlowTableIn.TableType, 4), 16, prm.StatusBadParamErr)
 	r.wantStatus(ftIn(prm.FlowTableContext.LogSize.At(fb), 17), 16, prm.StatusBadParamErr)
-	r.wantStatus(ftIn(prm.FlowTableContext.Level.At(fb), 17), 16, prm.StatusBadParamErr)
+	r.wantStatus(ftIn(prm.FlowTableContext.Level.At(fb), 64), 16, prm.StatusBadParamErr) // above max_ft_level 63
 	r.wantStatus(ftIn(prm.FlowTableContext.TableMissAction.At(fb), prm.FlowTableMissFwd, prm.FlowTableContext.TableMissID.At(fb), 999), 16, prm.StatusBadResErr)
 
 	// A group matching the outer destination UDP port.
