@@ -438,14 +438,22 @@ func (d *Device) createSQ(c *cmd) error {
 	if p.TSFormat > datapath.TSRealTime {
 		return badParam("CREATE_SQ: ts_format %d", p.TSFormat)
 	}
-	if l := c.get(s.TISLstSz.At(base)); l != 1 {
-		return badParam("CREATE_SQ: tis_lst_sz %d; an Ethernet SQ has one TIS", l)
+	// An Ethernet SQ has one TIS; mlx5e's ICOSQ has none (en_main.c mlx5e_open_icosq leaves
+	// tis_lst_sz 0: it carries NOP and UMR WQEs, never frames), and the model takes that
+	// too, refusing sends on it. The model took only tis_lst_sz 1 until the kernel's ICOSQ
+	// showed otherwise.
+	switch l := c.get(s.TISLstSz.At(base)); l {
+	case 0:
+		p.TISN = 0
+	case 1:
+		if !d.objs.tiss.has(p.TISN, c.uid) {
+			return noObject("CREATE_SQ: TIS %d does not exist", p.TISN)
+		}
+	default:
+		return badParam("CREATE_SQ: tis_lst_sz %d; an Ethernet SQ has one TIS (or none, for WQEs that send nothing)", l)
 	}
 	if !d.objs.cqs.has(p.CQN, c.uid) {
 		return noObject("CREATE_SQ: CQ %d does not exist", p.CQN)
-	}
-	if !d.objs.tiss.has(p.TISN, c.uid) {
-		return noObject("CREATE_SQ: TIS %d does not exist", p.TISN)
 	}
 	if p.RateIndex != 0 && !d.objs.pacing[p.RateIndex] {
 		return noObject("CREATE_SQ: rate limit index %d is not set", p.RateIndex)

@@ -282,7 +282,7 @@ type RQStateInfo struct {
 type SQParams struct {
 	SQN      uint32
 	CQN      uint32
-	TISN     uint32
+	TISN     uint32 // 0: no TIS (tis_lst_sz 0): NOP and other WQEs that send nothing
 	State    QueueState
 	TSFormat TSFormat
 	// MinInline is the number of header bytes every WQE must carry inline (sqc

@@ -33,7 +33,7 @@ func (n *NIC) CreateSQ(p SQParams) error {
 	if c == nil {
 		return errf(StatusBadParam, SyndromeUnknownID, "CREATE_SQ: sq %#x names cq %#x, which does not exist", p.SQN, p.CQN)
 	}
-	if n.tiss[p.TISN] == nil {
+	if p.TISN != 0 && n.tiss[p.TISN] == nil {
 		return errf(StatusBadParam, SyndromeUnknownID, "CREATE_SQ: sq %#x names tis %#x, which does not exist", p.SQN, p.TISN)
 	}
 	if p.WQ.Buf == nil || p.WQ.DBR == nil {
@@ -273,7 +273,13 @@ func (n *NIC) execWQE(s *sq, w []byte) (bbs int, stall bool, werr *wqeError) {
 	if sqn := prm.CtrlSQN(uint32(prm.WQECtrl.QPNDS.Get(w))); sqn != s.p.SQN&0xffffff {
 		return bbs, false, &wqeError{prm.CQESyndLocalQPOp}
 	}
-	switch prm.CtrlOpcode(ctrl) {
+	op := prm.CtrlOpcode(ctrl)
+	if s.p.TISN == 0 && (op == prm.WQEOpSend || op == prm.WQEOpEnhancedMPSW) {
+		// An SQ without a TIS (tis_lst_sz 0) has no transport to send on (inferred: the
+		// kernel uses such SQs only for NOP and UMR WQEs).
+		return bbs, false, &wqeError{prm.CQESyndLocalQPOp}
+	}
+	switch op {
 	case prm.WQEOpNOP:
 		return bbs, false, nil
 	case prm.WQEOpSend:
