@@ -288,7 +288,9 @@ type SQParams struct {
 	// MinInline is the number of header bytes every WQE must carry inline (sqc
 	// min_wqe_inline_mode: 0 none, 1 L2, 2 IP, 3 TCP/UDP), as ConnectX-4 requires.
 	MinInline uint8
-	// AllowMPW permits enhanced multi-packet WQEs (sqc allow_multi_pkt_send_wqe).
+	// AllowMPW is sqc allow_multi_pkt_send_wqe, kept for QUERY_SQ; it enables the older,
+	// non-enhanced MPW, which the model does not implement. Enhanced MPW WQEs need no such
+	// bit: Linux's mlx5e sends them without it.
 	AllowMPW  bool
 	RateIndex uint16 // packet_pacing_rate_limit_index, 0 for unpaced
 	WQ        WQParams

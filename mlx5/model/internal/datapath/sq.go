@@ -293,9 +293,9 @@ func (n *NIC) execWQE(s *sq, w []byte) (bbs int, stall bool, werr *wqeError) {
 		n.transmit(s, f)
 		return bbs, false, nil
 	case prm.WQEOpEnhancedMPSW:
-		if !s.p.AllowMPW {
-			return bbs, false, &wqeError{prm.CQESyndLocalQPOp}
-		}
+		// Enhanced MPW needs no permission in the SQ context: the kernel's mlx5e sends it
+		// (en/txrx.h, en_tx.c, en/xdp.c) without setting allow_multi_pkt_send_wqe, which
+		// the model required until then. That bit enables the older, non-enhanced MPW.
 		if n.paceBlocked(s) {
 			return bbs, true, nil
 		}

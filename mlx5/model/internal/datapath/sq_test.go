@@ -323,3 +323,23 @@ func TestSQWithoutTIS(t *testing.T) {
 		t.Fatalf("counters %+v: a frame left an SQ without a TIS", c)
 	}
 }
+
+// TestEnhancedMPWWithoutAllowBit: an SQ whose context leaves allow_multi_pkt_send_wqe clear
+// still takes enhanced MPW WQEs, as Linux's mlx5e sends them on such SQs (the bit is for
+// the older MPW).
+func TestEnhancedMPWWithoutAllowBit(t *testing.T) {
+	e := newEnv(t)
+	cq := e.newCQ(6, nil)
+	s := e.newSQ(cq, 6, func(p *SQParams) { p.AllowMPW = false })
+	f := udpFrame([4]byte{10, 1, 0, 1}, [4]byte{10, 1, 0, 2}, 3000, 2000, 60, 7)
+	idx := s.post((&wqe{opcode: prm.WQEOpEnhancedMPSW, fm: prm.WQECtrlCQUpdate}).eth(0, nil).inl(f).inl(f))
+	s.doorbell(idx)
+	e.nic.Step(10)
+	got := cq.poll()
+	if len(got) != 1 || prm.CQEOpcode(got[0][63]) != prm.CQEOpReq {
+		t.Fatalf("CQEs %x, want one requester completion", got)
+	}
+	if c := e.nic.Counters(false); c.TXPackets != 2 || c.TXErrors != 0 {
+		t.Fatalf("counters %+v, want 2 frames sent", c)
+	}
+}
