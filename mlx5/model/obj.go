@@ -70,6 +70,7 @@ type objects struct {
 	cqEQ, cqUARs, sqUARs                         map[uint32]uint32
 	queuePD                                      map[uint32]uint32 // rqn/sqn (tagged) → pd
 	tirTD, tisTD                                 map[uint32]uint32
+	rqtMax                                       map[uint32]uint32   // rqt_max_size as created
 	umemUsers                                    map[uint32][]uint32 // object (tagged) → UMEMs it uses
 	pacing                                       map[uint16]bool
 }
@@ -88,6 +89,7 @@ func newObjects() objects {
 		uarRefs: map[uint32]int{}, umemRefs: map[uint32]int{}, cqEQ: map[uint32]uint32{},
 		cqUARs: map[uint32]uint32{}, sqUARs: map[uint32]uint32{},
 		queuePD: map[uint32]uint32{}, tirTD: map[uint32]uint32{}, tisTD: map[uint32]uint32{},
+		rqtMax: map[uint32]uint32{},
 		pacing: map[uint16]bool{}, umemUsers: map[uint32][]uint32{},
 	}
 }

@@ -403,6 +403,17 @@ func TestRQTAndTIR(t *testing.T) {
 			t.Fatalf("QUERY_RQT entry %d: %d, want %d", i, got, q)
 		}
 	}
+	if m := get(qo, prm.RQTC.RQTMaxSize.At(qb)); m != 4 {
+		t.Fatalf("QUERY_RQT: rqt_max_size %d, want the 4 it was created with", m)
+	}
+	// MODIFY_RQT as en/rqt.c mlx5e_rqt_redirect sends it: rqt_max_size left 0, the size limit
+	// the one of CREATE_RQT; a different non-zero one, or more entries than it, are refused.
+	r.mustCmd(rqtIn(prm.CmdOpModifyRQT, prm.ModifyRQTIn.Ctx, 0, rqs[:1], prm.ModifyRQTIn.RQTN, rqt, prm.ModifyRQTIn.Bitmask, 1), 16)
+	if n := get(r.mustCmd(in(prm.CmdOpQueryRQT, 0, 16, prm.QueryRQTIn.RQTN, rqt), 0x200), prm.RQTC.RQTActualSize.At(qb)); n != 1 {
+		t.Fatalf("MODIFY_RQT without rqt_max_size: %d entries, want 1", n)
+	}
+	r.wantStatus(rqtIn(prm.CmdOpModifyRQT, prm.ModifyRQTIn.Ctx, 8, rqs, prm.ModifyRQTIn.RQTN, rqt, prm.ModifyRQTIn.Bitmask, 1), 16, prm.StatusBadParamErr)
+	r.wantStatus(rqtIn(prm.CmdOpModifyRQT, prm.ModifyRQTIn.Ctx, 0, append(append([]uint32{}, rqs...), rqs...), prm.ModifyRQTIn.RQTN, rqt, prm.ModifyRQTIn.Bitmask, 1), 16, prm.StatusBadParamErr)
 	r.wantStatus(rqtIn(prm.CmdOpCreateRQT, prm.CreateRQTIn.RQTContext, 4, []uint32{rqs[0], 999}), 16, prm.StatusBadResErr)
 	r.wantStatus(rqtIn(prm.CmdOpCreateRQT, prm.CreateRQTIn.RQTContext, 2, rqs), 16, prm.StatusBadParamErr)
 	r.wantStatus(rqtIn(prm.CmdOpCreateRQT, prm.CreateRQTIn.RQTContext, 1<<13, rqs), 16, prm.StatusBadParamErr)

@@ -70,12 +70,11 @@ func steeringHandler(op prm.CmdOp) handler {
 
 // decodeRQT reads an rqtc at base: rqt_max_size (at most 1 << log_max_rqt_size),
 // rqt_actual_size (at most the max) and the RQ numbers, each an existing RQ.
-func (d *Device) decodeRQT(c *cmd, base uint32, what string) ([]uint32, error) {
+func (d *Device) decodeRQT(c *cmd, base uint32, what string, maxSz uint64) ([]uint32, error) {
 	r := prm.RQTC
 	if err := c.need(ins(r.RQTActualSize.At(base))); err != nil {
 		return nil, err
 	}
-	maxSz := c.get(r.RQTMaxSize.At(base))
 	n := c.get(r.RQTActualSize.At(base))
 	if lim := uint64(d.capLimit(prm.CmdHCACap.LogMaxRQTSize)); maxSz == 0 || maxSz > lim {
 		return nil, badParam("%s: rqt_max_size %d outside 1..%d (log_max_rqt_size)", what, maxSz, lim)
@@ -101,7 +100,8 @@ func (d *Device) createRQT(c *cmd) error {
 	if err := c.need(ins(in.RQTContext), prm.CreateRQTOut.RQTN); err != nil {
 		return err
 	}
-	rqns, err := d.decodeRQT(c, in.RQTContext.Off, "CREATE_RQT")
+	maxSz := c.get(prm.RQTC.RQTMaxSize.At(in.RQTContext.Off))
+	rqns, err := d.decodeRQT(c, in.RQTContext.Off, "CREATE_RQT", maxSz)
 	if err != nil {
 		return err
 	}
@@ -113,6 +113,7 @@ func (d *Device) createRQT(c *cmd) error {
 		d.objs.rqts.free(n)
 		return err
 	}
+	d.objs.rqtMax[n] = uint32(maxSz)
 	c.set(prm.CreateRQTOut.RQTN, uint64(n))
 	return nil
 }
@@ -130,7 +131,14 @@ func (d *Device) modifyRQT(c *cmd) error {
 	if c.get(in.Bitmask)&1 == 0 {
 		return nil
 	}
-	rqns, err := d.decodeRQT(c, in.Ctx.Off, "MODIFY_RQT")
+	// The size limit is the one the RQT was created with: the kernel's MODIFY_RQT sets only
+	// rqt_actual_size and the list (en/rqt.c mlx5e_rqt_redirect), where the model asked for
+	// rqt_max_size again until then. A different non-zero rqt_max_size is refused.
+	maxSz := uint64(d.objs.rqtMax[n])
+	if m := c.get(prm.RQTC.RQTMaxSize.At(in.Ctx.Off)); m != 0 && m != maxSz {
+		return badParam("MODIFY_RQT: rqt_max_size %d; RQT %d was created with %d", m, n, maxSz)
+	}
+	rqns, err := d.decodeRQT(c, in.Ctx.Off, "MODIFY_RQT", maxSz)
 	if err != nil {
 		return err
 	}
@@ -156,7 +164,7 @@ func (d *Device) queryRQT(c *cmd) error {
 	if err := c.need(nil, last); err != nil {
 		return err
 	}
-	c.set(r.RQTMaxSize.At(base), uint64(len(p.RQNs)))
+	c.set(r.RQTMaxSize.At(base), uint64(d.objs.rqtMax[n]))
 	c.set(r.RQTActualSize.At(base), uint64(len(p.RQNs)))
 	for i, rq := range p.RQNs {
 		c.set(prm.RQNum.RQNum.At(base+r.RQNum.Off+uint32(i)*r.RQNum.Width), uint64(rq))
@@ -175,6 +183,7 @@ func (d *Device) destroyRQT(c *cmd) error {
 	if err := d.dp().DestroyRQT(n); err != nil {
 		return err
 	}
+	delete(d.objs.rqtMax, n)
 	d.objs.rqts.free(n)
 	return nil
 }
