@@ -25,13 +25,14 @@ func (d *Device) ringCmdDoorbell(mask uint32) {
 		return // no command queue configured: the doorbell has nothing to act on
 	}
 	var done uint32
+	before := d.eqsCreated()
 	for i := 0; i < 1<<logCmdqSize; i++ {
 		if mask&(1<<i) != 0 && d.runEntry(base+uint64(i)<<logCmdqStride) {
 			done |= 1 << i
 		}
 	}
 	if done != 0 {
-		d.cmdCompletionEvent(done)
+		d.cmdCompletionEvent(done, before)
 	}
 }
 

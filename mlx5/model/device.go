@@ -115,8 +115,9 @@ type Device struct {
 
 	cmdLog cmdLog
 
-	evMu sync.Mutex
-	eqs  map[uint32]*eq
+	evMu  sync.Mutex
+	eqs   map[uint32]*eq
+	eqSeq uint64 // EQs created so far: each EQ's seq is its place in that count
 
 	keysMu sync.RWMutex
 	mkeys  map[uint32]*mkey // by index (key >> 8)

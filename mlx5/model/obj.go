@@ -42,12 +42,14 @@ func (s *idSpace) alloc(uid uint16, max int) (uint32, error) {
 }
 
 // has reports whether n exists and uid may use it: its creator, uid 0 (the kernel or a VFIO
-// driver, which own the function) or, for an object uid 0 created, anyone (DevX objects may
-// refer to the kernel's, as the kernel's devx.c allows for UARs, PDs and EQs). Inferred from
-// devx.c's uid stamping; firmware's exact rule is not public.
+// driver, which own the function) or, for an object uid 0 or the shared uid created, anyone
+// (DevX objects may refer to the kernel's, as the kernel's devx.c allows for UARs, PDs and
+// EQs; the kernel creates its completion EQs with MLX5_SHARED_RESOURCE_UID, eq.c
+// create_map_eq, for DevX CQs to use). Inferred from devx.c's uid stamping; firmware's exact
+// rule is not public.
 func (s *idSpace) has(n uint32, uid uint16) bool {
 	owner, ok := s.used[n]
-	return ok && (uid == 0 || owner == 0 || owner == uid)
+	return ok && (uid == 0 || owner == 0 || owner == prm.SharedResourceUID || owner == uid)
 }
 
 // owns reports whether uid may modify or destroy n: its creator or uid 0.
