@@ -89,7 +89,7 @@ func (d *Device) queryPages(c *cmd) error {
 	}
 	n, ok := d.pagesNeeded(c.opMod)
 	if !ok {
-		return badParam("QUERY_PAGES: op_mod %d is not boot (1), init (2) or regular (3)", c.opMod)
+		return badOpMod(c, "not boot (1), init (2) or regular (3)")
 	}
 	c.set(o.FunctionID, 0)
 	c.set(o.NumPages, uint64(uint32(n)))
@@ -165,7 +165,7 @@ func (d *Device) managePages(c *cmd) error {
 		}
 		return nil
 	}
-	return badParam("MANAGE_PAGES: op_mod %d", c.opMod)
+	return badOpMod(c, "not cannot-give (0), give (1) or take (2)")
 }
 
 // queryHCACap returns a capability page: op_mod bits 15:1 are the type, bit 0 max or current.
@@ -179,7 +179,9 @@ func (d *Device) queryHCACap(c *cmd) error {
 	}
 	cp := d.caps[prm.CapType(c.opMod>>1)]
 	if cp == nil {
-		return badParam("QUERY_HCA_CAP: capability type %#x is not modelled", c.opMod>>1)
+		// A capability page the model does not have: the kernel asks only for those the
+		// general caps enable, so this is a driver asking for a feature the model lacks.
+		return fail(prm.StatusBadParamErr, SyndromeNotModelled, "QUERY_HCA_CAP: capability type %v (%#x) is not modelled", prm.CapType(c.opMod>>1), c.opMod>>1)
 	}
 	src := cp.max
 	if c.opMod&1 == prm.CapOpModCur {
@@ -202,7 +204,7 @@ func (d *Device) setHCACap(c *cmd) error {
 	t := prm.CapType(c.opMod >> 1)
 	cp := d.caps[t]
 	if cp == nil {
-		return badParam("SET_HCA_CAP: capability type %#x is not modelled", t)
+		return fail(prm.StatusBadParamErr, SyndromeNotModelled, "SET_HCA_CAP: capability type %v (%#x) is not modelled", t, uint16(t))
 	}
 	if t != prm.CapTypeGeneral {
 		return nil // nothing settable there in the model

@@ -123,7 +123,7 @@ func (d *Device) modifyCQ(c *cmd) error {
 		return err
 	}
 	if c.opMod != 0 {
-		return fail(prm.StatusBadParamErr, SyndromeNotModelled, "MODIFY_CQ: op_mod %d (resize) is not modelled", c.opMod)
+		return fail(prm.StatusBadParamErr, SyndromeBadOpMod, "MODIFY_CQ: op_mod %d (resize) is not modelled", c.opMod)
 	}
 	n := uint32(c.get(in.CQN))
 	if !d.objs.cqs.owns(n, c.uid) {

@@ -611,6 +611,9 @@ func (d *Device) setFlowTableRoot(c *cmd) error {
 	if err != nil {
 		return err
 	}
+	if c.opMod > 1 {
+		return badOpMod(c, "neither connect (0) nor disconnect (1)")
+	}
 	if c.opMod == 1 {
 		// Disconnect: the type has no root table any more (kernel fs_cmd.c
 		// mlx5_cmd_update_root_ft sets op_mod 1 and table_id 0 to disconnect).
