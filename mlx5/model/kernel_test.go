@@ -553,3 +553,86 @@ func TestKernelProbeSequence(t *testing.T) {
 
 // kv0 is a field/value list (a named start for append).
 func kv0(pairs ...any) []any { return pairs }
+
+// TestVFIOProviderSequence replays rdma-core's mlx5 VFIO provider (providers/mlx5/mlx5_vfio.c:
+// mlx5_vfio_alloc_context → init_cmd_interface, setup_function, create_async_eqs; DevX
+// commands; free_context → destroy_async_eqs, teardown_hca_fast): its 12-byte ENABLE_HCA
+// output, the general caps it needs (umem_uid_0), roce_en set in the vport context for an
+// Ethernet port, one EQ for command and page-request events created while polling, then
+// commands completed by events, and the fast teardown that ends with the NIC interface
+// disabled.
+func TestVFIOProviderSequence(t *testing.T) {
+	d := model.New(model.Config{})
+	k := &kdrv{host: newHost(t, d, 16<<20)}
+	k.setupCmdq()
+	k.exec("ENABLE_HCA", in(prm.CmdOpEnableHCA, 0, 16), 12)
+	if get(k.exec("QUERY_ISSI", in(prm.CmdOpQueryISSI, 0, 16), 112), prm.QueryISSIOut.SupportedISSIDw0)&2 == 0 {
+		t.Fatal("ISSI 1")
+	}
+	k.exec("SET_ISSI", in(prm.CmdOpSetISSI, 0, 16, prm.SetISSIIn.CurrentISSI, 1), 16)
+	give := func(opMod uint16) {
+		n := int(int32(get(k.exec("QUERY_PAGES", in(prm.CmdOpQueryPages, opMod, 16), 16), prm.QueryPagesOut.NumPages)))
+		if n <= 0 {
+			return
+		}
+		pas := prm.ManagePagesIn.PAS
+		b := in(prm.CmdOpManagePages, prm.ManagePagesGive, pas.ByteOff()+8*n, prm.ManagePagesIn.InputNumEntries, n)
+		for i := range n {
+			pas.At(uint32(i)*64).Set(b, k.alloc(4096, 4096))
+		}
+		k.exec("MANAGE_PAGES", b, 16)
+	}
+	give(prm.QueryPagesBoot)
+	k.reg("ACCESS_REG HOST_ENDIANNESS", prm.RegHostEndianness, true, 16)
+	cur := k.capPage(prm.CapTypeGeneral, prm.CapOpModCur)
+	k.capPage(prm.CapTypeGeneral, prm.CapOpModMax)
+	set := in(prm.CmdOpSetHCACap, uint16(prm.CapTypeGeneral)<<1, 4112)
+	copy(prm.SetHCACapIn.Capability.Slice(set), cur)
+	prm.CmdHCACap.CmdifChecksum.Set(prm.SetHCACapIn.Capability.Slice(set), 0)
+	k.exec("SET_HCA_CAP", set, 16)
+	if get(cur, prm.CmdHCACap.UMEMUID0) == 0 || get(cur, prm.CmdHCACap.RoCE) != 0 {
+		t.Fatal("umem_uid_0 off (the provider refuses the device) or roce on (it would query RoCE caps)")
+	}
+	give(prm.QueryPagesInit)
+	k.exec("INIT_HCA", in(prm.CmdOpInitHCA, 0, 32), 16)
+	sel := prm.ModifyNICVportContextIn.FieldSelect.Off
+	k.exec("MODIFY_NIC_VPORT_CONTEXT roce_en", in(prm.CmdOpModifyNICVportContext, 0, 512,
+		prm.ModifyNICVportFieldSelect.RoCEEn.At(sel), 1, prm.NICVportContext.RoCEEn.At(prm.ModifyNICVportContextIn.NICVportContext.Off), 1), 16)
+	k.uar = uint32(get(k.exec("ALLOC_UAR", in(prm.CmdOpAllocUAR, 0, 16), 16), prm.AllocUAROut.UAR))
+	eq := k.createEQ("CREATE_EQ async", 32, 0, 1<<prm.EventTypeCmd|1<<prm.EventTypePageRequest, 0)
+	k.cmdEQ = eq // from here commands complete by events
+	pd := uint32(get(k.exec("ALLOC_PD", in(prm.CmdOpAllocPD, 0, 16), 16), prm.AllocPDOut.PD))
+	k.exec("DEALLOC_PD", in(prm.CmdOpDeallocPD, 0, 16, prm.DeallocPDIn.PD, pd), 16)
+	// A page request arrives on the same EQ (mlx5_vfio_handle_page_req_event).
+	if !d.RequestPages(2) {
+		t.Fatal("no EQ took the page request")
+	}
+	e := eq.next()
+	if e == nil || prm.EQE.EventType.Get(e) != uint64(prm.EventTypePageRequest) ||
+		prm.EQEPageReq.NumPages.Get(prm.EQE.EventData.Slice(e)) != 2 {
+		t.Fatalf("page request EQE % x", e)
+	}
+	eq.arm()
+	give(prm.QueryPagesRegular)
+	// destroy_async_eqs: back to polling (have_eq cleared), then the EQ goes, which
+	// therefore reports nothing.
+	k.cmdEQ = nil
+	k.exec("DESTROY_EQ", in(prm.CmdOpDestroyEQ, 0, 16, prm.DestroyEQIn.EQNumber, eq.n), 16)
+	if eq.next() != nil {
+		t.Fatal("DESTROY_EQ reported on the EQ it destroyed")
+	}
+	k.exec("DEALLOC_UAR", in(prm.CmdOpDeallocUAR, 0, 16, prm.DeallocUARIn.UAR, k.uar), 16)
+	out := k.exec("TEARDOWN_HCA fast", in(prm.CmdOpTeardownHCA, 0, 16, prm.TeardownHCAIn.Profile, prm.TeardownPrepareFast), 16)
+	if get(out, prm.TeardownHCAOut.State) != 0 {
+		t.Fatal("prepare-fast teardown failed")
+	}
+	// mlx5_vfio_set_nic_state(DISABLED): address bits kept, state in bits 10:8.
+	l := k.r32(0x14)
+	k.w32(0x14, l&0xfffff000|1<<8)
+	if got := k.r32(0x14) >> 8 & 7; got != 1 {
+		t.Fatalf("nic_interface %d after the fast teardown, want disabled (1)", got)
+	}
+	if u := d.Unimplemented(); len(u) != 0 {
+		t.Fatalf("unimplemented: %v", u)
+	}
+}
