@@ -17,11 +17,13 @@
 // The log (FILE, or standard error) gets one line per command the model executed from its
 // command queue:
 //
-//	cmd ENABLE_HCA op_mod 0x0 status OK syndrome 0x0
-//	cmd CmdOp(0x7fe) op_mod 0x3 status BAD_OP_ERR syndrome 0x…
+//	cmd ENABLE_HCA(0x104) op_mod 0x0 status 0x0 OK syndrome 0x0
+//	cmd unknown(0x7fe) op_mod 0x3 status 0x2 BAD_OP_ERR syndrome 0x…
 //
-// (opcode name as package prm spells it, or CmdOp(0x…) for opcodes it does not know; the
-// PRM status; the model's syndrome; " delivery 0x…" when the entry could not be carried),
+// (opcode name as package prm spells it, "unknown" for opcodes it does not name, and the
+// opcode; op_mod; the PRM status as number and name, so a failed command has "status 0x"
+// followed by a non-zero digit; the model's syndrome; " delivery 0x…" when the entry could
+// not be carried),
 // and, with -v, a line per vfio-user session event and per message or access the server or
 // the device refused ("vfio-user: …", "pcidev: …"). On exit it prints to standard output a
 // summary: one line per opcode with its count and counts by status, then the number of

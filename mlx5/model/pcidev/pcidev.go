@@ -58,8 +58,18 @@ type Command struct {
 	Delivery prm.DeliveryStatus
 }
 
+// String is the command as one log line's worth: opcode name and number (an opcode
+// package prm does not name is "unknown"), op_mod, status number and name, syndrome, and the
+// delivery status when the entry could not be carried:
+//
+//	ENABLE_HCA(0x104) op_mod 0x0 status 0x0 OK syndrome 0x0
+//	unknown(0x7fe) op_mod 0x3 status 0x2 BAD_OP_ERR syndrome 0x…
 func (c Command) String() string {
-	s := fmt.Sprintf("%v op_mod %#x status %v syndrome %#x", c.Op, c.OpMod, c.Status, c.Syndrome)
+	name := c.Op.String()
+	if strings.HasPrefix(name, "CmdOp(") {
+		name = "unknown"
+	}
+	s := fmt.Sprintf("%s(%#x) op_mod %#x status %#x %v syndrome %#x", name, uint16(c.Op), c.OpMod, uint8(c.Status), c.Status, c.Syndrome)
 	if c.Delivery != 0 {
 		s += fmt.Sprintf(" delivery %#x", uint8(c.Delivery))
 	}

@@ -451,7 +451,7 @@ func TestBringUp(t *testing.T) {
 	if _, st := h.cmd(prm.NewCmdIn(0x7fe, 3, 16), 16); st != prm.StatusBadOpErr {
 		t.Errorf("opcode 0x7fe: %v, want BAD_OP", st)
 	}
-	want := []string{"ENABLE_HCA op_mod 0x0 status OK", "QUERY_ISSI op_mod 0x0 status OK", "SET_ISSI op_mod 0x0 status OK", "op_mod 0x3 status BAD_OP"}
+	want := []string{"ENABLE_HCA(0x104) op_mod 0x0 status 0x0 OK syndrome 0x0", "QUERY_ISSI(0x10a) op_mod 0x0 status 0x0 OK", "SET_ISSI(0x10b) op_mod 0x0 status 0x0 OK", "unknown(0x7fe) op_mod 0x3 status 0x2 BAD_OP_ERR syndrome"}
 	got := d.Commands()
 	seenMu.Lock()
 	nseen := len(seen)
