@@ -463,14 +463,18 @@ func TestUnmapAll(t *testing.T) {
 	binary.NativeEndian.PutUint32(p, 24)
 	binary.NativeEndian.PutUint32(p[4:], 2) // VFIO_DMA_UNMAP_FLAG_ALL
 	binary.NativeEndian.PutUint64(p[8:], 0x10000)
+	binary.NativeEndian.PutUint32(p[4:], 3) // ALL with the dirty bitmap: refused
 	_, err = s.c.Call(vfiouser.CmdDMAUnmap, p)
-	wantErrno(t, "unmap all with an address", err, syscall.EINVAL)
-	binary.NativeEndian.PutUint64(p[8:], 0)
+	wantErrno(t, "unmap all with a bitmap", err, syscall.EINVAL)
+	binary.NativeEndian.PutUint32(p[4:], 2)
 	if _, err := s.c.Call(vfiouser.CmdDMAUnmap, p); err != nil {
 		t.Fatal(err)
 	}
 	if s.dev.nmaps() != 0 {
 		t.Errorf("%d windows after unmap all", s.dev.nmaps())
+	}
+	if !strings.Contains(s.log.String(), "wants 0 and 0") {
+		t.Error("an unmap-all with an address is not noted in the log")
 	}
 	binary.NativeEndian.PutUint32(p[4:], 1) // dirty bitmap
 	_, err = s.c.Call(vfiouser.CmdDMAUnmap, p)

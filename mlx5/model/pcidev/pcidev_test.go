@@ -520,3 +520,39 @@ func TestRunFollowsReset(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Random writes of random sizes anywhere in the configuration space never change what must
+// stay: ids, class, header type, the capability chain and its read-only contents, the
+// MSI-X geometry, the BAR's type bits and the link status.
+func TestConfigRandomWrites(t *testing.T) {
+	d := New(Options{})
+	ro := func() []byte {
+		var b []byte
+		for _, r := range [][2]int{{0, 4}, {8, 4}, {0x0e, 1}, {0x2c, 4}, {0x34, 1}, {0x3d, 1},
+			{capPM, 4}, {capMSIX, 2}, {capMSIX + 4, 8}, {capExp, 8}, {expLnkCap, 4}, {expLnkSta, 2}, {0x100, 4}} {
+			b = append(b, d.cfg.b[r[0]:r[0]+r[1]]...)
+		}
+		b = append(b, d.cfg.b[regBAR0]&0xf, byte(d.cfg.get16(capMSIX+2)&0x7ff))
+		return b
+	}
+	d.mu.Lock()
+	before := ro()
+	d.mu.Unlock()
+	rnd := testutil.RandBytes(3 * 4000)
+	for i := range 4000 {
+		n := []int{1, 2, 4, 8}[rnd[3*i]%4]
+		off := int(binary.LittleEndian.Uint16(rnd[3*i+1:])) % (ConfigSize - n + 1)
+		if covers(off, n, expDevCtl+1) {
+			continue // FLR is a reset, tested on its own
+		}
+		if err := d.WriteRegion(vfiouser.RegionConfig, uint64(off), testutil.RandBytes(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.mu.Lock()
+	after := ro()
+	d.mu.Unlock()
+	if string(before) != string(after) {
+		t.Errorf("read-only configuration changed under random writes:\n%x\n%x", before, after)
+	}
+}
