@@ -214,11 +214,17 @@ func (d *Device) RegionInfo(i uint32) vfiouser.RegionInfo {
 	return vfiouser.RegionInfo{}
 }
 
-// IRQInfo implements vfiouser.Device: MSI-X only, reported as the kernel's vfio-pci reports
-// it (eventfd, no resize).
+// IRQInfo implements vfiouser.Device as the kernel's vfio-pci counts a PCI Express
+// function's interrupts (drivers/vfio/pci/vfio_pci_core.c vfio_pci_get_irq_count): MSI-X
+// with its vectors (eventfd, no resize), no INTx (pin 0) and no MSI (no capability), one
+// error and one request interrupt. The last two are never raised; QEMU registers eventfds
+// for them (and warns without the error one).
 func (d *Device) IRQInfo(i uint32) vfiouser.IRQInfo {
-	if i == vfiouser.IRQMSIX {
+	switch i {
+	case vfiouser.IRQMSIX:
 		return vfiouser.IRQInfo{Count: MSIXVectors, NoResize: true}
+	case vfiouser.IRQErr, vfiouser.IRQReq:
+		return vfiouser.IRQInfo{Count: 1, NoResize: true}
 	}
 	return vfiouser.IRQInfo{}
 }

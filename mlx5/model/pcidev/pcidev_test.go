@@ -223,9 +223,15 @@ func TestInterruptsAndPBA(t *testing.T) {
 	if err := c.SetEventfds(vfiouser.IRQMSIX, 5, e5, e6); err != nil {
 		t.Fatal(err)
 	}
-	flags, n, err := c.IRQInfo(vfiouser.IRQMSIX)
-	if err != nil || n != MSIXVectors || flags != 1|8 {
-		t.Errorf("MSI-X info %#x %d %v", flags, n, err)
+	for idx, want := range map[uint32][2]uint32{vfiouser.IRQINTx: {0, 0}, vfiouser.IRQMSI: {0, 0}, vfiouser.IRQMSIX: {1 | 8, MSIXVectors}, vfiouser.IRQErr: {1 | 8, 1}, vfiouser.IRQReq: {1 | 8, 1}} {
+		flags, n, err := c.IRQInfo(idx)
+		if err != nil || flags != want[0] || n != want[1] {
+			t.Errorf("interrupt index %d: flags %#x count %d %v, want %#x %d", idx, flags, n, err, want[0], want[1])
+		}
+	}
+	eErr, _ := c.NewEventfd()
+	if err := c.SetEventfds(vfiouser.IRQErr, 0, eErr); err != nil {
+		t.Errorf("error interrupt eventfd: %v", err)
 	}
 	// Without bus mastering the function cannot send MSI-X messages.
 	d.interrupt(5)
