@@ -37,6 +37,10 @@ var GuestModules = []string{
 	"crc32_generic", "rdma_rxe", "ib_uverbs", "rdma_ucm", "dummy",
 }
 
+// GuestWork is where the guest sees Options.WorkDir: a file the host puts at
+// WorkDir/bin/x is /tmp/daqiri-vm/bin/x to the guest tests.
+const GuestWork = "/tmp/daqiri-vm"
+
 // bootModules are insmod'ed from the initramfs, before the host root is
 // mounted: just what virtio-9p needs.
 var bootModules = []string{"virtio_pci", "9pnet_virtio", "9p"}
@@ -314,11 +318,9 @@ func Run(ctx context.Context, h *Host, o Options) (*Report, error) {
 	}
 	pkgs = built
 
-	// The guest sees the work folder at /tmp/daqiri-vm.
-	const guestWork = "/tmp/daqiri-vm"
 	var list strings.Builder
 	for _, p := range pkgs {
-		fmt.Fprintf(&list, "%s %s/bin/%s %s\n", p.Name, guestWork, filepath.Base(p.Binary), p.Dir)
+		fmt.Fprintf(&list, "%s %s/bin/%s %s\n", p.Name, GuestWork, filepath.Base(p.Binary), p.Dir)
 	}
 	// CI passes through, so a guest test whose requirement is missing fails under CI as it
 	// would on the host (internal/testutil).
