@@ -92,7 +92,8 @@ func TestMLX5Conformance(t *testing.T) {
 	t.Logf("VM run: build %.1fs, boot %.1fs, setup %.1fs, qemu total %.1fs", rep.Build.Seconds(), rep.Boot.Seconds(), rep.Setup.Seconds(), rep.Wall.Seconds())
 	srv.stop(t)
 	// The server's account comes first: it is what the failures below are about.
-	t.Logf("model server: %s", summarizeServerLog(srv.log()))
+	t.Logf("model server log: %s", summarizeServerLog(srv.log()))
+	t.Logf("model server output:\n%s", srv.stdout.String())
 
 	if len(rep.Packages) != 1 {
 		t.Fatalf("VM ran %d packages, want the one", len(rep.Packages))
@@ -149,6 +150,7 @@ type server struct {
 	cmd     *exec.Cmd
 	socket  string
 	logPath string
+	stdout  *testutil.SyncBuffer // "listening on", and the summary by opcode at exit
 	stderr  *testutil.SyncBuffer
 	done    chan error
 	stopped bool
@@ -175,10 +177,11 @@ func startServer(t *testing.T, goCmd, root, work string) *server {
 	s := &server{
 		socket:  filepath.Join(sockDir, "mlx5.sock"),
 		logPath: filepath.Join(work, "mlx5model.log"),
+		stdout:  &testutil.SyncBuffer{},
 		stderr:  &testutil.SyncBuffer{},
 		done:    make(chan error, 1),
 	}
-	s.cmd = exec.Command(bin, "-socket", s.socket, "-log", s.logPath)
+	s.cmd = exec.Command(bin, "-v", "-socket", s.socket, "-log", s.logPath)
 	s.cmd.Dir = work
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	s.cmd.Stderr = s.stderr
@@ -191,7 +194,7 @@ func startServer(t *testing.T, goCmd, root, work string) *server {
 	}
 	t.Cleanup(func() { s.kill() })
 	ready := make(chan string, 1)
-	var out testutil.SyncBuffer
+	out := s.stdout
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -255,9 +258,23 @@ func (s *server) log() string {
 	return string(b)
 }
 
-// unknownLine matches the server's lines about commands it did not execute: answered with
-// bad opcode (unknown to the model) or failed with another status.
-var unknownLine = regexp.MustCompile(`(?i)unknown|bad.?op|not implemented|unsupported|status 0x[1-9a-f]|fail`)
+// The server's log (tools/daqiri-mlx5model): "cmd NAME op_mod 0x.. status STATUS syndrome
+// 0x..", one line per command; NAME is CmdOp(0x..) for an opcode the model does not know,
+// answered with BAD_OP_ERR. With -v also "vfio-user: …" and "pcidev: …" lines for what the
+// server or the device refused.
+var (
+	cmdStatus   = regexp.MustCompile(`\bstatus (\S+)`)
+	refusedLine = regexp.MustCompile(`(?i)^(vfio-user|pcidev):.*(refus|unknown|unsupported|not implemented|fail|error|invalid|bad)`)
+)
+
+// isProblem reports whether a log line is about a command or access the model did not
+// carry out: a command status other than OK, or a refusal.
+func isProblem(l string) bool {
+	if m := cmdStatus.FindStringSubmatch(l); m != nil {
+		return m[1] != "OK" && m[1] != "0x0"
+	}
+	return refusedLine.MatchString(l)
+}
 
 // summarizeServerLog returns the number of log lines, then each line about a command the
 // model did not know or failed, once, with how often it came (first seen order).
@@ -269,7 +286,7 @@ func summarizeServerLog(log string) string {
 	count := map[string]int{}
 	var order []string
 	for _, l := range lines {
-		if !unknownLine.MatchString(l) {
+		if !isProblem(l) {
 			continue
 		}
 		key := normalizeLogLine(l)
@@ -320,23 +337,26 @@ func moduleRoot(t *testing.T) string {
 
 func TestSummarizeServerLog(t *testing.T) {
 	log := strings.Join([]string{
-		"12:00:01.5 cmd ENABLE_HCA(0x104) op_mod 0x0 ok",
-		"12:00:01.6 cmd QUERY_ADAPTER(0x101) op_mod 0x0 unknown: bad opcode",
-		"12:00:01.7 cmd CREATE_MKEY(0x200) op_mod 0x0 status 0x3 syndrome 0x1234567",
-		"12:00:01.8 cmd QUERY_ADAPTER(0x101) op_mod 0x0 unknown: bad opcode",
-		"12:00:01.9 cmd CREATE_MKEY(0x200) op_mod 0x0 status 0x3 syndrome 0x7654321",
+		"cmd ENABLE_HCA op_mod 0x0 status OK syndrome 0x0",
+		"cmd CmdOp(0x7fe) op_mod 0x3 status BAD_OP_ERR syndrome 0x0",
+		"cmd CREATE_MKEY op_mod 0x0 status BAD_PARAM_ERR syndrome 0x1234567",
+		"vfio-user: session started",
+		"cmd CmdOp(0x7fe) op_mod 0x3 status BAD_OP_ERR syndrome 0x0",
+		"pcidev: refused a write of 8 bytes at BAR0 0x1000",
+		"cmd CREATE_MKEY op_mod 0x0 status BAD_PARAM_ERR syndrome 0x7654321",
 	}, "\n") + "\n"
 	got := summarizeServerLog(log)
 	for _, want := range []string{
-		"5 log lines; 2 distinct",
-		"2× cmd QUERY_ADAPTER(0x101) op_mod 0x0 unknown: bad opcode",
-		"2× cmd CREATE_MKEY(0x200) op_mod 0x0 status 0x3 syndrome 0x…",
+		"7 log lines; 3 distinct",
+		"2× cmd CmdOp(0x7fe) op_mod 0x3 status BAD_OP_ERR syndrome 0x0",
+		"2× cmd CREATE_MKEY op_mod 0x0 status BAD_PARAM_ERR syndrome 0x…",
+		"1× pcidev: refused a write of 8 bytes at BAR0 0x1000",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}
 	}
-	if head, _, _ := strings.Cut(got, "\nlast "); strings.Contains(head, "ENABLE_HCA") {
+	if head, _, _ := strings.Cut(got, "\nlast "); strings.Contains(head, "ENABLE_HCA") || strings.Contains(head, "session started") {
 		t.Errorf("a successful command is listed as unknown:\n%s", got)
 	}
 	if s := summarizeServerLog(""); !strings.HasPrefix(s, "0 log lines; 0 distinct") {

@@ -129,6 +129,7 @@ nice -n 10 ninja -j "${DAQIRI_QEMU_JOBS:-$(nproc)}" qemu-system-x86_64 >../../ni
 # destination, then renamed into place, so a cache entry is whole or absent.
 mkdir -p "$CACHE_ROOT"
 stage=$(mktemp -d "$CACHE_ROOT/.stage.XXXXXX")
+chmod 0755 "$stage"
 mkdir -p "$stage/bin"
 install -m 0755 qemu-system-x86_64 "$stage/bin/"
 firmware "$stage/share/qemu"
