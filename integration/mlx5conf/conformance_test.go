@@ -32,9 +32,9 @@ const stageModprobe = "modprobe returned"
 // The ratchet: the stages reached when this list was last updated. A stage missing from a
 // run fails the test; a stage reached beyond these is logged, to be added here.
 var (
-	reachedProbe = []string{}
-	reachedCore  = []string{}
-	reachedIB    = []string{}
+	reachedProbe = []string{"device listed"}
+	reachedCore  = []string{stageModprobe, "firmware version read"}
+	reachedIB    = []string{stageModprobe}
 )
 
 // stageSet records what one driver reached, with a line of detail per stage.

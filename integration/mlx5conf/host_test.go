@@ -259,18 +259,23 @@ func (s *server) log() string {
 }
 
 // The server's log (tools/daqiri-mlx5model): "cmd NAME op_mod 0x.. status STATUS syndrome
-// 0x..", one line per command; NAME is CmdOp(0x..) for an opcode the model does not know,
+// 0x..[ delivery 0x..]", one line per command (the delivery status when the queue entry
+// could not be carried); NAME is CmdOp(0x..) for an opcode the model does not know,
 // answered with BAD_OP_ERR. With -v also "vfio-user: …" and "pcidev: …" lines for what the
 // server or the device refused.
 var (
 	cmdStatus   = regexp.MustCompile(`\bstatus (\S+)`)
+	cmdDelivery = regexp.MustCompile(`\bdelivery (\S+)`)
 	refusedLine = regexp.MustCompile(`(?i)^(vfio-user|pcidev):.*(refus|unknown|unsupported|not implemented|fail|error|invalid|bad)`)
 )
 
 // isProblem reports whether a log line is about a command or access the model did not
-// carry out: a command status other than OK, or a refusal.
+// carry out: a command status other than OK, a delivery status other than 0, or a refusal.
 func isProblem(l string) bool {
 	if m := cmdStatus.FindStringSubmatch(l); m != nil {
+		if d := cmdDelivery.FindStringSubmatch(l); d != nil && d[1] != "0x0" {
+			return true
+		}
 		return m[1] != "OK" && m[1] != "0x0"
 	}
 	return refusedLine.MatchString(l)
@@ -307,16 +312,27 @@ func summarizeServerLog(log string) string {
 	return b.String()
 }
 
-// normalizeLogLine drops what differs between two reports of the same command: a leading
-// timestamp and hexadecimal handles or addresses longer than 4 digits.
+// normalizeLogLine drops what differs between two reports of the same problem: a leading
+// timestamp; in a command line, syndromes and other hexadecimal values longer than 4
+// digits (opcode and op_mod stay); in a server or device line, every number (message
+// sequence numbers, addresses, sizes).
 var (
 	leadingTime = regexp.MustCompile(`^\S*\d\d:\d\d:\d\d\S*\s+`)
 	longHex     = regexp.MustCompile(`0x[0-9a-fA-F]{5,}`)
+	anyNumber   = regexp.MustCompile(`0x[0-9a-fA-F]+|\b\d+\b`)
 )
 
 func normalizeLogLine(l string) string {
 	l = leadingTime.ReplaceAllString(l, "")
-	return longHex.ReplaceAllString(l, "0x…")
+	if strings.HasPrefix(l, "cmd ") {
+		return longHex.ReplaceAllString(l, "0x…")
+	}
+	return anyNumber.ReplaceAllStringFunc(l, func(n string) string {
+		if strings.HasPrefix(n, "0x") {
+			return "0x…"
+		}
+		return "N"
+	})
 }
 
 // moduleRoot finds the folder holding go.mod above the test's folder.
@@ -344,21 +360,32 @@ func TestSummarizeServerLog(t *testing.T) {
 		"cmd CmdOp(0x7fe) op_mod 0x3 status BAD_OP_ERR syndrome 0x0",
 		"pcidev: refused a write of 8 bytes at BAR0 0x1000",
 		"cmd CREATE_MKEY op_mod 0x0 status BAD_PARAM_ERR syndrome 0x7654321",
+		"vfio-user: message 238 (DMA_UNMAP) refused: DMA_UNMAP: no window in 0xfe000000+0x800000: no such file or directory",
+		"vfio-user: message 239 (DMA_UNMAP) refused: DMA_UNMAP: no window in 0x0+0x80000000: no such file or directory",
+		"cmd ENABLE_HCA(0x104) op_mod 0x0 status 0x0 OK syndrome 0x0 delivery 0x8",
+		"cmd ENABLE_HCA(0x104) op_mod 0x0 status 0x0 OK syndrome 0x0",
 	}, "\n") + "\n"
 	got := summarizeServerLog(log)
 	for _, want := range []string{
-		"7 log lines; 3 distinct",
+		"11 log lines; 5 distinct",
+		"2× vfio-user: message N (DMA_UNMAP) refused: DMA_UNMAP: no window in 0x…+0x…: no such file or directory",
 		"2× cmd CmdOp(0x7fe) op_mod 0x3 status BAD_OP_ERR syndrome 0x0",
 		"2× cmd CREATE_MKEY op_mod 0x0 status BAD_PARAM_ERR syndrome 0x…",
-		"1× pcidev: refused a write of 8 bytes at BAR0 0x1000",
+		"1× pcidev: refused a write of N bytes at BAR0 0x…",
+		"1× cmd ENABLE_HCA(0x104) op_mod 0x0 status 0x0 OK syndrome 0x0 delivery 0x8",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}
 	}
-	if head, _, _ := strings.Cut(got, "\nlast "); strings.Contains(head, "ENABLE_HCA") || strings.Contains(head, "session started") {
-		t.Errorf("a successful command is listed as unknown:\n%s", got)
+	head, _, _ := strings.Cut(got, "\nlast ")
+	for _, l := range strings.Split(head, "\n")[1:] {
+		_, entry, _ := strings.Cut(l, "× ")
+		if entry == "cmd ENABLE_HCA op_mod 0x0 status OK syndrome 0x0" || entry == "cmd ENABLE_HCA(0x104) op_mod 0x0 status 0x0 OK syndrome 0x0" || strings.Contains(entry, "session started") {
+			t.Errorf("a line without a problem is listed: %q", entry)
+		}
 	}
+
 	if s := summarizeServerLog(""); !strings.HasPrefix(s, "0 log lines; 0 distinct") {
 		t.Errorf("empty log: %q", s)
 	}

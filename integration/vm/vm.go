@@ -432,7 +432,7 @@ func qemuCommand(h *Host, o Options, initrd, console string) (string, []string) 
 		"-kernel", h.Kernel, "-initrd", initrd,
 		// daqiri_src tells init.sh where the module lives, so that it stays visible when
 		// the scratch tmpfs mounts cover its parent (a clone under /tmp or /root).
-		"-append", "console=ttyS0 intel_iommu=on panic=-1 quiet daqiri_src=" + o.ModuleRoot,
+		"-append", "console=ttyS0 intel_iommu=on no_timer_check panic=-1 quiet daqiri_src=" + o.ModuleRoot,
 		"-serial", "file:" + console,
 		"-fsdev", "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap",
 		"-device", "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot",
