@@ -25,7 +25,7 @@
 // them with the PRM's bad-opcode status): the model's to-do list.
 //
 // Running it: `make test-mlx5-conformance` builds the qemu first when it is not cached
-// (`make qemu`: about 4 minutes on 2 cores, once) and runs the test; `make test` runs it
+// (`make qemu`: 3 to 10 minutes on 2 cores, once) and runs the test; `make test` runs it
 // only when the cached qemu exists. The test skips when the cached qemu is missing, and
 // fails instead under CI=true (internal/testutil). DAQIRI_QEMU_CACHE moves the cache
 // (default /var/cache/daqiri/qemu); DAQIRI_VM_KEEP=1 keeps the VM work folder and the

@@ -95,8 +95,12 @@ func runProbe(t *testing.T, bdf string) *stageSet {
 		return s
 	}
 	t.Logf("%s bound to vfio-pci, IOMMU group %s", bdf, group)
+	// The provider reports each failed command (opcode, op_mod, status, syndrome) to its
+	// debug file only; without MLX5_DEBUG_FILE that is nowhere in a release build
+	// (rdma-core providers/mlx5/mlx5.c, mlx5_open_debug_file).
+	t.Setenv("MLX5_DEBUG_FILE", "/dev/stderr")
 	out, err, done := runBounded(probeTimeout, probeBinary, bdf)
-	t.Logf("mlx5probe output (stderr has the provider's own messages):\n%s", out)
+	t.Logf("mlx5probe output (with the provider's own messages):\n%s", out)
 	if !done {
 		t.Logf("mlx5probe did not end within %v", probeTimeout)
 	} else if err != nil {

@@ -186,7 +186,7 @@ func CachedQEMU() (string, error) {
 	}
 	p := filepath.Join(root, QEMUCacheVersion, "bin", "qemu-system-x86_64")
 	if !isExecutable(p) {
-		return "", fmt.Errorf("qemu %s with the vfio-user client, cached at %s (build it with `make qemu`, about 4 minutes on 2 cores)", QEMUCacheVersion, p)
+		return "", fmt.Errorf("qemu %s with the vfio-user client, cached at %s (build it with `make qemu`, 3 to 10 minutes on 2 cores, once)", QEMUCacheVersion, p)
 	}
 	return p, nil
 }
