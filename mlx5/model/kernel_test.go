@@ -636,3 +636,48 @@ func TestVFIOProviderSequence(t *testing.T) {
 		t.Fatalf("unimplemented: %v", u)
 	}
 }
+
+// TestQueueInSplitMappings: an EQ in one 16 KiB page (log_page_size 2, one PAS entry, as
+// mlx5_vfio.c create_map_eq makes it) whose four 4 KiB pieces are separate DMA mappings, as
+// QEMU's vfio-user client maps IOMMU pages, works: the model addresses it page by page. A
+// piece missing is a bad parameter.
+func TestQueueInSplitMappings(t *testing.T) {
+	r := newReady(t, model.Config{})
+	const iova = 0x9000_0000
+	var pieces [4][]byte
+	for j := range pieces {
+		pieces[j] = make([]byte, 4096)
+		for i := 0; i < 4096; i += 64 {
+			prm.EQE.Owner.Set(pieces[j][i:i+64], 1)
+		}
+		if j == 2 {
+			continue // mapped below, after the refusal
+		}
+		if err := r.d.DMA().Map(iova+uint64(j)*4096, pieces[j], model.DMARead|model.DMAWrite); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := prm.CreateEQIn.EQContextEntry.Off
+	eqIn := in(prm.CmdOpCreateEQ, 0, prm.CreateEQIn.PAS.ByteOff()+8, prm.EQC.LogEQSize.At(base), 8,
+		prm.EQC.UARPage.At(base), r.uar, prm.EQC.LogPageSize.At(base), 2, prm.CreateEQIn.PAS, iova,
+		prm.CreateEQIn.EventBitmask, uint64(1)<<prm.EventTypePageRequest)
+	if s := r.wantStatus(eqIn, 16, prm.StatusBadParamErr); s != model.SyndromeBadMemory {
+		t.Fatalf("EQ over an unmapped piece: syndrome %#x", s)
+	}
+	if err := r.d.DMA().Map(iova+2*4096, pieces[2], model.DMARead|model.DMAWrite); err != nil {
+		t.Fatal(err)
+	}
+	r.mustCmd(eqIn, 16)
+	// 200 page requests: EQEs 0..199, the 64th onwards in the second piece, 128th in the third.
+	for range 200 {
+		if !r.d.RequestPages(1) {
+			t.Fatal("no EQ took the page request")
+		}
+	}
+	for _, i := range []int{0, 63, 64, 130, 199} {
+		e := pieces[i/64][i%64*64:][:64]
+		if prm.EQE.EventType.Get(e) != uint64(prm.EventTypePageRequest) || prm.EQE.Owner.Get(e) != 0 {
+			t.Fatalf("EQE %d: % x", i, e[:8])
+		}
+	}
+}

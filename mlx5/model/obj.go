@@ -478,10 +478,51 @@ func (d *Device) pasMemory(c *cmd, pas prm.Field, logPageSize uint8, pageOffset,
 		if pa&(1<<prm.AdapterPageShift-1) != 0 {
 			return datapath.Paged{}, 0, badParam("%s: PAS entry %d (%#x) is not page aligned", what, i, pa)
 		}
-		if _, err := d.space.Slice(pa, 1<<shift, dma.Read|dma.Write); err != nil {
-			return datapath.Paged{}, 0, fail(prm.StatusBadParamErr, SyndromeBadMemory, "%s: PAS entry %d: %v", what, i, err)
-		}
 		pages[i] = pa
 	}
-	return datapath.Paged{Space: d.space, PageShift: shift, Pages: pages, Offset: off}, int(npages), nil
+	io, ioShift, err := d.ioPages(pages, shift, what+": PAS entry")
+	if err != nil {
+		return datapath.Paged{}, 0, err
+	}
+	return datapath.Paged{Space: d.space, PageShift: ioShift, Pages: io, Offset: off}, int(npages), nil
+}
+
+// ioPages checks that pages of 1<<shift bytes are mapped for reading and writing and returns
+// them as the datapath is to address them: as given when each page is one piece of the DMA
+// space, otherwise every page cut into 4 KiB pages. A device reaches memory through an IOMMU
+// page by page, and under QEMU's vfio-user client each IOMMU page the guest maps is a
+// mapping of its own, so a queue the VFIO provider puts in one 16 KiB page (mlx5_vfio.c
+// create_map_eq: log_page_size 2, one PAS entry) lies in four mappings. Inferred limit: a
+// WQE or CQE that crosses a 4 KiB boundary inside such a page faults; the drivers' entries
+// (64-byte CQEs and EQEs, WQEs kept within a page) do not.
+func (d *Device) ioPages(pages []uint64, shift uint, what string) ([]uint64, uint, error) {
+	whole := true
+	for _, pa := range pages {
+		if _, err := d.space.Slice(pa, 1<<shift, dma.Read|dma.Write); err != nil {
+			whole = false
+			break
+		}
+	}
+	if whole || shift == prm.AdapterPageShift {
+		if !whole {
+			for i, pa := range pages {
+				if _, err := d.space.Slice(pa, 1<<shift, dma.Read|dma.Write); err != nil {
+					return nil, 0, fail(prm.StatusBadParamErr, SyndromeBadMemory, "%s %d: %v", what, i, err)
+				}
+			}
+		}
+		return pages, shift, nil
+	}
+	per := 1 << (shift - prm.AdapterPageShift)
+	io := make([]uint64, 0, len(pages)*per)
+	for i, pa := range pages {
+		for j := range per {
+			sub := pa + uint64(j)<<prm.AdapterPageShift
+			if _, err := d.space.Slice(sub, 1<<prm.AdapterPageShift, dma.Read|dma.Write); err != nil {
+				return nil, 0, fail(prm.StatusBadParamErr, SyndromeBadMemory, "%s %d, 4 KiB page %d: %v", what, i, j, err)
+			}
+			io = append(io, sub)
+		}
+	}
+	return io, prm.AdapterPageShift, nil
 }
