@@ -1,6 +1,7 @@
 package model
 
 import (
+	"github.com/daqiri-go/daqiri/mlx5/model/internal/datapath"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
@@ -37,7 +38,7 @@ const maxFTLevel = 63
 // free-running and real-time timestamps, 4 KiB UARs with 512-byte BlueFlame registers.
 // Every capability not listed reads 0, which is how the model turns off what it does not
 // implement and the kernel's mlx5_core gates on (docs/MLX5-CONFORMANCE.md lists them): RoCE,
-// atomics, ODP (pg), IPsec, TLS, MACsec, SF, the eswitch and vport manager roles, LRO, LSO,
+// atomics, ODP (pg), IPsec, TLS, MACsec, SF, the eswitch and vport manager roles, LRO,
 // DCBX/ETS, PCAM/MCAM/QCAM (so no PTP pins, FW tracer, resource dump, extended PTYS),
 // the extended striding-RQ stride range, general objects and the UMR and KLM paths.
 func defaultCaps(cfg Config) map[prm.CapType]*capPages {
@@ -66,7 +67,7 @@ func defaultCaps(cfg Config) map[prm.CapType]*capPages {
 	eth := []capVal{
 		{e.CsumCap, 1}, {e.VLANCap, 1}, {e.WQEVLANInsert, 1}, {e.MultiPktSendWQE, 1},
 		{e.EnhancedMultiPktSendWQE, 1}, {e.WQEInlineMode, 2}, {e.RSSIndTblCap, 1},
-		{e.ScatterFcs, 0}, {e.MaxLSOCap, 0}, {e.TunnelStatelessVXLAN, 1}, {e.SelfLBEnModifiable, 1},
+		{e.ScatterFcs, 0}, {e.MaxLSOCap, datapath.MaxLSOLog}, {e.TunnelStatelessVXLAN, 1}, {e.SelfLBEnModifiable, 1},
 	}
 	f := prm.FlowTableNICCap
 	rx, tx := f.FlowTablePropertiesNICReceive.Off, f.FlowTablePropertiesNICTransmit.Off

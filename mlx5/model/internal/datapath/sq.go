@@ -18,8 +18,8 @@ type sq struct {
 	nextSend uint64
 }
 
-// maxFrame bounds what one WQE may send (larger than any MTU the PRM allows, 9978 bytes on
-// ConnectX-5; the model does not do TSO).
+// maxFrame bounds what one WQE may send as one frame (larger than any MTU the PRM allows,
+// 9978 bytes on ConnectX-5); an LSO WQE's segments are each bounded so (lso.go).
 const maxFrame = 16384
 
 // CreateSQ makes an SQ on an existing CQ and TIS.
@@ -274,7 +274,7 @@ func (n *NIC) execWQE(s *sq, w []byte) (bbs int, stall bool, werr *wqeError) {
 		return bbs, false, &wqeError{prm.CQESyndLocalQPOp}
 	}
 	op := prm.CtrlOpcode(ctrl)
-	if s.p.TISN == 0 && (op == prm.WQEOpSend || op == prm.WQEOpEnhancedMPSW) {
+	if s.p.TISN == 0 && (op == prm.WQEOpSend || op == prm.WQEOpEnhancedMPSW || op == prm.WQEOpTSO) {
 		// An SQ without a TIS (tis_lst_sz 0) has no transport to send on (inferred: the
 		// kernel uses such SQs only for NOP and UMR WQEs).
 		return bbs, false, &wqeError{prm.CQESyndLocalQPOp}
@@ -307,6 +307,18 @@ func (n *NIC) execWQE(s *sq, w []byte) (bbs int, stall bool, werr *wqeError) {
 			n.transmit(s, f)
 		}
 		return bbs, false, nil
+	case prm.WQEOpTSO:
+		if n.paceBlocked(s) {
+			return bbs, true, nil
+		}
+		fs, werr := n.buildLSO(s, w)
+		if werr != nil {
+			return bbs, false, werr
+		}
+		for _, f := range fs {
+			n.transmit(s, f)
+		}
+		return bbs, false, nil
 	case prm.WQEOpWait:
 		ok, werr := n.waitDone(s, ctrl, w)
 		if werr != nil {
@@ -314,8 +326,8 @@ func (n *NIC) execWQE(s *sq, w []byte) (bbs int, stall bool, werr *wqeError) {
 		}
 		return bbs, !ok, nil
 	}
-	// TSO and the RDMA opcodes are not modelled: the WQE is refused as hardware refuses
-	// an opcode the queue does not support.
+	// The RDMA opcodes are not modelled: the WQE is refused as hardware refuses an opcode
+	// the queue does not support.
 	return bbs, false, &wqeError{prm.CQESyndLocalQPOp}
 }
 
