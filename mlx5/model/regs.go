@@ -16,6 +16,7 @@ type portState struct {
 	pause      [2]bool
 	pfc        [2]uint8
 	vxlanPorts map[uint16]bool
+	nodeDesc   [prm.NodeDescBytes]byte
 }
 
 // Port facts the registers report. Inferred values, chosen to be plausible for a ConnectX-5
@@ -30,10 +31,12 @@ const (
 )
 
 func newPortState(cfg Config) portState {
-	return portState{
+	p := portState{
 		adminUp: true, adminMTU: uint16(cfg.MTU), ethAdmin: portEthProto,
 		pause: [2]bool{true, true}, vxlanPorts: map[uint16]bool{vxlanIANAPort: true},
 	}
+	copy(p.nodeDesc[:], "daqiri mlx5 model") // inferred: firmware's default is the host's name
+	return p
 }
 
 // wired reports whether the port has a wire (a cable, a bridge or a wire function).
@@ -83,6 +86,8 @@ func (d *Device) accessReg(c *cmd) error {
 		return d.regPMLP(r)
 	case prm.RegPPCNT:
 		return d.regPPCNT(r)
+	case prm.RegNodeDesc:
+		return d.regNodeDesc(r)
 	}
 	return fail(prm.StatusBadParamErr, SyndromeNotModelled, "ACCESS_REG: register %#x is not modelled", id)
 }
@@ -343,5 +348,24 @@ func (d *Device) deleteVXLANPort(c *cmd) error {
 		return badParam("DELETE_VXLAN_UDP_DPORT: port %d was not added", port)
 	}
 	delete(d.port.vxlanPorts, port)
+	return nil
+}
+
+// regNodeDesc is the node description (driver.h MLX5_REG_NODE_DESC): 64 bytes of text that
+// mlx5_ib reads at probe (main.c mlx5_query_node_desc; its failure fails the probe) and
+// writes when the description is set (mlx5_ib_modify_device).
+func (d *Device) regNodeDesc(r *regAccess) error {
+	c := r.c
+	in, out := prm.AccessRegisterIn.RegisterData, prm.AccessRegisterOut.RegisterData
+	if r.write {
+		if len(c.in) < in.ByteOff()+prm.NodeDescBytes {
+			return fail(prm.StatusBadInpLenErr, SyndromeBadLength, "ACCESS_REG NODE_DESC: input of %d bytes ends before the %d-byte description", len(c.in), prm.NodeDescBytes)
+		}
+		copy(d.port.nodeDesc[:], c.in[in.ByteOff():])
+	}
+	if len(c.out) < out.ByteOff()+prm.NodeDescBytes {
+		return fail(prm.StatusBadOutpLenErr, SyndromeBadLength, "ACCESS_REG NODE_DESC: output of %d bytes ends before the %d-byte description", len(c.out), prm.NodeDescBytes)
+	}
+	copy(c.out[out.ByteOff():], d.port.nodeDesc[:])
 	return nil
 }

@@ -169,3 +169,19 @@ func TestAdapterAndVXLANPorts(t *testing.T) {
 	r.wantStatus(del(4789), 16, prm.StatusBadParamErr)
 	r.mustCmd(add(4789), 16)
 }
+
+// TestNodeDescRegister: the node description mlx5_ib reads at probe and writes when told.
+func TestNodeDescRegister(t *testing.T) {
+	r := newReady(t, model.Config{})
+	got := mustReg(t, r, prm.RegNodeDesc, false, prm.NodeDescBytes)
+	if string(got[:17]) != "daqiri mlx5 model" {
+		t.Fatalf("node description %q", got)
+	}
+	b := in(prm.CmdOpAccessReg, prm.AccessRegWrite, 16+prm.NodeDescBytes, prm.AccessRegisterIn.RegisterID, prm.RegNodeDesc)
+	copy(b[16:], "guest node 7")
+	r.mustCmd(b, 16+prm.NodeDescBytes)
+	if got := mustReg(t, r, prm.RegNodeDesc, false, prm.NodeDescBytes); string(got[:12]) != "guest node 7" || got[12] != 0 {
+		t.Fatalf("node description after the write %q", got)
+	}
+	wantRegStatus(t, r, prm.StatusBadOutpLenErr, prm.RegNodeDesc, false, 16)
+}

@@ -63,6 +63,7 @@ const (
 	RegPDDR      = 0x5031 // C: MLX5_REG_PDDR
 	RegPPLM      = 0x5023 // C: MLX5_REG_PPLM
 	RegPCAM      = 0x507f // C: MLX5_REG_PCAM
+	RegNodeDesc  = 0x6001 // C: MLX5_REG_NODE_DESC
 	RegMCIA      = 0x9014 // C: MLX5_REG_MCIA
 	RegMTPPS     = 0x9053 // C: MLX5_REG_MTPPS
 	RegMTUTC     = 0x9055 // C: MLX5_REG_MTUTC
@@ -201,3 +202,8 @@ var PPCNT = struct {
 	AOctetsTransmittedOKHigh: ifcField("ppcnt_reg", "counter_set.eth_802_3_cntrs_grp_data_layout.a_octets_transmitted_ok_high", 0x140, 32),
 	AOctetsReceivedOKHigh:    ifcField("ppcnt_reg", "counter_set.eth_802_3_cntrs_grp_data_layout.a_octets_received_ok_high", 0x180, 32),
 }
+
+// NodeDescBytes is the size of the node description register: mlx5_ib's struct
+// mlx5_reg_node_desc, IB_DEVICE_NODE_DESC_MAX (64) bytes of text (drivers/infiniband/hw/mlx5
+// main.c; no mlx5_ifc.h layout, so not probed).
+const NodeDescBytes = 64
