@@ -398,7 +398,12 @@ func (k keys) Translate(lkey uint32, addr uint64, n int, perm dma.Perm) ([]byte,
 		return nil, fmt.Errorf("mlx5 model: lkey %#x does not allow local %v", lkey, perm)
 	}
 	if m.mode == prm.MKeyAccessPA {
-		return d.space.Slice(addr, n, perm)
+		b, err := d.space.Slice(addr, n, perm)
+		if err != nil && perm == dma.Read {
+			// A read may run over IOMMU pages that are separate mappings (dma.Gather).
+			return d.space.Gather(addr, n, perm)
+		}
+		return b, err
 	}
 	off := addr - m.start&^(1<<m.pageShift-1)
 	if m.viaUMEM {
@@ -421,7 +426,11 @@ func (k keys) Translate(lkey uint32, addr uint64, n int, perm dma.Perm) ([]byte,
 			return nil, fmt.Errorf("mlx5 model: %d bytes at %#x cross into a non-adjacent page of lkey %#x (the model serves one contiguous view)", n, addr, lkey)
 		}
 	}
-	return d.space.Slice(m.pages[page]+in, n, perm)
+	b, err := d.space.Slice(m.pages[page]+in, n, perm)
+	if err != nil && perm == dma.Read {
+		return d.space.Gather(m.pages[page]+in, n, perm)
+	}
+	return b, err
 }
 
 // Q counters (ALLOC/DEALLOC/QUERY_Q_COUNTER): out_of_buffer counts the frames dropped for
