@@ -322,7 +322,7 @@ func TestKernelProbeSequence(t *testing.T) {
 	}
 	// mlx5e_create_rq: cyclic WQ of 16-byte WQEs (one data segment), RST, the Q counter,
 	// real-time timestamps (the model reports both formats), end padding aligned.
-	createRQ := func(what string, cqn uint32, logSize int, counter uint32) uint32 {
+	createRQ := func(what string, cqn uint32, logSize int, counter, pd uint32) uint32 {
 		base := prm.CreateRQIn.Ctx.Off
 		wqb := base + prm.RQC.WQ.Off
 		npages := max((16<<logSize)/4096, 1)
@@ -342,7 +342,7 @@ func TestKernelProbeSequence(t *testing.T) {
 			prm.RQC.State.At(prm.ModifyRQIn.Ctx.Off), 1), 16)
 	}
 	dropCQ := createCQ("CREATE_CQ drop", 0, comp[0].n)
-	dropRQ := createRQ("CREATE_RQ drop", dropCQ, 0, dropQC)
+	dropRQ := createRQ("CREATE_RQ drop", dropCQ, 0, dropQC, 0) // en/params.c mlx5e_build_drop_rq_param: no pd
 	modifyRQ(dropRQ)
 	// mlx5e_rx_res_init: the RSS RQT (max 256 entries, the drop RQ), one indirect TIR per
 	// traffic type with Toeplitz and its hash fields; per channel a direct RQT and TIR and an
@@ -512,7 +512,7 @@ func TestKernelProbeSequence(t *testing.T) {
 	createSQ("CREATE_SQ async icosq", asyncCQ, 0, 0)
 	createSQ("CREATE_SQ txq", txCQ, 1, tis[0])
 	createSQ("CREATE_SQ xdpsq", xdpCQ, 1, tis[0])
-	rq := createRQ("CREATE_RQ", rxCQ, 10, qc)
+	rq := createRQ("CREATE_RQ", rxCQ, 10, qc, pd)
 	modifyRQ(rq)
 	// mlx5e_activate_priv_channels → mlx5e_rx_res_channels_activate: the direct RQT and the
 	// RSS RQT redirected to the channel's RQ (en/rqt.c mlx5e_rqt_redirect: no rqt_max_size).
@@ -678,6 +678,12 @@ func TestQueueInSplitMappings(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.mustCmd(eqIn, 16)
+	// A UMEM of one 16 KiB page over the same pieces (mlx5_vfio.c registers UMEMs in pages as
+	// large as the I/O address alignment allows).
+	ub := prm.CreateUMEMIn.UMEM.Off
+	um := in(prm.CmdOpCreateUMEM, 0, int(prm.UMEM.Mtt.At(ub).End()/8), prm.UMEM.NumOfMtt.At(ub), 1,
+		prm.UMEM.LogPageSize.At(ub), 2, prm.UMEM.Mtt.At(ub), iova)
+	r.mustCmd(um, 16)
 	// 200 page requests: EQEs 0..199, the 64th onwards in the second piece, 128th in the third.
 	for range 200 {
 		if !r.d.RequestPages(1) {

@@ -207,11 +207,18 @@ func (d *Device) createUMEM(c *cmd) error {
 	}
 	pages := make([]uint64, n)
 	for i := range pages {
-		pa, err := d.mttPage(c, u.Mtt.At(base+uint32(i)*64), shift)
-		if err != nil {
-			return fmt.Errorf("CREATE_UMEM: %w", err)
+		pa := c.get(u.Mtt.At(base+uint32(i)*64)) &^ 0xff
+		if pa&(1<<shift-1) != 0 {
+			return badParam("CREATE_UMEM: MTT entry %d: page %#x is not aligned to %d bytes", i, pa, uint64(1)<<shift)
 		}
 		pages[i] = pa
+	}
+	// Pages larger than 4 KiB whose pieces are separate mappings (vfio-user: mlx5_vfio.c
+	// registers a UMEM in pages as large as its I/O address alignment allows) are kept in
+	// 4 KiB pieces, as for queue buffers (ioPages).
+	pages, shift, err := d.ioPages(pages, shift, "CREATE_UMEM: MTT entry", dma.Read)
+	if err != nil {
+		return err
 	}
 	id, err := d.objs.umems.alloc(c.uid, d.capLimit(prm.CmdHCACap.LogMaxUMEM))
 	if err != nil {
@@ -489,7 +496,7 @@ func (d *Device) pasMemory(c *cmd, pas prm.Field, logPageSize uint8, pageOffset,
 		}
 		pages[i] = pa
 	}
-	io, ioShift, err := d.ioPages(pages, shift, what+": PAS entry")
+	io, ioShift, err := d.ioPages(pages, shift, what+": PAS entry", dma.Read|dma.Write)
 	if err != nil {
 		return datapath.Paged{}, 0, err
 	}
@@ -504,10 +511,10 @@ func (d *Device) pasMemory(c *cmd, pas prm.Field, logPageSize uint8, pageOffset,
 // create_map_eq: log_page_size 2, one PAS entry) lies in four mappings. Inferred limit: a
 // WQE or CQE that crosses a 4 KiB boundary inside such a page faults; the drivers' entries
 // (64-byte CQEs and EQEs, WQEs kept within a page) do not.
-func (d *Device) ioPages(pages []uint64, shift uint, what string) ([]uint64, uint, error) {
+func (d *Device) ioPages(pages []uint64, shift uint, what string, perm dma.Perm) ([]uint64, uint, error) {
 	whole := true
 	for _, pa := range pages {
-		if _, err := d.space.Slice(pa, 1<<shift, dma.Read|dma.Write); err != nil {
+		if _, err := d.space.Slice(pa, 1<<shift, perm); err != nil {
 			whole = false
 			break
 		}
@@ -515,7 +522,7 @@ func (d *Device) ioPages(pages []uint64, shift uint, what string) ([]uint64, uin
 	if whole || shift == prm.AdapterPageShift {
 		if !whole {
 			for i, pa := range pages {
-				if _, err := d.space.Slice(pa, 1<<shift, dma.Read|dma.Write); err != nil {
+				if _, err := d.space.Slice(pa, 1<<shift, perm); err != nil {
 					return nil, 0, fail(prm.StatusBadParamErr, SyndromeBadMemory, "%s %d: %v", what, i, err)
 				}
 			}
@@ -527,7 +534,7 @@ func (d *Device) ioPages(pages []uint64, shift uint, what string) ([]uint64, uin
 	for i, pa := range pages {
 		for j := range per {
 			sub := pa + uint64(j)<<prm.AdapterPageShift
-			if _, err := d.space.Slice(sub, 1<<prm.AdapterPageShift, dma.Read|dma.Write); err != nil {
+			if _, err := d.space.Slice(sub, 1<<prm.AdapterPageShift, perm); err != nil {
 				return nil, 0, fail(prm.StatusBadParamErr, SyndromeBadMemory, "%s %d, 4 KiB page %d: %v", what, i, j, err)
 			}
 			io = append(io, sub)

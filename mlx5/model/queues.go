@@ -214,7 +214,10 @@ func (d *Device) decodeWQ(c *cmd, base uint32, sq bool, what string) (datapath.W
 	if m := uint8(d.capGet(prm.CapTypeGeneral, prm.CmdHCACap.LogMaxWQSz)); p.LogSize > m {
 		return p, badParam("%s: log_wq_sz %d above the cap log_max_wq_sz %d", what, p.LogSize, m)
 	}
-	if !d.objs.pds.has(p.PD, c.uid) {
+	// An RQ may have no PD (pd 0): mlx5e's drop RQ, which never gets a WQE, leaves it unset
+	// (en/params.c mlx5e_build_drop_rq_param); the model refused it until the kernel's probe
+	// showed that. SQs always name one.
+	if (sq || p.PD != 0) && !d.objs.pds.has(p.PD, c.uid) {
 		return p, noObject("%s: PD %d does not exist", what, p.PD)
 	}
 	switch {

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"github.com/daqiri-go/daqiri/mlx5/model/internal/datapath"
+	"github.com/daqiri-go/daqiri/mlx5/model/internal/dma"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
@@ -54,7 +55,7 @@ func (d *Device) umemPaged(c *cmd, id, off, n uint64, what, field string) (datap
 	}
 	first, last := start>>u.pageShift, (start+n-1)>>u.pageShift
 	pages := append([]uint64(nil), u.pages[first:last+1]...)
-	io, ioShift, err := d.ioPages(pages, u.pageShift, fmt.Sprintf("%s: UMEM %d page (from %d)", what, id, first))
+	io, ioShift, err := d.ioPages(pages, u.pageShift, fmt.Sprintf("%s: UMEM %d page (from %d)", what, id, first), dma.Read|dma.Write)
 	if err != nil {
 		return datapath.Paged{}, err
 	}
