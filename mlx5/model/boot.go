@@ -246,10 +246,34 @@ func (d *Device) teardownHCA(c *cmd) error {
 	if d.state != hcaInitialized {
 		return fail(prm.StatusBadSysStateErr, SyndromeBadState, "TEARDOWN_HCA before INIT_HCA")
 	}
+	c.set(prm.TeardownHCAOut.State, 0)
+	if c.get(prm.TeardownHCAIn.Profile) == prm.TeardownPrepareFast {
+		// Only prepared: the teardown happens when the driver sets the NIC interface to
+		// disabled (writeInitSeg). mlx5_core sends this command in events mode on its
+		// shutdown path (main.c mlx5_try_fast_unload → fw.c mlx5_cmd_fast_teardown_hca) and
+		// waits for its completion EQE; the model destroyed the EQs at once until then, so
+		// the kernel timed out and fell back to a forced teardown and an unload that the
+		// model refused.
+		d.iseg.fastTeardown = true
+		return nil
+	}
 	d.destroyAll()
 	d.state = hcaEnabled
-	c.set(prm.TeardownHCAOut.State, 0)
 	return nil
+}
+
+// nicDisabled is the driver setting the NIC interface to disabled (init segment
+// cmdq_addr_l_sz bits 10:8 = MLX5_NIC_IFC_DISABLED) after a prepared fast teardown: firmware
+// forgets every object, as a teardown does.
+func (d *Device) nicDisabled() {
+	if !d.iseg.fastTeardown {
+		return
+	}
+	d.iseg.fastTeardown = false
+	if d.state == hcaInitialized {
+		d.destroyAll()
+		d.state = hcaEnabled
+	}
 }
 
 // queryNICVport returns the vport context: permanent MAC, MTU, promiscuous modes.

@@ -542,6 +542,22 @@ func TestKernelProbeSequence(t *testing.T) {
 	k.exec("QUERY_Q_COUNTER", in(prm.CmdOpQueryQCounter, 0, 32, prm.QueryQCounterIn.CounterSetID, qc), 256)
 	k.reg("ACCESS_REG PPCNT", prm.RegPPCNT, false, 256, prm.PPCNT.LocalPort, 1, prm.PPCNT.Grp, prm.PPCNTIEEE8023Group)
 
+	// Shutdown (main.c shutdown → mlx5_try_fast_unload → fw.c mlx5_cmd_fast_teardown_hca):
+	// TEARDOWN_HCA prepare-fast in events mode, so its completion EQE must still come; then
+	// the NIC interface set to disabled and polled until it reads so.
+	tdo := k.exec("TEARDOWN_HCA prepare fast", in(prm.CmdOpTeardownHCA, 0, 16, prm.TeardownHCAIn.Profile, prm.TeardownPrepareFast), 16)
+	if get(tdo, prm.TeardownHCAOut.State) != 0 {
+		t.Fatal("fast teardown state: failed")
+	}
+	l = k.r32(0x14)
+	k.w32(0x14, l&0xfffff000|1<<8)
+	if k.r32(0x14)>>8&7 != 1 {
+		t.Fatal("NIC interface not disabled")
+	}
+	k.cmdEQ = nil
+	k.wantStatus(in(prm.CmdOpAllocPD, 0, 16), 16, prm.StatusBadSysStateErr) // torn down
+	records = records[:len(records)-1]
+
 	// Nothing the kernel sent was unimplemented, and every answer was OK.
 	if u := d.Unimplemented(); len(u) != 0 {
 		t.Fatalf("unimplemented: %v", u)
