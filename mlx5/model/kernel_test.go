@@ -414,7 +414,7 @@ func TestKernelProbeSequence(t *testing.T) {
 		kv := append(kv0(prm.SetFTEIn.TableType, prm.FlowTableNICRX, prm.SetFTEIn.TableID, table, prm.SetFTEIn.FlowIndex, index,
 			fc.GroupID.At(fcb), group, fc.Action.At(fcb), prm.FlowActionFwdDest, fc.DestinationListSize.At(fcb), 1,
 			prm.DestFormatStruct.DestinationType.At(db), destType, prm.DestFormatStruct.DestinationID.At(db), dest), match...)
-		k.exec(what, in(prm.CmdOpSetFlowTableEntry, 0, 832+16, kv...), 16)
+		k.exec(what, in(prm.CmdOpSetFlowTableEntry, 0, 832+8, kv...), 16) // fs_cmd.c: set_fte_in + 8 bytes per destination
 	}
 	ttc := createFT("CREATE_FLOW_TABLE ttc", 6, 5, anchor)
 	setRoot(ttc)

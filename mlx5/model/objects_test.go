@@ -536,17 +536,19 @@ func TestSteeringObjects(t *testing.T) {
 	cb := prm.SetFTEIn.FlowContext.Off
 	fc := prm.FlowContext
 	fteIn := func(dests []uint64, extra ...any) []byte {
-		n := int(fc.Destination.At(cb+uint32(len(dests)+1)*fc.Destination.Width).Off / 8)
+		// Entries packed 0x40 bits apart, as fs_cmd.c mlx5_cmd_set_fte sends them: the
+		// kernel's input is set_fte_in plus 8 bytes per entry.
+		n := int(fc.Destination.At(cb+uint32(len(dests)+1)*prm.DestEntryBits).Off / 8)
 		b := in(prm.CmdOpSetFlowTableEntry, 0, n, append(kv{prm.SetFTEIn.TableID, ft, prm.SetFTEIn.FlowIndex, 2,
 			fc.GroupID.At(cb), fg, fc.FlowTag.At(cb), 0x1234, fc.Action.At(cb), prm.FlowActionFwdDest | prm.FlowActionCount,
 			fc.DestinationListSize.At(cb), len(dests), fc.FlowCounterListSize.At(cb), 1,
 			prm.FTEMatchSetLyr24.UDPDport.At(cb + fc.MatchValue.Off), 4791}, extra...)...)
 		for i, dst := range dests {
-			db := cb + fc.Destination.Off + uint32(i)*fc.Destination.Width
+			db := cb + fc.Destination.Off + uint32(i)*prm.DestEntryBits
 			prm.DestFormatStruct.DestinationType.At(db).Set(b, prm.FlowDestTIR)
 			prm.DestFormatStruct.DestinationID.At(db).Set(b, dst)
 		}
-		prm.FlowCounterList.FlowCounterID.At(cb+fc.Destination.Off+uint32(len(dests))*fc.Destination.Width).Set(b, counter)
+		prm.FlowCounterList.FlowCounterID.At(cb+fc.Destination.Off+uint32(len(dests))*prm.DestEntryBits).Set(b, counter)
 		return b
 	}
 	r.mustCmd(fteIn([]uint64{tir}), 16)
@@ -556,6 +558,19 @@ func TestSteeringObjects(t *testing.T) {
 		get(qo, prm.FTEMatchSetLyr24.UDPDport.At(qb+fc.MatchValue.Off)) != 4791 {
 		t.Fatalf("QUERY_FLOW_TABLE_ENTRY does not report the entry: tag %#x dest %d port %d", get(qo, fc.FlowTag.At(qb)), get(qo, prm.DestFormatStruct.DestinationID.At(qb+fc.Destination.Off)), get(qo, prm.FTEMatchSetLyr24.UDPDport.At(qb+fc.MatchValue.Off)))
 	}
+	// Two destinations and the counter: the second TIR 8 bytes after the first, the counter
+	// 8 bytes after it; QUERY reports them at the same places.
+	tir2 := get(r.mustCmd(in(prm.CmdOpCreateTIR, 0, int(prm.CreateTIRIn.Ctx.End()/8), prm.TIRC.InlineRQN.At(prm.CreateTIRIn.Ctx.Off), rq,
+		prm.TIRC.TransportDomain.At(prm.CreateTIRIn.Ctx.Off), r.td), 16), prm.CreateTIROut.TIRN)
+	r.mustCmd(fteIn([]uint64{tir, tir2}, prm.SetFTEIn.FlowIndex, 4, prm.FTEMatchSetLyr24.UDPDport.At(cb+fc.MatchValue.Off), 4792), 16)
+	qo = r.mustCmd(in(prm.CmdOpQueryFlowTableEntry, 0, 0x40, prm.QueryFTEIn.TableID, ft, prm.QueryFTEIn.FlowIndex, 4), int(prm.QueryFTEOut.FlowContext.End()/8)+64)
+	d1 := qb + fc.Destination.Off + prm.DestEntryBits
+	if get(qo, prm.DestFormatStruct.DestinationID.At(d1)) != tir2 || get(qo, prm.FlowCounterList.FlowCounterID.At(d1+prm.DestEntryBits)) != counter {
+		t.Fatal("QUERY_FLOW_TABLE_ENTRY: the second destination or the counter is not 8 bytes after the one before")
+	}
+	r.mustCmd(in(prm.CmdOpDeleteFlowTableEntry, 0, 0x40, prm.DeleteFTEIn.TableID, ft, prm.DeleteFTEIn.FlowIndex, 4), 16)
+	// extended_destination (per-destination reformat) is not modelled.
+	r.wantStatus(fteIn([]uint64{tir}, prm.SetFTEIn.FlowIndex, 3, fc.ExtendedDestination.At(cb), 1), 16, prm.StatusBadParamErr)
 	r.wantStatus(fteIn([]uint64{999}, prm.SetFTEIn.FlowIndex, 3), 16, prm.StatusBadResErr)
 	r.wantStatus(fteIn(nil, prm.SetFTEIn.FlowIndex, 3), 16, prm.StatusBadParamErr)
 	r.wantStatus(fteIn([]uint64{tir}, prm.SetFTEIn.FlowIndex, 3, fc.GroupID.At(cb), 999), 16, prm.StatusBadResErr)

@@ -684,7 +684,7 @@ func (d *Device) destroyFlowGroup(c *cmd) error {
 
 // setFTE is SET_FLOW_TABLE_ENTRY: the flow context's group, action bits, flow tag, reformat
 // id, match value and destination list (dest_format_struct entries, then flow counters,
-// each one union slot wide; kernel fs_cmd.c lays them out so).
+// packed prm.DestEntryBits apart, as kernel fs_cmd.c lays them out).
 func (d *Device) setFTE(c *cmd) error {
 	in := prm.SetFTEIn
 	fc := prm.FlowContext
@@ -727,9 +727,17 @@ func (d *Device) setFTE(c *cmd) error {
 	if p.Action&prm.FlowActionPacketReformat != 0 && !d.objs.reformats.has(p.Reformat, c.uid) {
 		return noObject("SET_FLOW_TABLE_ENTRY: packet reformat %d does not exist", p.Reformat)
 	}
-	slot := fc.Destination.Width
+	// Entries are packed 0x40 bits apart (prm.DestEntryBits), as fs_cmd.c mlx5_cmd_set_fte
+	// writes them; the model used the 0x80-bit width of the union flow_context declares
+	// until the kernel's 840-byte SET_FLOW_TABLE_ENTRY showed the stride. Extended entries
+	// (per-destination reformat) are not modelled.
+	if c.get(fc.ExtendedDestination.At(base)) != 0 {
+		return fail(prm.StatusBadParamErr, SyndromeNotModelled, "SET_FLOW_TABLE_ENTRY: extended_destination is not modelled")
+	}
+	slot := prm.DestEntryBits
 	if nd+nc > 0 {
-		if err := c.need(ins(fc.Destination.At(base + uint32(nd+nc-1)*slot))); err != nil {
+		last := prm.DestFormatStruct.DestinationEswitchOwnerVHCAID.At(base + fc.Destination.Off + uint32(nd+nc-1)*slot)
+		if err := c.need(ins(last)); err != nil {
 			return err
 		}
 	}
@@ -778,9 +786,9 @@ func (d *Device) queryFTE(c *cmd) error {
 	if err != nil {
 		return err
 	}
-	slot := fc.Destination.Width
+	slot := prm.DestEntryBits
 	if n := len(p.Dests) + len(p.Counters); n > 0 {
-		if err := c.need(nil, fc.Destination.At(base+uint32(n-1)*slot)); err != nil {
+		if err := c.need(nil, prm.DestFormatStruct.DestinationEswitchOwnerVHCAID.At(base+fc.Destination.Off+uint32(n-1)*slot)); err != nil {
 			return err
 		}
 	}
