@@ -355,6 +355,9 @@ func (d *Device) doorbell(off uint64, p []byte) error {
 		}
 		in := ent[e.CommandInputInlineData.ByteOff():]
 		out := ent[e.CommandOutputInlineData.ByteOff():]
+		if st := e.Status.Get(ent); st != 0 {
+			d.logf("pcidev: command queue entry %d at %#x not carried (delivery status %#x): % x", i, base+uint64(i)*stride, st, ent)
+		}
 		done = append(done, Command{
 			Op: prm.CmdOp(prm.CmdIn.Opcode.Get(in)), OpMod: uint16(prm.CmdIn.OpMod.Get(in)),
 			Status: prm.Status(prm.CmdOut.Status.Get(out)), Syndrome: uint32(prm.CmdOut.Syndrome.Get(out)),
