@@ -278,13 +278,16 @@ func (ss *session) dmaMap(p []byte, fds []int) error {
 	}
 	m := dmaMap{iova: iova, size: size, perm: Perm(flags)}
 	if len(fds) == 1 {
-		mem, mapping, err := mapFD(fds[0], off, size, m.perm)
+		if off%dmaPageSize != 0 {
+			closeFDs(fds)
+			return errf(syscall.EINVAL, "DMA_MAP of %#x+%#x: file offset %#x is not page-aligned", iova, size, off)
+		}
+		mem, err := ss.dma.mapFD(fds[0], off, size, m.perm)
 		if err != nil {
 			return err
 		}
-		m.mem, m.mapping = mem, mapping
+		m.mem = mem
 		if err := ss.s.dev.MapDMA(iova, mem, m.perm); err != nil {
-			ss.dma.retired = append(ss.dma.retired, mapping)
 			return errf(errnoOf(err), "DMA_MAP of %#x+%#x: the device refused: %v", iova, size, err)
 		}
 	} else {

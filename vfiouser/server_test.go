@@ -761,3 +761,71 @@ func TestTooManyFDs(t *testing.T) {
 	}
 	s.done <- nil // for the cleanup
 }
+
+func countMaps(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "\n")
+}
+
+// Behind a virtual IOMMU QEMU maps and unmaps small windows of guest RAM all the time, each
+// with a new descriptor of the same memfd: the server maps the file once, so the churn does
+// not pile up mappings (the kernel's vm.max_map_count is 65530).
+func TestDMAChurn(t *testing.T) {
+	s := start(t, newFake())
+	if _, err := s.c.Version(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.c.NewMem(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.c.Map(m, 0, 0x1000, 4096); err != nil {
+		t.Fatal(err)
+	}
+	before := countMaps(t)
+	for i := range uint64(2000) {
+		off := (i * 7 % 256) * 4096
+		iova := 0x10000000 + i*0x1000
+		if err := s.c.Map(m, off, iova, 4096); err != nil {
+			t.Fatal(err)
+		}
+		// The window is the right part of the file.
+		m.B[off] = byte(i)
+		if w := s.dev.window(iova); len(w) != 4096 || w[0] != byte(i) {
+			t.Fatalf("window %d: %d bytes, first %#x, want %#x", i, len(w), w[0], byte(i))
+		}
+		if err := s.c.Unmap(iova, 4096); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := countMaps(t); after > before+2 {
+		t.Errorf("the process has %d mappings after 2000 map/unmap cycles, %d before", after, before)
+	}
+	// A descriptor that is not a regular file cannot be mapped safely.
+	e, _ := s.c.NewEventfd()
+	_, err = s.c.Call(vfiouser.CmdDMAMap, vfiousertest.DMAMapPayload(3, 0, 0x200000, 4096), e.FD)
+	wantErrno(t, "DMA_MAP of an eventfd", err, syscall.EINVAL)
+	// A read-only descriptor of another file gives read-only windows only.
+	m2, err := s.c.NewMem(8192)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := os.Open(fmt.Sprintf("/proc/self/fd/%d", m2.FD))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	_, err = s.c.Call(vfiouser.CmdDMAMap, vfiousertest.DMAMapPayload(3, 0, 0x300000, 4096), int(ro.Fd()))
+	wantErrno(t, "writable window of a read-only descriptor", err, syscall.EACCES)
+	if _, err := s.c.Call(vfiouser.CmdDMAMap, vfiousertest.DMAMapPayload(1, 4096, 0x300000, 4096), int(ro.Fd())); err != nil {
+		t.Errorf("read-only window of a read-only descriptor: %v", err)
+	}
+	m2.B[4096] = 0x77
+	if w := s.dev.window(0x300000); len(w) != 4096 || w[0] != 0x77 {
+		t.Error("the read-only window does not show the client's memory")
+	}
+}
