@@ -829,3 +829,18 @@ func TestDMAChurn(t *testing.T) {
 		t.Error("the read-only window does not show the client's memory")
 	}
 }
+
+func TestContiguousJoin(t *testing.T) {
+	buf := make([]byte, 64)
+	a, b, c := buf[0:16], buf[16:32], buf[40:48]
+	if !vfiouser.Contiguous(a, b) || vfiouser.Contiguous(b, a) || vfiouser.Contiguous(b, c) || vfiouser.Contiguous(a, nil) {
+		t.Error("Contiguous is wrong")
+	}
+	j := vfiouser.Join(a, b)
+	if len(j) != 32 || &j[0] != &buf[0] || &j[31] != &buf[31] {
+		t.Errorf("Join: %d bytes", len(j))
+	}
+	if vfiouser.Join(b, c) != nil {
+		t.Error("Join of separate slices")
+	}
+}
