@@ -14,50 +14,71 @@ type dmaMap struct {
 	iova, size uint64
 	perm       Perm
 	mem        []byte // the window in client memory; nil when it came without a descriptor
-	mapping    []byte // what mmap returned (page-aligned; mem lies inside it)
 }
 
-// dmaTable is the session's DMA windows and the client memory mapped for them. Memory is
-// unmapped from the process only when the session ends (release), after the device has
-// been detached: a window the client unmaps is removed from the device at once, but a
-// device goroutine still holding a slice of it must not fault the whole server.
+// dmaTable is the session's DMA windows and the client memory mapped for them.
+//
+// Client memory is mapped once per backing file, whole, and each window is a slice of that
+// mapping: QEMU sends a new descriptor of the same RAM file (a memfd) with every DMA_MAP,
+// and behind a virtual IOMMU it maps and unmaps small windows all the time, so a mapping
+// per window would pile up. The file mappings are unmapped only when the session ends,
+// after the device has been detached: a window the client unmaps leaves the device at
+// once, but a device goroutine still holding a slice of it touches valid memory (guest
+// RAM) instead of faulting the whole server.
 type dmaTable struct {
-	maps    []dmaMap // sorted by iova, not overlapping
-	retired [][]byte // mappings of removed windows, unmapped at release
+	maps  []dmaMap // sorted by iova, not overlapping
+	files []*fileMap
 }
 
-// mapFD maps size bytes at offset of the client's descriptor fd (a memfd or a file of guest
-// RAM: QEMU sends the RAM block's descriptor and the window's offset in it). The descriptor
-// is closed once mapped, as the mapping keeps the memory.
-func mapFD(fd int, offset, size uint64, perm Perm) (mem, mapping []byte, err error) {
+// fileMap is one client file mapped whole.
+type fileMap struct {
+	dev, ino uint64
+	mem      []byte
+	writable bool
+}
+
+// mapFD returns the window of size bytes at offset of the client's descriptor fd (a memfd
+// or a file of guest RAM: QEMU sends the RAM block's descriptor and the window's offset in
+// it), mapping the file if this session has not yet. The descriptor is closed: the mapping
+// keeps the memory.
+func (t *dmaTable) mapFD(fd int, offset, size uint64, perm Perm) ([]byte, error) {
 	defer unix.Close(fd)
-	page := uint64(os.Getpagesize())
-	if offset%page != 0 {
-		return nil, nil, errf(syscall.EINVAL, "DMA_MAP: file offset %#x is not page-aligned", offset)
-	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, nil, errf(syscall.EBADF, "DMA_MAP: fstat of the descriptor: %v", err)
+		return nil, errf(syscall.EBADF, "DMA_MAP: fstat of the descriptor: %v", err)
 	}
-	if st.Mode&unix.S_IFMT == unix.S_IFREG && (offset > uint64(st.Size) || size > uint64(st.Size)-offset) {
-		// Touching a shared mapping past the file's end is SIGBUS, so refuse it here.
-		return nil, nil, errf(syscall.EINVAL, "DMA_MAP: window %#x+%#x is past the end of the %#x-byte file", offset, size, st.Size)
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		// A memfd, a tmpfs or hugetlbfs file are regular files; other descriptors cannot
+		// be checked against their size, and touching a shared mapping past a file's end
+		// is SIGBUS for the whole server.
+		return nil, errf(syscall.EINVAL, "DMA_MAP: the descriptor is not a regular file (mode %#o)", st.Mode&unix.S_IFMT)
 	}
-	if size > uint64(int(^uint(0)>>1)) {
-		return nil, nil, errf(syscall.EINVAL, "DMA_MAP: size %#x too large", size)
+	fsize := uint64(st.Size)
+	if offset > fsize || size > fsize-offset {
+		return nil, errf(syscall.EINVAL, "DMA_MAP: window %#x+%#x is past the end of the %#x-byte file", offset, size, fsize)
 	}
-	prot := 0
-	if perm&PermRead != 0 {
-		prot |= unix.PROT_READ
+	write := perm&PermWrite != 0
+	for _, f := range t.files {
+		if f.dev == uint64(st.Dev) && f.ino == st.Ino && offset+size <= uint64(len(f.mem)) && (f.writable || !write) {
+			return f.mem[offset : offset+size : offset+size], nil
+		}
 	}
-	if perm&PermWrite != 0 {
-		prot |= unix.PROT_WRITE | unix.PROT_READ
+	if fsize > uint64(int(^uint(0)>>1)) {
+		return nil, errf(syscall.EINVAL, "DMA_MAP: file of %#x bytes too large to map", fsize)
 	}
-	m, err := unix.Mmap(fd, int64(offset), int(size), prot, unix.MAP_SHARED)
+	// Read/write when the descriptor allows it, so that later writable windows of the same
+	// file share the mapping; the device's permissions are the window's, checked by the
+	// device.
+	m, err := unix.Mmap(fd, 0, int(fsize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	writable := err == nil
+	if err != nil && !write {
+		m, err = unix.Mmap(fd, 0, int(fsize), unix.PROT_READ, unix.MAP_SHARED)
+	}
 	if err != nil {
-		return nil, nil, errf(errnoOf(err), "DMA_MAP: mmap of %#x bytes at offset %#x: %v", size, offset, err)
+		return nil, errf(errnoOf(err), "DMA_MAP: mmap of the %#x-byte file: %v", fsize, err)
 	}
-	return m, m, nil
+	t.files = append(t.files, &fileMap{dev: uint64(st.Dev), ino: st.Ino, mem: m, writable: writable})
+	return m[offset : offset+size : offset+size], nil
 }
 
 // find returns the index of the first window that ends after iova.
@@ -91,8 +112,10 @@ func (t *dmaTable) insert(m dmaMap) {
 }
 
 // removeRange takes out the windows wholly inside [iova, iova+size) and returns them; a
-// window that overlaps the range only in part is an error (linux vfio_dma_do_unmap refuses
-// to split a mapping too), as is a range with no window.
+// window that overlaps the range only in part is an error. Both follow linux
+// vfio_dma_do_unmap (type1 v2): it refuses to split a mapping, and a range without any is
+// no error. The spec asks for exact windows, but QEMU's virtual IOMMU unmaps its whole
+// address space in power-of-two ranges when the guest switches it, empty or not.
 func (t *dmaTable) removeRange(iova, size uint64) ([]dmaMap, error) {
 	end := iova + size
 	i := t.find(iova)
@@ -104,16 +127,8 @@ func (t *dmaTable) removeRange(iova, size uint64) ([]dmaMap, error) {
 		}
 		j++
 	}
-	if i == j {
-		return nil, errf(syscall.ENOENT, "DMA_UNMAP: no window in %#x+%#x", iova, size)
-	}
 	out := append([]dmaMap(nil), t.maps[i:j]...)
 	t.maps = append(t.maps[:i], t.maps[j:]...)
-	for _, m := range out {
-		if m.mapping != nil {
-			t.retired = append(t.retired, m.mapping)
-		}
-	}
 	return out, nil
 }
 
@@ -121,18 +136,13 @@ func (t *dmaTable) removeRange(iova, size uint64) ([]dmaMap, error) {
 func (t *dmaTable) removeAll() []dmaMap {
 	out := t.maps
 	t.maps = nil
-	for _, m := range out {
-		if m.mapping != nil {
-			t.retired = append(t.retired, m.mapping)
-		}
-	}
 	return out
 }
 
 // release unmaps all client memory; the table must be empty of live windows (removeAll).
 func (t *dmaTable) release() {
-	for _, m := range t.retired {
-		unix.Munmap(m)
+	for _, f := range t.files {
+		unix.Munmap(f.mem)
 	}
-	t.retired = nil
+	t.files = nil
 }

@@ -15,8 +15,9 @@
 //     DEVICE_GET_IRQ_INFO, REGION_READ, REGION_WRITE (also posted, with No_reply) and
 //     REGION_WRITE_MULTI, DEVICE_RESET.
 //   - DMA_MAP with a file descriptor (QEMU passes guest RAM's memfd when the machine's
-//     memory backend is shared): the window is mmapped and handed to the device as a
-//     []byte; DMA_MAP without one is recorded but the device cannot reach it.
+//     memory backend is shared): the file is mapped once and the window handed to the
+//     device as a []byte slice of it (Contiguous and Join let a device treat adjacent
+//     windows as one buffer); DMA_MAP without one is recorded but the device cannot reach it.
 //     DMA_UNMAP of whole windows, and of everything (VFIO_DMA_UNMAP_FLAG_ALL).
 //   - DEVICE_SET_IRQS: eventfds for the trigger action (assign, de-assign, disable an
 //     index), client-raised triggers, mask and unmask with pending bits; the device raises

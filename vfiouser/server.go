@@ -101,6 +101,12 @@ type session struct {
 	irqs      *IRQs
 	dma       dmaTable
 	hdr       [HeaderSize]byte
+	stats     sessionStats
+}
+
+// sessionStats are counted for the log line at the session's end.
+type sessionStats struct {
+	msgs, refused, maps, fdMaps, unmaps, peakWindows int
 }
 
 func (ss *session) maxMsg() uint32 { return HeaderSize + regionRWSize + ss.s.opts.MaxDataXfer }
@@ -153,7 +159,9 @@ func (ss *session) handle(r Request) error {
 		return nil
 	}
 	reply, err := ss.dispatch(r)
+	ss.stats.msgs++
 	if err != nil {
+		ss.stats.refused++
 		ss.s.logf("vfio-user: message %d (%v) refused: %v", r.ID, r.Command, err)
 	}
 	if r.Flags&FlagNoReply != 0 {
@@ -278,13 +286,16 @@ func (ss *session) dmaMap(p []byte, fds []int) error {
 	}
 	m := dmaMap{iova: iova, size: size, perm: Perm(flags)}
 	if len(fds) == 1 {
-		mem, mapping, err := mapFD(fds[0], off, size, m.perm)
+		if off%dmaPageSize != 0 {
+			closeFDs(fds)
+			return errf(syscall.EINVAL, "DMA_MAP of %#x+%#x: file offset %#x is not page-aligned", iova, size, off)
+		}
+		mem, err := ss.dma.mapFD(fds[0], off, size, m.perm)
 		if err != nil {
 			return err
 		}
-		m.mem, m.mapping = mem, mapping
+		m.mem = mem
 		if err := ss.s.dev.MapDMA(iova, mem, m.perm); err != nil {
-			ss.dma.retired = append(ss.dma.retired, mapping)
 			return errf(errnoOf(err), "DMA_MAP of %#x+%#x: the device refused: %v", iova, size, err)
 		}
 	} else {
@@ -293,6 +304,11 @@ func (ss *session) dmaMap(p []byte, fds []int) error {
 		ss.s.logf("vfio-user: DMA_MAP of %#x+%#x without a file descriptor: recorded, not reachable by the device", iova, size)
 	}
 	ss.dma.insert(m)
+	ss.stats.maps++
+	if m.mem != nil {
+		ss.stats.fdMaps++
+	}
+	ss.stats.peakWindows = max(ss.stats.peakWindows, len(ss.dma.maps))
 	return nil
 }
 
@@ -340,6 +356,7 @@ func (ss *session) dmaUnmap(p []byte) ([]byte, error) {
 	if firstErr != nil {
 		return nil, firstErr
 	}
+	ss.stats.unmaps += len(gone)
 	// The reply repeats the request (vfio-user.rst VFIO_USER_DMA_UNMAP "Reply").
 	return append([]byte(nil), p...), nil
 }
@@ -520,6 +537,9 @@ func (ss *session) writeMulti(p []byte) ([]byte, error) {
 // teardown ends the session as vfio-user.rst "Client Disconnection" says: the device stops,
 // interrupt descriptors are closed, every window is removed and client memory unmapped.
 func (ss *session) teardown() {
+	st := ss.stats
+	ss.s.logf("vfio-user: session: %d messages, %d refused; %d DMA windows mapped (%d with a descriptor), %d unmapped, at most %d at once",
+		st.msgs, st.refused, st.maps, st.fdMaps, st.unmaps, st.peakWindows)
 	ss.s.dev.Detach()
 	ss.irqs.close()
 	for _, m := range ss.dma.removeAll() {

@@ -117,7 +117,7 @@ func TestServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"cmd ENABLE_HCA(0x104) op_mod 0x0 status 0x0 OK syndrome 0x0\n", "cmd unknown(0x7fe) op_mod 0x0 status 0x2 BAD_OP_ERR", "vfio-user: client speaks 0.0", "vfio-user: client disconnected"} {
+	for _, w := range []string{"cmd ENABLE_HCA(0x104) op_mod 0x0 status 0x0 OK syndrome 0x0\n", "cmd unknown(0x7fe) op_mod 0x0 status 0x2 BAD_OP_ERR", "vfio-user: client speaks 0.0", "vfio-user: client disconnected", "vfio-user: session: ", "1 DMA windows mapped (1 with a descriptor)"} {
 		if !strings.Contains(string(log), w) {
 			t.Errorf("log without %q:\n%s", w, log)
 		}

@@ -21,6 +21,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -87,7 +88,8 @@ type Device struct {
 
 	mu      sync.Mutex // config space, windows, command records
 	cfg     *configSpace
-	maps    map[uint64]window
+	maps    map[uint64]window // the client's windows
+	runs    []run             // the model's mappings: windows joined
 	cmds    []Command
 	pending uint32 // queue entries rung but not yet completed
 	resets  int
@@ -355,6 +357,9 @@ func (d *Device) doorbell(off uint64, p []byte) error {
 		}
 		in := ent[e.CommandInputInlineData.ByteOff():]
 		out := ent[e.CommandOutputInlineData.ByteOff():]
+		if st := e.Status.Get(ent); st != 0 {
+			d.logf("pcidev: command queue entry %d at %#x not carried (delivery status %#x): % x", i, base+uint64(i)*stride, st, ent)
+		}
 		done = append(done, Command{
 			Op: prm.CmdOp(prm.CmdIn.Opcode.Get(in)), OpMod: uint16(prm.CmdIn.OpMod.Get(in)),
 			Status: prm.Status(prm.CmdOut.Status.Get(out)), Syndrome: uint32(prm.CmdOut.Syndrome.Get(out)),
@@ -375,7 +380,13 @@ func (d *Device) doorbell(off uint64, p []byte) error {
 	return nil
 }
 
-// MapDMA implements vfiouser.Device: the window becomes part of the model's DMA space.
+// MapDMA implements vfiouser.Device: the window becomes part of the model's DMA space,
+// joined with its neighbours when they follow each other both in I/O address space and in
+// memory. The model hands out each buffer (a ring, a page list's pages) as one slice of one
+// mapping, while QEMU behind a virtual IOMMU maps a guest buffer page by page; windows of
+// guest pages that are adjacent in guest RAM are adjacent in the server's mapping of it
+// (vfiouser.Contiguous), so the model sees the buffer whole, as a device behind an IOMMU
+// would.
 func (d *Device) MapDMA(iova uint64, mem []byte, perm vfiouser.Perm) error {
 	var p model.DMAPerm
 	if perm&vfiouser.PermRead != 0 {
@@ -384,16 +395,49 @@ func (d *Device) MapDMA(iova uint64, mem []byte, perm vfiouser.Perm) error {
 	if perm&vfiouser.PermWrite != 0 {
 		p |= model.DMAWrite
 	}
+	end := iova + uint64(len(mem))
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.Model().DMA().Map(iova, mem, p); err != nil {
+	if _, ok := d.maps[iova]; ok || len(mem) == 0 || end < iova {
+		return fmt.Errorf("pcidev: DMA window %#x+%#x: %w", iova, len(mem), syscall.EEXIST)
+	}
+	prev, next := -1, -1
+	for i, r := range d.runs {
+		switch {
+		case r.iova < end && iova < r.end():
+			return fmt.Errorf("pcidev: DMA window %#x+%#x overlaps %#x+%#x: %w", iova, len(mem), r.iova, len(r.mem), syscall.EEXIST)
+		case r.end() == iova && r.perm == p && vfiouser.Contiguous(r.mem, mem):
+			prev = i
+		case r.iova == end && r.perm == p && vfiouser.Contiguous(mem, r.mem):
+			next = i
+		}
+	}
+	sp := d.Model().DMA()
+	n := run{iova: iova, mem: mem, perm: p}
+	var gone []int
+	if prev >= 0 {
+		r := d.runs[prev]
+		sp.Unmap(r.iova)
+		n = run{iova: r.iova, mem: vfiouser.Join(r.mem, n.mem), perm: p}
+		gone = append(gone, prev)
+	}
+	if next >= 0 {
+		r := d.runs[next]
+		sp.Unmap(r.iova)
+		n.mem = vfiouser.Join(n.mem, r.mem)
+		gone = append(gone, next)
+	}
+	if err := sp.Map(n.iova, n.mem, p); err != nil {
 		return fmt.Errorf("pcidev: %v: %w", err, syscall.EEXIST)
 	}
+	d.runs = deleteRuns(d.runs, gone)
+	d.runs = append(d.runs, n)
 	d.maps[iova] = window{mem: mem, perm: p}
 	return nil
 }
 
-// UnmapDMA implements vfiouser.Device.
+// UnmapDMA implements vfiouser.Device: the window leaves the model's DMA space; what its
+// run held on either side stays mapped.
 func (d *Device) UnmapDMA(iova, size uint64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -402,7 +446,52 @@ func (d *Device) UnmapDMA(iova, size uint64) error {
 		return fmt.Errorf("pcidev: no DMA window %#x+%#x: %w", iova, size, syscall.ENOENT)
 	}
 	delete(d.maps, iova)
-	return d.Model().DMA().Unmap(iova)
+	sp := d.Model().DMA()
+	for i, r := range d.runs {
+		if r.iova > iova || iova+size > r.end() {
+			continue
+		}
+		if err := sp.Unmap(r.iova); err != nil {
+			return fmt.Errorf("pcidev: unmap %#x: %w", r.iova, err)
+		}
+		d.runs = deleteRuns(d.runs, []int{i})
+		if left := r.mem[:iova-r.iova]; len(left) > 0 {
+			sp.Map(r.iova, left, r.perm)
+			d.runs = append(d.runs, run{iova: r.iova, mem: left, perm: r.perm})
+		}
+		if right := r.mem[iova+size-r.iova:]; len(right) > 0 {
+			sp.Map(iova+size, right, r.perm)
+			d.runs = append(d.runs, run{iova: iova + size, mem: right, perm: r.perm})
+		}
+		return nil
+	}
+	return fmt.Errorf("pcidev: DMA window %#x+%#x is in no run: %w", iova, size, syscall.ENOENT)
+}
+
+// run is one mapping of the model's DMA space: windows joined.
+type run struct {
+	iova uint64
+	mem  []byte
+	perm model.DMAPerm
+}
+
+func (r run) end() uint64 { return r.iova + uint64(len(r.mem)) }
+
+func deleteRuns(rs []run, idx []int) []run {
+	out := rs[:0]
+	for i, r := range rs {
+		if !slices.Contains(idx, i) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// DMARuns is how many mappings the model's DMA space has (joined windows).
+func (d *Device) DMARuns() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.runs)
 }
 
 // Reset implements vfiouser.Device: a new model from power-on takes the old one's place
@@ -412,10 +501,10 @@ func (d *Device) UnmapDMA(iova, size uint64) error {
 func (d *Device) Reset() error {
 	m := d.newModel()
 	d.mu.Lock()
-	for iova, w := range d.maps {
-		if err := m.DMA().Map(iova, w.mem, w.perm); err != nil {
+	for _, r := range d.runs {
+		if err := m.DMA().Map(r.iova, r.mem, r.perm); err != nil {
 			d.mu.Unlock()
-			return fmt.Errorf("pcidev: reset: remapping %#x: %w", iova, err)
+			return fmt.Errorf("pcidev: reset: remapping %#x: %w", r.iova, err)
 		}
 	}
 	d.cfg = newConfig()
