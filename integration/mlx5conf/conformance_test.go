@@ -23,7 +23,8 @@ var (
 	coreStages = []string{
 		stageModprobe, "firmware version read", "probe finished", "netdev present", "netdev up",
 	}
-	// ibStages: mlx5_ib on top of mlx5_core; the DevX transport run against it comes later.
+	// ibStages: mlx5_ib on top of mlx5_core; part (c), the DevX transport on the RDMA
+	// device it registers, has its stages in devx_test.go.
 	ibStages = []string{stageModprobe, "RDMA device present"}
 )
 
@@ -32,9 +33,11 @@ const stageModprobe = "modprobe returned"
 // The ratchet: the stages reached when this list was last updated. A stage missing from a
 // run fails the test; a stage reached beyond these is logged, to be added here.
 var (
-	reachedProbe = []string{"device listed"}
-	reachedCore  = []string{stageModprobe, "firmware version read"}
+	reachedProbe = probeStages
+	reachedCore  = coreStages
 	reachedIB    = []string{stageModprobe}
+	// reachedDevX: part (c), devxStages then engineStages (devx_test.go).
+	reachedDevX = []string{}
 )
 
 // stageSet records what one driver reached, with a line of detail per stage.
@@ -95,9 +98,9 @@ func (s *stageSet) ratchet(t testing.TB, driver string, want []string) {
 }
 
 func TestStageSetRatchet(t *testing.T) {
-	for _, list := range [][]string{reachedProbe, reachedCore, reachedIB} {
+	for _, list := range [][]string{reachedProbe, reachedCore, reachedIB, reachedDevX} {
 		for _, st := range list {
-			if !slices.Contains(probeStages, st) && !slices.Contains(coreStages, st) && !slices.Contains(ibStages, st) {
+			if !slices.Contains(probeStages, st) && !slices.Contains(coreStages, st) && !slices.Contains(ibStages, st) && !slices.Contains(allDevXStages(), st) {
 				t.Errorf("ratchet stage %q is no known stage", st)
 			}
 		}

@@ -49,7 +49,7 @@ func TestGuestMLX5(t *testing.T) {
 		s := runProbe(t, bdf)
 		s.ratchet(t, "rdma-core mlx5 VFIO provider", reachedProbe)
 	})
-	var core *stageSet
+	var core, ib *stageSet
 	t.Run("b_mlx5_core", func(t *testing.T) {
 		core = runCore(t, bdf)
 		core.ratchet(t, "mlx5_core", reachedCore)
@@ -63,8 +63,18 @@ func TestGuestMLX5(t *testing.T) {
 			s.ratchet(t, "mlx5_ib", reachedIB)
 			return
 		}
-		s := runIB(t, bdf)
-		s.ratchet(t, "mlx5_ib", reachedIB)
+		ib = runIB(t, bdf)
+		ib.ratchet(t, "mlx5_ib", reachedIB)
+	})
+	t.Run("c_devx_transport", func(t *testing.T) {
+		if ib == nil || !ib.has("RDMA device present") {
+			s := newStageSet(allDevXStages())
+			s.fail(devxStages[0], "not tried: mlx5_ib registered no RDMA device")
+			s.ratchet(t, "DevX transport", reachedDevX)
+			return
+		}
+		s := runDevX(t, bdf)
+		s.ratchet(t, "DevX transport", reachedDevX)
 	})
 }
 
