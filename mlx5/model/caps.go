@@ -62,6 +62,9 @@ func defaultCaps(cfg Config) map[prm.CapType]*capPages {
 		{g.LogMaxStrideSzSQ, 13}, {g.LogMinStrideSzSQ, 6}, {g.MaxWQESzSQ, 1024},
 		{g.MaxWQESzRQ, 1024}, {g.CQEVersion, 1}, {g.NICVportChangeEvent, 1},
 		{g.PkeyTableSize, 0},
+		// mlx5_ib (ib.go): XRC domains and SRQs at probe, the UMR QP; no UMR with PAS lists.
+		{g.XRC, 1}, {g.LogMaxXRCD, 4}, {g.LogMaxSRQ, 8}, {g.LogMaxSRQSz, 10}, {g.LogMaxQP, 8},
+		{g.LogMaxQPSz, 10}, {g.UmrModifyEntitySizeDisabled, 1},
 	}
 	e := prm.EthernetOffloadCaps
 	eth := []capVal{

@@ -26,10 +26,10 @@ func TestUnimplementedCommands(t *testing.T) {
 	h.setupCmdq()
 	h.bringUp()
 
-	// CREATE_QP (0x500) twice and CREATE_GENERAL_OBJECT (0xa00) once, through the queue.
+	// CREATE_DCT (0x710; QPs are ib.go's now) twice and CREATE_GENERAL_OBJECT (0xa00) once, through the queue.
 	for range 2 {
-		if s := h.wantStatus(in(prm.CmdOp(0x500), 0, 16), 16, prm.StatusBadOpErr); s != model.SyndromeBadOpcode {
-			t.Fatalf("CREATE_QP syndrome %#x", s)
+		if s := h.wantStatus(in(prm.CmdOp(0x710), 0, 16), 16, prm.StatusBadOpErr); s != model.SyndromeBadOpcode {
+			t.Fatalf("CREATE_DCT syndrome %#x", s)
 		}
 	}
 	h.wantStatus(in(prm.CmdOpCreateGeneralObject, 0x13, 16), 16, prm.StatusBadOpErr)
@@ -50,8 +50,8 @@ func TestUnimplementedCommands(t *testing.T) {
 	h.wantStatus(in(prm.CmdOpSetISSI, 0, 16, prm.SetISSIIn.CurrentISSI, 7), 16, prm.StatusBadParamErr)
 	// Exec counts the same way.
 	var ce *model.CmdError
-	if err := d.Exec(in(prm.CmdOp(0x500), 0, 16), make([]byte, 16)); !errors.As(err, &ce) || ce.Status != prm.StatusBadOpErr {
-		t.Fatalf("Exec CREATE_QP: %v", err)
+	if err := d.Exec(in(prm.CmdOp(0x710), 0, 16), make([]byte, 16)); !errors.As(err, &ce) || ce.Status != prm.StatusBadOpErr {
+		t.Fatalf("Exec CREATE_DCT: %v", err)
 	}
 
 	got := d.Unimplemented()
@@ -62,7 +62,7 @@ func TestUnimplementedCommands(t *testing.T) {
 		synd  uint32
 		count int
 	}{
-		{0x500, 0, 0, model.SyndromeBadOpcode, 3},
+		{0x710, 0, 0, model.SyndromeBadOpcode, 3},
 		{prm.CmdOpCreateGeneralObject, 0x13, 0, model.SyndromeBadOpcode, 1},
 		{prm.CmdOpAccessReg, prm.AccessRegRead, prm.RegPCAM, model.SyndromeNotModelled, 1},
 		{prm.CmdOpAccessReg, 7, prm.RegPTYS, model.SyndromeBadOpMod, 1},

@@ -75,6 +75,7 @@ type objects struct {
 	rqtMax                                       map[uint32]uint32   // rqt_max_size as created
 	umemUsers                                    map[uint32][]uint32 // object (tagged) → UMEMs it uses
 	pacing                                       map[uint16]bool
+	ib                                           ibObjects // mlx5_ib's kinds (ib.go)
 }
 
 func newObjects() objects {
@@ -93,6 +94,7 @@ func newObjects() objects {
 		queuePD: map[uint32]uint32{}, tirTD: map[uint32]uint32{}, tisTD: map[uint32]uint32{},
 		rqtMax: map[uint32]uint32{},
 		pacing: map[uint16]bool{}, umemUsers: map[uint32][]uint32{},
+		ib: newIBObjects(),
 	}
 }
 

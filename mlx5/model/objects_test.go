@@ -666,9 +666,9 @@ func TestCapabilities(t *testing.T) {
 	set := func(f prm.Field, v int) []byte {
 		return in(prm.CmdOpSetHCACap, uint16(prm.CapTypeGeneral)<<1, int(prm.SetHCACapIn.Capability.End()/8), f.At(prm.SetHCACapIn.Capability.Off), v)
 	}
-	// log_max_qp above its maximum (0: the model has no QPs) is refused; cache_line_128byte
+	// log_max_qp above its maximum (8: mlx5_ib's QPs, ib.go) is refused; cache_line_128byte
 	// (a flag) takes.
-	h.wantStatus(set(prm.CmdHCACap.LogMaxQP, 4), 16, prm.StatusBadParamErr)
+	h.wantStatus(set(prm.CmdHCACap.LogMaxQP, 9), 16, prm.StatusBadParamErr)
 	h.mustCmd(set(prm.CmdHCACap.CacheLine128byte, 1), 16)
 	if h.capability(prm.CapTypeGeneral, prm.CmdHCACap.CacheLine128byte) != 1 {
 		t.Fatal("SET_HCA_CAP cache_line_128byte did not take")

@@ -65,7 +65,7 @@ func steeringHandler(op prm.CmdOp) handler {
 	case prm.CmdOpSetPPRateLimit:
 		return (*Device).setPacing
 	}
-	return nil
+	return ibHandler(op)
 }
 
 // decodeRQT reads an rqtc at base: rqt_max_size (at most 1 << log_max_rqt_size),
