@@ -35,9 +35,10 @@ const stageModprobe = "modprobe returned"
 var (
 	reachedProbe = probeStages
 	reachedCore  = coreStages
-	reachedIB    = []string{stageModprobe}
+	reachedIB    = ibStages
 	// reachedDevX: part (c), devxStages then engineStages (devx_test.go).
-	reachedDevX = []string{}
+	reachedDevX = []string{"RDMA device found", "DevX context opened", "QUERY_HCA_CAP", "UAR allocated",
+		"context closed", "engine uar_alloc"}
 )
 
 // stageSet records what one driver reached, with a line of detail per stage.

@@ -14,22 +14,23 @@ import (
 
 // Opcodes mlx5_ib sends that package prm does not name (include/linux/mlx5/mlx5_ifc.h).
 const (
-	cmdOpCreateQP      prm.CmdOp = 0x500 // MLX5_CMD_OP_CREATE_QP
-	cmdOpDestroyQP     prm.CmdOp = 0x501 // MLX5_CMD_OP_DESTROY_QP
-	cmdOpRST2INITQP    prm.CmdOp = 0x502 // MLX5_CMD_OP_RST2INIT_QP
-	cmdOpINIT2RTRQP    prm.CmdOp = 0x503 // MLX5_CMD_OP_INIT2RTR_QP
-	cmdOpRTR2RTSQP     prm.CmdOp = 0x504 // MLX5_CMD_OP_RTR2RTS_QP
-	cmdOpRTS2RTSQP     prm.CmdOp = 0x505 // MLX5_CMD_OP_RTS2RTS_QP
-	cmdOpSQERR2RTSQP   prm.CmdOp = 0x506 // MLX5_CMD_OP_SQERR2RTS_QP
-	cmdOp2ERRQP        prm.CmdOp = 0x507 // MLX5_CMD_OP_2ERR_QP
-	cmdOp2RSTQP        prm.CmdOp = 0x50a // MLX5_CMD_OP_2RST_QP
-	cmdOpINIT2INITQP   prm.CmdOp = 0x50e // MLX5_CMD_OP_INIT2INIT_QP
-	cmdOpCreateXRCSRQ  prm.CmdOp = 0x705 // MLX5_CMD_OP_CREATE_XRC_SRQ
-	cmdOpDestroyXRCSRQ prm.CmdOp = 0x706 // MLX5_CMD_OP_DESTROY_XRC_SRQ
-	cmdOpAllocXRCD     prm.CmdOp = 0x80e // MLX5_CMD_OP_ALLOC_XRCD
-	cmdOpDeallocXRCD   prm.CmdOp = 0x80f // MLX5_CMD_OP_DEALLOC_XRCD
-	cmdOpCreateRMP     prm.CmdOp = 0x90c // MLX5_CMD_OP_CREATE_RMP
-	cmdOpDestroyRMP    prm.CmdOp = 0x90e // MLX5_CMD_OP_DESTROY_RMP
+	cmdOpCreateQP          prm.CmdOp = 0x500 // MLX5_CMD_OP_CREATE_QP
+	cmdOpDestroyQP         prm.CmdOp = 0x501 // MLX5_CMD_OP_DESTROY_QP
+	cmdOpRST2INITQP        prm.CmdOp = 0x502 // MLX5_CMD_OP_RST2INIT_QP
+	cmdOpINIT2RTRQP        prm.CmdOp = 0x503 // MLX5_CMD_OP_INIT2RTR_QP
+	cmdOpRTR2RTSQP         prm.CmdOp = 0x504 // MLX5_CMD_OP_RTR2RTS_QP
+	cmdOpRTS2RTSQP         prm.CmdOp = 0x505 // MLX5_CMD_OP_RTS2RTS_QP
+	cmdOpSQERR2RTSQP       prm.CmdOp = 0x506 // MLX5_CMD_OP_SQERR2RTS_QP
+	cmdOp2ERRQP            prm.CmdOp = 0x507 // MLX5_CMD_OP_2ERR_QP
+	cmdOp2RSTQP            prm.CmdOp = 0x50a // MLX5_CMD_OP_2RST_QP
+	cmdOpINIT2INITQP       prm.CmdOp = 0x50e // MLX5_CMD_OP_INIT2INIT_QP
+	cmdOpQueryHCAVportPkey prm.CmdOp = 0x765 // MLX5_CMD_OP_QUERY_HCA_VPORT_PKEY
+	cmdOpCreateXRCSRQ      prm.CmdOp = 0x705 // MLX5_CMD_OP_CREATE_XRC_SRQ
+	cmdOpDestroyXRCSRQ     prm.CmdOp = 0x706 // MLX5_CMD_OP_DESTROY_XRC_SRQ
+	cmdOpAllocXRCD         prm.CmdOp = 0x80e // MLX5_CMD_OP_ALLOC_XRCD
+	cmdOpDeallocXRCD       prm.CmdOp = 0x80f // MLX5_CMD_OP_DEALLOC_XRCD
+	cmdOpCreateRMP         prm.CmdOp = 0x90c // MLX5_CMD_OP_CREATE_RMP
+	cmdOpDestroyRMP        prm.CmdOp = 0x90e // MLX5_CMD_OP_DESTROY_RMP
 )
 
 // Every create output of these kinds has the number at bits 0x48..0x60 and every destroy
@@ -44,9 +45,12 @@ var (
 	uctxUIDIn   = prm.Field{Layout: "destroy_uctx_in", Name: "uid", Off: 0x50, Width: 16}
 )
 
-// ibObjects are the numbers of those kinds.
+// ibObjects are the numbers of those kinds. XRC SRQs and RMPs share one space: mlx5_ib keeps
+// every SRQ in one table by number (srq_cmd.c), and two SRQs of one number made its probe
+// cleanup warn (conformance run with ib.go's first version).
 type ibObjects struct {
-	uctxs, xrcds, xrcSRQs, rmps, qps idSpace
+	uctxs, xrcds, srqs, qps idSpace
+	srqOp                   map[uint32]prm.CmdOp // SRQ number → the command that made it
 }
 
 func newIBObjects() ibObjects {
@@ -54,8 +58,8 @@ func newIBObjects() ibObjects {
 	return ibObjects{
 		// uid 0 is the kernel's and MLX5_SHARED_RESOURCE_UID is reserved.
 		uctxs: newIDs("user context", 1, prm.SharedResourceUID),
-		xrcds: newIDs("XRC domain", 1, n24), xrcSRQs: newIDs("XRC SRQ", 1, n24),
-		rmps: newIDs("RMP", 1, n24), qps: newIDs("QP", 1, n24),
+		xrcds: newIDs("XRC domain", 1, n24), srqs: newIDs("SRQ", 1, n24),
+		qps: newIDs("QP", 1, n24), srqOp: map[uint32]prm.CmdOp{},
 	}
 }
 
@@ -71,14 +75,14 @@ func ibHandler(op prm.CmdOp) handler {
 		return ibCreate(func(d *Device) *idSpace { return &o(d).xrcds }, prm.CmdHCACap.LogMaxXRCD)
 	case cmdOpDeallocXRCD:
 		return ibDestroy(func(d *Device) *idSpace { return &o(d).xrcds })
-	case cmdOpCreateXRCSRQ:
-		return ibCreate(func(d *Device) *idSpace { return &o(d).xrcSRQs }, prm.CmdHCACap.LogMaxSRQ)
+	case cmdOpCreateXRCSRQ, cmdOpCreateRMP:
+		return (*Device).createSRQ
 	case cmdOpDestroyXRCSRQ:
-		return ibDestroy(func(d *Device) *idSpace { return &o(d).xrcSRQs })
-	case cmdOpCreateRMP:
-		return ibCreate(func(d *Device) *idSpace { return &o(d).rmps }, prm.CmdHCACap.LogMaxSRQ)
+		return destroySRQ(cmdOpCreateXRCSRQ)
 	case cmdOpDestroyRMP:
-		return ibDestroy(func(d *Device) *idSpace { return &o(d).rmps })
+		return destroySRQ(cmdOpCreateRMP)
+	case cmdOpQueryHCAVportPkey:
+		return (*Device).queryPkey
 	case cmdOpCreateQP:
 		return ibCreate(func(d *Device) *idSpace { return &o(d).qps }, prm.CmdHCACap.LogMaxQP)
 	case cmdOpDestroyQP:
@@ -144,4 +148,59 @@ func (d *Device) createUctx(c *cmd) error {
 
 func (d *Device) destroyUctx(c *cmd) error {
 	return d.dealloc(c, uctxUIDIn, &d.objs.ib.uctxs, nil)
+}
+
+func (d *Device) createSRQ(c *cmd) error {
+	if err := ibCreate(func(d *Device) *idSpace { return &d.objs.ib.srqs }, prm.CmdHCACap.LogMaxSRQ)(d, c); err != nil {
+		return err
+	}
+	d.objs.ib.srqOp[uint32(ibObjNumOut.Get(c.out))] = c.op
+	return nil
+}
+
+// destroySRQ frees an SRQ that create made (an RMP is not destroyed as an XRC SRQ).
+func destroySRQ(create prm.CmdOp) handler {
+	return func(d *Device, c *cmd) error {
+		if err := c.need(ins(ibObjNumIn)); err != nil {
+			return err
+		}
+		n := uint32(c.get(ibObjNumIn))
+		if op, ok := d.objs.ib.srqOp[n]; ok && op != create {
+			return noObject("%v: SRQ %d was made by %v", c.op, n, op)
+		}
+		if err := d.dealloc(c, ibObjNumIn, &d.objs.ib.srqs, nil); err != nil {
+			return err
+		}
+		delete(d.objs.ib.srqOp, n)
+		return nil
+	}
+}
+
+// Fields of QUERY_HCA_VPORT_PKEY (mlx5_ifc.h query_hca_vport_pkey_in/out, struct pkey).
+var (
+	pkeyIndexIn = prm.Field{Layout: "query_hca_vport_pkey_in", Name: "pkey_index", Off: 0x70, Width: 16}
+	pkeyOut0    = prm.Field{Layout: "query_hca_vport_pkey_out", Name: "pkey[0].pkey", Off: 0x90, Width: 16}
+)
+
+// queryPkey answers the P_Key table of an Ethernet port: the default key 0xffff at index 0,
+// nothing else (ib_cache_setup_one asks for index 0 of the one entry mlx5_query_port_roce
+// reports, through mlx5_query_hca_vport_pkey). Index 0xffff asks for the whole table, as many
+// entries as the output holds.
+func (d *Device) queryPkey(c *cmd) error {
+	if err := c.need(ins(pkeyIndexIn), pkeyOut0); err != nil {
+		return err
+	}
+	idx := c.get(pkeyIndexIn)
+	n := (len(c.out) - pkeyOut0.ByteOff() + 2) / 4
+	if idx != 0xffff {
+		n = 1
+	}
+	for i := 0; i < n; i++ {
+		key := uint64(0)
+		if (idx == 0xffff && i == 0) || idx == 0 {
+			key = 0xffff
+		}
+		c.set(pkeyOut0.At(uint32(32*i)), key)
+	}
+	return nil
 }

@@ -46,6 +46,24 @@ func TestIBProbeObjects(t *testing.T) {
 		t.Fatalf("two XRC domains numbered %d", x0)
 	}
 	srq, rmp, qp := mk(createXRCSRQ, 0), mk(createRMP, 0), mk(createQP, 0)
+	// mlx5_ib keeps all SRQs in one table by number.
+	if srq == rmp {
+		t.Fatalf("an XRC SRQ and an RMP both numbered %d", srq)
+	}
+	r.wantStatus(in(destroyXRCSRQ, 0, 0x40, ibNumIn, rmp), 16, prm.StatusBadResErr)
+	// The P_Key table of an Ethernet port: 0xffff at index 0 (one entry, or the whole table).
+	pkey := func(i uint64, n int) []byte {
+		return r.mustCmd(in(prm.CmdOp(0x765), 0, 16, prm.Field{Off: 0x70, Width: 16}, i), 16+4*n)
+	}
+	if out := pkey(0, 1); out[18] != 0xff || out[19] != 0xff {
+		t.Errorf("P_Key 0 = % x", out[16:])
+	}
+	if out := pkey(0xffff, 4); out[18] != 0xff || out[19] != 0xff || out[22] != 0 || out[23] != 0 {
+		t.Errorf("P_Key table = % x", out[16:])
+	}
+	if out := pkey(5, 1); out[18] != 0 || out[19] != 0 {
+		t.Errorf("P_Key 5 = % x", out[16:])
+	}
 	for _, op := range []prm.CmdOp{rst2init, init2rtr, rtr2rts} {
 		r.mustCmd(in(op, 0, 0x40, ibNumIn, qp), 16)
 	}
