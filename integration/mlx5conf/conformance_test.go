@@ -38,7 +38,14 @@ var (
 	reachedIB    = ibStages
 	// reachedDevX: part (c), devxStages then engineStages (devx_test.go).
 	reachedDevX = []string{"RDMA device found", "DevX context opened", "QUERY_HCA_CAP", "UAR allocated",
-		"context closed", "engine uar_alloc"}
+		"EQN queried", "UMEM registered", "PD allocated", "transport domain allocated",
+		"objects destroyed", "context closed",
+		"engine uar_alloc", "engine eqn", "engine ALLOC_PD", "engine ALLOC_TRANSPORT_DOMAIN",
+		"engine CREATE_TIS", "engine ALLOC_Q_COUNTER", "engine QUERY_NIC_VPORT_CONTEXT",
+		"engine QUERY_HCA_CAP", "engine umem_reg", "engine CREATE_MKEY", "engine CREATE_CQ",
+		"engine CREATE_RQ", "engine MODIFY_RQ", "engine CREATE_SQ", "engine MODIFY_SQ",
+		"engine CREATE_TIR", "engine CREATE_FLOW_TABLE", "engine CREATE_FLOW_GROUP",
+		"engine SET_FLOW_TABLE_ENTRY"}
 )
 
 // stageSet records what one driver reached, with a line of detail per stage.
