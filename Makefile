@@ -29,7 +29,7 @@ test:
 	$(GO) vet ./...
 	$(GO) build -tags nocuda ./...
 	@echo "== tests (a first run in a fresh clone also builds the S3 test server, versitygw: about 80 s once)"
-	@bash -o pipefail -c '$(GO) test $(GOTESTFLAGS) -json $$($(GO) list ./... | grep -v "/integration/vm$$") | $(GO) run ./internal/testsum'
+	@bash -o pipefail -c '$(GO) test $(GOTESTFLAGS) -json -skip "^TestMLX5Conformance$$" $$($(GO) list ./... | grep -v "/integration/vm$$") | $(GO) run ./internal/testsum'
 	@echo "== fuzz targets, 5 s each (make fuzz: longer)"
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s FUZZFLAGS="-parallel 1 -fuzzminimizetime 100x"
 	@echo "== VM tests (one boot; every guest test listed)"
@@ -37,6 +37,9 @@ test:
 		grep -E -- "^ *--- |^(ok|FAIL|PASS)|^ +vm_test.go:[0-9]+: (skip|boot|VM)" $$log; \
 		if [ $$rc -ne 0 ]; then echo "== VM test output of the failures"; grep -B1 -A25 -E -- "--- FAIL|FAIL in the guest|panic:" $$log | head -300; fi; \
 		rm -f $$log; exit $$rc'
+	@if [ -x "$(QEMU_CACHED)" ]; then echo "== mlx5 conformance (the cached qemu $(QEMU_CACHED) exists)"; \
+		$(MAKE) --no-print-directory test-mlx5-conformance; \
+	else echo "== mlx5 conformance: not run, no cached qemu at $(QEMU_CACHED) (make qemu builds it; make test-mlx5-conformance does both)"; fi
 
 
 tools:

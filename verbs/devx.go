@@ -462,7 +462,10 @@ func (u *UARPage) release() {
 func (d *DevX) QueryEQN(vector uint32) (uint32, error) {
 	var eqn [4]byte
 	call := d.call(uapi.MLX5ObjectDevX, uapi.MLX5MethodDevXQueryEQN)
-	call.U64(uapi.MLX5AttrDevXQueryEQNUserVec, uint64(vector))
+	// A PTR_IN of type u32: the kernel refuses a longer attribute with EINVAL (devx.c
+	// MLX5_IB_METHOD_DEVX_QUERY_EQN; uverbs_ioctl.c uverbs_process_attr), which the first
+	// run against mlx5_ib showed when this passed 8 bytes.
+	call.U32(uapi.MLX5AttrDevXQueryEQNUserVec, vector)
 	call.Out(uapi.MLX5AttrDevXQueryEQNDevEQN, eqn[:])
 	if err := d.run(fmt.Sprintf("DEVX_QUERY_EQN(vector %d)", vector), call); err != nil {
 		return 0, err
@@ -475,7 +478,7 @@ func (d *DevX) QueryEQN(vector uint32) (uint32, error) {
 func (d *DevX) QueryUAR(userIdx uint32) (uint32, error) {
 	var idx [4]byte
 	call := d.call(uapi.MLX5ObjectDevX, uapi.MLX5MethodDevXQueryUAR)
-	call.U64(uapi.MLX5AttrDevXQueryUARUserIdx, uint64(userIdx))
+	call.U32(uapi.MLX5AttrDevXQueryUARUserIdx, userIdx) // PTR_IN u32, as QUERY_EQN's vector
 	call.Out(uapi.MLX5AttrDevXQueryUARDevIdx, idx[:])
 	if err := d.run(fmt.Sprintf("DEVX_QUERY_UAR(%d)", userIdx), call); err != nil {
 		return 0, err

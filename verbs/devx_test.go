@@ -120,10 +120,10 @@ func TestDevXEncodingsMatchHeaders(t *testing.T) {
 		{"MLX5_IB_ATTR_DEVX_OBJ_QUERY_CMD_OUT", "out", cmdOut, ""}}},
 		func() error { return obj.Query(in, out) })
 	step(callWant{"MLX5_IB_OBJECT_DEVX", "MLX5_IB_METHOD_DEVX_QUERY_EQN", []attrWant{
-		{"MLX5_IB_ATTR_DEVX_QUERY_EQN_USER_VEC", "const", "", ""}, {"MLX5_IB_ATTR_DEVX_QUERY_EQN_DEV_EQN", "out", u32, ""}}},
+		{"MLX5_IB_ATTR_DEVX_QUERY_EQN_USER_VEC", "in", u32, ""}, {"MLX5_IB_ATTR_DEVX_QUERY_EQN_DEV_EQN", "out", u32, ""}}},
 		func() error { _, err := d.QueryEQN(3); return err })
 	step(callWant{"MLX5_IB_OBJECT_DEVX", "MLX5_IB_METHOD_DEVX_QUERY_UAR", []attrWant{
-		{"MLX5_IB_ATTR_DEVX_QUERY_UAR_USER_IDX", "const", "", ""}, {"MLX5_IB_ATTR_DEVX_QUERY_UAR_DEV_IDX", "out", u32, ""}}},
+		{"MLX5_IB_ATTR_DEVX_QUERY_UAR_USER_IDX", "in", u32, ""}, {"MLX5_IB_ATTR_DEVX_QUERY_UAR_DEV_IDX", "out", u32, ""}}},
 		func() error { _, err := d.QueryUAR(1); return err })
 	mem := make([]byte, 4096)
 	var umem *UMEM

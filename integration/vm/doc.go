@@ -54,6 +54,18 @@
 // for example `DAQIRI_VM_PKGS=./verbs go test -v -run TestGuest ./integration/vm`
 // or `make test-vm`.
 //
+// # A newer qemu and vfio-user devices
+//
+// Options.QEMU boots another qemu-system-x86_64 than the host's, and
+// Options.VFIOUser attaches out-of-process device servers as
+// `-device vfio-user-pci` (QEMU 10.1 or later), with guest RAM a shared memfd
+// backend so that a server's DMA lands in guest memory; the servers sit behind
+// the same emulated Intel IOMMU as the edu device. Debian 12's qemu is 7.2, so
+// scripts/build-qemu.sh (`make qemu`) builds qemu 10.2.2 from Debian's source
+// package into /var/cache/daqiri/qemu/10.2.2+ds-1 ($DAQIRI_QEMU_CACHE moves
+// it), and CachedQEMU finds it. TestGuest and the package tests above keep
+// the host's qemu; integration/mlx5conf is the one user of both options.
+//
 // # How it works
 //
 // qemu runs under TCG (-accel tcg -cpu max: KVM does not work in this nested
@@ -67,6 +79,10 @@
 // (console.log) shows progress lines starting with "DAQIRI-VM:". The whole
 // run is bounded by a timeout after which qemu is killed; the guest's
 // -test.timeout bounds each binary. Boot takes about 7 s, setup about 5 s.
+//
+// The guest kernel runs with no_timer_check: under TCG, qemu 10.2's emulated
+// IO-APIC with interrupt remapping failed the kernel's early timer check, which
+// then panics ("timer doesn't work through Interrupt-remapped IO-APIC").
 //
 // Limits: Debian 12 modules are plain .ko files, which busybox's insmod
 // loads; a kernel whose 9p or virtio modules are compressed is refused with a

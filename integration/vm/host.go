@@ -163,3 +163,30 @@ func isExecutable(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
+
+// QEMUCacheVersion is the Debian source version of the qemu that
+// scripts/build-qemu.sh (make qemu) builds with the vfio-user client; it keys
+// the cache folder. The script spells the same version (TestBuildScriptVersion).
+const QEMUCacheVersion = "10.2.2+ds-1"
+
+// EnvQEMUCache moves the cache of built qemus from DefaultQEMUCache.
+const EnvQEMUCache = "DAQIRI_QEMU_CACHE"
+
+// DefaultQEMUCache is where scripts/build-qemu.sh installs its builds, one
+// folder per source version, outside the tree so that clones share them.
+const DefaultQEMUCache = "/var/cache/daqiri/qemu"
+
+// CachedQEMU returns the qemu-system-x86_64 that scripts/build-qemu.sh built
+// and cached (it has the vfio-user client, which Debian 12's qemu 7.2 lacks).
+// The error names the path looked at and the command that builds it.
+func CachedQEMU() (string, error) {
+	root := os.Getenv(EnvQEMUCache)
+	if root == "" {
+		root = DefaultQEMUCache
+	}
+	p := filepath.Join(root, QEMUCacheVersion, "bin", "qemu-system-x86_64")
+	if !isExecutable(p) {
+		return "", fmt.Errorf("qemu %s with the vfio-user client, cached at %s (build it with `make qemu`, 3 to 10 minutes on 2 cores, once)", QEMUCacheVersion, p)
+	}
+	return p, nil
+}

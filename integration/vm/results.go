@@ -146,3 +146,7 @@ func tailLines(b []byte, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// ConsoleTail returns the last n lines of the guest's serial console (with
+// qemu's stderr after it), for a failure message.
+func (rep *Report) ConsoleTail(n int) string { return tailLines(rep.Console, n) }

@@ -37,6 +37,10 @@ var GuestModules = []string{
 	"crc32_generic", "rdma_rxe", "ib_uverbs", "rdma_ucm", "dummy",
 }
 
+// GuestWork is where the guest sees Options.WorkDir: a file the host puts at
+// WorkDir/bin/x is /tmp/daqiri-vm/bin/x to the guest tests.
+const GuestWork = "/tmp/daqiri-vm"
+
 // bootModules are insmod'ed from the initramfs, before the host root is
 // mounted: just what virtio-9p needs.
 var bootModules = []string{"virtio_pci", "9pnet_virtio", "9p"}
@@ -52,7 +56,14 @@ type Options struct {
 	MemoryMiB   int           // guest RAM; default 1024
 	CPUs        int           // guest vCPUs; default 1
 	HugePages   int           // 2 MiB pages reserved in the guest; default 32
-	Logf        func(format string, args ...any)
+	// QEMU is the qemu-system-x86_64 to boot with instead of the Host's; CachedQEMU
+	// finds the one built with the vfio-user client.
+	QEMU string
+	// VFIOUser are the sockets of vfio-user device servers, each attached as a
+	// vfio-user-pci device (QEMU 10.1 or later). With any, guest RAM is a shared
+	// memfd backend, so the servers can map it and their DMA lands in guest memory.
+	VFIOUser []string
+	Logf     func(format string, args ...any)
 }
 
 // GuestPackage is one package whose test binary runs in the guest.
@@ -307,11 +318,9 @@ func Run(ctx context.Context, h *Host, o Options) (*Report, error) {
 	}
 	pkgs = built
 
-	// The guest sees the work folder at /tmp/daqiri-vm.
-	const guestWork = "/tmp/daqiri-vm"
 	var list strings.Builder
 	for _, p := range pkgs {
-		fmt.Fprintf(&list, "%s %s/bin/%s %s\n", p.Name, guestWork, filepath.Base(p.Binary), p.Dir)
+		fmt.Fprintf(&list, "%s %s/bin/%s %s\n", p.Name, GuestWork, filepath.Base(p.Binary), p.Dir)
 	}
 	// CI passes through, so a guest test whose requirement is missing fails under CI as it
 	// would on the host (internal/testutil).
@@ -343,36 +352,16 @@ func boot(ctx context.Context, h *Host, o Options, initrd string, rep *Report) e
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	console := filepath.Join(o.WorkDir, "console.log")
-	args := []string{
-		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
-		// TCG: KVM inside this nested setup never gets past the boot loader
-		// (shared/spec/VM-HARNESS.md).
-		"-accel", "tcg", "-cpu", "max",
-		"-smp", strconv.Itoa(o.CPUs), "-m", strconv.Itoa(o.MemoryMiB),
-		// Interrupt remapping needs the split irqchip; caching-mode lets
-		// VFIO in the guest map DMA through the virtual IOMMU.
-		"-machine", "q35,kernel-irqchip=split",
-		"-device", "intel-iommu,intremap=on,caching-mode=on",
-		"-device", "edu",
-		"-kernel", h.Kernel, "-initrd", initrd,
-		// daqiri_src tells init.sh where the module lives, so that it stays visible when
-		// the scratch tmpfs mounts cover its parent (a clone under /tmp or /root).
-		"-append", "console=ttyS0 intel_iommu=on panic=-1 quiet daqiri_src=" + o.ModuleRoot,
-		"-serial", "file:" + console,
-		"-fsdev", "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap",
-		"-device", "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot",
-		"-fsdev", "local,id=work,path=" + qemuOptEscape(o.WorkDir) + ",security_model=none,multidevs=remap",
-		"-device", "virtio-9p-pci,fsdev=work,mount_tag=work",
-	}
-	cmd := exec.CommandContext(ctx, h.QEMU, args...)
+	qemu, args := qemuCommand(h, o, initrd, console)
+	cmd := exec.CommandContext(ctx, qemu, args...)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", h.QEMU, err)
+		return fmt.Errorf("start %s: %w", qemu, err)
 	}
-	o.Logf("qemu started: %s %s", h.QEMU, strings.Join(args, " "))
+	o.Logf("qemu started: %s %s", qemu, strings.Join(args, " "))
 
 	// Watch for the guest script's first file to time the boot.
 	bootc := make(chan time.Duration, 1)
@@ -410,6 +399,62 @@ func boot(ctx context.Context, h *Host, o Options, initrd string, rep *Report) e
 		rep.Console = append(rep.Console, s...)
 	}
 	return nil
+}
+
+// qemuCommand returns the qemu binary and its arguments for one VM run.
+func qemuCommand(h *Host, o Options, initrd, console string) (string, []string) {
+	qemu := h.QEMU
+	if o.QEMU != "" {
+		qemu = o.QEMU
+	}
+	machine := "q35,kernel-irqchip=split"
+	var extra []string
+	if len(o.VFIOUser) > 0 {
+		// share=on: the vfio-user client passes the backend's fd to the server
+		// (QEMU docs/interop/vfio-user.rst, DMA map with a file descriptor).
+		machine += ",memory-backend=mem"
+		extra = append(extra, "-object", fmt.Sprintf("memory-backend-memfd,id=mem,size=%dM,share=on", o.MemoryMiB))
+		for _, s := range o.VFIOUser {
+			extra = append(extra, "-device", vfioUserDevice(s))
+		}
+	}
+	args := []string{
+		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+		// TCG: KVM inside this nested setup never gets past the boot loader
+		// (shared/spec/VM-HARNESS.md).
+		"-accel", "tcg", "-cpu", "max",
+		"-smp", strconv.Itoa(o.CPUs), "-m", strconv.Itoa(o.MemoryMiB),
+		// Interrupt remapping needs the split irqchip; caching-mode lets
+		// VFIO in the guest map DMA through the virtual IOMMU.
+		"-machine", machine,
+		"-device", "intel-iommu,intremap=on,caching-mode=on",
+		"-device", "edu",
+		"-kernel", h.Kernel, "-initrd", initrd,
+		// daqiri_src tells init.sh where the module lives, so that it stays visible when
+		// the scratch tmpfs mounts cover its parent (a clone under /tmp or /root).
+		"-append", "console=ttyS0 intel_iommu=on no_timer_check panic=-1 quiet daqiri_src=" + o.ModuleRoot,
+		"-serial", "file:" + console,
+		"-fsdev", "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap",
+		"-device", "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot",
+		"-fsdev", "local,id=work,path=" + qemuOptEscape(o.WorkDir) + ",security_model=none,multidevs=remap",
+		"-device", "virtio-9p-pci,fsdev=work,mount_tag=work",
+	}
+	args = append(args, extra...)
+	return qemu, args
+}
+
+// vfioUserDevice is the -device argument for a vfio-user server at socket.
+// The socket property is a SocketAddress, which only the JSON form of -device
+// spells (QEMU docs/system/devices/vfio-user.rst). x-msg-timeout: QEMU waits 5 s
+// for each reply by default; a loaded 2-core machine running the guest under
+// TCG next to the server can exceed that without anything being wrong.
+func vfioUserDevice(socket string) string {
+	b, _ := json.Marshal(map[string]any{
+		"driver":        "vfio-user-pci",
+		"socket":        map[string]string{"type": "unix", "path": socket},
+		"x-msg-timeout": 30000,
+	})
+	return string(b)
 }
 
 // collect reads the guest's result files.

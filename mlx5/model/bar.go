@@ -44,7 +44,12 @@ type initSeg struct {
 	healthSyndrome    uint8
 	failed            bool
 	frozenCounter     uint64 // the health counter when the device failed
+	fastTeardown      bool   // TEARDOWN_HCA prepare-fast done, NIC interface not yet disabled
 }
+
+// nicIfcDisabled is the NIC interface state a driver writes to finish a fast teardown
+// (kernel mlx5_core.h MLX5_NIC_IFC_DISABLED, mlx5_vfio.c the same value).
+const nicIfcDisabled = 1
 
 // BAR is the device's BAR0 as a VFIO region gives it: byte-addressed reads and writes at
 // offsets (pread/pwrite on the region, or loads and stores on its mapping), registers
@@ -174,6 +179,9 @@ func (d *Device) writeInitSeg(off int64, v uint32) {
 		d.mu.Lock()
 		d.iseg.cmdqL = v &^ 0xfff
 		d.iseg.nicInterface = uint8(v>>8) & 7
+		if d.iseg.nicInterface == nicIfcDisabled {
+			d.nicDisabled()
+		}
 		d.mu.Unlock()
 	case int64(prm.InitSeg.CmdDbell.ByteOff()):
 		d.ringCmdDoorbell(v)

@@ -89,7 +89,7 @@ func (d *Device) queryPages(c *cmd) error {
 	}
 	n, ok := d.pagesNeeded(c.opMod)
 	if !ok {
-		return badParam("QUERY_PAGES: op_mod %d is not boot (1), init (2) or regular (3)", c.opMod)
+		return badOpMod(c, "not boot (1), init (2) or regular (3)")
 	}
 	c.set(o.FunctionID, 0)
 	c.set(o.NumPages, uint64(uint32(n)))
@@ -165,41 +165,7 @@ func (d *Device) managePages(c *cmd) error {
 		}
 		return nil
 	}
-	return badParam("MANAGE_PAGES: op_mod %d", c.opMod)
-}
-
-// accessReg serves the host endianness register (driver.h MLX5_REG_HOST_ENDIANNESS: byte 0
-// of the data is 0 for little-endian hosts, 0x80 for big-endian ones), which both drivers
-// write during bring-up. Other registers are not modelled and fail with BAD_PARAM, which
-// mlx5_core tolerates for the optional ones it probes.
-func (d *Device) accessReg(c *cmd) error {
-	in := prm.AccessRegisterIn
-	if err := c.need(ins(in.RegisterID)); err != nil {
-		return err
-	}
-	id := c.get(in.RegisterID)
-	if id != prm.RegHostEndianness {
-		return fail(prm.StatusBadParamErr, SyndromeNotModelled, "ACCESS_REG: register %#x is not modelled", id)
-	}
-	data := prm.AccessRegisterOut.RegisterData
-	switch c.opMod {
-	case prm.AccessRegWrite:
-		if err := c.need(ins(in.RegisterData)); err != nil {
-			return err
-		}
-		d.hostEnd = c.in[in.RegisterData.ByteOff()]
-		if data.In(c.out) {
-			c.out[data.ByteOff()] = d.hostEnd
-		}
-	case prm.AccessRegRead:
-		if err := c.need(nil, data); err != nil {
-			return err
-		}
-		c.out[data.ByteOff()] = d.hostEnd
-	default:
-		return badParam("ACCESS_REG: op_mod %d is neither write (0) nor read (1)", c.opMod)
-	}
-	return nil
+	return badOpMod(c, "not cannot-give (0), give (1) or take (2)")
 }
 
 // queryHCACap returns a capability page: op_mod bits 15:1 are the type, bit 0 max or current.
@@ -213,7 +179,9 @@ func (d *Device) queryHCACap(c *cmd) error {
 	}
 	cp := d.caps[prm.CapType(c.opMod>>1)]
 	if cp == nil {
-		return badParam("QUERY_HCA_CAP: capability type %#x is not modelled", c.opMod>>1)
+		// A capability page the model does not have: the kernel asks only for those the
+		// general caps enable, so this is a driver asking for a feature the model lacks.
+		return fail(prm.StatusBadParamErr, SyndromeNotModelled, "QUERY_HCA_CAP: capability type %v (%#x) is not modelled", prm.CapType(c.opMod>>1), c.opMod>>1)
 	}
 	src := cp.max
 	if c.opMod&1 == prm.CapOpModCur {
@@ -236,7 +204,7 @@ func (d *Device) setHCACap(c *cmd) error {
 	t := prm.CapType(c.opMod >> 1)
 	cp := d.caps[t]
 	if cp == nil {
-		return badParam("SET_HCA_CAP: capability type %#x is not modelled", t)
+		return fail(prm.StatusBadParamErr, SyndromeNotModelled, "SET_HCA_CAP: capability type %v (%#x) is not modelled", t, uint16(t))
 	}
 	if t != prm.CapTypeGeneral {
 		return nil // nothing settable there in the model
@@ -278,10 +246,34 @@ func (d *Device) teardownHCA(c *cmd) error {
 	if d.state != hcaInitialized {
 		return fail(prm.StatusBadSysStateErr, SyndromeBadState, "TEARDOWN_HCA before INIT_HCA")
 	}
+	c.set(prm.TeardownHCAOut.State, 0)
+	if c.get(prm.TeardownHCAIn.Profile) == prm.TeardownPrepareFast {
+		// Only prepared: the teardown happens when the driver sets the NIC interface to
+		// disabled (writeInitSeg). mlx5_core sends this command in events mode on its
+		// shutdown path (main.c mlx5_try_fast_unload → fw.c mlx5_cmd_fast_teardown_hca) and
+		// waits for its completion EQE; the model destroyed the EQs at once until then, so
+		// the kernel timed out and fell back to a forced teardown and an unload that the
+		// model refused.
+		d.iseg.fastTeardown = true
+		return nil
+	}
 	d.destroyAll()
 	d.state = hcaEnabled
-	c.set(prm.TeardownHCAOut.State, 0)
 	return nil
+}
+
+// nicDisabled is the driver setting the NIC interface to disabled (init segment
+// cmdq_addr_l_sz bits 10:8 = MLX5_NIC_IFC_DISABLED) after a prepared fast teardown: firmware
+// forgets every object, as a teardown does.
+func (d *Device) nicDisabled() {
+	if !d.iseg.fastTeardown {
+		return
+	}
+	d.iseg.fastTeardown = false
+	if d.state == hcaInitialized {
+		d.destroyAll()
+		d.state = hcaEnabled
+	}
 }
 
 // queryNICVport returns the vport context: permanent MAC, MTU, promiscuous modes.
@@ -346,8 +338,9 @@ func b2u(b bool) uint64 {
 }
 
 // queryVportState reports the vport's administrative state (up) and its operational state:
-// up while the port has a wire (a cable, a bridge or a wire function), down otherwise
-// (inferred: the model has no PHY, so "link" means "connected to something").
+// up while the port has a wire (a cable, a bridge or a wire function) and PAOS has it
+// administratively up, down otherwise (inferred: the model has no PHY, so "link" means
+// "connected to something").
 func (d *Device) queryVportState(c *cmd) error {
 	in, o := prm.QueryVportStateIn, prm.QueryVportStateOut
 	if err := c.need(ins(in.VportNumber), o.State); err != nil {
@@ -356,11 +349,8 @@ func (d *Device) queryVportState(c *cmd) error {
 	if c.get(in.OtherVport) != 0 && c.get(in.VportNumber) != 0 {
 		return badParam("QUERY_VPORT_STATE: vport %d; the model has vport 0 only", c.get(in.VportNumber))
 	}
-	d.wireMu.Lock()
-	wired := d.peer != nil || d.wire != nil
-	d.wireMu.Unlock()
 	c.set(o.AdminState, prm.VportAdminUp)
-	if wired {
+	if d.operUp() {
 		c.set(o.State, prm.VportStateUp)
 	} else {
 		c.set(o.State, prm.VportStateDown)

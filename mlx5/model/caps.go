@@ -1,6 +1,7 @@
 package model
 
 import (
+	"github.com/daqiri-go/daqiri/mlx5/model/internal/datapath"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
@@ -21,11 +22,25 @@ type capVal struct {
 	v uint64
 }
 
+// maxFTLevel is the flow-table levels the model reports (flow_table_prop_layout max_ft_level).
+// Linux's fs_core.c lays out the NIC RX root namespace with the anchor table's priority at
+// level 54 (ANCHOR_MIN_LEVEL: the kernel NIC, ethtool and bypass priorities below it) and
+// skips every priority whose min_ft_level is above max_ft_level; without the anchor,
+// mlx5_fs_core_init fails and so does mlx5_core's probe. The model reported 16 until the
+// kernel's layout showed that too few; 63 is the largest value the kernel's priorities need
+// below the LAG priority, which it may skip (inferred: ConnectX-5 reports a value of this order).
+const maxFTLevel = 63
+
 // defaultCaps is what the model's firmware reports. Limits are chosen, not copied from a
 // device (inferred); the features are those the model implements: Ethernet port, NIC flow
 // tables with flow tags, checksum and VLAN offloads, striding RQ, CQE compression in both
 // layouts with the stride-index mini-CQE, enhanced multi-packet send WQEs, packet pacing,
 // free-running and real-time timestamps, 4 KiB UARs with 512-byte BlueFlame registers.
+// Every capability not listed reads 0, which is how the model turns off what it does not
+// implement and the kernel's mlx5_core gates on (docs/MLX5-CONFORMANCE.md lists them): RoCE,
+// atomics, ODP (pg), IPsec, TLS, MACsec, SF, the eswitch and vport manager roles, LRO,
+// DCBX/ETS, PCAM/MCAM/QCAM (so no PTP pins, FW tracer, resource dump, extended PTYS),
+// the extended striding-RQ stride range, general objects and the UMR and KLM paths.
 func defaultCaps(cfg Config) map[prm.CapType]*capPages {
 	g := prm.CmdHCACap
 	gen := []capVal{
@@ -46,13 +61,16 @@ func defaultCaps(cfg Config) map[prm.CapType]*capPages {
 		{g.ForceTeardown, 1}, {g.EndPad, 1}, {g.LogMaxStrideSzRQ, 13}, {g.LogMinStrideSzRQ, 6},
 		{g.LogMaxStrideSzSQ, 13}, {g.LogMinStrideSzSQ, 6}, {g.MaxWQESzSQ, 1024},
 		{g.MaxWQESzRQ, 1024}, {g.CQEVersion, 1}, {g.NICVportChangeEvent, 1},
-		{g.ExtStrideNumRange, 1}, {g.PkeyTableSize, 0},
+		{g.PkeyTableSize, 0},
+		// mlx5_ib (ib.go): XRC domains and SRQs at probe, the UMR QP; no UMR with PAS lists.
+		{g.XRC, 1}, {g.LogMaxXRCD, 4}, {g.LogMaxSRQ, 8}, {g.LogMaxSRQSz, 10}, {g.LogMaxQP, 8},
+		{g.LogMaxQPSz, 10}, {g.UmrModifyEntitySizeDisabled, 1},
 	}
 	e := prm.EthernetOffloadCaps
 	eth := []capVal{
 		{e.CsumCap, 1}, {e.VLANCap, 1}, {e.WQEVLANInsert, 1}, {e.MultiPktSendWQE, 1},
 		{e.EnhancedMultiPktSendWQE, 1}, {e.WQEInlineMode, 2}, {e.RSSIndTblCap, 1},
-		{e.ScatterFcs, 0}, {e.MaxLSOCap, 0}, {e.TunnelStatelessVXLAN, 1}, {e.SelfLBEnModifiable, 1},
+		{e.ScatterFcs, 0}, {e.MaxLSOCap, datapath.MaxLSOLog}, {e.TunnelStatelessVXLAN, 1}, {e.SelfLBEnModifiable, 1},
 	}
 	f := prm.FlowTableNICCap
 	rx, tx := f.FlowTablePropertiesNICReceive.Off, f.FlowTablePropertiesNICTransmit.Off
@@ -64,7 +82,7 @@ func defaultCaps(cfg Config) map[prm.CapType]*capPages {
 			capVal{p.FlowModifyEn.At(base), 1}, capVal{p.ModifyRoot.At(base), 1},
 			capVal{p.IdentifiedMissTableMode.At(base), 1}, capVal{p.Reformat.At(base), 1},
 			capVal{p.PopVLAN.At(base), 1}, capVal{p.PushVLAN.At(base), 1},
-			capVal{p.LogMaxFTSize.At(base), 16}, capVal{p.MaxFTLevel.At(base), 16},
+			capVal{p.LogMaxFTSize.At(base), 16}, capVal{p.MaxFTLevel.At(base), maxFTLevel},
 			capVal{p.LogMaxFTNum.At(base), 10}, capVal{p.LogMaxFlowCounter.At(base), 16},
 			capVal{p.LogMaxDestination.At(base), 6}, capVal{p.LogMaxFlow.At(base), 16})
 	}

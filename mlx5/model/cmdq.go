@@ -25,13 +25,14 @@ func (d *Device) ringCmdDoorbell(mask uint32) {
 		return // no command queue configured: the doorbell has nothing to act on
 	}
 	var done uint32
+	before := d.eqsCreated()
 	for i := 0; i < 1<<logCmdqSize; i++ {
 		if mask&(1<<i) != 0 && d.runEntry(base+uint64(i)<<logCmdqStride) {
 			done |= 1 << i
 		}
 	}
 	if done != 0 {
-		d.cmdCompletionEvent(done)
+		d.cmdCompletionEvent(done, before)
 	}
 }
 
@@ -65,7 +66,10 @@ func (d *Device) deliver(ent []byte) prm.DeliveryStatus {
 	if inLen > maxCmdLen {
 		return prm.DeliveryInLengthErr
 	}
-	if outLen > maxCmdLen || outLen < 16 {
+	// The output must hold the status and syndrome (cmd_out, 8 bytes); it may be shorter
+	// than the 16 inline bytes: mlx5_core sends ENABLE_HCA and DISABLE_HCA with the 12-byte
+	// outputs mlx5_ifc.h gives them (main.c mlx5_core_enable_hca, MLX5_ST_SZ_DW(enable_hca_out)).
+	if outLen > maxCmdLen || outLen < 8 {
 		return prm.DeliveryOutLengthErr
 	}
 	token := uint8(q.Token.Get(ent))
@@ -93,8 +97,8 @@ func (d *Device) deliver(ent []byte) prm.DeliveryStatus {
 	_ = d.execute(in, out) // the status is in out
 	oo := q.CommandOutputInlineData.ByteOff()
 	copy(ent[oo:oo+inline], out)
-	rest := out[inline:]
-	if len(rest) > 0 {
+	if len(out) > inline {
+		rest := out[inline:]
 		d.walkMailboxes(outPtr, len(rest), token, func(data []byte) { rest = rest[copy(data, rest):] })
 	}
 	return prm.DeliveryOK

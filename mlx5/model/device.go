@@ -38,6 +38,11 @@ type Config struct {
 	// intr): the device's interrupt. It runs with the device's event lock held and must not
 	// call back into the Device; nil for polling drivers.
 	Interrupt func(vector uint16)
+	// CommandLog, when set, is called after every command the firmware model completes
+	// (command queue and Exec alike) with what was asked and answered: the per-command log
+	// of a server that lets real drivers use the model. It runs without the device's locks
+	// held.
+	CommandLog func(CommandRecord)
 	// Realtime makes the device clock follow the host's monotonic clock from New, for
 	// free-running use; otherwise the clock moves only by Advance (deterministic mode).
 	Realtime bool
@@ -106,9 +111,13 @@ type Device struct {
 	promisc [3]bool // uc, mc, all
 	objs    objects
 	iseg    initSeg
+	port    portState
 
-	evMu sync.Mutex
-	eqs  map[uint32]*eq
+	cmdLog cmdLog
+
+	evMu  sync.Mutex
+	eqs   map[uint32]*eq
+	eqSeq uint64 // EQs created so far: each EQ's seq is its place in that count
 
 	keysMu sync.RWMutex
 	mkeys  map[uint32]*mkey // by index (key >> 8)
@@ -169,6 +178,7 @@ func (d *Device) reset() {
 	d.promisc = [3]bool{}
 	d.objs = newObjects()
 	d.iseg = initSeg{initializingReads: d.cfg.InitializingReads}
+	d.port = newPortState(d.cfg)
 }
 
 // DMASpace is the device's I/O address space (an alias, so that drivers outside this module

@@ -37,7 +37,16 @@
 //     TEARDOWN_HCA (graceful, force, prepare-fast, with the NIC interface state mlx5_vfio.c
 //     polls), DISABLE_HCA, QUERY/MODIFY_NIC_VPORT_CONTEXT (permanent MAC, MTU, promiscuous
 //     bits), QUERY_VPORT_STATE and QUERY_VPORT_COUNTER. Commands out of order get
-//     BAD_SYS_STATE. Device.Fail puts firmware in a fatal state: health syndrome set, health
+//     BAD_SYS_STATE.
+//   - What Linux's mlx5_core and mlx5e send at probe besides (main.c, lib/vxlan.c, port.c,
+//     en/port.c, en_stats.c; TestKernelProbeSequence replays it): QUERY_ADAPTER,
+//     ADD/DELETE_VXLAN_UDP_DPORT (4789), and the port registers PTYS, PAOS (admin status,
+//     which QUERY_VPORT_STATE follows), PMTU, PFCC, PMLP and PPCNT (the 802.3 group).
+//   - Every command the model does not implement is answered with BAD_OP and
+//     SyndromeBadOpcode; a register, capability page or mode it does not model with
+//     BAD_PARAM and SyndromeNotModelled; an op_mod a command does not have with BAD_PARAM
+//     and SyndromeBadOpMod. They are counted in Device.Unimplemented, and every command
+//     reaches Config.CommandLog (docs/MLX5-CONFORMANCE.md lists what the drivers send). Device.Fail puts firmware in a fatal state: health syndrome set, health
 //     counter stopped (what mlx5_core's poll_health watches), commands answered INT_ERR.
 //   - Objects with firmware-like checks (mlx5_ifc.h layouts): UAR, PD, transport domain,
 //     UMEM, MKEY (PA, MTT, and over a UMEM), EQ (event bitmask, owner bit per lap as eq.c reads it, arming
@@ -83,7 +92,12 @@
 //     doorbell store.
 //   - Mailbox and entry signatures are not checked (mlx5_core disables checksums, and the
 //     model reports cmdif_checksum 0); a mailbox chain the model cannot read is reported as a
-//     pointer-alignment delivery error, which is the nearest status the kernel names.
+//     pointer-alignment delivery error, which is the nearest status the kernel names. An
+//     output may be as short as its status and syndrome (8 bytes): the drivers' ENABLE_HCA
+//     output is 12.
+//   - A command-completion EQE goes to the EQ that asked for command events and existed
+//     before the command ran: the CREATE_EQ that makes the command EQ is not reported on it
+//     (mlx5_core polls for that one).
 //   - Memory handed to firmware (pages, PAS lists, doorbell records, MTT entries) must be
 //     mapped when the command runs, or the command fails with BAD_PARAM; hardware would take
 //     the fault later, on first access.
@@ -104,8 +118,9 @@
 //
 // # Not modelled
 //
-// KLM/KSM keys, 128-byte CQEs, CQ resize, RMPs, QPs and RDMA, LRO, the extended
-// striding-RQ stride range, other vports and the eswitch, registers other than host
-// endianness, PCI configuration space and the MSI-X table (Config.Interrupt stands in), and
-// more than one function per device.
+// KLM/KSM keys, UMR, 128-byte CQEs, CQ resize, RMPs, QPs and RDMA, LRO, LSO, the extended
+// striding-RQ stride range, other vports and the eswitch, registers other than those above,
+// the vport context's address lists (accepted, not kept), PORT_CHANGE events, PCI
+// configuration space and the MSI-X table (Config.Interrupt stands in; package pcidev serves
+// them), and more than one function per device.
 package model

@@ -24,6 +24,7 @@ type eq struct {
 	armed   bool
 	overrun bool
 	ctx     []byte // the eqc as created, for QUERY_EQ
+	seq     uint64 // creation order (Device.eqSeq)
 }
 
 func (e *eq) wants(t prm.EventType) bool { return e.mask[t/64]>>(t%64)&1 != 0 }
@@ -62,21 +63,38 @@ func (d *Device) post(e *eq, t prm.EventType, sub uint8, fill func(data []byte))
 }
 
 // subscriber is the lowest-numbered EQ that asked for event type t.
-func (d *Device) subscriber(t prm.EventType) *eq {
+func (d *Device) subscriber(t prm.EventType) *eq { return d.subscriberBefore(t, ^uint64(0)) }
+
+// subscriberBefore is the lowest-numbered EQ created before the seq-th that asked for t.
+func (d *Device) subscriberBefore(t prm.EventType, seq uint64) *eq {
 	var best *eq
 	for _, e := range d.eqs {
-		if e.wants(t) && (best == nil || e.n < best.n) {
+		if e.seq < seq && e.wants(t) && (best == nil || e.n < best.n) {
 			best = e
 		}
 	}
 	return best
 }
 
-// cmdCompletionEvent reports completed command-queue entries.
-func (d *Device) cmdCompletionEvent(vector uint32) {
+// eqsCreated is the EQ creation count now, for cmdCompletionEvent.
+func (d *Device) eqsCreated() uint64 {
 	d.evMu.Lock()
 	defer d.evMu.Unlock()
-	if e := d.subscriber(prm.EventTypeCmd); e != nil {
+	return d.eqSeq
+}
+
+// cmdCompletionEvent reports completed command-queue entries to the EQ that asked for
+// command events and existed before the commands ran (before is eqsCreated then). The
+// command that creates the command EQ is not reported on it: mlx5_core sends that CREATE_EQ
+// in polling mode and takes its completion from the entry (eq.c create_async_eqs, then
+// mlx5_cmd_use_events); an EQE for it would name an entry the kernel has already released
+// (cmd.c mlx5_cmd_comp_handler). Inferred: the PRM does not say when firmware starts
+// reporting on a new EQ; the model reported the creating command until the kernel showed
+// why not.
+func (d *Device) cmdCompletionEvent(vector uint32, before uint64) {
+	d.evMu.Lock()
+	defer d.evMu.Unlock()
+	if e := d.subscriberBefore(prm.EventTypeCmd, before); e != nil {
 		d.post(e, prm.EventTypeCmd, 0, func(b []byte) {
 			prm.CmdInterCompEvent.CommandCompletionVector.Set(b, uint64(vector))
 		})
@@ -195,6 +213,8 @@ func (d *Device) createEQ(c *cmd) error {
 		e.mask[i] = c.get(in.EventBitmask.At(uint32(i) * 64))
 	}
 	d.evMu.Lock()
+	e.seq = d.eqSeq
+	d.eqSeq++
 	d.eqs[n] = e
 	d.evMu.Unlock()
 	c.set(prm.CreateEQOut.EQNumber, uint64(n))

@@ -39,7 +39,40 @@ const (
 	SyndromePages
 	SyndromeNotModelled
 	SyndromeBadMemory
+	SyndromeBadOpMod
 )
+
+// SyndromeName names one of the model's syndromes for logs ("bad-opcode", "not-modelled"),
+// or returns "" for a value that is not one of them (a datapath's or an injected one).
+func SyndromeName(s uint32) string {
+	switch s {
+	case SyndromeBadOpcode:
+		return "bad-opcode"
+	case SyndromeBadState:
+		return "bad-state"
+	case SyndromeBadLength:
+		return "bad-length"
+	case SyndromeBadParam:
+		return "bad-param"
+	case SyndromeUnknownObject:
+		return "unknown-object"
+	case SyndromeLimit:
+		return "limit"
+	case SyndromeBusy:
+		return "busy"
+	case SyndromeBadUID:
+		return "bad-uid"
+	case SyndromePages:
+		return "pages"
+	case SyndromeNotModelled:
+		return "not-modelled"
+	case SyndromeBadMemory:
+		return "bad-memory"
+	case SyndromeBadOpMod:
+		return "bad-op-mod"
+	}
+	return ""
+}
 
 // fwErr is a handler's failure before it becomes output bytes.
 type fwErr struct {
@@ -52,6 +85,13 @@ func (e *fwErr) Error() string { return e.msg }
 
 func fail(status prm.Status, synd uint32, format string, args ...any) error {
 	return &fwErr{status: status, synd: synd, msg: fmt.Sprintf(format, args...)}
+}
+
+// badOpMod is an op_mod the command does not have (or the model does not implement): the
+// opcode is known, so the status is BAD_PARAM, with its own syndrome so that logs can tell it
+// from a bad field.
+func badOpMod(c *cmd, format string, args ...any) error {
+	return fail(prm.StatusBadParamErr, SyndromeBadOpMod, "%v op_mod %#x: %s", c.op, c.opMod, fmt.Sprintf(format, args...))
 }
 
 // badParam is the commonest failure: a field out of range.
@@ -76,6 +116,8 @@ func (d *Device) Exec(in, out []byte) error {
 }
 
 // execute runs a command and writes its status; the error is the *CmdError for a bad status.
+// Every command is then reported to Config.CommandLog, and one the model does not implement
+// is counted for Unimplemented.
 func (d *Device) execute(in, out []byte) error {
 	clear(out)
 	c := &cmd{d: d, in: in, out: out}
@@ -90,13 +132,20 @@ func (d *Device) execute(in, out []byte) error {
 		err = d.dispatch(c)
 		d.mu.Unlock()
 	}
+	rec := CommandRecord{Op: c.op, OpMod: c.opMod}
+	if c.op == prm.CmdOpAccessReg {
+		rec.Register = uint16(prm.AccessRegisterIn.RegisterID.Get(in))
+	}
 	if err == nil {
+		d.logCommand(rec)
 		return nil
 	}
 	fe := toFWErr(err)
 	clear(out)
 	prm.CmdOut.Status.Set(out, uint64(fe.status))
 	prm.CmdOut.Syndrome.Set(out, uint64(fe.synd))
+	rec.Status, rec.Syndrome, rec.Msg = fe.status, fe.synd, fe.msg
+	d.logCommand(rec)
 	return &CmdError{Op: c.op, OpMod: c.opMod, Status: fe.status, Syndrome: fe.synd, Msg: fe.msg}
 }
 
@@ -155,7 +204,9 @@ func (d *Device) dispatch(c *cmd) error {
 	}
 	h := handlerFor(c.op)
 	if h == nil {
-		return fail(prm.StatusBadOpErr, SyndromeBadOpcode, "opcode %v is not implemented by the model", c.op)
+		// device.h MLX5_CMD_STAT_BAD_OP_ERR: what firmware answers an opcode it does not
+		// know, and what mlx5_core treats as "not supported" where a command is optional.
+		return fail(prm.StatusBadOpErr, SyndromeBadOpcode, "opcode %v (%#x) is not implemented by the model", c.op, uint16(c.op))
 	}
 	switch d.state {
 	case hcaDisabled:
@@ -202,6 +253,12 @@ func handlerFor(op prm.CmdOp) handler {
 		return (*Device).initHCA
 	case prm.CmdOpTeardownHCA:
 		return (*Device).teardownHCA
+	case prm.CmdOpQueryAdapter:
+		return (*Device).queryAdapter
+	case prm.CmdOpAddVXLANUDPDport:
+		return (*Device).addVXLANPort
+	case prm.CmdOpDeleteVXLANUDPDport:
+		return (*Device).deleteVXLANPort
 	case prm.CmdOpSetDriverVersion, prm.CmdOpNop:
 		return func(*Device, *cmd) error { return nil }
 	case prm.CmdOpQueryNICVportContext:

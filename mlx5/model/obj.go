@@ -42,12 +42,14 @@ func (s *idSpace) alloc(uid uint16, max int) (uint32, error) {
 }
 
 // has reports whether n exists and uid may use it: its creator, uid 0 (the kernel or a VFIO
-// driver, which own the function) or, for an object uid 0 created, anyone (DevX objects may
-// refer to the kernel's, as the kernel's devx.c allows for UARs, PDs and EQs). Inferred from
-// devx.c's uid stamping; firmware's exact rule is not public.
+// driver, which own the function) or, for an object uid 0 or the shared uid created, anyone
+// (DevX objects may refer to the kernel's, as the kernel's devx.c allows for UARs, PDs and
+// EQs; the kernel creates its completion EQs with MLX5_SHARED_RESOURCE_UID, eq.c
+// create_map_eq, for DevX CQs to use). Inferred from devx.c's uid stamping; firmware's exact
+// rule is not public.
 func (s *idSpace) has(n uint32, uid uint16) bool {
 	owner, ok := s.used[n]
-	return ok && (uid == 0 || owner == 0 || owner == uid)
+	return ok && (uid == 0 || owner == 0 || owner == prm.SharedResourceUID || owner == uid)
 }
 
 // owns reports whether uid may modify or destroy n: its creator or uid 0.
@@ -70,8 +72,10 @@ type objects struct {
 	cqEQ, cqUARs, sqUARs                         map[uint32]uint32
 	queuePD                                      map[uint32]uint32 // rqn/sqn (tagged) → pd
 	tirTD, tisTD                                 map[uint32]uint32
+	rqtMax                                       map[uint32]uint32   // rqt_max_size as created
 	umemUsers                                    map[uint32][]uint32 // object (tagged) → UMEMs it uses
 	pacing                                       map[uint16]bool
+	ib                                           ibObjects // mlx5_ib's kinds (ib.go)
 }
 
 func newObjects() objects {
@@ -88,7 +92,9 @@ func newObjects() objects {
 		uarRefs: map[uint32]int{}, umemRefs: map[uint32]int{}, cqEQ: map[uint32]uint32{},
 		cqUARs: map[uint32]uint32{}, sqUARs: map[uint32]uint32{},
 		queuePD: map[uint32]uint32{}, tirTD: map[uint32]uint32{}, tisTD: map[uint32]uint32{},
+		rqtMax: map[uint32]uint32{},
 		pacing: map[uint16]bool{}, umemUsers: map[uint32][]uint32{},
+		ib: newIBObjects(),
 	}
 }
 
@@ -203,11 +209,18 @@ func (d *Device) createUMEM(c *cmd) error {
 	}
 	pages := make([]uint64, n)
 	for i := range pages {
-		pa, err := d.mttPage(c, u.Mtt.At(base+uint32(i)*64), shift)
-		if err != nil {
-			return fmt.Errorf("CREATE_UMEM: %w", err)
+		pa := c.get(u.Mtt.At(base+uint32(i)*64)) &^ 0xff
+		if pa&(1<<shift-1) != 0 {
+			return badParam("CREATE_UMEM: MTT entry %d: page %#x is not aligned to %d bytes", i, pa, uint64(1)<<shift)
 		}
 		pages[i] = pa
+	}
+	// Pages larger than 4 KiB whose pieces are separate mappings (vfio-user: mlx5_vfio.c
+	// registers a UMEM in pages as large as its I/O address alignment allows) are kept in
+	// 4 KiB pieces, as for queue buffers (ioPages).
+	pages, shift, err := d.ioPages(pages, shift, "CREATE_UMEM: MTT entry", dma.Read)
+	if err != nil {
+		return err
 	}
 	id, err := d.objs.umems.alloc(c.uid, d.capLimit(prm.CmdHCACap.LogMaxUMEM))
 	if err != nil {
@@ -394,7 +407,12 @@ func (k keys) Translate(lkey uint32, addr uint64, n int, perm dma.Perm) ([]byte,
 		return nil, fmt.Errorf("mlx5 model: lkey %#x does not allow local %v", lkey, perm)
 	}
 	if m.mode == prm.MKeyAccessPA {
-		return d.space.Slice(addr, n, perm)
+		b, err := d.space.Slice(addr, n, perm)
+		if err != nil && perm == dma.Read {
+			// A read may run over IOMMU pages that are separate mappings (dma.Gather).
+			return d.space.Gather(addr, n, perm)
+		}
+		return b, err
 	}
 	off := addr - m.start&^(1<<m.pageShift-1)
 	if m.viaUMEM {
@@ -417,7 +435,11 @@ func (k keys) Translate(lkey uint32, addr uint64, n int, perm dma.Perm) ([]byte,
 			return nil, fmt.Errorf("mlx5 model: %d bytes at %#x cross into a non-adjacent page of lkey %#x (the model serves one contiguous view)", n, addr, lkey)
 		}
 	}
-	return d.space.Slice(m.pages[page]+in, n, perm)
+	b, err := d.space.Slice(m.pages[page]+in, n, perm)
+	if err != nil && perm == dma.Read {
+		return d.space.Gather(m.pages[page]+in, n, perm)
+	}
+	return b, err
 }
 
 // Q counters (ALLOC/DEALLOC/QUERY_Q_COUNTER): out_of_buffer counts the frames dropped for
@@ -474,10 +496,51 @@ func (d *Device) pasMemory(c *cmd, pas prm.Field, logPageSize uint8, pageOffset,
 		if pa&(1<<prm.AdapterPageShift-1) != 0 {
 			return datapath.Paged{}, 0, badParam("%s: PAS entry %d (%#x) is not page aligned", what, i, pa)
 		}
-		if _, err := d.space.Slice(pa, 1<<shift, dma.Read|dma.Write); err != nil {
-			return datapath.Paged{}, 0, fail(prm.StatusBadParamErr, SyndromeBadMemory, "%s: PAS entry %d: %v", what, i, err)
-		}
 		pages[i] = pa
 	}
-	return datapath.Paged{Space: d.space, PageShift: shift, Pages: pages, Offset: off}, int(npages), nil
+	io, ioShift, err := d.ioPages(pages, shift, what+": PAS entry", dma.Read|dma.Write)
+	if err != nil {
+		return datapath.Paged{}, 0, err
+	}
+	return datapath.Paged{Space: d.space, PageShift: ioShift, Pages: io, Offset: off}, int(npages), nil
+}
+
+// ioPages checks that pages of 1<<shift bytes are mapped for reading and writing and returns
+// them as the datapath is to address them: as given when each page is one piece of the DMA
+// space, otherwise every page cut into 4 KiB pages. A device reaches memory through an IOMMU
+// page by page, and under QEMU's vfio-user client each IOMMU page the guest maps is a
+// mapping of its own, so a queue the VFIO provider puts in one 16 KiB page (mlx5_vfio.c
+// create_map_eq: log_page_size 2, one PAS entry) lies in four mappings. Inferred limit: a
+// WQE or CQE that crosses a 4 KiB boundary inside such a page faults; the drivers' entries
+// (64-byte CQEs and EQEs, WQEs kept within a page) do not.
+func (d *Device) ioPages(pages []uint64, shift uint, what string, perm dma.Perm) ([]uint64, uint, error) {
+	whole := true
+	for _, pa := range pages {
+		if _, err := d.space.Slice(pa, 1<<shift, perm); err != nil {
+			whole = false
+			break
+		}
+	}
+	if whole || shift == prm.AdapterPageShift {
+		if !whole {
+			for i, pa := range pages {
+				if _, err := d.space.Slice(pa, 1<<shift, perm); err != nil {
+					return nil, 0, fail(prm.StatusBadParamErr, SyndromeBadMemory, "%s %d: %v", what, i, err)
+				}
+			}
+		}
+		return pages, shift, nil
+	}
+	per := 1 << (shift - prm.AdapterPageShift)
+	io := make([]uint64, 0, len(pages)*per)
+	for i, pa := range pages {
+		for j := range per {
+			sub := pa + uint64(j)<<prm.AdapterPageShift
+			if _, err := d.space.Slice(sub, 1<<prm.AdapterPageShift, perm); err != nil {
+				return nil, 0, fail(prm.StatusBadParamErr, SyndromeBadMemory, "%s %d, 4 KiB page %d: %v", what, i, j, err)
+			}
+			io = append(io, sub)
+		}
+	}
+	return io, prm.AdapterPageShift, nil
 }

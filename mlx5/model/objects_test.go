@@ -403,6 +403,17 @@ func TestRQTAndTIR(t *testing.T) {
 			t.Fatalf("QUERY_RQT entry %d: %d, want %d", i, got, q)
 		}
 	}
+	if m := get(qo, prm.RQTC.RQTMaxSize.At(qb)); m != 4 {
+		t.Fatalf("QUERY_RQT: rqt_max_size %d, want the 4 it was created with", m)
+	}
+	// MODIFY_RQT as en/rqt.c mlx5e_rqt_redirect sends it: rqt_max_size left 0, the size limit
+	// the one of CREATE_RQT; a different non-zero one, or more entries than it, are refused.
+	r.mustCmd(rqtIn(prm.CmdOpModifyRQT, prm.ModifyRQTIn.Ctx, 0, rqs[:1], prm.ModifyRQTIn.RQTN, rqt, prm.ModifyRQTIn.Bitmask, 1), 16)
+	if n := get(r.mustCmd(in(prm.CmdOpQueryRQT, 0, 16, prm.QueryRQTIn.RQTN, rqt), 0x200), prm.RQTC.RQTActualSize.At(qb)); n != 1 {
+		t.Fatalf("MODIFY_RQT without rqt_max_size: %d entries, want 1", n)
+	}
+	r.wantStatus(rqtIn(prm.CmdOpModifyRQT, prm.ModifyRQTIn.Ctx, 8, rqs, prm.ModifyRQTIn.RQTN, rqt, prm.ModifyRQTIn.Bitmask, 1), 16, prm.StatusBadParamErr)
+	r.wantStatus(rqtIn(prm.CmdOpModifyRQT, prm.ModifyRQTIn.Ctx, 0, append(append([]uint32{}, rqs...), rqs...), prm.ModifyRQTIn.RQTN, rqt, prm.ModifyRQTIn.Bitmask, 1), 16, prm.StatusBadParamErr)
 	r.wantStatus(rqtIn(prm.CmdOpCreateRQT, prm.CreateRQTIn.RQTContext, 4, []uint32{rqs[0], 999}), 16, prm.StatusBadResErr)
 	r.wantStatus(rqtIn(prm.CmdOpCreateRQT, prm.CreateRQTIn.RQTContext, 2, rqs), 16, prm.StatusBadParamErr)
 	r.wantStatus(rqtIn(prm.CmdOpCreateRQT, prm.CreateRQTIn.RQTContext, 1<<13, rqs), 16, prm.StatusBadParamErr)
@@ -432,11 +443,12 @@ func TestRQTAndTIR(t *testing.T) {
 		get(to, tc.IndirectTable.At(ob)) != uint64(rqt) || get(to, tc.DispType.At(ob)) != prm.TIRDispIndirect {
 		t.Fatal("QUERY_TIR does not report the context")
 	}
-	// MODIFY_TIR: a new key and selector (bitmask bit 2, hash), read back; the transport
-	// domain cannot change.
+	// MODIFY_TIR: a new key and selector (bitmask bit 2, hash) in a context that holds only
+	// the hash fields, as en/tir.c builds it; read back with the dispatch, the RQT and the
+	// transport domain unchanged.
 	mb := prm.ModifyTIRIn.Ctx.Off
 	mod := in(prm.CmdOpModifyTIR, 0, int(prm.ModifyTIRIn.Ctx.End()/8), append(kv{prm.ModifyTIRIn.TIRN, indirect, prm.ModifyTIRIn.Bitmask, 1 << 2},
-		withCtx(mb, kv{tc.TransportDomain, r.td, tc.DispType, prm.TIRDispIndirect, tc.IndirectTable, rqt, tc.RXHashFn, prm.RXHashFnToeplitz})...)...)
+		withCtx(mb, kv{tc.RXHashFn, prm.RXHashFnToeplitz})...)...)
 	key2 := bytes.Repeat([]byte{0xa5}, 40)
 	copy(mod[(mb+tc.RXHashToeplitzKey.Off)/8:], key2)
 	prm.RXHashFieldSelect.SelectedFields.At(mb+tc.RXHashFieldSelectorOuter.Off).Set(mod, prm.HashFieldSrcIP|prm.HashFieldDstIP)
@@ -446,9 +458,30 @@ func TestRQTAndTIR(t *testing.T) {
 		get(to, prm.RXHashFieldSelect.SelectedFields.At(ob+tc.RXHashFieldSelectorOuter.Off)) != prm.HashFieldSrcIP|prm.HashFieldDstIP {
 		t.Fatal("MODIFY_TIR did not take")
 	}
-	td2 := get(r.mustCmd(in(prm.CmdOpAllocTransportDomain, 0, 16), 16), prm.AllocTransportDomainOut.TransportDomain)
-	prm.TIRC.TransportDomain.At(mb).Set(mod, td2)
-	r.wantStatus(mod, 16, prm.StatusBadParamErr)
+	if get(to, tc.IndirectTable.At(ob)) != uint64(rqt) || get(to, tc.DispType.At(ob)) != prm.TIRDispIndirect ||
+		get(to, tc.TransportDomain.At(ob)) != uint64(r.td) {
+		t.Fatal("MODIFY_TIR hash changed fields outside the hash")
+	}
+	// self_lb_en alone with an otherwise empty context (en_common.c mlx5e_refresh_tirs), on
+	// both TIRs: only self_lb_block changes.
+	for _, tir := range []uint64{indirect, direct} {
+		r.mustCmd(in(prm.CmdOpModifyTIR, 0, int(prm.ModifyTIRIn.Ctx.End()/8), prm.ModifyTIRIn.TIRN, tir,
+			prm.ModifyTIRIn.Bitmask, 1<<4, tc.SelfLBBlock.At(mb), 3), 16)
+		q := r.mustCmd(in(prm.CmdOpQueryTIR, 0, 16, prm.QueryTIRIn.TIRN, tir), int(prm.QueryTIROut.TIRContext.End()/8))
+		if get(q, tc.SelfLBBlock.At(ob)) != 3 || get(q, tc.TransportDomain.At(ob)) != uint64(r.td) {
+			t.Fatalf("MODIFY_TIR self_lb_en on TIR %d: self_lb_block %d, td %d", tir, get(q, tc.SelfLBBlock.At(ob)), get(q, tc.TransportDomain.At(ob)))
+		}
+	}
+	if get(r.mustCmd(in(prm.CmdOpQueryTIR, 0, 16, prm.QueryTIRIn.TIRN, direct), int(prm.QueryTIROut.TIRContext.End()/8)), tc.InlineRQN.At(ob)) != uint64(rqs[0]) {
+		t.Fatal("MODIFY_TIR self_lb_en changed the direct TIR's RQ")
+	}
+	modTIR := func(tir, mask uint64, extra ...any) []byte {
+		return in(prm.CmdOpModifyTIR, 0, int(prm.ModifyTIRIn.Ctx.End()/8), append(kv{prm.ModifyTIRIn.TIRN, tir, prm.ModifyTIRIn.Bitmask, mask}, extra...)...)
+	}
+	r.wantStatus(modTIR(indirect, 1<<1), 16, prm.StatusBadParamErr)                                    // an unknown bitmask bit
+	r.wantStatus(modTIR(direct, 1<<2), 16, prm.StatusBadParamErr)                                      // hash on a direct TIR
+	r.wantStatus(modTIR(indirect, 1<<0, prm.TIRCPacketMergeMask.At(mb), 1), 16, prm.StatusBadParamErr) // LRO on
+	r.mustCmd(modTIR(indirect, 1<<0), 16)                                                              // LRO off
 	r.wantStatus(in(prm.CmdOpModifyTIR, 0, int(prm.ModifyTIRIn.Ctx.End()/8), prm.ModifyTIRIn.TIRN, 999, prm.ModifyTIRIn.Bitmask, 4), 16, prm.StatusBadResErr)
 	r.wantStatus(tirIn(tc.InlineRQN, 999), 16, prm.StatusBadResErr)
 	r.wantStatus(tirIn(tc.DispType, prm.TIRDispIndirect, tc.IndirectTable, 999), 16, prm.StatusBadResErr)
@@ -487,7 +520,7 @@ func TestSteeringObjects(t *testing.T) {
 	}
 	r.wantStatus(ftIn(prm.CreateFlowTableIn.TableType, 4), 16, prm.StatusBadParamErr)
 	r.wantStatus(ftIn(prm.FlowTableContext.LogSize.At(fb), 17), 16, prm.StatusBadParamErr)
-	r.wantStatus(ftIn(prm.FlowTableContext.Level.At(fb), 17), 16, prm.StatusBadParamErr)
+	r.wantStatus(ftIn(prm.FlowTableContext.Level.At(fb), 64), 16, prm.StatusBadParamErr) // above max_ft_level 63
 	r.wantStatus(ftIn(prm.FlowTableContext.TableMissAction.At(fb), prm.FlowTableMissFwd, prm.FlowTableContext.TableMissID.At(fb), 999), 16, prm.StatusBadResErr)
 
 	// A group matching the outer destination UDP port.
@@ -503,17 +536,19 @@ func TestSteeringObjects(t *testing.T) {
 	cb := prm.SetFTEIn.FlowContext.Off
 	fc := prm.FlowContext
 	fteIn := func(dests []uint64, extra ...any) []byte {
-		n := int(fc.Destination.At(cb+uint32(len(dests)+1)*fc.Destination.Width).Off / 8)
+		// Entries packed 0x40 bits apart, as fs_cmd.c mlx5_cmd_set_fte sends them: the
+		// kernel's input is set_fte_in plus 8 bytes per entry.
+		n := int(fc.Destination.At(cb+uint32(len(dests)+1)*prm.DestEntryBits).Off / 8)
 		b := in(prm.CmdOpSetFlowTableEntry, 0, n, append(kv{prm.SetFTEIn.TableID, ft, prm.SetFTEIn.FlowIndex, 2,
 			fc.GroupID.At(cb), fg, fc.FlowTag.At(cb), 0x1234, fc.Action.At(cb), prm.FlowActionFwdDest | prm.FlowActionCount,
 			fc.DestinationListSize.At(cb), len(dests), fc.FlowCounterListSize.At(cb), 1,
 			prm.FTEMatchSetLyr24.UDPDport.At(cb + fc.MatchValue.Off), 4791}, extra...)...)
 		for i, dst := range dests {
-			db := cb + fc.Destination.Off + uint32(i)*fc.Destination.Width
+			db := cb + fc.Destination.Off + uint32(i)*prm.DestEntryBits
 			prm.DestFormatStruct.DestinationType.At(db).Set(b, prm.FlowDestTIR)
 			prm.DestFormatStruct.DestinationID.At(db).Set(b, dst)
 		}
-		prm.FlowCounterList.FlowCounterID.At(cb+fc.Destination.Off+uint32(len(dests))*fc.Destination.Width).Set(b, counter)
+		prm.FlowCounterList.FlowCounterID.At(cb+fc.Destination.Off+uint32(len(dests))*prm.DestEntryBits).Set(b, counter)
 		return b
 	}
 	r.mustCmd(fteIn([]uint64{tir}), 16)
@@ -523,6 +558,19 @@ func TestSteeringObjects(t *testing.T) {
 		get(qo, prm.FTEMatchSetLyr24.UDPDport.At(qb+fc.MatchValue.Off)) != 4791 {
 		t.Fatalf("QUERY_FLOW_TABLE_ENTRY does not report the entry: tag %#x dest %d port %d", get(qo, fc.FlowTag.At(qb)), get(qo, prm.DestFormatStruct.DestinationID.At(qb+fc.Destination.Off)), get(qo, prm.FTEMatchSetLyr24.UDPDport.At(qb+fc.MatchValue.Off)))
 	}
+	// Two destinations and the counter: the second TIR 8 bytes after the first, the counter
+	// 8 bytes after it; QUERY reports them at the same places.
+	tir2 := get(r.mustCmd(in(prm.CmdOpCreateTIR, 0, int(prm.CreateTIRIn.Ctx.End()/8), prm.TIRC.InlineRQN.At(prm.CreateTIRIn.Ctx.Off), rq,
+		prm.TIRC.TransportDomain.At(prm.CreateTIRIn.Ctx.Off), r.td), 16), prm.CreateTIROut.TIRN)
+	r.mustCmd(fteIn([]uint64{tir, tir2}, prm.SetFTEIn.FlowIndex, 4, prm.FTEMatchSetLyr24.UDPDport.At(cb+fc.MatchValue.Off), 4792), 16)
+	qo = r.mustCmd(in(prm.CmdOpQueryFlowTableEntry, 0, 0x40, prm.QueryFTEIn.TableID, ft, prm.QueryFTEIn.FlowIndex, 4), int(prm.QueryFTEOut.FlowContext.End()/8)+64)
+	d1 := qb + fc.Destination.Off + prm.DestEntryBits
+	if get(qo, prm.DestFormatStruct.DestinationID.At(d1)) != tir2 || get(qo, prm.FlowCounterList.FlowCounterID.At(d1+prm.DestEntryBits)) != counter {
+		t.Fatal("QUERY_FLOW_TABLE_ENTRY: the second destination or the counter is not 8 bytes after the one before")
+	}
+	r.mustCmd(in(prm.CmdOpDeleteFlowTableEntry, 0, 0x40, prm.DeleteFTEIn.TableID, ft, prm.DeleteFTEIn.FlowIndex, 4), 16)
+	// extended_destination (per-destination reformat) is not modelled.
+	r.wantStatus(fteIn([]uint64{tir}, prm.SetFTEIn.FlowIndex, 3, fc.ExtendedDestination.At(cb), 1), 16, prm.StatusBadParamErr)
 	r.wantStatus(fteIn([]uint64{999}, prm.SetFTEIn.FlowIndex, 3), 16, prm.StatusBadResErr)
 	r.wantStatus(fteIn(nil, prm.SetFTEIn.FlowIndex, 3), 16, prm.StatusBadParamErr)
 	r.wantStatus(fteIn([]uint64{tir}, prm.SetFTEIn.FlowIndex, 3, fc.GroupID.At(cb), 999), 16, prm.StatusBadResErr)
@@ -618,9 +666,9 @@ func TestCapabilities(t *testing.T) {
 	set := func(f prm.Field, v int) []byte {
 		return in(prm.CmdOpSetHCACap, uint16(prm.CapTypeGeneral)<<1, int(prm.SetHCACapIn.Capability.End()/8), f.At(prm.SetHCACapIn.Capability.Off), v)
 	}
-	// log_max_qp above its maximum (0: the model has no QPs) is refused; cache_line_128byte
+	// log_max_qp above its maximum (8: mlx5_ib's QPs, ib.go) is refused; cache_line_128byte
 	// (a flag) takes.
-	h.wantStatus(set(prm.CmdHCACap.LogMaxQP, 4), 16, prm.StatusBadParamErr)
+	h.wantStatus(set(prm.CmdHCACap.LogMaxQP, 9), 16, prm.StatusBadParamErr)
 	h.mustCmd(set(prm.CmdHCACap.CacheLine128byte, 1), 16)
 	if h.capability(prm.CapTypeGeneral, prm.CmdHCACap.CacheLine128byte) != 1 {
 		t.Fatal("SET_HCA_CAP cache_line_128byte did not take")

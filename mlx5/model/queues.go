@@ -123,7 +123,7 @@ func (d *Device) modifyCQ(c *cmd) error {
 		return err
 	}
 	if c.opMod != 0 {
-		return fail(prm.StatusBadParamErr, SyndromeNotModelled, "MODIFY_CQ: op_mod %d (resize) is not modelled", c.opMod)
+		return fail(prm.StatusBadParamErr, SyndromeBadOpMod, "MODIFY_CQ: op_mod %d (resize) is not modelled", c.opMod)
 	}
 	n := uint32(c.get(in.CQN))
 	if !d.objs.cqs.owns(n, c.uid) {
@@ -214,7 +214,10 @@ func (d *Device) decodeWQ(c *cmd, base uint32, sq bool, what string) (datapath.W
 	if m := uint8(d.capGet(prm.CapTypeGeneral, prm.CmdHCACap.LogMaxWQSz)); p.LogSize > m {
 		return p, badParam("%s: log_wq_sz %d above the cap log_max_wq_sz %d", what, p.LogSize, m)
 	}
-	if !d.objs.pds.has(p.PD, c.uid) {
+	// An RQ may have no PD (pd 0): mlx5e's drop RQ, which never gets a WQE, leaves it unset
+	// (en/params.c mlx5e_build_drop_rq_param); the model refused it until the kernel's probe
+	// showed that. SQs always name one.
+	if (sq || p.PD != 0) && !d.objs.pds.has(p.PD, c.uid) {
 		return p, noObject("%s: PD %d does not exist", what, p.PD)
 	}
 	switch {
@@ -438,14 +441,22 @@ func (d *Device) createSQ(c *cmd) error {
 	if p.TSFormat > datapath.TSRealTime {
 		return badParam("CREATE_SQ: ts_format %d", p.TSFormat)
 	}
-	if l := c.get(s.TISLstSz.At(base)); l != 1 {
-		return badParam("CREATE_SQ: tis_lst_sz %d; an Ethernet SQ has one TIS", l)
+	// An Ethernet SQ has one TIS; mlx5e's ICOSQ has none (en_main.c mlx5e_open_icosq leaves
+	// tis_lst_sz 0: it carries NOP and UMR WQEs, never frames), and the model takes that
+	// too, refusing sends on it. The model took only tis_lst_sz 1 until the kernel's ICOSQ
+	// showed otherwise.
+	switch l := c.get(s.TISLstSz.At(base)); l {
+	case 0:
+		p.TISN = 0
+	case 1:
+		if !d.objs.tiss.has(p.TISN, c.uid) {
+			return noObject("CREATE_SQ: TIS %d does not exist", p.TISN)
+		}
+	default:
+		return badParam("CREATE_SQ: tis_lst_sz %d; an Ethernet SQ has one TIS (or none, for WQEs that send nothing)", l)
 	}
 	if !d.objs.cqs.has(p.CQN, c.uid) {
 		return noObject("CREATE_SQ: CQ %d does not exist", p.CQN)
-	}
-	if !d.objs.tiss.has(p.TISN, c.uid) {
-		return noObject("CREATE_SQ: TIS %d does not exist", p.TISN)
 	}
 	if p.RateIndex != 0 && !d.objs.pacing[p.RateIndex] {
 		return noObject("CREATE_SQ: rate limit index %d is not set", p.RateIndex)

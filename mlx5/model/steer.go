@@ -65,17 +65,16 @@ func steeringHandler(op prm.CmdOp) handler {
 	case prm.CmdOpSetPPRateLimit:
 		return (*Device).setPacing
 	}
-	return nil
+	return ibHandler(op)
 }
 
 // decodeRQT reads an rqtc at base: rqt_max_size (at most 1 << log_max_rqt_size),
 // rqt_actual_size (at most the max) and the RQ numbers, each an existing RQ.
-func (d *Device) decodeRQT(c *cmd, base uint32, what string) ([]uint32, error) {
+func (d *Device) decodeRQT(c *cmd, base uint32, what string, maxSz uint64) ([]uint32, error) {
 	r := prm.RQTC
 	if err := c.need(ins(r.RQTActualSize.At(base))); err != nil {
 		return nil, err
 	}
-	maxSz := c.get(r.RQTMaxSize.At(base))
 	n := c.get(r.RQTActualSize.At(base))
 	if lim := uint64(d.capLimit(prm.CmdHCACap.LogMaxRQTSize)); maxSz == 0 || maxSz > lim {
 		return nil, badParam("%s: rqt_max_size %d outside 1..%d (log_max_rqt_size)", what, maxSz, lim)
@@ -101,7 +100,8 @@ func (d *Device) createRQT(c *cmd) error {
 	if err := c.need(ins(in.RQTContext), prm.CreateRQTOut.RQTN); err != nil {
 		return err
 	}
-	rqns, err := d.decodeRQT(c, in.RQTContext.Off, "CREATE_RQT")
+	maxSz := c.get(prm.RQTC.RQTMaxSize.At(in.RQTContext.Off))
+	rqns, err := d.decodeRQT(c, in.RQTContext.Off, "CREATE_RQT", maxSz)
 	if err != nil {
 		return err
 	}
@@ -113,6 +113,7 @@ func (d *Device) createRQT(c *cmd) error {
 		d.objs.rqts.free(n)
 		return err
 	}
+	d.objs.rqtMax[n] = uint32(maxSz)
 	c.set(prm.CreateRQTOut.RQTN, uint64(n))
 	return nil
 }
@@ -130,7 +131,14 @@ func (d *Device) modifyRQT(c *cmd) error {
 	if c.get(in.Bitmask)&1 == 0 {
 		return nil
 	}
-	rqns, err := d.decodeRQT(c, in.Ctx.Off, "MODIFY_RQT")
+	// The size limit is the one the RQT was created with: the kernel's MODIFY_RQT sets only
+	// rqt_actual_size and the list (en/rqt.c mlx5e_rqt_redirect), where the model asked for
+	// rqt_max_size again until then. A different non-zero rqt_max_size is refused.
+	maxSz := uint64(d.objs.rqtMax[n])
+	if m := c.get(prm.RQTC.RQTMaxSize.At(in.Ctx.Off)); m != 0 && m != maxSz {
+		return badParam("MODIFY_RQT: rqt_max_size %d; RQT %d was created with %d", m, n, maxSz)
+	}
+	rqns, err := d.decodeRQT(c, in.Ctx.Off, "MODIFY_RQT", maxSz)
 	if err != nil {
 		return err
 	}
@@ -156,7 +164,7 @@ func (d *Device) queryRQT(c *cmd) error {
 	if err := c.need(nil, last); err != nil {
 		return err
 	}
-	c.set(r.RQTMaxSize.At(base), uint64(len(p.RQNs)))
+	c.set(r.RQTMaxSize.At(base), uint64(d.objs.rqtMax[n]))
 	c.set(r.RQTActualSize.At(base), uint64(len(p.RQNs)))
 	for i, rq := range p.RQNs {
 		c.set(prm.RQNum.RQNum.At(base+r.RQNum.Off+uint32(i)*r.RQNum.Width), uint64(rq))
@@ -175,6 +183,7 @@ func (d *Device) destroyRQT(c *cmd) error {
 	if err := d.dp().DestroyRQT(n); err != nil {
 		return err
 	}
+	delete(d.objs.rqtMax, n)
 	d.objs.rqts.free(n)
 	return nil
 }
@@ -191,6 +200,10 @@ func (d *Device) decodeTIR(c *cmd, base uint32, what string) (datapath.TIRParams
 		Symmetric: c.get(t.RXHashSymmetric.At(base)) != 0,
 		Tunneled:  c.get(t.TunneledOffloadEn.At(base)) != 0,
 		TD:        uint32(c.get(t.TransportDomain.At(base))),
+		SelfLB:    uint8(c.get(t.SelfLBBlock.At(base))),
+	}
+	if m := c.get(prm.TIRCPacketMergeMask.At(base)); m != 0 {
+		return p, fail(prm.StatusBadParamErr, SyndromeNotModelled, "%s: packet_merge_mask %#x: LRO is not modelled (the caps report lro_cap 0)", what, m)
 	}
 	if disp := c.get(t.DispType.At(base)); disp > prm.TIRDispIndirect {
 		return p, badParam("%s: disp_type %d", what, disp)
@@ -207,8 +220,20 @@ func (d *Device) decodeTIR(c *cmd, base uint32, what string) (datapath.TIRParams
 	if !d.objs.rqts.has(p.RQT, c.uid) {
 		return p, noObject("%s: indirect_table %d does not exist", what, p.RQT)
 	}
+	if err := decodeHash(c, base, &p, what); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// decodeHash reads an indirect TIR's hash: function, symmetry, Toeplitz key and the outer and
+// inner field selectors (what MODIFY_TIR's hash bitmask bit selects).
+func decodeHash(c *cmd, base uint32, p *datapath.TIRParams, what string) error {
+	t := prm.TIRC
+	p.HashFn = uint8(c.get(t.RXHashFn.At(base)))
+	p.Symmetric = c.get(t.RXHashSymmetric.At(base)) != 0
 	if p.HashFn > prm.RXHashFnToeplitz {
-		return p, badParam("%s: rx_hash_fn %d", what, p.HashFn)
+		return badParam("%s: rx_hash_fn %d", what, p.HashFn)
 	}
 	for i := range 10 {
 		v := c.get(t.RXHashToeplitzKey.At(base + uint32(i)*32))
@@ -225,7 +250,7 @@ func (d *Device) decodeTIR(c *cmd, base uint32, what string) (datapath.TIRParams
 	}
 	p.Outer = sel(t.RXHashFieldSelectorOuter)
 	p.Inner = sel(t.RXHashFieldSelectorInner)
-	return p, nil
+	return nil
 }
 
 func (d *Device) createTIR(c *cmd) error {
@@ -252,8 +277,12 @@ func (d *Device) createTIR(c *cmd) error {
 	return nil
 }
 
-// modifyTIR applies a whole new context when the bitmask names any field (the model does
-// not split the bitmask: LRO is not modelled and the rest is the RSS configuration).
+// modifyTIR changes the context fields the bitmask selects (mlx5_ifc.h modify_tir_bitmask):
+// hash (function, symmetry, key and field selectors of an indirect TIR), self_lb_en
+// (self_lb_block) and packet_merge (LRO, not modelled: only "off" is taken). The rest of the
+// context in the command is ignored, as the kernel fills only the selected fields
+// (en_common.c mlx5e_refresh_tirs sends self_lb_en with an otherwise empty context; en/tir.c
+// mlx5e_tir_builder_build_rss the hash fields alone).
 func (d *Device) modifyTIR(c *cmd) error {
 	in := prm.ModifyTIRIn
 	if err := c.need(ins(in.Ctx)); err != nil {
@@ -263,17 +292,39 @@ func (d *Device) modifyTIR(c *cmd) error {
 	if !d.objs.tirs.owns(n, c.uid) {
 		return noObject("MODIFY_TIR: TIR %d does not exist", n)
 	}
-	if c.get(in.Bitmask) == 0 {
+	b := prm.ModifyTIRBitmask
+	var known uint64
+	for _, f := range []prm.Field{b.SelfLBEn, b.Hash, b.PacketMerge} {
+		known |= 1 << (in.Bitmask.End() - f.End())
+	}
+	mask := c.get(in.Bitmask)
+	if mask&^known != 0 {
+		return badParam("MODIFY_TIR: bitmask %#x selects fields beyond self_lb_en, hash and packet_merge (%#x)", mask, known)
+	}
+	if mask == 0 {
 		return nil
 	}
-	p, err := d.decodeTIR(c, in.Ctx.Off, "MODIFY_TIR")
+	p, err := d.dp().QueryTIR(n)
 	if err != nil {
 		return err
 	}
-	if p.TD != d.objs.tirTD[n] {
-		return badParam("MODIFY_TIR: the transport domain cannot change")
+	base := in.Ctx.Off
+	if c.get(b.PacketMerge) != 0 {
+		if m := c.get(prm.TIRCPacketMergeMask.At(base)); m != 0 {
+			return fail(prm.StatusBadParamErr, SyndromeNotModelled, "MODIFY_TIR: packet_merge_mask %#x: LRO is not modelled (the caps report lro_cap 0)", m)
+		}
 	}
-	p.TIRN = n
+	if c.get(b.Hash) != 0 {
+		if !p.Indirect {
+			return badParam("MODIFY_TIR: hash selected for direct TIR %d", n)
+		}
+		if err := decodeHash(c, base, &p, "MODIFY_TIR"); err != nil {
+			return err
+		}
+	}
+	if c.get(b.SelfLBEn) != 0 {
+		p.SelfLB = uint8(c.get(prm.TIRC.SelfLBBlock.At(base)))
+	}
 	return d.dp().ModifyTIR(p)
 }
 
@@ -299,6 +350,7 @@ func (d *Device) queryTIR(c *cmd) error {
 	c.set(t.RXHashSymmetric.At(base), b2u(p.Symmetric))
 	c.set(t.TunneledOffloadEn.At(base), b2u(p.Tunneled))
 	c.set(t.TransportDomain.At(base), uint64(p.TD))
+	c.set(t.SelfLBBlock.At(base), uint64(p.SelfLB))
 	for i := range 10 {
 		k := p.Key[4*i:]
 		c.set(t.RXHashToeplitzKey.At(base+uint32(i)*32), uint64(k[0])<<24|uint64(k[1])<<16|uint64(k[2])<<8|uint64(k[3]))
@@ -559,6 +611,9 @@ func (d *Device) setFlowTableRoot(c *cmd) error {
 	if err != nil {
 		return err
 	}
+	if c.opMod > 1 {
+		return badOpMod(c, "neither connect (0) nor disconnect (1)")
+	}
 	if c.opMod == 1 {
 		// Disconnect: the type has no root table any more (kernel fs_cmd.c
 		// mlx5_cmd_update_root_ft sets op_mod 1 and table_id 0 to disconnect).
@@ -629,7 +684,7 @@ func (d *Device) destroyFlowGroup(c *cmd) error {
 
 // setFTE is SET_FLOW_TABLE_ENTRY: the flow context's group, action bits, flow tag, reformat
 // id, match value and destination list (dest_format_struct entries, then flow counters,
-// each one union slot wide; kernel fs_cmd.c lays them out so).
+// packed prm.DestEntryBits apart, as kernel fs_cmd.c lays them out).
 func (d *Device) setFTE(c *cmd) error {
 	in := prm.SetFTEIn
 	fc := prm.FlowContext
@@ -672,9 +727,17 @@ func (d *Device) setFTE(c *cmd) error {
 	if p.Action&prm.FlowActionPacketReformat != 0 && !d.objs.reformats.has(p.Reformat, c.uid) {
 		return noObject("SET_FLOW_TABLE_ENTRY: packet reformat %d does not exist", p.Reformat)
 	}
-	slot := fc.Destination.Width
+	// Entries are packed 0x40 bits apart (prm.DestEntryBits), as fs_cmd.c mlx5_cmd_set_fte
+	// writes them; the model used the 0x80-bit width of the union flow_context declares
+	// until the kernel's 840-byte SET_FLOW_TABLE_ENTRY showed the stride. Extended entries
+	// (per-destination reformat) are not modelled.
+	if c.get(fc.ExtendedDestination.At(base)) != 0 {
+		return fail(prm.StatusBadParamErr, SyndromeNotModelled, "SET_FLOW_TABLE_ENTRY: extended_destination is not modelled")
+	}
+	slot := prm.DestEntryBits
 	if nd+nc > 0 {
-		if err := c.need(ins(fc.Destination.At(base + uint32(nd+nc-1)*slot))); err != nil {
+		last := prm.DestFormatStruct.DestinationEswitchOwnerVHCAID.At(base + fc.Destination.Off + uint32(nd+nc-1)*slot)
+		if err := c.need(ins(last)); err != nil {
 			return err
 		}
 	}
@@ -723,9 +786,9 @@ func (d *Device) queryFTE(c *cmd) error {
 	if err != nil {
 		return err
 	}
-	slot := fc.Destination.Width
+	slot := prm.DestEntryBits
 	if n := len(p.Dests) + len(p.Counters); n > 0 {
-		if err := c.need(nil, fc.Destination.At(base+uint32(n-1)*slot)); err != nil {
+		if err := c.need(nil, prm.DestFormatStruct.DestinationEswitchOwnerVHCAID.At(base+fc.Destination.Off+uint32(n-1)*slot)); err != nil {
 			return err
 		}
 	}

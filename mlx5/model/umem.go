@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"github.com/daqiri-go/daqiri/mlx5/model/internal/datapath"
 	"github.com/daqiri-go/daqiri/mlx5/model/internal/dma"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
@@ -54,12 +55,11 @@ func (d *Device) umemPaged(c *cmd, id, off, n uint64, what, field string) (datap
 	}
 	first, last := start>>u.pageShift, (start+n-1)>>u.pageShift
 	pages := append([]uint64(nil), u.pages[first:last+1]...)
-	for i, pa := range pages {
-		if _, err := d.space.Slice(pa, 1<<u.pageShift, dma.Read|dma.Write); err != nil {
-			return datapath.Paged{}, fail(prm.StatusBadParamErr, SyndromeBadMemory, "%s: UMEM %d page %d: %v", what, id, int(first)+i, err)
-		}
+	io, ioShift, err := d.ioPages(pages, u.pageShift, fmt.Sprintf("%s: UMEM %d page (from %d)", what, id, first), dma.Read|dma.Write)
+	if err != nil {
+		return datapath.Paged{}, err
 	}
-	return datapath.Paged{Space: d.space, PageShift: u.pageShift, Pages: pages, Offset: start & (1<<u.pageShift - 1)}, nil
+	return datapath.Paged{Space: d.space, PageShift: ioShift, Pages: io, Offset: start & (1<<u.pageShift - 1)}, nil
 }
 
 // umemDBR is the doorbell record at offset off of UMEM id.

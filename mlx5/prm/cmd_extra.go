@@ -80,3 +80,8 @@ const (
 	VportStateDown = 0x0 // C: MLX5_QUERY_VPORT_STATE_OUT_STATE_DOWN
 	VportStateUp   = 0x1 // C: MLX5_QUERY_VPORT_STATE_OUT_STATE_UP
 )
+
+// SharedResourceUID is the uid of objects every uid may use: the kernel creates its
+// completion EQs with it when the device has user contexts (eq.c create_map_eq), so that
+// DevX CQs can attach to them (mlx5_ifc.h).
+const SharedResourceUID = 0xffff // C: MLX5_SHARED_RESOURCE_UID

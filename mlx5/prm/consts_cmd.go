@@ -97,11 +97,41 @@ const (
 	CmdOpDestroyUctx                  CmdOp = 0xa06 // C: MLX5_CMD_OP_DESTROY_UCTX
 	CmdOpCreateUMEM                   CmdOp = 0xa08 // C: MLX5_CMD_OP_CREATE_UMEM
 	CmdOpDestroyUMEM                  CmdOp = 0xa0a // C: MLX5_CMD_OP_DESTROY_UMEM
+	CmdOpAddVXLANUDPDport             CmdOp = 0x827 // C: MLX5_CMD_OP_ADD_VXLAN_UDP_DPORT
+	CmdOpDeleteVXLANUDPDport          CmdOp = 0x828 // C: MLX5_CMD_OP_DELETE_VXLAN_UDP_DPORT
+	CmdOpQueryVnicEnv                 CmdOp = 0x76f // C: MLX5_CMD_OP_QUERY_VNIC_ENV
+	CmdOpQueryHCAVportContext         CmdOp = 0x762 // C: MLX5_CMD_OP_QUERY_HCA_VPORT_CONTEXT
+	CmdOpAllocModifyHeaderContext     CmdOp = 0x940 // C: MLX5_CMD_OP_ALLOC_MODIFY_HEADER_CONTEXT
+	CmdOpDeallocModifyHeaderContext   CmdOp = 0x941 // C: MLX5_CMD_OP_DEALLOC_MODIFY_HEADER_CONTEXT
+	CmdOpCreateSchedulingElement      CmdOp = 0x782 // C: MLX5_CMD_OP_CREATE_SCHEDULING_ELEMENT
+	CmdOpSetL2TableEntry              CmdOp = 0x829 // C: MLX5_CMD_OP_SET_L2_TABLE_ENTRY
+	CmdOpSetMonitorCounter            CmdOp = 0x774 // C: MLX5_CMD_OP_SET_MONITOR_COUNTER
+	CmdOpQueryWolRol                  CmdOp = 0x831 // C: MLX5_CMD_OP_QUERY_WOL_ROL
 )
 
 // String is the header's name without its prefix.
 func (v CmdOp) String() string {
 	switch v {
+	case CmdOpAddVXLANUDPDport:
+		return "ADD_VXLAN_UDP_DPORT"
+	case CmdOpDeleteVXLANUDPDport:
+		return "DELETE_VXLAN_UDP_DPORT"
+	case CmdOpQueryVnicEnv:
+		return "QUERY_VNIC_ENV"
+	case CmdOpQueryHCAVportContext:
+		return "QUERY_HCA_VPORT_CONTEXT"
+	case CmdOpAllocModifyHeaderContext:
+		return "ALLOC_MODIFY_HEADER_CONTEXT"
+	case CmdOpDeallocModifyHeaderContext:
+		return "DEALLOC_MODIFY_HEADER_CONTEXT"
+	case CmdOpCreateSchedulingElement:
+		return "CREATE_SCHEDULING_ELEMENT"
+	case CmdOpSetL2TableEntry:
+		return "SET_L2_TABLE_ENTRY"
+	case CmdOpSetMonitorCounter:
+		return "SET_MONITOR_COUNTER"
+	case CmdOpQueryWolRol:
+		return "QUERY_WOL_ROL"
 	case CmdOpQueryHCACap:
 		return "QUERY_HCA_CAP"
 	case CmdOpQueryAdapter:

@@ -405,6 +405,13 @@ var FlowContext = struct {
 	Destination:         ifcField("flow_context", "destination[0]", 0x1800, 128),
 }
 
+// DestEntryBits is the size of one entry of a flow context's destination list: a
+// dest_format_struct or a flow_counter_list, 0x40 bits each (the end of the struct's last
+// field, checked by TestLayout). The list is packed at that stride; the union flow_context
+// declares its elements with is as large as extended_dest_format (0x80 bits), which only an
+// entry with extended_destination set uses (kernel fs_cmd.c mlx5_cmd_set_fte: dst_cnt_size).
+var DestEntryBits = DestFormatStruct.DestinationEswitchOwnerVHCAID.End()
+
 // DestFormatStruct is one destination of a flow table entry (mlx5_ifc.h struct
 // mlx5_ifc_dest_format_struct_bits).
 var DestFormatStruct = struct {

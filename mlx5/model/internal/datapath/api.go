@@ -282,13 +282,15 @@ type RQStateInfo struct {
 type SQParams struct {
 	SQN      uint32
 	CQN      uint32
-	TISN     uint32
+	TISN     uint32 // 0: no TIS (tis_lst_sz 0): NOP and other WQEs that send nothing
 	State    QueueState
 	TSFormat TSFormat
 	// MinInline is the number of header bytes every WQE must carry inline (sqc
 	// min_wqe_inline_mode: 0 none, 1 L2, 2 IP, 3 TCP/UDP), as ConnectX-4 requires.
 	MinInline uint8
-	// AllowMPW permits enhanced multi-packet WQEs (sqc allow_multi_pkt_send_wqe).
+	// AllowMPW is sqc allow_multi_pkt_send_wqe, kept for QUERY_SQ; it enables the older,
+	// non-enhanced MPW, which the model does not implement. Enhanced MPW WQEs need no such
+	// bit: Linux's mlx5e sends them without it.
 	AllowMPW  bool
 	RateIndex uint16 // packet_pacing_rate_limit_index, 0 for unpaced
 	WQ        WQParams
@@ -346,6 +348,10 @@ type TIRParams struct {
 	// (tunneled_offload_en).
 	Tunneled bool
 	TD       uint32
+	// SelfLB is self_lb_block (unicast, multicast), kept for QUERY_TIR. Inferred: frames
+	// this function sends reach its own TIRs only through the port's internal loopback
+	// (Device.Cable(d)), a test mode, which does not apply the block.
+	SelfLB uint8
 }
 
 // TISParams is a TIS (tisc).

@@ -18,8 +18,8 @@ type sq struct {
 	nextSend uint64
 }
 
-// maxFrame bounds what one WQE may send (larger than any MTU the PRM allows, 9978 bytes on
-// ConnectX-5; the model does not do TSO).
+// maxFrame bounds what one WQE may send as one frame (larger than any MTU the PRM allows,
+// 9978 bytes on ConnectX-5); an LSO WQE's segments are each bounded so (lso.go).
 const maxFrame = 16384
 
 // CreateSQ makes an SQ on an existing CQ and TIS.
@@ -33,7 +33,7 @@ func (n *NIC) CreateSQ(p SQParams) error {
 	if c == nil {
 		return errf(StatusBadParam, SyndromeUnknownID, "CREATE_SQ: sq %#x names cq %#x, which does not exist", p.SQN, p.CQN)
 	}
-	if n.tiss[p.TISN] == nil {
+	if p.TISN != 0 && n.tiss[p.TISN] == nil {
 		return errf(StatusBadParam, SyndromeUnknownID, "CREATE_SQ: sq %#x names tis %#x, which does not exist", p.SQN, p.TISN)
 	}
 	if p.WQ.Buf == nil || p.WQ.DBR == nil {
@@ -273,7 +273,13 @@ func (n *NIC) execWQE(s *sq, w []byte) (bbs int, stall bool, werr *wqeError) {
 	if sqn := prm.CtrlSQN(uint32(prm.WQECtrl.QPNDS.Get(w))); sqn != s.p.SQN&0xffffff {
 		return bbs, false, &wqeError{prm.CQESyndLocalQPOp}
 	}
-	switch prm.CtrlOpcode(ctrl) {
+	op := prm.CtrlOpcode(ctrl)
+	if s.p.TISN == 0 && (op == prm.WQEOpSend || op == prm.WQEOpEnhancedMPSW || op == prm.WQEOpTSO) {
+		// An SQ without a TIS (tis_lst_sz 0) has no transport to send on (inferred: the
+		// kernel uses such SQs only for NOP and UMR WQEs).
+		return bbs, false, &wqeError{prm.CQESyndLocalQPOp}
+	}
+	switch op {
 	case prm.WQEOpNOP:
 		return bbs, false, nil
 	case prm.WQEOpSend:
@@ -287,13 +293,25 @@ func (n *NIC) execWQE(s *sq, w []byte) (bbs int, stall bool, werr *wqeError) {
 		n.transmit(s, f)
 		return bbs, false, nil
 	case prm.WQEOpEnhancedMPSW:
-		if !s.p.AllowMPW {
-			return bbs, false, &wqeError{prm.CQESyndLocalQPOp}
-		}
+		// Enhanced MPW needs no permission in the SQ context: the kernel's mlx5e sends it
+		// (en/txrx.h, en_tx.c, en/xdp.c) without setting allow_multi_pkt_send_wqe, which
+		// the model required until then. That bit enables the older, non-enhanced MPW.
 		if n.paceBlocked(s) {
 			return bbs, true, nil
 		}
 		fs, werr := n.buildMPW(s, w)
+		if werr != nil {
+			return bbs, false, werr
+		}
+		for _, f := range fs {
+			n.transmit(s, f)
+		}
+		return bbs, false, nil
+	case prm.WQEOpTSO:
+		if n.paceBlocked(s) {
+			return bbs, true, nil
+		}
+		fs, werr := n.buildLSO(s, w)
 		if werr != nil {
 			return bbs, false, werr
 		}
@@ -308,8 +326,8 @@ func (n *NIC) execWQE(s *sq, w []byte) (bbs int, stall bool, werr *wqeError) {
 		}
 		return bbs, !ok, nil
 	}
-	// TSO and the RDMA opcodes are not modelled: the WQE is refused as hardware refuses
-	// an opcode the queue does not support.
+	// The RDMA opcodes are not modelled: the WQE is refused as hardware refuses an opcode
+	// the queue does not support.
 	return bbs, false, &wqeError{prm.CQESyndLocalQPOp}
 }
 

@@ -295,3 +295,51 @@ func TestPartialWQEWaits(t *testing.T) {
 		t.Fatalf("after the full doorbell: %d frames", len(got))
 	}
 }
+
+// TestSQWithoutTIS: an SQ created with no TIS (tis_lst_sz 0, as mlx5e's ICOSQ is, en_main.c
+// mlx5e_open_icosq) completes NOPs — the kernel posts one to trigger its NAPI — and refuses a
+// send with a local QP operation error, as it has no transport to send on.
+func TestSQWithoutTIS(t *testing.T) {
+	e := newEnv(t)
+	cq := e.newCQ(6, nil)
+	s := e.newSQ(cq, 6, func(p *SQParams) { p.TISN = 0 })
+	nop := s.post(&wqe{opcode: prm.WQEOpNOP, fm: prm.WQECtrlCQUpdate})
+	f := udpFrame([4]byte{10, 1, 0, 1}, [4]byte{10, 1, 0, 2}, 1, 2, 100, 0)
+	send := s.post((&wqe{opcode: prm.WQEOpSend, fm: prm.WQECtrlCQUpdate}).eth(0, f[:18]).inl(f[18:]))
+	s.doorbell(send)
+	e.nic.Step(10)
+	got := cq.poll()
+	if len(got) != 2 {
+		t.Fatalf("%d CQEs, want the NOP's and the send's error", len(got))
+	}
+	if prm.CQEOpcode(got[0][63]) != prm.CQEOpReq || uint16(prm.CQE64.WQECounter.Get(got[0][:])) != nop {
+		t.Fatalf("NOP CQE %x", got[0][:])
+	}
+	if prm.CQEOpcode(got[1][63]) != prm.CQEOpReqErr || uint8(prm.ErrCQE.Syndrome.Get(got[1][:])) != prm.CQESyndLocalQPOp ||
+		uint16(prm.ErrCQE.WQECounter.Get(got[1][:])) != send {
+		t.Fatalf("send on an SQ without a TIS: CQE %x, want a local QP operation error", got[1][:])
+	}
+	if c := e.nic.Counters(false); c.TXPackets != 0 {
+		t.Fatalf("counters %+v: a frame left an SQ without a TIS", c)
+	}
+}
+
+// TestEnhancedMPWWithoutAllowBit: an SQ whose context leaves allow_multi_pkt_send_wqe clear
+// still takes enhanced MPW WQEs, as Linux's mlx5e sends them on such SQs (the bit is for
+// the older MPW).
+func TestEnhancedMPWWithoutAllowBit(t *testing.T) {
+	e := newEnv(t)
+	cq := e.newCQ(6, nil)
+	s := e.newSQ(cq, 6, func(p *SQParams) { p.AllowMPW = false })
+	f := udpFrame([4]byte{10, 1, 0, 1}, [4]byte{10, 1, 0, 2}, 3000, 2000, 60, 7)
+	idx := s.post((&wqe{opcode: prm.WQEOpEnhancedMPSW, fm: prm.WQECtrlCQUpdate}).eth(0, nil).inl(f).inl(f))
+	s.doorbell(idx)
+	e.nic.Step(10)
+	got := cq.poll()
+	if len(got) != 1 || prm.CQEOpcode(got[0][63]) != prm.CQEOpReq {
+		t.Fatalf("CQEs %x, want one requester completion", got)
+	}
+	if c := e.nic.Counters(false); c.TXPackets != 2 || c.TXErrors != 0 {
+		t.Fatalf("counters %+v, want 2 frames sent", c)
+	}
+}

@@ -119,6 +119,50 @@ func (s *Space) Slice(iova uint64, n int, perm Perm) ([]byte, error) {
 	return m.mem[off : off+uint64(n) : off+uint64(n)], nil
 }
 
+// Gather returns a copy of the n bytes at iova, which may run over several mappings that
+// follow each other in I/O address space, each allowing perm: what a device reads through an
+// IOMMU page by page. It serves reads only (a copy cannot take the device's writes); under
+// QEMU's vfio-user client every IOMMU page is a mapping of its own, and a buffer the guest
+// maps in one piece (an skb crossing a page) spans several.
+func (s *Space) Gather(iova uint64, n int, perm Perm) ([]byte, error) {
+	if n < 0 || iova+uint64(n) < iova {
+		return nil, fmt.Errorf("%w: %d bytes at %#x", ErrFault, n, iova)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]byte, 0, n)
+	at := iova
+	for len(out) < n {
+		i, found := slices.BinarySearchFunc(s.maps, at, func(m mapping, v uint64) int {
+			switch {
+			case m.iova < v:
+				return -1
+			case m.iova > v:
+				return 1
+			}
+			return 0
+		})
+		if !found {
+			i--
+		}
+		if i < 0 {
+			return nil, fmt.Errorf("%w: %d bytes at %#x (nothing mapped at %#x)", ErrFault, n, iova, at)
+		}
+		m := s.maps[i]
+		off := at - m.iova
+		if off >= uint64(len(m.mem)) {
+			return nil, fmt.Errorf("%w: %d bytes at %#x (nothing mapped at %#x)", ErrFault, n, iova, at)
+		}
+		if m.perm&perm != perm {
+			return nil, fmt.Errorf("%w: %d bytes at %#x: mapping at %#x does not allow %v", ErrFault, n, iova, m.iova, perm)
+		}
+		k := min(uint64(n-len(out)), uint64(len(m.mem))-off)
+		out = append(out, m.mem[off:off+k]...)
+		at += k
+	}
+	return out, nil
+}
+
 // Read copies len(p) bytes at iova into p.
 func (s *Space) Read(iova uint64, p []byte) error {
 	b, err := s.Slice(iova, len(p), Read)

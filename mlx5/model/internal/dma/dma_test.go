@@ -47,3 +47,35 @@ func TestSpace(t *testing.T) {
 		t.Fatal("second unmap accepted")
 	}
 }
+
+// TestGather: a read over mappings that follow each other in I/O address space is copied
+// piece by piece; a hole, or a piece without the permission, is a fault.
+func TestGather(t *testing.T) {
+	var s Space
+	a, b, c := []byte{1, 2, 3, 4}, []byte{5, 6, 7, 8}, []byte{9, 10}
+	for i, m := range []struct {
+		iova uint64
+		mem  []byte
+		perm Perm
+	}{{0x1000, a, Read}, {0x1004, b, Read | Write}, {0x1010, c, Write}} {
+		if err := s.Map(m.iova, m.mem, m.perm); err != nil {
+			t.Fatal(i, err)
+		}
+	}
+	got, err := s.Gather(0x1002, 5, Read)
+	if err != nil || string(got) != string([]byte{3, 4, 5, 6, 7}) {
+		t.Fatalf("Gather: % x, %v", got, err)
+	}
+	if _, err := s.Slice(0x1002, 5, Read); err == nil {
+		t.Fatal("Slice across two mappings succeeded")
+	}
+	for _, bad := range []struct {
+		iova uint64
+		n    int
+		perm Perm
+	}{{0x1006, 4, Read}, {0x1000, 6, Write}, {0x0fff, 2, Read}, {0x1010, 1, Read}, {^uint64(0) - 1, 4, Read}} {
+		if _, err := s.Gather(bad.iova, bad.n, bad.perm); !errors.Is(err, ErrFault) {
+			t.Fatalf("Gather %#x+%d %v: %v", bad.iova, bad.n, bad.perm, err)
+		}
+	}
+}

@@ -1,0 +1,33 @@
+// Package mlx5conf is the mlx5 conformance test: the device model (mlx5/model), served as a
+// PCI device over vfio-user by tools/daqiri-mlx5model, judged by NVIDIA's own drivers inside
+// the VM harness's guest (package integration/vm): rdma-core's user-space mlx5 VFIO provider
+// (libmlx5), the kernel's mlx5_core and mlx5_ib.
+//
+// It holds only tests. TestMLX5Conformance, on the host, builds the model server and starts
+// it on a socket in a temporary folder, compiles testdata/mlx5probe.c with gcc against
+// Debian's libibverbs-dev, and boots the guest with the qemu that
+// integration/vm/scripts/build-qemu.sh built (QEMU 10.2 with the vfio-user client; Debian
+// 12's qemu 7.2 lacks it) and the model attached as -device vfio-user-pci, guest RAM a
+// shared memfd so that the model's DMA lands in guest memory. In the guest,
+// TestGuestMLX5:
+//
+//	(a) binds the device (15b3:1017) to vfio-pci and runs mlx5probe: device listed, context
+//	    opened (the provider's whole function bring-up), general DevX commands, object
+//	    creation, one line per step;
+//	(b) unbinds it, loads mlx5_core, waits (bounded) for the probe and collects the kernel
+//	    log lines and `ip link`;
+//	(c) loads mlx5_ib and reports whether an RDMA device appears.
+//
+// Each part is a ratchet: the stages it reached when the test was last updated are listed
+// in conformance_test.go (reachedProbe, reachedCore, reachedIB), a stage missing now fails
+// the test, and a stage newly reached is logged so that the list can grow. The host test
+// then prints the server's own account of the commands it did not know (the model answers
+// them with the PRM's bad-opcode status): the model's to-do list.
+//
+// Running it: `make test-mlx5-conformance` builds the qemu first when it is not cached
+// (`make qemu`: 3 to 10 minutes on 2 cores, once) and runs the test; `make test` runs it
+// only when the cached qemu exists. The test skips when the cached qemu is missing, and
+// fails instead under CI=true (internal/testutil). DAQIRI_QEMU_CACHE moves the cache
+// (default /var/cache/daqiri/qemu); DAQIRI_VM_KEEP=1 keeps the VM work folder and the
+// server log. docs/MLX5-CONFORMANCE.md has what the drivers reached and the command lists.
+package mlx5conf

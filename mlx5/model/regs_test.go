@@ -1,0 +1,187 @@
+package model_test
+
+import (
+	"net"
+	"testing"
+
+	"github.com/daqiri-go/daqiri/mlx5/model"
+	"github.com/daqiri-go/daqiri/mlx5/prm"
+)
+
+// regIO is one ACCESS_REG through Exec: the register at register_data, in and out size bytes.
+func regIO(r *ready, id int, write bool, size int, kv ...any) ([]byte, error) {
+	opMod := uint16(prm.AccessRegRead)
+	if write {
+		opMod = prm.AccessRegWrite
+	}
+	base := prm.AccessRegisterIn.RegisterData.Off
+	f := []any{prm.AccessRegisterIn.RegisterID, id}
+	for i := 0; i+1 < len(kv); i += 2 {
+		f = append(f, kv[i].(prm.Field).At(base), kv[i+1])
+	}
+	out, err := r.cmd(in(prm.CmdOpAccessReg, opMod, 16+size, f...), 16+size)
+	if err != nil {
+		return nil, err
+	}
+	return out[16:], nil
+}
+
+func mustReg(t *testing.T, r *ready, id int, write bool, size int, kv ...any) []byte {
+	t.Helper()
+	out, err := regIO(r, id, write, size, kv...)
+	if err != nil {
+		t.Fatalf("ACCESS_REG %#x: %v", id, err)
+	}
+	return out
+}
+
+func wantRegStatus(t *testing.T, r *ready, st prm.Status, id int, write bool, size int, kv ...any) {
+	t.Helper()
+	_, err := regIO(r, id, write, size, kv...)
+	if se, ok := err.(*statusErr); !ok || se.status != st {
+		t.Fatalf("ACCESS_REG %#x: %v, want %v", id, err, st)
+	}
+}
+
+// TestPortRegisters: the port registers mlx5e reads and writes (driver.h MLX5_REG_*,
+// mlx5_ifc.h *_reg layouts), their state, how PAOS drives the operational state that PTYS and
+// QUERY_VPORT_STATE report, and the errors for a wrong port, protocol, value or direction.
+func TestPortRegisters(t *testing.T) {
+	pt := newPort(t)
+	r := pt.ready
+	vportUp := func() bool {
+		out := r.mustCmd(in(prm.CmdOpQueryVportState, 0, 16), 16)
+		return get(out, prm.QueryVportStateOut.State) == prm.VportStateUp
+	}
+	p := prm.PTYS
+	ptys := func() []byte {
+		return mustReg(t, r, prm.RegPTYS, false, 64, p.LocalPort, 1, p.ProtoMask, prm.PTYSProtoEth)
+	}
+	// No wire yet: capability and admin 100GBASE-CR4, nothing operational, vport down.
+	got := ptys()
+	if get(got, p.EthProtoCapability) != 1<<prm.EthLinkMode100GBaseCR4 || get(got, p.EthProtoAdmin) != 1<<prm.EthLinkMode100GBaseCR4 ||
+		get(got, p.EthProtoOper) != 0 || get(got, p.ProtoMask) != prm.PTYSProtoEth || vportUp() {
+		t.Fatalf("PTYS unwired: % x", got)
+	}
+	r.d.Cable(r.d)
+	if get(ptys(), p.EthProtoOper) != 1<<prm.EthLinkMode100GBaseCR4 || !vportUp() {
+		t.Fatal("wired port not operational")
+	}
+	// PAOS: admin down takes the port and the vport down; up brings them back.
+	a := prm.PAOS
+	mustReg(t, r, prm.RegPAOS, true, 16, a.LocalPort, 1, a.AdminStatus, prm.PortDown, a.ASE, 1)
+	st := mustReg(t, r, prm.RegPAOS, false, 16, a.LocalPort, 1)
+	if get(st, a.AdminStatus) != prm.PortDown || get(st, a.OperStatus) != prm.PortDown || vportUp() || get(ptys(), p.EthProtoOper) != 0 {
+		t.Fatalf("PAOS down: % x", st)
+	}
+	// Without ase the admin status is not changed (port.c sets ase with every change).
+	mustReg(t, r, prm.RegPAOS, true, 16, a.LocalPort, 1, a.AdminStatus, prm.PortUp)
+	if get(mustReg(t, r, prm.RegPAOS, false, 16, a.LocalPort, 1), a.AdminStatus) != prm.PortDown {
+		t.Fatal("PAOS write without ase changed the admin status")
+	}
+	mustReg(t, r, prm.RegPAOS, true, 16, a.LocalPort, 1, a.AdminStatus, prm.PortUp, a.ASE, 1)
+	if st := mustReg(t, r, prm.RegPAOS, false, 16, a.LocalPort, 1); get(st, a.OperStatus) != prm.PortUp || !vportUp() {
+		t.Fatal("PAOS up")
+	}
+	wantRegStatus(t, r, prm.StatusBadParamErr, prm.RegPAOS, true, 16, a.LocalPort, 1, a.AdminStatus, 5, a.ASE, 1)
+	// PMTU: max, admin, oper.
+	m := prm.PMTU
+	mt := mustReg(t, r, prm.RegPMTU, false, 16, m.LocalPort, 1)
+	if get(mt, m.MaxMTU) != 9978 || get(mt, m.AdminMTU) != 1522 || get(mt, m.OperMTU) != 1522 {
+		t.Fatalf("PMTU % x", mt)
+	}
+	mustReg(t, r, prm.RegPMTU, true, 16, m.LocalPort, 1, m.AdminMTU, 9000)
+	if get(mustReg(t, r, prm.RegPMTU, false, 16, m.LocalPort, 1), m.OperMTU) != 9000 {
+		t.Fatal("PMTU admin_mtu not taken")
+	}
+	wantRegStatus(t, r, prm.StatusBadParamErr, prm.RegPMTU, true, 16, m.LocalPort, 1, m.AdminMTU, 9979)
+	wantRegStatus(t, r, prm.StatusBadParamErr, prm.RegPMTU, true, 16, m.LocalPort, 1, m.AdminMTU, 40)
+	// PTYS writes: a subset of the capability only; Ethernet only; port 1 only.
+	mustReg(t, r, prm.RegPTYS, true, 64, p.LocalPort, 1, p.ProtoMask, prm.PTYSProtoEth, p.EthProtoAdmin, 1<<prm.EthLinkMode100GBaseCR4)
+	wantRegStatus(t, r, prm.StatusBadParamErr, prm.RegPTYS, true, 64, p.LocalPort, 1, p.ProtoMask, prm.PTYSProtoEth, p.EthProtoAdmin, 1<<3)
+	wantRegStatus(t, r, prm.StatusBadParamErr, prm.RegPTYS, false, 64, p.LocalPort, 1, p.ProtoMask, 1)
+	wantRegStatus(t, r, prm.StatusBadParamErr, prm.RegPTYS, false, 64, p.LocalPort, 2, p.ProtoMask, prm.PTYSProtoEth)
+	// A register shorter than its layout: BAD_INP_LEN / BAD_OUTP_LEN.
+	wantRegStatus(t, r, prm.StatusBadOutpLenErr, prm.RegPTYS, false, 16, p.LocalPort, 1)
+	// PFCC: global pause on from reset, then as written.
+	f := prm.PFCC
+	pf := mustReg(t, r, prm.RegPFCC, false, 32, f.LocalPort, 1)
+	if get(pf, f.PPTX) != 1 || get(pf, f.PPRX) != 1 {
+		t.Fatalf("PFCC % x", pf)
+	}
+	mustReg(t, r, prm.RegPFCC, true, 32, f.LocalPort, 1, f.PPTX, 0, f.PPRX, 1)
+	if pf := mustReg(t, r, prm.RegPFCC, false, 32, f.LocalPort, 1); get(pf, f.PPTX) != 0 || get(pf, f.PPRX) != 1 {
+		t.Fatalf("PFCC after write % x", pf)
+	}
+	// PMLP: one lane on module 0; read-only.
+	if pm := mustReg(t, r, prm.RegPMLP, false, 64, prm.PMLP.LocalPort, 1); get(pm, prm.PMLP.Width) != 1 || get(pm, prm.PMLP.Lane0ModuleMapping) != 0 {
+		t.Fatalf("PMLP % x", pm)
+	}
+	wantRegStatus(t, r, prm.StatusBadParamErr, prm.RegPMLP, true, 64, prm.PMLP.LocalPort, 1)
+	// PPCNT: the 802.3 group has the port's counters; other groups read zeros; clearing is
+	// not modelled.
+	bcast := net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	frame := udp4(bcast, net.HardwareAddr{2, 0, 0, 0, 0, 9}, [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 1, 2, make([]byte, 50))
+	pt.newTX().send(frame, 0) // the port is cabled to itself: sent and received
+	r.d.Step(100)
+	c := r.d.Counters()
+	if c.TXPackets == 0 || c.TXBytes == 0 {
+		t.Fatalf("counters %+v: the received frame was not counted", c)
+	}
+	pc := prm.PPCNT
+	cnt := mustReg(t, r, prm.RegPPCNT, false, 256, pc.LocalPort, 1, pc.Grp, prm.PPCNTIEEE8023Group)
+	pair := func(hi prm.Field) uint64 { return get(cnt, hi)<<32 | get(cnt, hi.At(32)) }
+	if pair(pc.AFramesReceivedOKHigh) != c.RXPackets || pair(pc.AOctetsReceivedOKHigh) != c.RXBytes ||
+		pair(pc.AFramesTransmittedOKHigh) != c.TXPackets || pair(pc.AOctetsTransmittedOKHigh) != c.TXBytes {
+		t.Fatalf("PPCNT 802.3 % x, counters %+v", cnt[:0x40], c)
+	}
+	other := mustReg(t, r, prm.RegPPCNT, false, 256, pc.LocalPort, 1, pc.Grp, 0x12)
+	for _, b := range pc.CounterSet.Slice(other) {
+		if b != 0 {
+			t.Fatal("PPCNT physical-layer group not zero")
+		}
+	}
+	wantRegStatus(t, r, prm.StatusBadParamErr, prm.RegPPCNT, false, 256, pc.LocalPort, 1, pc.Clr, 1)
+}
+
+// TestAdapterAndVXLANPorts: QUERY_ADAPTER's PSID (main.c mlx5_query_board_id) and the VXLAN
+// port list (lib/vxlan.c): 4789 is there from reset and may be added and deleted; another
+// port is refused as not modelled; deleting a port not added is a bad parameter.
+func TestAdapterAndVXLANPorts(t *testing.T) {
+	r := newReady(t, model.Config{})
+	out := r.mustCmd(in(prm.CmdOpQueryAdapter, 0, 16), 272)
+	if psid := string(prm.QueryAdapterOut.VSDContdPSID.Slice(out)); psid != "DAQIRI_MODEL0001" || get(out, prm.QueryAdapterOut.IEEEVendorID) != 0x2c9 {
+		t.Fatalf("QUERY_ADAPTER psid %q vendor %#x", psid, get(out, prm.QueryAdapterOut.IEEEVendorID))
+	}
+	r.wantStatus(in(prm.CmdOpQueryAdapter, 0, 16), 16, prm.StatusBadOutpLenErr)
+	add := func(port int) []byte {
+		return in(prm.CmdOpAddVXLANUDPDport, 0, 16, prm.AddVXLANUDPDportIn.VXLANUDPPort, port)
+	}
+	del := func(port int) []byte {
+		return in(prm.CmdOpDeleteVXLANUDPDport, 0, 16, prm.DeleteVXLANUDPDportIn.VXLANUDPPort, port)
+	}
+	r.mustCmd(add(4789), 16)
+	if s := r.wantStatus(add(8472), 16, prm.StatusBadParamErr); s != model.SyndromeNotModelled {
+		t.Fatalf("ADD 8472 syndrome %#x", s)
+	}
+	r.wantStatus(del(8472), 16, prm.StatusBadParamErr)
+	r.mustCmd(del(4789), 16)
+	r.wantStatus(del(4789), 16, prm.StatusBadParamErr)
+	r.mustCmd(add(4789), 16)
+}
+
+// TestNodeDescRegister: the node description mlx5_ib reads at probe and writes when told.
+func TestNodeDescRegister(t *testing.T) {
+	r := newReady(t, model.Config{})
+	got := mustReg(t, r, prm.RegNodeDesc, false, prm.NodeDescBytes)
+	if string(got[:17]) != "daqiri mlx5 model" {
+		t.Fatalf("node description %q", got)
+	}
+	b := in(prm.CmdOpAccessReg, prm.AccessRegWrite, 16+prm.NodeDescBytes, prm.AccessRegisterIn.RegisterID, prm.RegNodeDesc)
+	copy(b[16:], "guest node 7")
+	r.mustCmd(b, 16+prm.NodeDescBytes)
+	if got := mustReg(t, r, prm.RegNodeDesc, false, prm.NodeDescBytes); string(got[:12]) != "guest node 7" || got[12] != 0 {
+		t.Fatalf("node description after the write %q", got)
+	}
+	wantRegStatus(t, r, prm.StatusBadOutpLenErr, prm.RegNodeDesc, false, 16)
+}

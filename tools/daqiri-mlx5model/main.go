@@ -1,0 +1,129 @@
+// Command daqiri-mlx5model serves the ConnectX device model (package mlx5/model) as a PCI
+// function to one vfio-user client, so that a QEMU guest sees a ConnectX-5 (15b3:1017) and
+// its drivers (the kernel's mlx5_core, rdma-core's mlx5 VFIO provider) drive the model:
+//
+//	daqiri-mlx5model -socket PATH [-mac 02:00:00:00:00:01] [-log FILE] [-v]
+//
+// It listens on the unix socket PATH (a stale socket file there is replaced), prints
+//
+//	listening on PATH
+//
+// on standard output once QEMU may connect (`-device vfio-user-pci,socket=PATH`; guest RAM
+// must be shared: `-object memory-backend-memfd,id=mem,size=…,share=on -machine
+// memory-backend=mem`, see docs/MLX5-VFIO-USER.md), serves the first client until it
+// disconnects or the process gets SIGTERM or SIGINT, and exits. The model runs free (its
+// clock follows the host, its datapath on a goroutine of its own).
+//
+// The log (FILE, or standard error) gets one line per command the model executed from its
+// command queue:
+//
+//	cmd ENABLE_HCA(0x104) op_mod 0x0 status 0x0 OK syndrome 0x0
+//	cmd unknown(0x7fe) op_mod 0x3 status 0x2 BAD_OP_ERR syndrome 0x…
+//
+// (opcode name as package prm spells it, "unknown" for opcodes it does not name, and the
+// opcode; op_mod; the PRM status as number and name, so a failed command has "status 0x"
+// followed by a non-zero digit; the model's syndrome; " delivery 0x…" when the entry could
+// not be carried),
+// and, with -v, a line per vfio-user session event and per message or access the server or
+// the device refused ("vfio-user: …", "pcidev: …"). On exit it prints to standard output a
+// summary: one line per opcode with its count and counts by status, then the number of
+// interrupts that reached no eventfd.
+//
+// Exit status: 0 when the client disconnected or a signal ended the serving, 1 when the
+// session failed (a message that could not be framed, a socket error), 2 for usage errors.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"github.com/daqiri-go/daqiri/mlx5/model"
+	"github.com/daqiri-go/daqiri/mlx5/model/pcidev"
+	"github.com/daqiri-go/daqiri/vfiouser"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// lineWriter serialises log lines from the server's and the model's goroutines.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) printf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, format+"\n", args...)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("daqiri-mlx5model", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	socket := fs.String("socket", "", "unix socket path to serve vfio-user on (required)")
+	mac := fs.String("mac", "02:00:00:00:00:01", "the port's permanent MAC address")
+	logFile := fs.String("log", "", "write the command log here instead of standard error")
+	verbose := fs.Bool("v", false, "also log vfio-user session events and refused messages")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: daqiri-mlx5model -socket PATH [-mac MAC] [-log FILE] [-v]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *socket == "" || fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "daqiri-mlx5model: -socket PATH is required and nothing else is taken")
+		fs.Usage()
+		return 2
+	}
+	hw, err := net.ParseMAC(*mac)
+	if err != nil || len(hw) != 6 {
+		fmt.Fprintf(stderr, "daqiri-mlx5model: -mac %q: want a 6-byte Ethernet address such as 02:00:00:00:00:01\n", *mac)
+		return 2
+	}
+	var logw io.Writer = stderr
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			fmt.Fprintf(stderr, "daqiri-mlx5model: -log: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		logw = f
+	}
+	lw := &lineWriter{w: logw}
+	var notes func(string, ...any)
+	if *verbose {
+		notes = lw.printf
+	}
+	dev := pcidev.New(pcidev.Options{
+		Model:     model.Config{MAC: hw},
+		Run:       true,
+		OnCommand: func(c pcidev.Command) { lw.printf("cmd %v", c) },
+		Logf:      notes,
+	})
+	srv := vfiouser.NewServer(dev, vfiouser.Options{Logf: notes})
+	err = srv.ListenAndServe(ctx, *socket, func() { fmt.Fprintf(stdout, "listening on %s\n", *socket) })
+	fmt.Fprintf(stdout, "commands by opcode (name, opcode, count, by status):\n%s", dev.Summary())
+	fmt.Fprintf(stdout, "interrupts that reached no eventfd: %d\n", dev.LostInterrupts())
+	if err != nil {
+		fmt.Fprintf(stderr, "daqiri-mlx5model: %v\n", err)
+		return 1
+	}
+	return 0
+}
