@@ -109,6 +109,7 @@ type Device struct {
 	mac     net.HardwareAddr
 	mtu     uint16
 	promisc [3]bool // uc, mc, all
+	lists   [3][]uint64 // the vport's UC, MC and VLAN lists as 64-bit entries
 	objs    objects
 	iseg    initSeg
 	port    portState
@@ -176,6 +177,7 @@ func (d *Device) reset() {
 	d.mac = append(net.HardwareAddr(nil), d.cfg.MAC...)
 	d.mtu = uint16(d.cfg.MTU)
 	d.promisc = [3]bool{}
+	d.lists = [3][]uint64{}
 	d.objs = newObjects()
 	d.iseg = initSeg{initializingReads: d.cfg.InitializingReads}
 	d.port = newPortState(d.cfg)
