@@ -108,7 +108,7 @@ type Device struct {
 	pages   pageBook
 	mac     net.HardwareAddr
 	mtu     uint16
-	promisc [3]bool // uc, mc, all
+	promisc [3]bool     // uc, mc, all
 	lists   [3][]uint64 // the vport's UC, MC and VLAN lists as 64-bit entries
 	objs    objects
 	iseg    initSeg
