@@ -235,6 +235,7 @@ func (d *Device) Run(ctx context.Context) {
 // Cable connects d's port and o's back to back: each one's transmit is the other's
 // receive. d.Cable(d) is the port's internal loopback.
 func (d *Device) Cable(o *Device) {
+	wasD, wasO := d.linkUp(), o.linkUp()
 	d.wireMu.Lock()
 	d.peer, d.wire = o, nil
 	d.wireMu.Unlock()
@@ -244,6 +245,17 @@ func (d *Device) Cable(o *Device) {
 		o.wireMu.Unlock()
 	}
 	datapath.Cable(d.dp(), o.dp())
+	d.portChange(wasD, d.linkUp())
+	if o != d {
+		o.portChange(wasO, o.linkUp())
+	}
+}
+
+// linkUp is the port's operational state (regs.go operUp) read under the device's lock.
+func (d *Device) linkUp() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.operUp()
 }
 
 // Receive hands the port a frame from its wire (a test's traffic generator, a bridge).
@@ -251,14 +263,16 @@ func (d *Device) Receive(frame []byte) { d.dp().Receive(frame) }
 
 // SetWire sends what the port transmits to w (nil drops it), for a wire other than a cable.
 func (d *Device) SetWire(w func(frame []byte)) {
+	was := d.linkUp()
 	d.wireMu.Lock()
 	d.peer, d.wire = nil, w
 	d.wireMu.Unlock()
 	if w == nil {
 		d.dp().SetWire(nil)
-		return
+	} else {
+		d.dp().SetWire(wireFunc(w))
 	}
-	d.dp().SetWire(wireFunc(w))
+	d.portChange(was, d.linkUp())
 }
 
 type wireFunc func([]byte)

@@ -234,3 +234,41 @@ func TestVportLists(t *testing.T) {
 	short := set(prm.NICVportListUC, macs...)
 	r.wantStatus(short[:len(short)-8], 16, prm.StatusBadInpLenErr)
 }
+
+// TestPortChangeEvents: the port's operational state changes — a wire connected or removed,
+// PAOS admin status on a wired port — are reported with PORT_CHANGE EQEs (sub-type ACTIVE or
+// DOWN, port 1), what mlx5e updates its carrier on; a change that leaves the state as it was
+// reports nothing.
+func TestPortChangeEvents(t *testing.T) {
+	r := newReady(t, model.Config{})
+	eq := r.createEQ(r.uar, 6, prm.EventTypePortChange)
+	want := func(sub int) {
+		t.Helper()
+		e := eq.next()
+		if e == nil || prm.EQE.EventType.Get(e) != uint64(prm.EventTypePortChange) || prm.EQE.EventSubType.Get(e) != uint64(sub) ||
+			prm.EQEPortState.Port.Get(prm.EQE.EventData.Slice(e))>>4 != 1 {
+			t.Fatalf("want PORT_CHANGE sub-type %d, got % x", sub, e)
+		}
+		if eq.next() != nil {
+			t.Fatal("more than one EQE")
+		}
+	}
+	r.d.SetWire(func([]byte) {})
+	want(prm.PortChangeActive)
+	r.d.SetWire(func([]byte) {}) // still wired: nothing
+	if eq.next() != nil {
+		t.Fatal("an event for an unchanged state")
+	}
+	mustReg(t, r, prm.RegPAOS, true, 16, prm.PAOS.LocalPort, 1, prm.PAOS.AdminStatus, prm.PortDown, prm.PAOS.ASE, 1)
+	want(prm.PortChangeDown)
+	r.d.SetWire(nil) // down already: nothing
+	if eq.next() != nil {
+		t.Fatal("an event for an unchanged state")
+	}
+	mustReg(t, r, prm.RegPAOS, true, 16, prm.PAOS.LocalPort, 1, prm.PAOS.AdminStatus, prm.PortUp, prm.PAOS.ASE, 1)
+	if eq.next() != nil {
+		t.Fatal("admin up without a wire reported the link up")
+	}
+	r.d.Cable(r.d)
+	want(prm.PortChangeActive)
+}
