@@ -294,11 +294,30 @@ func (d *Device) queryNICVport(c *cmd) error {
 	mac := v.PermanentAddress.Off + base
 	copy(prm.MACAddressLayout.MACAddrHi.At(mac).Slice(c.out), d.mac[:2])
 	copy(prm.MACAddressLayout.MACAddrLo.At(mac).Slice(c.out), d.mac[2:6])
+	// The list the input's allowed_list_type names (0: unicast), as many entries as the
+	// output has room for: the kernel reads the plain context with a 272-byte output that
+	// holds none, and a list with an output sized for it (vport.c mlx5_query_nic_vport_mac_list).
+	t := c.get(in.AllowedListType)
+	if t > prm.NICVportListVLAN {
+		return badParam("QUERY_NIC_VPORT_CONTEXT: allowed_list_type %d is not UC (0), MC (1) or VLAN (2)", t)
+	}
+	list := d.lists[t]
+	c.set(v.AllowedListType.At(base), t)
+	c.set(v.AllowedListSize.At(base), uint64(len(list)))
+	entry := v.CurrentUCMACAddress.At(base)
+	for i, e := range list {
+		f := entry.At(uint32(i) * entry.Width)
+		if !f.In(c.out) {
+			break
+		}
+		c.set(f, e)
+	}
 	return nil
 }
 
 // modifyNICVport applies the fields the field_select bits name: permanent_address, mtu,
-// promisc; others are accepted and ignored (inferred: the model has no MAC lists or RoCE).
+// promisc and the address lists; others are accepted and ignored (inferred: the model has no
+// RoCE, local loopback control or change events to act on).
 func (d *Device) modifyNICVport(c *cmd) error {
 	in := prm.ModifyNICVportContextIn
 	if err := c.need(ins(in.NICVportContext)); err != nil {
@@ -327,6 +346,46 @@ func (d *Device) modifyNICVport(c *cmd) error {
 	if c.get(fs.Promisc.At(sel)) != 0 {
 		d.promisc = [3]bool{c.get(v.PromiscUC.At(base)) != 0, c.get(v.PromiscMC.At(base)) != 0, c.get(v.PromiscAll.At(base)) != 0}
 	}
+	if c.get(fs.AddressesList.At(sel)) != 0 {
+		return d.setVportList(c, base)
+	}
+	return nil
+}
+
+// vportListLimit is how many entries a vport list may hold (cmd_hca_cap
+// log_max_current_uc_list, log_max_current_mc_list, log_max_vlan_list).
+func (d *Device) vportListLimit(t uint64) int {
+	g := prm.CmdHCACap
+	f := []prm.Field{g.LogMaxCurrentUCList, g.LogMaxCurrentMCList, g.LogMaxVLANList}[t]
+	return d.capLimit(f)
+}
+
+// setVportList takes an address list of MODIFY_NIC_VPORT_CONTEXT (field_select
+// addresses_list; vport.c mlx5_modify_nic_vport_mac_list and _vlans: allowed_list_type,
+// allowed_list_size, then 64-bit entries from current_uc_mac_address[0]). Inferred: the lists
+// are kept and reported, not used to filter frames — the model's vport has no eswitch in
+// front of it, and mlx5e's L2 flow table filters by address anyway.
+func (d *Device) setVportList(c *cmd, base uint32) error {
+	v := prm.NICVportContext
+	t := c.get(v.AllowedListType.At(base))
+	if t > prm.NICVportListVLAN {
+		return badParam("MODIFY_NIC_VPORT_CONTEXT: allowed_list_type %d is not UC (0), MC (1) or VLAN (2)", t)
+	}
+	n := int(c.get(v.AllowedListSize.At(base)))
+	if lim := d.vportListLimit(t); n > lim {
+		return badParam("MODIFY_NIC_VPORT_CONTEXT: %d list entries of type %d; the caps allow %d", n, t, lim)
+	}
+	entry := v.CurrentUCMACAddress.At(base)
+	if n > 0 {
+		if err := c.need(ins(entry.At(uint32(n-1) * entry.Width))); err != nil {
+			return err
+		}
+	}
+	list := make([]uint64, n)
+	for i := range list {
+		list[i] = c.get(entry.At(uint32(i) * entry.Width))
+	}
+	d.lists[t] = list
 	return nil
 }
 

@@ -108,7 +108,8 @@ type Device struct {
 	pages   pageBook
 	mac     net.HardwareAddr
 	mtu     uint16
-	promisc [3]bool // uc, mc, all
+	promisc [3]bool     // uc, mc, all
+	lists   [3][]uint64 // the vport's UC, MC and VLAN lists as 64-bit entries
 	objs    objects
 	iseg    initSeg
 	port    portState
@@ -176,6 +177,7 @@ func (d *Device) reset() {
 	d.mac = append(net.HardwareAddr(nil), d.cfg.MAC...)
 	d.mtu = uint16(d.cfg.MTU)
 	d.promisc = [3]bool{}
+	d.lists = [3][]uint64{}
 	d.objs = newObjects()
 	d.iseg = initSeg{initializingReads: d.cfg.InitializingReads}
 	d.port = newPortState(d.cfg)
@@ -233,6 +235,7 @@ func (d *Device) Run(ctx context.Context) {
 // Cable connects d's port and o's back to back: each one's transmit is the other's
 // receive. d.Cable(d) is the port's internal loopback.
 func (d *Device) Cable(o *Device) {
+	wasD, wasO := d.linkUp(), o.linkUp()
 	d.wireMu.Lock()
 	d.peer, d.wire = o, nil
 	d.wireMu.Unlock()
@@ -242,6 +245,17 @@ func (d *Device) Cable(o *Device) {
 		o.wireMu.Unlock()
 	}
 	datapath.Cable(d.dp(), o.dp())
+	d.portChange(wasD, d.linkUp())
+	if o != d {
+		o.portChange(wasO, o.linkUp())
+	}
+}
+
+// linkUp is the port's operational state (regs.go operUp) read under the device's lock.
+func (d *Device) linkUp() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.operUp()
 }
 
 // Receive hands the port a frame from its wire (a test's traffic generator, a bridge).
@@ -249,14 +263,16 @@ func (d *Device) Receive(frame []byte) { d.dp().Receive(frame) }
 
 // SetWire sends what the port transmits to w (nil drops it), for a wire other than a cable.
 func (d *Device) SetWire(w func(frame []byte)) {
+	was := d.linkUp()
 	d.wireMu.Lock()
 	d.peer, d.wire = nil, w
 	d.wireMu.Unlock()
 	if w == nil {
 		d.dp().SetWire(nil)
-		return
+	} else {
+		d.dp().SetWire(wireFunc(w))
 	}
-	d.dp().SetWire(wireFunc(w))
+	d.portChange(was, d.linkUp())
 }
 
 type wireFunc func([]byte)

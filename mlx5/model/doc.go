@@ -120,7 +120,7 @@
 //
 // KLM/KSM keys, UMR, 128-byte CQEs, CQ resize, RMPs, QPs and RDMA, LRO, LSO, the extended
 // striding-RQ stride range, other vports and the eswitch, registers other than those above,
-// the vport context's address lists (accepted, not kept), PORT_CHANGE events, PCI
+// filtering by the vport context's address lists (kept and reported), PORT_CHANGE events, PCI
 // configuration space and the MSI-X table (Config.Interrupt stands in; package pcidev serves
 // them), and more than one function per device.
 package model

@@ -446,6 +446,17 @@ func TestKernelProbeSequence(t *testing.T) {
 	vctxIn := prm.ModifyNICVportContextIn.NICVportContext.Off
 	sel := prm.ModifyNICVportContextIn.FieldSelect.Off
 	k.reg("ACCESS_REG PAOS down", prm.RegPAOS, true, 16, prm.PAOS.LocalPort, 1, prm.PAOS.AdminStatus, prm.PortDown, prm.PAOS.ASE, 1)
+	// The wired port goes down: a PORT_CHANGE EQE on the async EQ (mlx5e async_event).
+	portEvent := func(sub int) {
+		t.Helper()
+		e := asyncEQ.next()
+		if e == nil || prm.EQE.EventType.Get(e) != uint64(prm.EventTypePortChange) || prm.EQE.EventSubType.Get(e) != uint64(sub) ||
+			prm.EQEPortState.Port.Get(prm.EQE.EventData.Slice(e))>>4 != 1 {
+			t.Fatalf("want a PORT_CHANGE sub-type %d EQE for port 1, got % x", sub, e)
+		}
+		asyncEQ.arm()
+	}
+	portEvent(prm.PortChangeDown)
 	pmtu := k.reg("ACCESS_REG PMTU", prm.RegPMTU, false, 16, prm.PMTU.LocalPort, 1) // mlx5_query_port_max_mtu
 	if get(pmtu, prm.PMTU.MaxMTU) < 1522 {
 		t.Fatalf("PMTU max_mtu %d", get(pmtu, prm.PMTU.MaxMTU))
@@ -475,6 +486,7 @@ func TestKernelProbeSequence(t *testing.T) {
 
 	// --- ip link set up: mlx5e_open_locked → mlx5e_open_channels, activate ---
 	k.reg("ACCESS_REG PAOS up", prm.RegPAOS, true, 16, prm.PAOS.LocalPort, 1, prm.PAOS.AdminStatus, prm.PortUp, prm.PAOS.ASE, 1)
+	portEvent(prm.PortChangeActive)
 	// mlx5e_open_queues for channel 0: ICOSQ and async ICOSQ CQs, TX CQ, XDP-redirect CQ,
 	// RX CQ (with moderation), the ICOSQ (no TIS), the TX SQ, the XDP SQ, the RQ.
 	createSQ := func(what string, cqn uint32, tisLst int, tisn uint32) uint32 {

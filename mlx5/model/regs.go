@@ -187,6 +187,7 @@ func (d *Device) regPAOS(r *regAccess) error {
 		return err
 	}
 	if r.write && r.get(p.ASE) != 0 {
+		was := d.operUp()
 		switch s := r.get(p.AdminStatus); s {
 		case prm.PortUp:
 			d.port.adminUp = true
@@ -195,6 +196,7 @@ func (d *Device) regPAOS(r *regAccess) error {
 		default:
 			return badParam("ACCESS_REG PAOS: admin_status %d is neither up (1) nor down (2)", s)
 		}
+		d.portChange(was, d.operUp())
 	}
 	admin, oper := uint64(prm.PortDown), uint64(prm.PortDown)
 	if d.port.adminUp {
@@ -368,4 +370,23 @@ func (d *Device) regNodeDesc(r *regAccess) error {
 	}
 	copy(c.out[out.ByteOff():], d.port.nodeDesc[:])
 	return nil
+}
+
+// portChange reports a change of the port's operational state with a PORT_CHANGE EQE
+// (sub-type ACTIVE or DOWN, port 1 in port_state) to the EQ that asked for it: what mlx5e
+// updates its carrier on (en_main.c async_event). Inferred: firmware reports the link coming
+// up as soon as the port is administratively up on a wire, as the model has no link training.
+func (d *Device) portChange(was, now bool) {
+	if was == now {
+		return
+	}
+	sub := uint8(prm.PortChangeDown)
+	if now {
+		sub = prm.PortChangeActive
+	}
+	d.evMu.Lock()
+	defer d.evMu.Unlock()
+	if e := d.subscriber(prm.EventTypePortChange); e != nil {
+		d.post(e, prm.EventTypePortChange, sub, func(b []byte) { prm.EQEPortState.Port.Set(b, localPort<<4) })
+	}
 }

@@ -185,3 +185,90 @@ func TestNodeDescRegister(t *testing.T) {
 	}
 	wantRegStatus(t, r, prm.StatusBadOutpLenErr, prm.RegNodeDesc, false, 16)
 }
+
+// TestVportLists: MODIFY_NIC_VPORT_CONTEXT's address lists (field_select addresses_list, as
+// vport.c mlx5_modify_nic_vport_mac_list sends them) are kept per type and reported by
+// QUERY_NIC_VPORT_CONTEXT as far as its output holds; a list longer than the caps allow, or
+// of an unknown type, is a bad parameter.
+func TestVportLists(t *testing.T) {
+	r := newReady(t, model.Config{})
+	sel := prm.ModifyNICVportContextIn.FieldSelect.Off
+	vb := prm.ModifyNICVportContextIn.NICVportContext.Off
+	v := prm.NICVportContext
+	entry := v.CurrentUCMACAddress.At(vb)
+	set := func(typ int, entries ...uint64) []byte {
+		b := in(prm.CmdOpModifyNICVportContext, 0, max(int(entry.Off/8)+8*len(entries), 512), prm.ModifyNICVportFieldSelect.AddressesList.At(sel), 1,
+			v.AllowedListType.At(vb), typ, v.AllowedListSize.At(vb), len(entries))
+		for i, e := range entries {
+			entry.At(uint32(i)*64).Set(b, e)
+		}
+		return b
+	}
+	macs := []uint64{0x02da51000007, 0x0200000000aa}
+	r.mustCmd(set(prm.NICVportListUC, macs...), 16)
+	r.mustCmd(set(prm.NICVportListVLAN, 5, 100), 16)
+	qb := prm.QueryNICVportContextOut.NICVportContext.Off
+	qe := v.CurrentUCMACAddress.At(qb)
+	out := r.mustCmd(in(prm.CmdOpQueryNICVportContext, 0, 16), int(qe.End()/8)+64)
+	if get(out, v.AllowedListSize.At(qb)) != 2 || get(out, qe) != macs[0] || get(out, qe.At(64)) != macs[1] {
+		t.Fatalf("UC list: size %d, % x", get(out, v.AllowedListSize.At(qb)), out[qe.ByteOff():qe.ByteOff()+16])
+	}
+	// The plain 272-byte query has no room for entries and still succeeds.
+	out = r.mustCmd(in(prm.CmdOpQueryNICVportContext, 0, 16), 272)
+	if get(out, v.AllowedListSize.At(qb)) != 2 {
+		t.Fatal("plain query: list size")
+	}
+	out = r.mustCmd(in(prm.CmdOpQueryNICVportContext, 0, 16, prm.QueryNICVportContextIn.AllowedListType, prm.NICVportListVLAN), int(qe.End()/8)+64)
+	if get(out, v.AllowedListType.At(qb)) != prm.NICVportListVLAN || get(out, v.AllowedListSize.At(qb)) != 2 || get(out, qe.At(64)) != 100 {
+		t.Fatal("VLAN list")
+	}
+	if n := get(r.mustCmd(in(prm.CmdOpQueryNICVportContext, 0, 16, prm.QueryNICVportContextIn.AllowedListType, prm.NICVportListMC), 272), v.AllowedListSize.At(qb)); n != 0 {
+		t.Fatalf("MC list has %d entries", n)
+	}
+	// Limits: log_max_current_uc_list 4 → 16 entries; type 3 does not exist.
+	many := make([]uint64, 17)
+	r.wantStatus(set(prm.NICVportListUC, many...), 16, prm.StatusBadParamErr)
+	r.wantStatus(set(3, 1), 16, prm.StatusBadParamErr)
+	r.wantStatus(in(prm.CmdOpQueryNICVportContext, 0, 16, prm.QueryNICVportContextIn.AllowedListType, 3), 272, prm.StatusBadParamErr)
+	// A short input for the entries it announces.
+	short := set(prm.NICVportListUC, macs...)
+	r.wantStatus(short[:len(short)-8], 16, prm.StatusBadInpLenErr)
+}
+
+// TestPortChangeEvents: the port's operational state changes — a wire connected or removed,
+// PAOS admin status on a wired port — are reported with PORT_CHANGE EQEs (sub-type ACTIVE or
+// DOWN, port 1), what mlx5e updates its carrier on; a change that leaves the state as it was
+// reports nothing.
+func TestPortChangeEvents(t *testing.T) {
+	r := newReady(t, model.Config{})
+	eq := r.createEQ(r.uar, 6, prm.EventTypePortChange)
+	want := func(sub int) {
+		t.Helper()
+		e := eq.next()
+		if e == nil || prm.EQE.EventType.Get(e) != uint64(prm.EventTypePortChange) || prm.EQE.EventSubType.Get(e) != uint64(sub) ||
+			prm.EQEPortState.Port.Get(prm.EQE.EventData.Slice(e))>>4 != 1 {
+			t.Fatalf("want PORT_CHANGE sub-type %d, got % x", sub, e)
+		}
+		if eq.next() != nil {
+			t.Fatal("more than one EQE")
+		}
+	}
+	r.d.SetWire(func([]byte) {})
+	want(prm.PortChangeActive)
+	r.d.SetWire(func([]byte) {}) // still wired: nothing
+	if eq.next() != nil {
+		t.Fatal("an event for an unchanged state")
+	}
+	mustReg(t, r, prm.RegPAOS, true, 16, prm.PAOS.LocalPort, 1, prm.PAOS.AdminStatus, prm.PortDown, prm.PAOS.ASE, 1)
+	want(prm.PortChangeDown)
+	r.d.SetWire(nil) // down already: nothing
+	if eq.next() != nil {
+		t.Fatal("an event for an unchanged state")
+	}
+	mustReg(t, r, prm.RegPAOS, true, 16, prm.PAOS.LocalPort, 1, prm.PAOS.AdminStatus, prm.PortUp, prm.PAOS.ASE, 1)
+	if eq.next() != nil {
+		t.Fatal("admin up without a wire reported the link up")
+	}
+	r.d.Cable(r.d)
+	want(prm.PortChangeActive)
+}

@@ -207,3 +207,12 @@ var PPCNT = struct {
 // mlx5_reg_node_desc, IB_DEVICE_NODE_DESC_MAX (64) bytes of text (drivers/infiniband/hw/mlx5
 // main.c; no mlx5_ifc.h layout, so not probed).
 const NodeDescBytes = 64
+
+// NIC vport context address list types (device.h enum mlx5_list_type), the allowed_list_type
+// of MODIFY/QUERY_NIC_VPORT_CONTEXT; each entry is 64 bits (mac_address_layout: the MAC in
+// its last 6 bytes; vlan_layout: the VLAN id in bits 0x14..0x1f).
+const (
+	NICVportListUC   = 0 // C: MLX5_NVPRT_LIST_TYPE_UC
+	NICVportListMC   = 1 // C: MLX5_NVPRT_LIST_TYPE_MC
+	NICVportListVLAN = 2 // C: MLX5_NVPRT_LIST_TYPE_VLAN
+)

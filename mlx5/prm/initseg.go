@@ -58,3 +58,15 @@ const CmdIfRev = 5
 // QueryPagesRegular is QUERY_PAGES op_mod 3, the pages needed after INIT_HCA (kernel
 // pagealloc.c MLX5_POST_INIT_PAGES... as mlx5_core and mlx5_vfio.c pass it; not in a header).
 const QueryPagesRegular = 3
+
+// EQEPortState is the data of a PORT_CHANGE EQE (device.h struct mlx5_eqe_port_state): the
+// port number in the upper nibble of byte 8 (events.c and mlx5e read port >> 4).
+var EQEPortState = struct{ Port Field }{
+	Port: dvField("linux:mlx5_eqe_port_state", "port", 8, 1),
+}
+
+// PORT_CHANGE sub-types (device.h): the two mlx5e acts on (en_main.c async_event).
+const (
+	PortChangeDown   = 1 // C: MLX5_PORT_CHANGE_SUBTYPE_DOWN
+	PortChangeActive = 4 // C: MLX5_PORT_CHANGE_SUBTYPE_ACTIVE
+)
