@@ -316,8 +316,11 @@ func (ss *session) dmaUnmap(p []byte) ([]byte, error) {
 			return nil, err
 		}
 	case dmaUnmapAll:
+		// linux/vfio.h wants address and size 0 with VFIO_DMA_UNMAP_FLAG_ALL; QEMU's
+		// listener sets the flag for a region spanning the whole 64-bit space and may pass
+		// that region's start, so any address is taken, noted in the log.
 		if iova != 0 || size != 0 {
-			return nil, errf(syscall.EINVAL, "DMA_UNMAP all with address %#x size %#x, want 0 and 0", iova, size)
+			ss.s.logf("vfio-user: DMA_UNMAP all with address %#x size %#x (linux/vfio.h wants 0 and 0): unmapping everything", iova, size)
 		}
 		gone = ss.dma.removeAll()
 	case dmaUnmapDirty:

@@ -125,6 +125,12 @@ func (d *fakeDev) Reset() error {
 func (d *fakeDev) Attach(q *vfiouser.IRQs) { d.irqs, d.attached = q, true }
 func (d *fakeDev) Detach()                 { d.detached++ }
 
+func (d *fakeDev) window(iova uint64) []byte {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.maps[iova]
+}
+
 func (d *fakeDev) resetCount() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -435,8 +441,15 @@ func TestDMA(t *testing.T) {
 	// Unmap: whole windows only.
 	wantErrno(t, "unmap half a window", s.c.Unmap(0x100000, 0x4000), syscall.EINVAL)
 	wantErrno(t, "unmap of nothing", s.c.Unmap(0x600000, 0x1000), syscall.ENOENT)
+	stale := s.dev.window(0x100000)
 	if err := s.c.Unmap(0x100000, 32<<10); err != nil {
 		t.Fatal(err)
+	}
+	// A device goroutine still holding the unmapped window must not fault the server:
+	// the memory stays mapped in the server until the session ends.
+	stale[0] = 0x5a
+	if m.B[0] != 0x5a {
+		t.Error("a write through the stale window did not reach the client's memory")
 	}
 	wantErrno(t, "unmap twice", s.c.Unmap(0x100000, 32<<10), syscall.ENOENT)
 	if s.dev.nmaps() != 1 {
@@ -463,14 +476,18 @@ func TestUnmapAll(t *testing.T) {
 	binary.NativeEndian.PutUint32(p, 24)
 	binary.NativeEndian.PutUint32(p[4:], 2) // VFIO_DMA_UNMAP_FLAG_ALL
 	binary.NativeEndian.PutUint64(p[8:], 0x10000)
+	binary.NativeEndian.PutUint32(p[4:], 3) // ALL with the dirty bitmap: refused
 	_, err = s.c.Call(vfiouser.CmdDMAUnmap, p)
-	wantErrno(t, "unmap all with an address", err, syscall.EINVAL)
-	binary.NativeEndian.PutUint64(p[8:], 0)
+	wantErrno(t, "unmap all with a bitmap", err, syscall.EINVAL)
+	binary.NativeEndian.PutUint32(p[4:], 2)
 	if _, err := s.c.Call(vfiouser.CmdDMAUnmap, p); err != nil {
 		t.Fatal(err)
 	}
 	if s.dev.nmaps() != 0 {
 		t.Errorf("%d windows after unmap all", s.dev.nmaps())
+	}
+	if !strings.Contains(s.log.String(), "wants 0 and 0") {
+		t.Error("an unmap-all with an address is not noted in the log")
 	}
 	binary.NativeEndian.PutUint32(p[4:], 1) // dirty bitmap
 	_, err = s.c.Call(vfiouser.CmdDMAUnmap, p)
@@ -718,4 +735,29 @@ func TestListenAndServe(t *testing.T) {
 
 func dialUnix(path string) (*net.UnixConn, error) {
 	return net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+}
+
+// More descriptors than max_msg_fds in one message: the ancillary data is cut short, so the
+// message cannot be trusted; the session ends and every descriptor that did arrive is
+// closed.
+func TestTooManyFDs(t *testing.T) {
+	s := start(t, newFake())
+	if _, err := s.c.Version(); err != nil {
+		t.Fatal(err)
+	}
+	var fds []int
+	for range 17 {
+		e, err := s.c.NewEventfd()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds = append(fds, e.FD)
+	}
+	if _, err := s.c.Send(vfiouser.CmdDeviceSetIRQs, 0, vfiousertest.SetIRQsPayload(vfiousertest.DataEventfd|vfiousertest.ActionTrigger, 2, 0, 17, nil), fds...); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-s.done; err == nil || !strings.Contains(err.Error(), "more than 16 file descriptors") {
+		t.Errorf("session ended with %v", err)
+	}
+	s.done <- nil // for the cleanup
 }

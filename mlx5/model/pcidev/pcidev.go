@@ -214,11 +214,17 @@ func (d *Device) RegionInfo(i uint32) vfiouser.RegionInfo {
 	return vfiouser.RegionInfo{}
 }
 
-// IRQInfo implements vfiouser.Device: MSI-X only, reported as the kernel's vfio-pci reports
-// it (eventfd, no resize).
+// IRQInfo implements vfiouser.Device as the kernel's vfio-pci counts a PCI Express
+// function's interrupts (drivers/vfio/pci/vfio_pci_core.c vfio_pci_get_irq_count): MSI-X
+// with its vectors (eventfd, no resize), no INTx (pin 0) and no MSI (no capability), one
+// error and one request interrupt. The last two are never raised; QEMU registers eventfds
+// for them (and warns without the error one).
 func (d *Device) IRQInfo(i uint32) vfiouser.IRQInfo {
-	if i == vfiouser.IRQMSIX {
+	switch i {
+	case vfiouser.IRQMSIX:
 		return vfiouser.IRQInfo{Count: MSIXVectors, NoResize: true}
+	case vfiouser.IRQErr, vfiouser.IRQReq:
+		return vfiouser.IRQInfo{Count: 1, NoResize: true}
 	}
 	return vfiouser.IRQInfo{}
 }
@@ -349,6 +355,9 @@ func (d *Device) doorbell(off uint64, p []byte) error {
 		}
 		in := ent[e.CommandInputInlineData.ByteOff():]
 		out := ent[e.CommandOutputInlineData.ByteOff():]
+		if st := e.Status.Get(ent); st != 0 {
+			d.logf("pcidev: command queue entry %d at %#x not carried (delivery status %#x): % x", i, base+uint64(i)*stride, st, ent)
+		}
 		done = append(done, Command{
 			Op: prm.CmdOp(prm.CmdIn.Opcode.Get(in)), OpMod: uint16(prm.CmdIn.OpMod.Get(in)),
 			Status: prm.Status(prm.CmdOut.Status.Get(out)), Syndrome: uint32(prm.CmdOut.Syndrome.Get(out)),

@@ -223,9 +223,15 @@ func TestInterruptsAndPBA(t *testing.T) {
 	if err := c.SetEventfds(vfiouser.IRQMSIX, 5, e5, e6); err != nil {
 		t.Fatal(err)
 	}
-	flags, n, err := c.IRQInfo(vfiouser.IRQMSIX)
-	if err != nil || n != MSIXVectors || flags != 1|8 {
-		t.Errorf("MSI-X info %#x %d %v", flags, n, err)
+	for idx, want := range map[uint32][2]uint32{vfiouser.IRQINTx: {0, 0}, vfiouser.IRQMSI: {0, 0}, vfiouser.IRQMSIX: {1 | 8, MSIXVectors}, vfiouser.IRQErr: {1 | 8, 1}, vfiouser.IRQReq: {1 | 8, 1}} {
+		flags, n, err := c.IRQInfo(idx)
+		if err != nil || flags != want[0] || n != want[1] {
+			t.Errorf("interrupt index %d: flags %#x count %d %v, want %#x %d", idx, flags, n, err, want[0], want[1])
+		}
+	}
+	eErr, _ := c.NewEventfd()
+	if err := c.SetEventfds(vfiouser.IRQErr, 0, eErr); err != nil {
+		t.Errorf("error interrupt eventfd: %v", err)
 	}
 	// Without bus mastering the function cannot send MSI-X messages.
 	d.interrupt(5)
@@ -240,6 +246,30 @@ func TestInterruptsAndPBA(t *testing.T) {
 	if a, b := e5.Count(), e6.Count(); a != 1 || b != 2 || d.LostInterrupts() != 2 {
 		t.Errorf("vector 5 fired %d, vector 6 %d, lost %d; want 1, 2, 2", a, b, d.LostInterrupts())
 	}
+	// All 64 vectors in runs of 16 descriptors, as QEMU sends them (max_msg_fds 16), then
+	// each vector fires its own eventfd.
+	var all []*vfiousertest.Eventfd
+	for range MSIXVectors {
+		e, err := c.NewEventfd()
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, e)
+	}
+	for start := 0; start < MSIXVectors; start += 16 {
+		if err := c.SetEventfds(vfiouser.IRQMSIX, uint32(start), all[start:start+16]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for v := range uint16(MSIXVectors) {
+		d.interrupt(v)
+	}
+	for v, e := range all {
+		if n := e.Count(); n != 1 {
+			t.Errorf("vector %d fired %d times, want 1", v, n)
+		}
+	}
+	e5, e6 = all[5], all[6]
 	// A masked vector shows in the PBA read through BAR0.
 	if err := c.SetIRQs(vfiousertest.DataNone|vfiousertest.ActionMask, vfiouser.IRQMSIX, 6, 1, nil); err != nil {
 		t.Fatal(err)
@@ -518,5 +548,41 @@ func TestRunFollowsReset(t *testing.T) {
 	}
 	if _, err := c.DeviceInfo(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Random writes of random sizes anywhere in the configuration space never change what must
+// stay: ids, class, header type, the capability chain and its read-only contents, the
+// MSI-X geometry, the BAR's type bits and the link status.
+func TestConfigRandomWrites(t *testing.T) {
+	d := New(Options{})
+	ro := func() []byte {
+		var b []byte
+		for _, r := range [][2]int{{0, 4}, {8, 4}, {0x0e, 1}, {0x2c, 4}, {0x34, 1}, {0x3d, 1},
+			{capPM, 4}, {capMSIX, 2}, {capMSIX + 4, 8}, {capExp, 8}, {expLnkCap, 4}, {expLnkSta, 2}, {0x100, 4}} {
+			b = append(b, d.cfg.b[r[0]:r[0]+r[1]]...)
+		}
+		b = append(b, d.cfg.b[regBAR0]&0xf, byte(d.cfg.get16(capMSIX+2)&0x7ff))
+		return b
+	}
+	d.mu.Lock()
+	before := ro()
+	d.mu.Unlock()
+	rnd := testutil.RandBytes(3 * 4000)
+	for i := range 4000 {
+		n := []int{1, 2, 4, 8}[rnd[3*i]%4]
+		off := int(binary.LittleEndian.Uint16(rnd[3*i+1:])) % (ConfigSize - n + 1)
+		if covers(off, n, expDevCtl+1) {
+			continue // FLR is a reset, tested on its own
+		}
+		if err := d.WriteRegion(vfiouser.RegionConfig, uint64(off), testutil.RandBytes(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.mu.Lock()
+	after := ro()
+	d.mu.Unlock()
+	if string(before) != string(after) {
+		t.Errorf("read-only configuration changed under random writes:\n%x\n%x", before, after)
 	}
 }
