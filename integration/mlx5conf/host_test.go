@@ -315,11 +315,12 @@ func summarizeServerLog(log string) string {
 // normalizeLogLine drops what differs between two reports of the same problem: a leading
 // timestamp; in a command line, syndromes and other hexadecimal values longer than 4
 // digits (opcode and op_mod stay); in a server or device line, every number (message
-// sequence numbers, addresses, sizes).
+// sequence numbers, addresses, sizes) and byte dumps.
 var (
 	leadingTime = regexp.MustCompile(`^\S*\d\d:\d\d:\d\d\S*\s+`)
 	longHex     = regexp.MustCompile(`0x[0-9a-fA-F]{5,}`)
 	anyNumber   = regexp.MustCompile(`0x[0-9a-fA-F]+|\b\d+\b`)
+	byteDump    = regexp.MustCompile(`\b[0-9a-fA-F]{2}( [0-9a-fA-F]{2}){7,}\b`)
 )
 
 func normalizeLogLine(l string) string {
@@ -327,6 +328,7 @@ func normalizeLogLine(l string) string {
 	if strings.HasPrefix(l, "cmd ") {
 		return longHex.ReplaceAllString(l, "0x…")
 	}
+	l = byteDump.ReplaceAllString(l, "<bytes>")
 	return anyNumber.ReplaceAllStringFunc(l, func(n string) string {
 		if strings.HasPrefix(n, "0x") {
 			return "0x…"
@@ -364,10 +366,13 @@ func TestSummarizeServerLog(t *testing.T) {
 		"vfio-user: message 239 (DMA_UNMAP) refused: DMA_UNMAP: no window in 0x0+0x80000000: no such file or directory",
 		"cmd ENABLE_HCA(0x104) op_mod 0x0 status 0x0 OK syndrome 0x0 delivery 0x8",
 		"cmd ENABLE_HCA(0x104) op_mod 0x0 status 0x0 OK syndrome 0x0",
+		"pcidev: command queue entry 0 at 0xfffff000 not carried (delivery status 0x8): 07 00 00 00 00 00 00 10 01 04 00 00 00 00 00 0c",
+		"pcidev: command queue entry 1 at 0xfffff040 not carried (delivery status 0x8): 07 00 00 00 00 00 00 10 01 04 e1 00 00 00 00 0c",
 	}, "\n") + "\n"
 	got := summarizeServerLog(log)
 	for _, want := range []string{
-		"11 log lines; 5 distinct",
+		"13 log lines; 6 distinct",
+		"2× pcidev: command queue entry N at 0x… not carried (delivery status 0x…): <bytes>",
 		"2× vfio-user: message N (DMA_UNMAP) refused: DMA_UNMAP: no window in 0x…+0x…: no such file or directory",
 		"2× cmd CmdOp(0x7fe) op_mod 0x3 status BAD_OP_ERR syndrome 0x0",
 		"2× cmd CREATE_MKEY op_mod 0x0 status BAD_PARAM_ERR syndrome 0x…",

@@ -59,8 +59,9 @@
 // Options.QEMU boots another qemu-system-x86_64 than the host's, and
 // Options.VFIOUser attaches out-of-process device servers as
 // `-device vfio-user-pci` (QEMU 10.1 or later), with guest RAM a shared memfd
-// backend so that a server's DMA lands in guest memory; the servers sit behind
-// the same emulated Intel IOMMU as the edu device. Debian 12's qemu is 7.2, so
+// backend so that a server's DMA lands in guest memory; each server's device
+// sits on a PCIe root port of its own, behind the same emulated Intel IOMMU as
+// the edu device. Debian 12's qemu is 7.2, so
 // scripts/build-qemu.sh (`make qemu`) builds qemu 10.2.2 from Debian's source
 // package into /var/cache/daqiri/qemu/10.2.2+ds-1 ($DAQIRI_QEMU_CACHE moves
 // it), and CachedQEMU finds it. TestGuest and the package tests above keep

@@ -82,7 +82,8 @@ func TestQEMUCommand(t *testing.T) {
 	for _, want := range []string{
 		"-machine q35,kernel-irqchip=split,memory-backend=mem ",
 		"-object memory-backend-memfd,id=mem,size=1024M,share=on",
-		`{"driver":"vfio-user-pci","socket":{"path":"/tmp/a.sock","type":"unix"},"x-msg-timeout":30000}`,
+		`-device pcie-root-port,id=vfio_user_port0,chassis=1 -device {"bus":"vfio_user_port0","driver":"vfio-user-pci","socket":{"path":"/tmp/a.sock","type":"unix"},"x-msg-timeout":30000}`,
+		`-device pcie-root-port,id=vfio_user_port1,chassis=2 -device {"bus":"vfio_user_port1",`,
 		`"path":"/tmp/b \"c\".sock"`,
 		"-device intel-iommu,intremap=on,caching-mode=on",
 	} {

@@ -414,8 +414,13 @@ func qemuCommand(h *Host, o Options, initrd, console string) (string, []string) 
 		// (QEMU docs/interop/vfio-user.rst, DMA map with a file descriptor).
 		machine += ",memory-backend=mem"
 		extra = append(extra, "-object", fmt.Sprintf("memory-backend-memfd,id=mem,size=%dM,share=on", o.MemoryMiB))
-		for _, s := range o.VFIOUser {
-			extra = append(extra, "-device", vfioUserDevice(s))
+		// Each behind a PCIe root port of its own, as a NIC sits in a server: an
+		// endpoint on the root bus has no link for the driver to read (mlx5_core
+		// logs "Unknown x255 link").
+		for i, s := range o.VFIOUser {
+			port := fmt.Sprintf("vfio_user_port%d", i)
+			extra = append(extra, "-device", fmt.Sprintf("pcie-root-port,id=%s,chassis=%d", port, i+1),
+				"-device", vfioUserDevice(s, port))
 		}
 	}
 	args := []string{
@@ -443,14 +448,16 @@ func qemuCommand(h *Host, o Options, initrd, console string) (string, []string) 
 	return qemu, args
 }
 
-// vfioUserDevice is the -device argument for a vfio-user server at socket.
+// vfioUserDevice is the -device argument for a vfio-user server at socket, on
+// the PCI bus named bus.
 // The socket property is a SocketAddress, which only the JSON form of -device
 // spells (QEMU docs/system/devices/vfio-user.rst). x-msg-timeout: QEMU waits 5 s
 // for each reply by default; a loaded 2-core machine running the guest under
 // TCG next to the server can exceed that without anything being wrong.
-func vfioUserDevice(socket string) string {
+func vfioUserDevice(socket, bus string) string {
 	b, _ := json.Marshal(map[string]any{
 		"driver":        "vfio-user-pci",
+		"bus":           bus,
 		"socket":        map[string]string{"type": "unix", "path": socket},
 		"x-msg-timeout": 30000,
 	})
