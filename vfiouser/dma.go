@@ -117,12 +117,12 @@ func (t *dmaTable) insert(m dmaMap) {
 // no error. The spec asks for exact windows, but QEMU's virtual IOMMU unmaps its whole
 // address space in power-of-two ranges when the guest switches it, empty or not.
 func (t *dmaTable) removeRange(iova, size uint64) ([]dmaMap, error) {
-	end := iova + size
+	last := iova + size - 1 // the range may end at the top of the 64-bit space
 	i := t.find(iova)
 	j := i
-	for j < len(t.maps) && t.maps[j].iova < end {
+	for j < len(t.maps) && t.maps[j].iova <= last {
 		m := t.maps[j]
-		if m.iova < iova || m.iova+m.size > end {
+		if m.iova < iova || m.iova+m.size-1 > last {
 			return nil, errf(syscall.EINVAL, "DMA_UNMAP of %#x+%#x would split the window %#x+%#x", iova, size, m.iova, m.size)
 		}
 		j++

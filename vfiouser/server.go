@@ -324,7 +324,9 @@ func (ss *session) dmaUnmap(p []byte) ([]byte, error) {
 	var gone []dmaMap
 	switch flags {
 	case 0:
-		if size == 0 || iova+size < iova {
+		// A range may end at the very top of the address space (QEMU's vIOMMU unmaps
+		// [x, 2^64) that way), not beyond it.
+		if size == 0 || iova+size-1 < iova {
 			return nil, errf(syscall.EINVAL, "DMA_UNMAP of %#x+%#x: empty or wrapping range", iova, size)
 		}
 		var err error

@@ -471,6 +471,16 @@ func TestDMA(t *testing.T) {
 	if err := s.c.Unmap(0x600000, 0x200000); err != nil || s.dev.nmaps() != 1 {
 		t.Errorf("unmap of a range with two windows: %v, %d windows left (want 1)", err, s.dev.nmaps())
 	}
+	// A range up to the top of the 64-bit space (QEMU's intel-iommu sends one) is whole;
+	// one past it wraps.
+	if err := s.c.Map(m, 0, 0xfffff000_00000000, 4096); err != nil {
+		t.Fatal(err)
+	}
+	toTop := ^uint64(0) - 0xfef00000 + 1 // bytes from 0xfef00000 to 2^64
+	wantErrno(t, "unmap wrapping past 2^64", s.c.Unmap(0xfef00000, toTop+0x1000), syscall.EINVAL)
+	if err := s.c.Unmap(0xfef00000, toTop); err != nil || s.dev.nmaps() != 1 {
+		t.Errorf("unmap of [0xfef00000, 2^64): %v, %d windows left (want 1)", err, s.dev.nmaps())
+	}
 	// The second window stays mapped: the session's end must remove it.
 }
 

@@ -2,7 +2,7 @@
 // function to one vfio-user client, so that a QEMU guest sees a ConnectX-5 (15b3:1017) and
 // its drivers (the kernel's mlx5_core, rdma-core's mlx5 VFIO provider) drive the model:
 //
-//	daqiri-mlx5model -socket PATH [-mac 02:00:00:00:00:01] [-log FILE] [-v]
+//	daqiri-mlx5model -socket PATH [-mac 02:00:00:00:00:01] [-log FILE] [-v] [-loopback | -bridge IFNAME]
 //
 // It listens on the unix socket PATH (a stale socket file there is replaced), prints
 //
@@ -12,7 +12,10 @@
 // must be shared: `-object memory-backend-memfd,id=mem,size=…,share=on -machine
 // memory-backend=mem`, see docs/MLX5-VFIO-USER.md), serves the first client until it
 // disconnects or the process gets SIGTERM or SIGINT, and exits. The model runs free (its
-// clock follows the host, its datapath on a goroutine of its own).
+// clock follows the host, its datapath on a goroutine of its own). Its port has no wire
+// (the guest sees the link down) unless -loopback cables it to itself (what it sends it
+// receives; link up) or -bridge connects it to the host netdev IFNAME through an AF_PACKET
+// socket (CAP_NET_RAW; a tap or a veth end), so that guest traffic reaches the host.
 //
 // The log (FILE, or standard error) gets one line per command the model executed from its
 // command queue:
@@ -76,8 +79,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	mac := fs.String("mac", "02:00:00:00:00:01", "the port's permanent MAC address")
 	logFile := fs.String("log", "", "write the command log here instead of standard error")
 	verbose := fs.Bool("v", false, "also log vfio-user session events and refused messages")
+	loopback := fs.Bool("loopback", false, "cable the port to itself (link up, what it sends it receives)")
+	bridge := fs.String("bridge", "", "connect the port to this host netdev (AF_PACKET; needs CAP_NET_RAW)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: daqiri-mlx5model -socket PATH [-mac MAC] [-log FILE] [-v]")
+		fmt.Fprintln(stderr, "usage: daqiri-mlx5model -socket PATH [-mac MAC] [-log FILE] [-v] [-loopback | -bridge IFNAME]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -90,6 +95,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "daqiri-mlx5model: -socket PATH is required and nothing else is taken")
 		fs.Usage()
 		return 2
+	}
+	if *loopback && *bridge != "" {
+		fmt.Fprintln(stderr, "daqiri-mlx5model: -loopback and -bridge are two wires for one port; give one")
+		return 2
+	}
+	if *bridge != "" {
+		if _, err := net.InterfaceByName(*bridge); err != nil {
+			fmt.Fprintf(stderr, "daqiri-mlx5model: -bridge %s: %v\n", *bridge, err)
+			return 2
+		}
 	}
 	hw, err := net.ParseMAC(*mac)
 	if err != nil || len(hw) != 6 {
@@ -111,9 +126,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		notes = lw.printf
 	}
+	var wire func(context.Context, *model.Device) error
+	switch {
+	case *loopback:
+		wire = func(ctx context.Context, m *model.Device) error {
+			m.Cable(m)
+			<-ctx.Done()
+			return nil
+		}
+	case *bridge != "":
+		wire = func(ctx context.Context, m *model.Device) error { return m.Bridge(ctx, *bridge) }
+	}
 	dev := pcidev.New(pcidev.Options{
 		Model:     model.Config{MAC: hw},
 		Run:       true,
+		Wire:      wire,
 		OnCommand: func(c pcidev.Command) { lw.printf("cmd %v", c) },
 		Logf:      notes,
 	})

@@ -18,7 +18,7 @@ import (
 )
 
 func TestUsage(t *testing.T) {
-	for _, args := range [][]string{{}, {"-socket"}, {"-socket", "/tmp/x", "extra"}, {"-socket", "/tmp/x", "-mac", "zz"}, {"-socket", "/tmp/x", "-log", "/nonexistent/dir/f"}} {
+	for _, args := range [][]string{{}, {"-socket"}, {"-socket", "/tmp/x", "extra"}, {"-socket", "/tmp/x", "-mac", "zz"}, {"-socket", "/tmp/x", "-log", "/nonexistent/dir/f"}, {"-socket", "/tmp/x", "-loopback", "-bridge", "lo"}, {"-socket", "/tmp/x", "-bridge", "nosuchnetdev0"}} {
 		var out, errb strings.Builder
 		if code := run(context.Background(), args, &out, &errb); code != 2 {
 			t.Errorf("%q: exit %d, want 2 (stderr %q)", args, code, errb.String())
@@ -36,7 +36,7 @@ func TestServe(t *testing.T) {
 	done := make(chan int, 1)
 	var errb testutil.SyncBuffer
 	go func() {
-		done <- run(context.Background(), []string{"-socket", sock, "-log", logf, "-mac", "02:11:22:33:44:55", "-v"}, pw, &errb)
+		done <- run(context.Background(), []string{"-socket", sock, "-log", logf, "-mac", "02:11:22:33:44:55", "-v", "-loopback"}, pw, &errb)
 		pw.Close()
 	}()
 	sc := bufio.NewScanner(pr)

@@ -42,6 +42,11 @@ type Options struct {
 	// follows the host (Config.Realtime) and its datapath runs on a goroutine of its own
 	// (Device.Run). Without it the model is deterministic and a test steps it.
 	Run bool
+	// Wire, with Run, connects each model's port while a client is attached: it is called
+	// on a goroutine of its own with the model (a new one after every reset) and must
+	// return when ctx ends, e.g. func(ctx, m) error { m.Cable(m); <-ctx.Done(); return nil }
+	// for internal loopback or m.Bridge(ctx, ifname) for a host netdev. An error is logged.
+	Wire func(ctx context.Context, m *model.Device) error
 	// OnCommand receives each command the model executed from its command queue, from the
 	// goroutine that rang the doorbell.
 	OnCommand func(Command)
@@ -540,8 +545,20 @@ func (d *Device) Attach(q *vfiouser.IRQs) {
 			d.runMu.Lock()
 			d.runSwap = swap
 			d.runMu.Unlock()
-			d.Model().Run(c)
+			m := d.Model()
+			wired := make(chan struct{})
+			go func() {
+				defer close(wired)
+				if d.opts.Wire == nil {
+					return
+				}
+				if err := d.opts.Wire(c, m); err != nil && c.Err() == nil {
+					d.logf("pcidev: the port's wire: %v", err)
+				}
+			}()
+			m.Run(c)
 			swap()
+			<-wired
 		}
 	}()
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -534,17 +535,34 @@ func TestBringUp(t *testing.T) {
 	}
 }
 
-// A free-running device follows resets with its datapath goroutine and stops it at the
-// end of the session (the goroutine leak check in serve).
+// A free-running device follows resets with its datapath goroutine and its wire, and stops
+// both at the end of the session (the goroutine leak check in serve).
 func TestRunFollowsReset(t *testing.T) {
-	d := New(Options{Run: true})
+	wired := make(chan *model.Device, 4)
+	var ended atomic.Int32
+	d := New(Options{Run: true, Wire: func(ctx context.Context, m *model.Device) error {
+		m.Cable(m)
+		wired <- m
+		<-ctx.Done()
+		ended.Add(1)
+		return nil
+	}})
+	t.Cleanup(func() { // runs after serve's: the session has ended
+		if n := ended.Load(); n != 2 {
+			t.Errorf("%d wires ended, want 2 (the reset one and the session's)", n)
+		}
+	})
 	c, _ := serve(t, d)
-	first := d.Model()
+	first := <-wired
+	if first != d.Model() {
+		t.Error("the wire got another model than the device's")
+	}
 	if err := c.Reset(); err != nil {
 		t.Fatal(err)
 	}
-	if d.Model() == first {
-		t.Error("reset kept the model")
+	second := <-wired
+	if second == first || second != d.Model() {
+		t.Error("after reset the wire did not get the new model")
 	}
 	if _, err := c.DeviceInfo(); err != nil {
 		t.Fatal(err)
