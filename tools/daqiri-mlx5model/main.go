@@ -30,7 +30,8 @@
 // and, with -v, a line per vfio-user session event and per message or access the server or
 // the device refused ("vfio-user: …", "pcidev: …"). On exit it prints to standard output a
 // summary: one line per opcode with its count and counts by status, the number of
-// interrupts that reached no eventfd, and the port's traffic counters (model.Counters).
+// interrupts that reached no eventfd, and the port's traffic counters at exit
+// (model.Counters; a TEARDOWN_HCA, which mlx5_core's unload sends, starts them over).
 //
 // Exit status: 0 when the client disconnected or a signal ended the serving, 1 when the
 // session failed (a message that could not be framed, a socket error), 2 for usage errors.
