@@ -29,8 +29,9 @@
 // not be carried),
 // and, with -v, a line per vfio-user session event and per message or access the server or
 // the device refused ("vfio-user: …", "pcidev: …"). On exit it prints to standard output a
-// summary: one line per opcode with its count and counts by status, then the number of
-// interrupts that reached no eventfd.
+// summary: one line per opcode with its count and counts by status, the number of
+// interrupts that reached no eventfd, and the port's traffic counters at exit
+// (model.Counters; a TEARDOWN_HCA, which mlx5_core's unload sends, starts them over).
 //
 // Exit status: 0 when the client disconnected or a signal ended the serving, 1 when the
 // session failed (a message that could not be framed, a socket error), 2 for usage errors.
@@ -148,6 +149,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err = srv.ListenAndServe(ctx, *socket, func() { fmt.Fprintf(stdout, "listening on %s\n", *socket) })
 	fmt.Fprintf(stdout, "commands by opcode (name, opcode, count, by status):\n%s", dev.Summary())
 	fmt.Fprintf(stdout, "interrupts that reached no eventfd: %d\n", dev.LostInterrupts())
+	fmt.Fprintf(stdout, "port counters: %+v\n", dev.Model().Counters())
 	if err != nil {
 		fmt.Fprintf(stderr, "daqiri-mlx5model: %v\n", err)
 		return 1
