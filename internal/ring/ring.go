@@ -36,8 +36,9 @@ const (
 	SPMC             // one producer, many consumers
 )
 
+// slot is one MPMC position. seq is read with atomic loads; see publish for how it is written.
 type slot[T any] struct {
-	seq atomic.Uint32
+	seq uint32
 	v   T
 }
 
@@ -58,9 +59,9 @@ type Ring[T any] struct {
 	sp      bool
 	sc      bool
 	spsc    bool
-	// clear says the SPSC path must zero dequeued slots: only when T holds pointers, so the
-	// ring keeps nothing reachable. For pointer-free T the consumer never writes a slot, and
-	// the slots' cache lines are not bounced between the producer and the consumer.
+	// clear says a consumer must zero dequeued values: only when T holds pointers, so the
+	// ring keeps nothing reachable. For pointer-free T an SPSC consumer never writes a slot,
+	// and the slots' cache lines are not bounced between the producer and the consumer.
 	clear bool
 	slots []slot[T]
 	vals  []T // SPSC only: values without per-slot sequence numbers
@@ -84,6 +85,7 @@ func New[T any](capacity int, mode Mode) (*Ring[T], error) {
 		size:  size,
 		sp:    mode == SPSC || mode == SPMC,
 		sc:    mode == SPSC || mode == MPSC,
+		clear: hasPointers(reflect.TypeFor[T]()),
 		slots: make([]slot[T], size),
 	}
 	if mode == SPSC {
@@ -91,13 +93,12 @@ func New[T any](capacity int, mode Mode) (*Ring[T], error) {
 		// queue), so the slots carry no sequence numbers and a bulk call costs one cursor
 		// store however many values it moves.
 		r.spsc = true
-		r.clear = hasPointers(reflect.TypeFor[T]())
 		r.slots = nil
 		r.vals = make([]T, size)
 		return r, nil
 	}
 	for i := range r.slots {
-		r.slots[i].seq.Store(uint32(i))
+		r.slots[i].seq = uint32(i)
 	}
 	return r, nil
 }
@@ -174,7 +175,7 @@ func (r *Ring[T]) claim(cur *atomic.Uint32, want uint32, all, single bool, offse
 		k := uint32(0)
 		stale := false
 		for k < want {
-			d := int32(r.slots[(pos+k)&r.mask].seq.Load() - (pos + k + offset))
+			d := int32(atomic.LoadUint32(&r.slots[(pos+k)&r.mask].seq) - (pos + k + offset))
 			if d != 0 {
 				stale = d > 0 // another thread already moved past pos
 				break
@@ -210,10 +211,9 @@ func (r *Ring[T]) enqueue(vs []T, all bool) int {
 	}
 	pos, n := r.claim(&r.enq, want, all, r.sp, 0)
 	for i := uint32(0); i < n; i++ {
-		s := &r.slots[(pos+i)&r.mask]
-		s.v = vs[i]
-		s.seq.Store(pos + i + 1)
+		r.slots[(pos+i)&r.mask].v = vs[i]
 	}
+	r.publish(pos, n, 1)
 	return int(n)
 }
 
@@ -226,14 +226,44 @@ func (r *Ring[T]) dequeue(dst []T, all bool) int {
 		return 0
 	}
 	pos, n := r.claim(&r.deq, want, all, r.sc, 1)
-	var zero T
 	for i := uint32(0); i < n; i++ {
-		s := &r.slots[(pos+i)&r.mask]
-		dst[i] = s.v
-		s.v = zero // do not keep the value reachable from the ring
-		s.seq.Store(pos + i + r.size)
+		dst[i] = r.slots[(pos+i)&r.mask].v
 	}
+	if r.clear {
+		var zero T
+		for i := uint32(0); i < n; i++ {
+			r.slots[(pos+i)&r.mask].v = zero // do not keep the value reachable from the ring
+		}
+	}
+	r.publish(pos, n, r.size)
 	return int(n)
+}
+
+// publish hands the n claimed slots from pos to the other side: slot pos+i gets sequence
+// pos+i+offset (offset 1: full; size: free for the next lap).
+//
+// Only the first slot is published with an atomic store (an exchange on amd64, the costly
+// part of a call); the others get plain stores before it. That is enough because a thread of
+// the other side reaches slot pos+i only by scanning from its cursor, in order, and its cursor
+// passes pos only after it has loaded the first slot's sequence, which orders every store
+// made before that atomic store before what it reads next (the Go memory model's
+// synchronizes-with). A thread holding a stale cursor can load a later slot's sequence while
+// it is being written, a race the program does not depend on (either value tells it the slot
+// is not the one it expects, as the claim loop's stale check says); under the race detector
+// every slot is stored atomically so that it can check the rest.
+func (r *Ring[T]) publish(pos, n, offset uint32) {
+	if n == 0 {
+		return
+	}
+	for i := uint32(1); i < n; i++ {
+		s := &r.slots[(pos+i)&r.mask]
+		if raceEnabled {
+			atomic.StoreUint32(&s.seq, pos+i+offset)
+		} else {
+			s.seq = pos + i + offset
+		}
+	}
+	atomic.StoreUint32(&r.slots[pos&r.mask].seq, pos+offset)
 }
 
 // enqueueSPSC is the single-producer path: the values are written, then one store of the
