@@ -3,6 +3,8 @@ package ring
 import (
 	"fmt"
 	"sync/atomic"
+
+	"github.com/daqiri-go/daqiri/internal/release"
 )
 
 // Pool hands out indices 0..n-1 of equally sized buffers. It is a lock-free LIFO stack
@@ -11,8 +13,11 @@ import (
 // blocks the others (unlike a ring, whose producers publish in order). LIFO also hands out
 // the most recently used, cache-warm buffers first. Get and Put never block or allocate.
 type Pool struct {
-	head  atomic.Uint64 // tag<<32 | (index+1); index+1 == 0 means empty
-	next  []atomic.Uint32
+	head atomic.Uint64 // tag<<32 | (index+1); index+1 == 0 means empty
+	// next links each free index to the one below it (index+1). It is loaded with sync/atomic
+	// and stored with release.StoreUint32: the head's compare-and-swap that follows every
+	// store is a full barrier already, so an exchange per link would only add its cost.
+	next  []uint32
 	count atomic.Int64
 	n     int
 }
@@ -24,11 +29,11 @@ func NewPool(n int) (*Pool, error) {
 	if n <= 0 || n >= 1<<32-1 {
 		return nil, fmt.Errorf("ring: pool size %d out of range 1..%d", n, uint32(1<<32-2))
 	}
-	p := &Pool{next: make([]atomic.Uint32, n), n: n}
+	p := &Pool{next: make([]uint32, n), n: n}
 	for i := 0; i < n; i++ {
-		p.next[i].Store(uint32(i + 2)) // link i → i+1 (stored as index+1)
+		p.next[i] = uint32(i + 2) // link i → i+1 (stored as index+1)
 	}
-	p.next[n-1].Store(none)
+	p.next[n-1] = none
 	p.head.Store(1) // tag 0, index 0
 	p.count.Store(int64(n))
 	return p, nil
@@ -48,7 +53,7 @@ func (p *Pool) Get() (idx uint32, ok bool) {
 		if top == none {
 			return 0, false
 		}
-		nxt := p.next[top-1].Load()
+		nxt := atomic.LoadUint32(&p.next[top-1])
 		if p.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(nxt)) {
 			p.count.Add(-1)
 			return top - 1, true
@@ -69,7 +74,7 @@ func (p *Pool) GetBulk(dst []uint32) bool {
 		k := 0
 		for ; k < len(dst) && cur != none && int(cur) <= p.n; k++ {
 			dst[k] = cur - 1
-			cur = p.next[cur-1].Load()
+			cur = atomic.LoadUint32(&p.next[cur-1])
 		}
 		if k < len(dst) {
 			if p.head.Load() == h {
@@ -98,7 +103,7 @@ func (p *Pool) GetBurst(dst []uint32) int {
 		k := 0
 		for ; k < len(dst) && cur != none && int(cur) <= p.n; k++ {
 			dst[k] = cur - 1
-			cur = p.next[cur-1].Load()
+			cur = atomic.LoadUint32(&p.next[cur-1])
 		}
 		if int(cur) > p.n {
 			continue
@@ -118,7 +123,7 @@ func (p *Pool) GetBurst(dst []uint32) int {
 func (p *Pool) Put(idx uint32) {
 	for {
 		h := p.head.Load()
-		p.next[idx].Store(uint32(h))
+		release.StoreUint32(&p.next[idx], uint32(h))
 		if p.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(idx+1)) {
 			p.count.Add(1)
 			return
@@ -133,12 +138,12 @@ func (p *Pool) PutBulk(idx []uint32) {
 	}
 	// Link the batch privately, then splice it on top.
 	for i := 0; i+1 < len(idx); i++ {
-		p.next[idx[i]].Store(idx[i+1] + 1)
+		release.StoreUint32(&p.next[idx[i]], idx[i+1]+1)
 	}
 	last := idx[len(idx)-1]
 	for {
 		h := p.head.Load()
-		p.next[last].Store(uint32(h))
+		release.StoreUint32(&p.next[last], uint32(h))
 		if p.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(idx[0]+1)) {
 			p.count.Add(int64(len(idx)))
 			return

@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"reflect"
 	"sync/atomic"
+
+	"github.com/daqiri-go/daqiri/internal/release"
 )
 
 // cacheLine separates the cursors so producers and consumers do not share a line.
@@ -45,13 +47,13 @@ type slot[T any] struct {
 // Ring is a bounded FIFO of T. The zero value is not usable; call New.
 type Ring[T any] struct {
 	_   [cacheLine]byte
-	enq atomic.Uint32
+	enq uint32 // loaded with sync/atomic, stored with release.StoreUint32 or a CAS
 	// deqSeen is the producer's last view of deq (SPSC only): a producer reads the consumer's
 	// cursor only when this cached copy says the ring is full, so in steady state the two
 	// threads never read each other's cache line.
 	deqSeen uint32
 	_       [cacheLine - 8]byte
-	deq     atomic.Uint32
+	deq     uint32
 	enqSeen uint32 // the consumer's last view of enq (SPSC only)
 	_       [cacheLine - 8]byte
 	mask    uint32
@@ -108,21 +110,21 @@ func (r *Ring[T]) Cap() int { return int(r.size) }
 
 // Len is the number of values in the ring (a snapshot; claimed slots count as used).
 func (r *Ring[T]) Len() int {
-	n := int32(r.enq.Load() - r.deq.Load())
+	n := int32(atomic.LoadUint32(&r.enq) - atomic.LoadUint32(&r.deq))
 	return int(min(max(n, 0), int32(r.size)))
 }
 
 // Enqueue adds one value and reports whether there was room.
 func (r *Ring[T]) Enqueue(v T) bool {
 	if r.spsc {
-		pos := r.enq.Load()
+		pos := atomic.LoadUint32(&r.enq)
 		if pos-r.deqSeen == r.size {
-			if r.deqSeen = r.deq.Load(); pos-r.deqSeen == r.size {
+			if r.deqSeen = atomic.LoadUint32(&r.deq); pos-r.deqSeen == r.size {
 				return false
 			}
 		}
 		r.vals[pos&r.mask] = v
-		r.enq.Store(pos + 1)
+		release.StoreUint32(&r.enq, pos+1)
 		return true
 	}
 	var one [1]T
@@ -139,9 +141,9 @@ func (r *Ring[T]) EnqueueBurst(vs []T) int { return r.enqueue(vs, false) }
 // Dequeue removes one value; ok is false when the ring is empty.
 func (r *Ring[T]) Dequeue() (v T, ok bool) {
 	if r.spsc {
-		pos := r.deq.Load()
+		pos := atomic.LoadUint32(&r.deq)
 		if pos == r.enqSeen {
-			if r.enqSeen = r.enq.Load(); pos == r.enqSeen {
+			if r.enqSeen = atomic.LoadUint32(&r.enq); pos == r.enqSeen {
 				return v, false
 			}
 		}
@@ -151,7 +153,7 @@ func (r *Ring[T]) Dequeue() (v T, ok bool) {
 		} else {
 			v = *s
 		}
-		r.deq.Store(pos + 1)
+		release.StoreUint32(&r.deq, pos+1)
 		return v, true
 	}
 	var one [1]T
@@ -169,9 +171,9 @@ func (r *Ring[T]) DequeueBurst(dst []T) int { return r.dequeue(dst, false) }
 
 // claim finds how many consecutive slots from the cursor are in the wanted state (offset 0:
 // free for this lap; offset 1: full) and advances the cursor over up to want of them.
-func (r *Ring[T]) claim(cur *atomic.Uint32, want uint32, all, single bool, offset uint32) (uint32, uint32) {
+func (r *Ring[T]) claim(cur *uint32, want uint32, all, single bool, offset uint32) (uint32, uint32) {
 	for {
-		pos := cur.Load()
+		pos := atomic.LoadUint32(cur)
 		k := uint32(0)
 		stale := false
 		for k < want {
@@ -186,16 +188,16 @@ func (r *Ring[T]) claim(cur *atomic.Uint32, want uint32, all, single bool, offse
 			continue
 		}
 		if k < want && (all || k == 0) {
-			if stale || cur.Load() != pos {
+			if stale || atomic.LoadUint32(cur) != pos {
 				continue
 			}
 			return pos, 0
 		}
 		if single {
-			cur.Store(pos + k)
+			release.StoreUint32(cur, pos+k)
 			return pos, k
 		}
-		if cur.CompareAndSwap(pos, pos+k) {
+		if atomic.CompareAndSwapUint32(cur, pos, pos+k) {
 			return pos, k
 		}
 	}
@@ -242,15 +244,16 @@ func (r *Ring[T]) dequeue(dst []T, all bool) int {
 // publish hands the n claimed slots from pos to the other side: slot pos+i gets sequence
 // pos+i+offset (offset 1: full; size: free for the next lap).
 //
-// Only the first slot is published with an atomic store (an exchange on amd64, the costly
-// part of a call); the others get plain stores before it. That is enough because a thread of
-// the other side reaches slot pos+i only by scanning from its cursor, in order, and its cursor
-// passes pos only after it has loaded the first slot's sequence, which orders every store
-// made before that atomic store before what it reads next (the Go memory model's
-// synchronizes-with). A thread holding a stale cursor can load a later slot's sequence while
-// it is being written, a race the program does not depend on (either value tells it the slot
-// is not the one it expects, as the claim loop's stale check says); under the race detector
-// every slot is stored atomically so that it can check the rest.
+// Only the first slot's sequence is stored last, with release ordering (release.StoreUint32:
+// a plain MOV on amd64, where sync/atomic's store is an exchange that would stall the thread
+// until every earlier store, slot lines of the other side included, had landed); the others
+// get plain stores before it. That is enough because a thread of the other side reaches slot
+// pos+i only by scanning from its cursor, in order, and its cursor passes pos only after it
+// has loaded the first slot's sequence, which makes every store made before that release
+// store visible to what it reads next. A thread holding a stale cursor can load a later slot's
+// sequence while it is being written, a race the program does not depend on (either value
+// tells it the slot is not the one it expects, as the claim loop's stale check says); under
+// the race detector every slot is stored atomically so that it can check the rest.
 func (r *Ring[T]) publish(pos, n, offset uint32) {
 	if n == 0 {
 		return
@@ -263,16 +266,16 @@ func (r *Ring[T]) publish(pos, n, offset uint32) {
 			s.seq = pos + i + offset
 		}
 	}
-	atomic.StoreUint32(&r.slots[pos&r.mask].seq, pos+offset)
+	release.StoreUint32(&r.slots[pos&r.mask].seq, pos+offset)
 }
 
-// enqueueSPSC is the single-producer path: the values are written, then one store of the
-// cursor publishes them all (Go's atomic store orders the plain writes before it).
+// enqueueSPSC is the single-producer path: the values are written, then one release store of
+// the cursor publishes them all.
 func (r *Ring[T]) enqueueSPSC(vs []T, all bool) int {
-	pos := r.enq.Load() // only this thread writes it
+	pos := atomic.LoadUint32(&r.enq) // only this thread writes it
 	free := r.size - (pos - r.deqSeen)
 	if uint32(min(len(vs), int(r.size))) > free {
-		r.deqSeen = r.deq.Load()
+		r.deqSeen = atomic.LoadUint32(&r.deq)
 		free = r.size - (pos - r.deqSeen)
 	}
 	n := uint32(min(len(vs), int(free)))
@@ -282,17 +285,18 @@ func (r *Ring[T]) enqueueSPSC(vs []T, all bool) int {
 	i := pos & r.mask
 	k := copy(r.vals[i:], vs[:n])
 	copy(r.vals, vs[k:n])
-	r.enq.Store(pos + n)
+	release.StoreUint32(&r.enq, pos+n)
 	return int(n)
 }
 
-// dequeueSPSC is the single-consumer path: the values are read, the slots cleared so the
-// ring keeps nothing reachable, then one store of the cursor hands the slots back.
+// dequeueSPSC is the single-consumer path: the values are read (and the slots cleared when
+// they hold pointers, so the ring keeps nothing reachable), then one release store of the
+// cursor hands the slots back.
 func (r *Ring[T]) dequeueSPSC(dst []T, all bool) int {
-	pos := r.deq.Load() // only this thread writes it
+	pos := atomic.LoadUint32(&r.deq) // only this thread writes it
 	avail := r.enqSeen - pos
 	if uint32(min(len(dst), int(r.size))) > avail {
-		r.enqSeen = r.enq.Load()
+		r.enqSeen = atomic.LoadUint32(&r.enq)
 		avail = r.enqSeen - pos
 	}
 	n := uint32(min(len(dst), int(avail)))
@@ -309,7 +313,7 @@ func (r *Ring[T]) dequeueSPSC(dst []T, all bool) int {
 			clear(r.vals[:rest])
 		}
 	}
-	r.deq.Store(pos + n)
+	release.StoreUint32(&r.deq, pos+n)
 	return int(n)
 }
 

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
@@ -46,7 +47,13 @@ func main() {
 	repeats := flag.Int("repeats", 5, "runs per case; the median is reported")
 	withChan := flag.Bool("chan", true, "also run every case on a buffered Go channel")
 	upstreamBin := flag.String("upstream", "", "upstream's pool_ring_bench binary to run first; its figures fill the upstream column")
+	only := flag.String("run", "", "run only the cases whose name matches this regular expression")
 	flag.Parse()
+	match, err := regexp.Compile(*only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "daqiri-ringbench: -run:", err)
+		os.Exit(2)
+	}
 	cases := []bench{
 		{name: "spsc single 1p1c", prod: 1, cons: 1, bulk: 1, mode: ring.SPSC, issue: 60.3},
 		{name: "spsc bulk8 1p1c", prod: 1, cons: 1, bulk: 8, mode: ring.SPSC, issue: 132.0},
@@ -66,7 +73,6 @@ func main() {
 	upstream := map[string]float64{}
 	source := "issue 18's figures for upstream's pool_ring_bench on the 16-core H200 host; compare only there"
 	if *upstreamBin != "" {
-		var err error
 		if upstream, err = runUpstream(*upstreamBin); err != nil {
 			fmt.Fprintln(os.Stderr, "daqiri-ringbench:", err)
 			os.Exit(1)
@@ -76,6 +82,9 @@ func main() {
 	fmt.Printf("daqiri ring/pool bench: %d items per producer or thread, median of %d runs, %d cores, %s\n\n", *items, *repeats, cores, runtime.Version())
 	fmt.Printf("%-20s %12s %8s %11s %8s %14s %9s\n", "case", "daqiri Mops", "ns/op", "chan Mops", "vs chan", "upstream Mops*", "vs upstr")
 	for _, c := range cases {
+		if !match.MatchString(c.name) {
+			continue
+		}
 		// Warm-up pass (page faults, thread start-up, CPU frequency).
 		run(c, *items/10, false, cores)
 		d := median(*repeats, func() float64 { return run(c, *items, false, cores) })
