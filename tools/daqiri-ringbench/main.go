@@ -48,7 +48,35 @@ func main() {
 	withChan := flag.Bool("chan", true, "also run every case on a buffered Go channel")
 	upstreamBin := flag.String("upstream", "", "upstream's pool_ring_bench binary to run first; its figures fill the upstream column")
 	only := flag.String("run", "", "run only the cases whose name matches this regular expression")
+	waitMode := flag.String("wait", "spin", "what a thread does when the ring is full or empty: spin, yield (sched_yield) or gosched (runtime.Gosched)")
+	cpuList := flag.String("cpus", "", "comma-separated cores to pin threads to, in order (default: every allowed core)")
 	flag.Parse()
+	var o opts
+	switch *waitMode {
+	case "spin", "yield", "gosched":
+		o.wait = *waitMode
+	default:
+		fmt.Fprintf(os.Stderr, "daqiri-ringbench: -wait %q: want spin, yield or gosched\n", *waitMode)
+		os.Exit(2)
+	}
+	for _, f := range strings.Split(*cpuList, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		c, err := strconv.Atoi(f)
+		if err != nil || !osthread.Allowed(c) {
+			fmt.Fprintf(os.Stderr, "daqiri-ringbench: -cpus: %q is not a core this process may run on\n", f)
+			os.Exit(2)
+		}
+		o.cpus = append(o.cpus, c)
+	}
+	if len(o.cpus) == 0 {
+		for c := 0; len(o.cpus) < osthread.NumAllowed() && c < 4096; c++ {
+			if osthread.Allowed(c) {
+				o.cpus = append(o.cpus, c)
+			}
+		}
+	}
 	match, err := regexp.Compile(*only)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "daqiri-ringbench: -run:", err)
@@ -69,7 +97,7 @@ func main() {
 		{name: "pool cached 4t", pool: 4, cached: true, upstream: "pool get/put 4t", issue: 3.5},
 		{name: "pool cached 8t", pool: 8, cached: true, upstream: "pool get/put 8t", issue: 2.4},
 	}
-	cores := osthread.NumAllowed()
+	cores := len(o.cpus)
 	upstream := map[string]float64{}
 	source := "issue 18's figures for upstream's pool_ring_bench on the 16-core H200 host; compare only there"
 	if *upstreamBin != "" {
@@ -79,18 +107,18 @@ func main() {
 		}
 		source = "upstream's pool_ring_bench (" + *upstreamBin + "), run on this host just before"
 	}
-	fmt.Printf("daqiri ring/pool bench: %d items per producer or thread, median of %d runs, %d cores, %s\n\n", *items, *repeats, cores, runtime.Version())
+	fmt.Printf("daqiri ring/pool bench: %d items per producer or thread, median of %d runs, %d cores, wait %s, %s\n\n", *items, *repeats, cores, o.wait, runtime.Version())
 	fmt.Printf("%-20s %12s %8s %11s %8s %14s %9s\n", "case", "daqiri Mops", "ns/op", "chan Mops", "vs chan", "upstream Mops*", "vs upstr")
 	for _, c := range cases {
 		if !match.MatchString(c.name) {
 			continue
 		}
 		// Warm-up pass (page faults, thread start-up, CPU frequency).
-		run(c, *items/10, false, cores)
-		d := median(*repeats, func() float64 { return run(c, *items, false, cores) })
+		run(c, *items/10, false, o)
+		d := median(*repeats, func() float64 { return run(c, *items, false, o) })
 		row := fmt.Sprintf("%-20s %12.2f %8.1f", c.name, d, 1e3/d)
 		if *withChan {
-			g := median(*repeats, func() float64 { return run(c, *items, true, cores) })
+			g := median(*repeats, func() float64 { return run(c, *items, true, o) })
 			row += fmt.Sprintf(" %11.2f %7.2fx", g, d/g)
 		} else {
 			row += fmt.Sprintf(" %11s %8s", "-", "-")
@@ -161,39 +189,65 @@ func median(n int, f func() float64) float64 {
 	return v[n/2]
 }
 
-// waiter is what a thread does when the ring is full or empty. With a core per thread it
-// spins, as upstream's threads do: runtime.Gosched on a goroutine locked to its thread hands
-// the P to another thread and sleeps until it comes back, microseconds per wait, which the
-// first version of this harness paid whenever the ring ran full. With more threads than cores
-// the thread yields its core to the kernel (the other pinned threads need it to make progress).
+// opts are the harness settings every case runs with.
+type opts struct {
+	cpus []int  // cores to pin threads to, round-robin
+	wait string // spin, yield or gosched
+}
+
+// waiter is what a thread does when the ring is full or empty. "spin" retries at once, as
+// upstream's threads do (with a sched_yield every 4096 tries, and at every try when there are
+// more threads than cores: the other pinned threads need the core to make progress). "yield"
+// calls sched_yield at every failed try, which returns at once when nothing else wants the core
+// but keeps the thread off the other side's cache lines for a few hundred nanoseconds.
+// "gosched" is what the first version of this harness did after 32 tries: runtime.Gosched on
+// a goroutine locked to its thread hands the P to another thread and sleeps until the
+// scheduler hands it back, microseconds, during which the other side runs alone.
+//
+// Every thread's waiter is a heap object that it writes on every failed try: the padding keeps
+// two threads' waiters off one cache line (without it, the two sides of an SPSC ring allocated
+// back to back shared a line, and a waiting side's count slowed the other down to ~20 Mops
+// whatever the bulk size).
 type waiter struct {
+	_      [64]byte
+	mode   string
 	shared bool
 	n      int
+	_      [64]byte
 }
 
 func (w *waiter) wait() {
 	w.n++
-	if w.shared || w.n&4095 == 0 {
+	switch {
+	case w.mode == "gosched":
+		if w.n > 32 {
+			runtime.Gosched()
+		}
+	case w.mode == "yield" || w.shared || w.n&4095 == 0:
 		osthread.Yield()
 	}
 }
 
+// done resets the count of failed tries after a success.
+func (w *waiter) done() { w.n = 0 }
+
 // run returns Mops/s: values moved through the ring, or buffers taken from and returned to
 // the pool, per second.
-func run(c bench, items int, useChan bool, cores int) float64 {
+func run(c bench, items int, useChan bool, o opts) float64 {
+	cores := len(o.cpus)
 	var wg sync.WaitGroup
 	startc := make(chan struct{})
 	thread := 0
 	threads := c.pool + c.prod + c.cons
 	spawn := func(fn func(w *waiter)) {
-		core := thread % cores
+		core := o.cpus[thread%cores]
 		thread++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			osthread.LockAndPin(core)
 			defer osthread.Unlock()
-			w := &waiter{shared: threads > cores}
+			w := &waiter{mode: o.wait, shared: threads > cores}
 			<-startc
 			fn(w)
 		}()
@@ -224,6 +278,8 @@ func run(c bench, items int, useChan bool, cores int) float64 {
 						}
 						if done += k; k == 0 {
 							w.wait()
+						} else {
+							w.done()
 						}
 					}
 				})
@@ -260,6 +316,8 @@ func run(c bench, items int, useChan bool, cores int) float64 {
 						}
 						if done += k; k == 0 {
 							w.wait()
+						} else {
+							w.done()
 						}
 					}
 				})
@@ -305,11 +363,13 @@ func run(c bench, items int, useChan bool, cores int) float64 {
 							for !r.Enqueue(buf[0]) {
 								w.wait()
 							}
+							w.done()
 							continue
 						}
 						for !r.EnqueueBulk(buf) {
 							w.wait()
 						}
+						w.done()
 					}
 				})
 			}
@@ -323,6 +383,7 @@ func run(c bench, items int, useChan bool, cores int) float64 {
 						if c.bulk == 1 {
 							if _, ok := r.Dequeue(); ok {
 								got++
+								w.done()
 							} else {
 								w.wait()
 							}
@@ -330,6 +391,7 @@ func run(c bench, items int, useChan bool, cores int) float64 {
 						}
 						if r.DequeueBulk(buf) {
 							got += len(buf)
+							w.done()
 						} else {
 							w.wait()
 						}
