@@ -16,6 +16,13 @@ func TestStoreUint32(t *testing.T) {
 			t.Fatalf("stored %#x, loaded %#x", v, got)
 		}
 	}
+	var d uint64
+	for _, v := range []uint64{1, 0xffffffff_00000001, 0, 1 << 63} {
+		StoreUint64(&d, v)
+		if got := atomic.LoadUint64(&d); got != v {
+			t.Fatalf("stored %#x, loaded %#x", v, got)
+		}
+	}
 }
 
 // TestPublishes passes messages the way a ring does: a writer fills a buffer with plain
