@@ -55,10 +55,8 @@ type Ring[T any] struct {
 	// cursor only when this cached copy says the ring is full, so in steady state the two
 	// threads never read each other's cache line. Each cached copy has a line of its own, not
 	// the line of its side's cursor: a side waiting on a full or empty ring rewrites its copy
-	// on every try, and if that line were the one the other side polls, the two waiting
-	// threads would keep stealing each other's cursor lines and hold back the very stores
-	// that end the wait (on the 2-vCPU machine both sides failed ~128 times per bulk call,
-	// 1.6 µs a call, with the copies beside the cursors).
+	// on every try, and if that line were the one the other side polls, every try would take
+	// the line away from the poller and delay the other side's next cursor store.
 	deqSeen uint32
 	_       [cacheLine - 4]byte
 	enqSeen uint32 // the consumer's last view of enq (SPSC only)

@@ -48,15 +48,15 @@ func main() {
 	withChan := flag.Bool("chan", true, "also run every case on a buffered Go channel")
 	upstreamBin := flag.String("upstream", "", "upstream's pool_ring_bench binary to run first; its figures fill the upstream column")
 	only := flag.String("run", "", "run only the cases whose name matches this regular expression")
-	waitMode := flag.String("wait", "spin", "what a thread does when the ring is full or empty: spin, yield (sched_yield) or gosched (runtime.Gosched)")
+	waitMode := flag.String("wait", "spin", "what a thread does when the ring is full or empty: spin, pause (spin with the CPU's spin-wait hint), yield (sched_yield) or gosched (runtime.Gosched)")
 	cpuList := flag.String("cpus", "", "comma-separated cores to pin threads to, in order (default: every allowed core)")
 	flag.Parse()
 	var o opts
 	switch *waitMode {
-	case "spin", "yield", "gosched":
+	case "spin", "pause", "yield", "gosched":
 		o.wait = *waitMode
 	default:
-		fmt.Fprintf(os.Stderr, "daqiri-ringbench: -wait %q: want spin, yield or gosched\n", *waitMode)
+		fmt.Fprintf(os.Stderr, "daqiri-ringbench: -wait %q: want spin, pause, yield or gosched\n", *waitMode)
 		os.Exit(2)
 	}
 	for _, f := range strings.Split(*cpuList, ",") {
@@ -192,7 +192,7 @@ func median(n int, f func() float64) float64 {
 // opts are the harness settings every case runs with.
 type opts struct {
 	cpus []int  // cores to pin threads to, round-robin
-	wait string // spin, yield or gosched
+	wait string // spin, pause, yield or gosched
 }
 
 // waiter is what a thread does when the ring is full or empty. "spin" retries at once, as
@@ -200,14 +200,13 @@ type opts struct {
 // more threads than cores: the other pinned threads need the core to make progress). "yield"
 // calls sched_yield at every failed try, which returns at once when nothing else wants the core
 // but keeps the thread off the other side's cache lines for a few hundred nanoseconds.
+// "pause" spins with the CPU's spin-wait hint between tries (osthread.Pause).
 // "gosched" is what the first version of this harness did after 32 tries: runtime.Gosched on
 // a goroutine locked to its thread hands the P to another thread and sleeps until the
 // scheduler hands it back, microseconds, during which the other side runs alone.
 //
-// Every thread's waiter is a heap object that it writes on every failed try: the padding keeps
-// two threads' waiters off one cache line (without it, the two sides of an SPSC ring allocated
-// back to back shared a line, and a waiting side's count slowed the other down to ~20 Mops
-// whatever the bulk size).
+// Every thread's waiter is a heap object that it writes on every failed try; the padding keeps
+// two threads' waiters off one cache line, so the harness adds no sharing of its own.
 type waiter struct {
 	_      [64]byte
 	mode   string
@@ -225,6 +224,8 @@ func (w *waiter) wait() {
 		}
 	case w.mode == "yield" || w.shared || w.n&4095 == 0:
 		osthread.Yield()
+	case w.mode == "pause":
+		osthread.Pause()
 	}
 }
 
