@@ -57,7 +57,8 @@ bench-socket: tools
 	bash bench/socket/run.sh
 
 # The burst rings and buffer pools with upstream's pool_ring_bench cases, next to Go channels.
+# UPSTREAM_RINGBENCH=path: upstream's pool_ring_bench binary, run first for the upstream column.
 bench-ring:
-	$(GO) run ./tools/daqiri-ringbench
+	$(GO) run ./tools/daqiri-ringbench $(if $(UPSTREAM_RINGBENCH),-upstream $(UPSTREAM_RINGBENCH))
 
 include $(sort $(wildcard mk/*.mk))

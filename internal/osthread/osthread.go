@@ -31,8 +31,8 @@ func NumAllowed() int {
 }
 
 // LockAndPin locks the calling goroutine to its OS thread and, when core is allowed, pins
-// the thread to it. It reports whether the thread was pinned. Call Unlock when done; the
-// thread is then released with its affinity restored.
+// the thread to it. It reports whether the thread was pinned. Call Unlock (deferred) when the
+// goroutine is done with the thread.
 func LockAndPin(core int) (pinned bool, err error) {
 	runtime.LockOSThread()
 	if !Allowed(core) {
@@ -46,14 +46,16 @@ func LockAndPin(core int) (pinned bool, err error) {
 	return true, nil
 }
 
-// Unlock restores the thread's affinity to the whole process mask and unlocks it.
-func Unlock() {
-	var set unix.CPUSet
-	if unix.SchedGetaffinity(unix.Getpid(), &set) == nil {
-		_ = unix.SchedSetaffinity(0, &set)
-	}
-	runtime.UnlockOSThread()
-}
+// Unlock ends LockAndPin; call it (deferred) as the goroutine's last act. The goroutine stays
+// locked, so the runtime terminates the thread when the goroutine exits (as NetNS.Do does
+// with a thread in another namespace) instead of handing a thread pinned to one core back to
+// the scheduler. Restoring the thread's earlier mask would need it remembered per thread: this
+// used to restore the main thread's mask instead, but a pinned goroutine can run on the main
+// thread, and then every thread unlocked after it got that one core — Allowed then saw one
+// core, later pins were skipped, and the two threads of a ring benchmark shared a core (all
+// of issue 18's first cross-core figures were taken that way). Threads the runtime creates
+// while a goroutine is locked come from its template thread, so no new thread inherits a pin.
+func Unlock() {}
 
 // NetNS is a handle on a network namespace (an open /proc/.../ns/net file).
 type NetNS struct{ fd int }
@@ -95,4 +97,12 @@ func (n NetNS) Do(fn func() error) error {
 		errc <- fn()
 	}()
 	return <-errc
+}
+
+// Yield gives the calling thread's core to another runnable thread of the kernel's run queue
+// (sched_yield) without going through the Go scheduler: a goroutine locked to its thread that
+// calls runtime.Gosched hands its P to another thread and sleeps until the scheduler hands it
+// back, microseconds, while this returns at once when nothing else wants the core.
+func Yield() {
+	_, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 }

@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"reflect"
 	"sync/atomic"
+
+	"github.com/daqiri-go/daqiri/internal/release"
 )
 
 // cacheLine separates the cursors so producers and consumers do not share a line.
@@ -36,31 +38,37 @@ const (
 	SPMC             // one producer, many consumers
 )
 
+// slot is one MPMC position. seq is read with atomic loads; see publish for how it is written.
 type slot[T any] struct {
-	seq atomic.Uint32
+	seq uint32
 	v   T
 }
 
 // Ring is a bounded FIFO of T. The zero value is not usable; call New.
 type Ring[T any] struct {
 	_   [cacheLine]byte
-	enq atomic.Uint32
+	enq uint32 // loaded with sync/atomic, stored with release.StoreUint32 or a CAS
+	_   [cacheLine - 4]byte
+	deq uint32
+	_   [cacheLine - 4]byte
 	// deqSeen is the producer's last view of deq (SPSC only): a producer reads the consumer's
 	// cursor only when this cached copy says the ring is full, so in steady state the two
-	// threads never read each other's cache line.
+	// threads never read each other's cache line. Each cached copy has a line of its own, not
+	// the line of its side's cursor: a side waiting on a full or empty ring rewrites its copy
+	// on every try, and if that line were the one the other side polls, every try would take
+	// the line away from the poller and delay the other side's next cursor store.
 	deqSeen uint32
-	_       [cacheLine - 8]byte
-	deq     atomic.Uint32
+	_       [cacheLine - 4]byte
 	enqSeen uint32 // the consumer's last view of enq (SPSC only)
-	_       [cacheLine - 8]byte
+	_       [cacheLine - 4]byte
 	mask    uint32
 	size    uint32
 	sp      bool
 	sc      bool
 	spsc    bool
-	// clear says the SPSC path must zero dequeued slots: only when T holds pointers, so the
-	// ring keeps nothing reachable. For pointer-free T the consumer never writes a slot, and
-	// the slots' cache lines are not bounced between the producer and the consumer.
+	// clear says a consumer must zero dequeued values: only when T holds pointers, so the
+	// ring keeps nothing reachable. For pointer-free T an SPSC consumer never writes a slot,
+	// and the slots' cache lines are not bounced between the producer and the consumer.
 	clear bool
 	slots []slot[T]
 	vals  []T // SPSC only: values without per-slot sequence numbers
@@ -84,6 +92,7 @@ func New[T any](capacity int, mode Mode) (*Ring[T], error) {
 		size:  size,
 		sp:    mode == SPSC || mode == SPMC,
 		sc:    mode == SPSC || mode == MPSC,
+		clear: hasPointers(reflect.TypeFor[T]()),
 		slots: make([]slot[T], size),
 	}
 	if mode == SPSC {
@@ -91,13 +100,12 @@ func New[T any](capacity int, mode Mode) (*Ring[T], error) {
 		// queue), so the slots carry no sequence numbers and a bulk call costs one cursor
 		// store however many values it moves.
 		r.spsc = true
-		r.clear = hasPointers(reflect.TypeFor[T]())
 		r.slots = nil
 		r.vals = make([]T, size)
 		return r, nil
 	}
 	for i := range r.slots {
-		r.slots[i].seq.Store(uint32(i))
+		r.slots[i].seq = uint32(i)
 	}
 	return r, nil
 }
@@ -107,21 +115,21 @@ func (r *Ring[T]) Cap() int { return int(r.size) }
 
 // Len is the number of values in the ring (a snapshot; claimed slots count as used).
 func (r *Ring[T]) Len() int {
-	n := int32(r.enq.Load() - r.deq.Load())
+	n := int32(atomic.LoadUint32(&r.enq) - atomic.LoadUint32(&r.deq))
 	return int(min(max(n, 0), int32(r.size)))
 }
 
 // Enqueue adds one value and reports whether there was room.
 func (r *Ring[T]) Enqueue(v T) bool {
 	if r.spsc {
-		pos := r.enq.Load()
+		pos := atomic.LoadUint32(&r.enq)
 		if pos-r.deqSeen == r.size {
-			if r.deqSeen = r.deq.Load(); pos-r.deqSeen == r.size {
+			if r.deqSeen = atomic.LoadUint32(&r.deq); pos-r.deqSeen == r.size {
 				return false
 			}
 		}
 		r.vals[pos&r.mask] = v
-		r.enq.Store(pos + 1)
+		release.StoreUint32(&r.enq, pos+1)
 		return true
 	}
 	var one [1]T
@@ -138,9 +146,9 @@ func (r *Ring[T]) EnqueueBurst(vs []T) int { return r.enqueue(vs, false) }
 // Dequeue removes one value; ok is false when the ring is empty.
 func (r *Ring[T]) Dequeue() (v T, ok bool) {
 	if r.spsc {
-		pos := r.deq.Load()
+		pos := atomic.LoadUint32(&r.deq)
 		if pos == r.enqSeen {
-			if r.enqSeen = r.enq.Load(); pos == r.enqSeen {
+			if r.enqSeen = atomic.LoadUint32(&r.enq); pos == r.enqSeen {
 				return v, false
 			}
 		}
@@ -150,7 +158,7 @@ func (r *Ring[T]) Dequeue() (v T, ok bool) {
 		} else {
 			v = *s
 		}
-		r.deq.Store(pos + 1)
+		release.StoreUint32(&r.deq, pos+1)
 		return v, true
 	}
 	var one [1]T
@@ -168,13 +176,13 @@ func (r *Ring[T]) DequeueBurst(dst []T) int { return r.dequeue(dst, false) }
 
 // claim finds how many consecutive slots from the cursor are in the wanted state (offset 0:
 // free for this lap; offset 1: full) and advances the cursor over up to want of them.
-func (r *Ring[T]) claim(cur *atomic.Uint32, want uint32, all, single bool, offset uint32) (uint32, uint32) {
+func (r *Ring[T]) claim(cur *uint32, want uint32, all, single bool, offset uint32) (uint32, uint32) {
 	for {
-		pos := cur.Load()
+		pos := atomic.LoadUint32(cur)
 		k := uint32(0)
 		stale := false
 		for k < want {
-			d := int32(r.slots[(pos+k)&r.mask].seq.Load() - (pos + k + offset))
+			d := int32(atomic.LoadUint32(&r.slots[(pos+k)&r.mask].seq) - (pos + k + offset))
 			if d != 0 {
 				stale = d > 0 // another thread already moved past pos
 				break
@@ -185,16 +193,16 @@ func (r *Ring[T]) claim(cur *atomic.Uint32, want uint32, all, single bool, offse
 			continue
 		}
 		if k < want && (all || k == 0) {
-			if stale || cur.Load() != pos {
+			if stale || atomic.LoadUint32(cur) != pos {
 				continue
 			}
 			return pos, 0
 		}
 		if single {
-			cur.Store(pos + k)
+			release.StoreUint32(cur, pos+k)
 			return pos, k
 		}
-		if cur.CompareAndSwap(pos, pos+k) {
+		if atomic.CompareAndSwapUint32(cur, pos, pos+k) {
 			return pos, k
 		}
 	}
@@ -210,10 +218,9 @@ func (r *Ring[T]) enqueue(vs []T, all bool) int {
 	}
 	pos, n := r.claim(&r.enq, want, all, r.sp, 0)
 	for i := uint32(0); i < n; i++ {
-		s := &r.slots[(pos+i)&r.mask]
-		s.v = vs[i]
-		s.seq.Store(pos + i + 1)
+		r.slots[(pos+i)&r.mask].v = vs[i]
 	}
+	r.publish(pos, n, 1)
 	return int(n)
 }
 
@@ -226,23 +233,54 @@ func (r *Ring[T]) dequeue(dst []T, all bool) int {
 		return 0
 	}
 	pos, n := r.claim(&r.deq, want, all, r.sc, 1)
-	var zero T
 	for i := uint32(0); i < n; i++ {
-		s := &r.slots[(pos+i)&r.mask]
-		dst[i] = s.v
-		s.v = zero // do not keep the value reachable from the ring
-		s.seq.Store(pos + i + r.size)
+		dst[i] = r.slots[(pos+i)&r.mask].v
 	}
+	if r.clear {
+		var zero T
+		for i := uint32(0); i < n; i++ {
+			r.slots[(pos+i)&r.mask].v = zero // do not keep the value reachable from the ring
+		}
+	}
+	r.publish(pos, n, r.size)
 	return int(n)
 }
 
-// enqueueSPSC is the single-producer path: the values are written, then one store of the
-// cursor publishes them all (Go's atomic store orders the plain writes before it).
+// publish hands the n claimed slots from pos to the other side: slot pos+i gets sequence
+// pos+i+offset (offset 1: full; size: free for the next lap).
+//
+// Only the first slot's sequence is stored last, with release ordering (release.StoreUint32:
+// a plain MOV on amd64, where sync/atomic's store is an exchange that would stall the thread
+// until every earlier store, slot lines of the other side included, had landed); the others
+// get plain stores before it. That is enough because a thread of the other side reaches slot
+// pos+i only by scanning from its cursor, in order, and its cursor passes pos only after it
+// has loaded the first slot's sequence, which makes every store made before that release
+// store visible to what it reads next. A thread holding a stale cursor can load a later slot's
+// sequence while it is being written, a race the program does not depend on (either value
+// tells it the slot is not the one it expects, as the claim loop's stale check says); under
+// the race detector every slot is stored atomically so that it can check the rest.
+func (r *Ring[T]) publish(pos, n, offset uint32) {
+	if n == 0 {
+		return
+	}
+	for i := uint32(1); i < n; i++ {
+		s := &r.slots[(pos+i)&r.mask]
+		if raceEnabled {
+			atomic.StoreUint32(&s.seq, pos+i+offset)
+		} else {
+			s.seq = pos + i + offset
+		}
+	}
+	release.StoreUint32(&r.slots[pos&r.mask].seq, pos+offset)
+}
+
+// enqueueSPSC is the single-producer path: the values are written, then one release store of
+// the cursor publishes them all.
 func (r *Ring[T]) enqueueSPSC(vs []T, all bool) int {
-	pos := r.enq.Load() // only this thread writes it
+	pos := atomic.LoadUint32(&r.enq) // only this thread writes it
 	free := r.size - (pos - r.deqSeen)
 	if uint32(min(len(vs), int(r.size))) > free {
-		r.deqSeen = r.deq.Load()
+		r.deqSeen = atomic.LoadUint32(&r.deq)
 		free = r.size - (pos - r.deqSeen)
 	}
 	n := uint32(min(len(vs), int(free)))
@@ -252,17 +290,18 @@ func (r *Ring[T]) enqueueSPSC(vs []T, all bool) int {
 	i := pos & r.mask
 	k := copy(r.vals[i:], vs[:n])
 	copy(r.vals, vs[k:n])
-	r.enq.Store(pos + n)
+	release.StoreUint32(&r.enq, pos+n)
 	return int(n)
 }
 
-// dequeueSPSC is the single-consumer path: the values are read, the slots cleared so the
-// ring keeps nothing reachable, then one store of the cursor hands the slots back.
+// dequeueSPSC is the single-consumer path: the values are read (and the slots cleared when
+// they hold pointers, so the ring keeps nothing reachable), then one release store of the
+// cursor hands the slots back.
 func (r *Ring[T]) dequeueSPSC(dst []T, all bool) int {
-	pos := r.deq.Load() // only this thread writes it
+	pos := atomic.LoadUint32(&r.deq) // only this thread writes it
 	avail := r.enqSeen - pos
 	if uint32(min(len(dst), int(r.size))) > avail {
-		r.enqSeen = r.enq.Load()
+		r.enqSeen = atomic.LoadUint32(&r.enq)
 		avail = r.enqSeen - pos
 	}
 	n := uint32(min(len(dst), int(avail)))
@@ -279,7 +318,7 @@ func (r *Ring[T]) dequeueSPSC(dst []T, all bool) int {
 			clear(r.vals[:rest])
 		}
 	}
-	r.deq.Store(pos + n)
+	release.StoreUint32(&r.deq, pos+n)
 	return int(n)
 }
 

@@ -1,6 +1,9 @@
 package ring
 
-import "testing"
+import (
+	"sync/atomic"
+	"testing"
+)
 
 // TestStalledConsumerLooksFull pins down the property engine.MetaPool relies on: a consumer
 // that has claimed a slot but not yet emptied it (preempted in between) makes a producer that
@@ -36,7 +39,7 @@ func TestStalledConsumerLooksFull(t *testing.T) {
 		t.Fatalf("stalled slot holds %d, want 1", s.v)
 	}
 	s.v = 0
-	s.seq.Store(pos + r.size)
+	atomic.StoreUint32(&s.seq, pos+r.size)
 	if !r.Enqueue(3) {
 		t.Fatal("Enqueue failed after the stalled consumer finished")
 	}

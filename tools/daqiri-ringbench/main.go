@@ -1,17 +1,29 @@
 // Command daqiri-ringbench measures daqiri's burst rings and buffer pools with the cases of
 // upstream DAQIRI's pool_ring_bench (SPSC single/bulk8/bulk32 1p1c, MPMC single 2p2c and
 // 4p4c, MPMC bulk8 2p2c and bulk32 4p4c, pool get/put with 1, 4 and 8 threads), next to a
-// buffered Go channel doing the same work as the peer baseline. Each case runs several times;
-// the table shows the median. Threads are locked to OS threads and pinned to distinct cores
-// (round-robin when there are more threads than cores).
+// buffered Go channel doing the same work as a peer baseline and, given -upstream, upstream's
+// own binary run in the same process tree just before. Each case runs several times; the
+// table shows the median.
+//
+// The method is upstream's: a 1024-slot ring, every producer moving -items values with
+// all-or-nothing calls of the case's bulk size, consumers taking whole bulks, every thread
+// locked to an OS thread and pinned to a distinct core (round-robin when there are more
+// threads than cores), a warm-up pass, then timed passes. A pool thread takes up to 16
+// buffers and returns them, -items times per thread in all.
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"regexp"
 	"runtime"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,42 +38,146 @@ type bench struct {
 	mode       ring.Mode
 	pool       int  // threads, for pool cases
 	cached     bool // pool cases through a per-thread ring.Cache
-	upstream   float64
+	upstream   string
+	issue      float64 // upstream's figure from issue 18 (H200 host), used without -upstream
 }
 
 func main() {
-	items := flag.Int("items", 2_000_000, "items moved per run (ring cases) or get/put pairs per thread (pool cases)")
+	items := flag.Int("items", 2_000_000, "values each producer moves (ring cases) or buffers each thread takes and returns (pool cases), per run")
 	repeats := flag.Int("repeats", 5, "runs per case; the median is reported")
+	withChan := flag.Bool("chan", true, "also run every case on a buffered Go channel")
+	upstreamBin := flag.String("upstream", "", "upstream's pool_ring_bench binary to run first; its figures fill the upstream column")
+	only := flag.String("run", "", "run only the cases whose name matches this regular expression")
+	waitMode := flag.String("wait", "spin", "what a thread does when the ring is full or empty: spin, pause (spin with the CPU's spin-wait hint), yield (sched_yield) or gosched (runtime.Gosched)")
+	cpuList := flag.String("cpus", "", "comma-separated cores to pin threads to, in order (default: every allowed core)")
 	flag.Parse()
-	cases := []bench{
-		{name: "spsc single 1p1c", prod: 1, cons: 1, bulk: 1, mode: ring.SPSC, upstream: 60.3},
-		{name: "spsc bulk8 1p1c", prod: 1, cons: 1, bulk: 8, mode: ring.SPSC, upstream: 132.0},
-		{name: "spsc bulk32 1p1c", prod: 1, cons: 1, bulk: 32, mode: ring.SPSC, upstream: 203.6},
-		{name: "mpmc single 2p2c", prod: 2, cons: 2, bulk: 1, mode: ring.MPMC, upstream: 3.5},
-		{name: "mpmc single 4p4c", prod: 4, cons: 4, bulk: 1, mode: ring.MPMC, upstream: 2.2},
-		{name: "mpmc bulk8 2p2c", prod: 2, cons: 2, bulk: 8, mode: ring.MPMC, upstream: 27.4},
-		{name: "mpmc bulk32 4p4c", prod: 4, cons: 4, bulk: 32, mode: ring.MPMC, upstream: 58.3},
-		{name: "pool get/put 1t", pool: 1, upstream: 42.9},
-		{name: "pool get/put 4t", pool: 4, upstream: 3.5},
-		{name: "pool get/put 8t", pool: 8, upstream: 2.4},
-		{name: "pool cached 1t", pool: 1, cached: true, upstream: 42.9},
-		{name: "pool cached 4t", pool: 4, cached: true, upstream: 3.5},
-		{name: "pool cached 8t", pool: 8, cached: true, upstream: 2.4},
+	var o opts
+	switch *waitMode {
+	case "spin", "pause", "yield", "gosched":
+		o.wait = *waitMode
+	default:
+		fmt.Fprintf(os.Stderr, "daqiri-ringbench: -wait %q: want spin, pause, yield or gosched\n", *waitMode)
+		os.Exit(2)
 	}
-	cores := osthread.NumAllowed()
-	fmt.Printf("daqiri ring/pool bench: %d items per run, median of %d runs, %d cores, %s\n\n", *items, *repeats, cores, runtime.Version())
+	for _, f := range strings.Split(*cpuList, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		c, err := strconv.Atoi(f)
+		if err != nil || !osthread.Allowed(c) {
+			fmt.Fprintf(os.Stderr, "daqiri-ringbench: -cpus: %q is not a core this process may run on\n", f)
+			os.Exit(2)
+		}
+		o.cpus = append(o.cpus, c)
+	}
+	if len(o.cpus) == 0 {
+		for c := 0; len(o.cpus) < osthread.NumAllowed() && c < 4096; c++ {
+			if osthread.Allowed(c) {
+				o.cpus = append(o.cpus, c)
+			}
+		}
+	}
+	match, err := regexp.Compile(*only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "daqiri-ringbench: -run:", err)
+		os.Exit(2)
+	}
+	cases := []bench{
+		{name: "spsc single 1p1c", prod: 1, cons: 1, bulk: 1, mode: ring.SPSC, issue: 60.3},
+		{name: "spsc bulk8 1p1c", prod: 1, cons: 1, bulk: 8, mode: ring.SPSC, issue: 132.0},
+		{name: "spsc bulk32 1p1c", prod: 1, cons: 1, bulk: 32, mode: ring.SPSC, issue: 203.6},
+		{name: "mpmc single 2p2c", prod: 2, cons: 2, bulk: 1, mode: ring.MPMC, issue: 3.5},
+		{name: "mpmc single 4p4c", prod: 4, cons: 4, bulk: 1, mode: ring.MPMC, issue: 2.2},
+		{name: "mpmc bulk8 2p2c", prod: 2, cons: 2, bulk: 8, mode: ring.MPMC, issue: 27.4},
+		{name: "mpmc bulk32 4p4c", prod: 4, cons: 4, bulk: 32, mode: ring.MPMC, issue: 58.3},
+		{name: "pool get/put 1t", pool: 1, issue: 42.9},
+		{name: "pool get/put 4t", pool: 4, issue: 3.5},
+		{name: "pool get/put 8t", pool: 8, issue: 2.4},
+		{name: "pool cached 1t", pool: 1, cached: true, upstream: "pool get/put 1t", issue: 42.9},
+		{name: "pool cached 4t", pool: 4, cached: true, upstream: "pool get/put 4t", issue: 3.5},
+		{name: "pool cached 8t", pool: 8, cached: true, upstream: "pool get/put 8t", issue: 2.4},
+	}
+	cores := len(o.cpus)
+	upstream := map[string]float64{}
+	source := "issue 18's figures for upstream's pool_ring_bench on the 16-core H200 host; compare only there"
+	if *upstreamBin != "" {
+		if upstream, err = runUpstream(*upstreamBin); err != nil {
+			fmt.Fprintln(os.Stderr, "daqiri-ringbench:", err)
+			os.Exit(1)
+		}
+		source = "upstream's pool_ring_bench (" + *upstreamBin + "), run on this host just before"
+	}
+	fmt.Printf("daqiri ring/pool bench: %d items per producer or thread, median of %d runs, %d cores, wait %s, %s\n\n", *items, *repeats, cores, o.wait, runtime.Version())
 	fmt.Printf("%-20s %12s %8s %11s %8s %14s %9s\n", "case", "daqiri Mops", "ns/op", "chan Mops", "vs chan", "upstream Mops*", "vs upstr")
 	for _, c := range cases {
-		// Warm-up pass (page faults, thread start-up, CPU frequency), as upstream's bench does.
-		run(c, *items/10, false, cores)
-		d := median(*repeats, func() float64 { return run(c, *items, false, cores) })
-		g := median(*repeats, func() float64 { return run(c, *items, true, cores) })
-		fmt.Printf("%-20s %12.2f %8.1f %11.2f %7.2fx %14.1f %8.2fx\n", c.name, d, 1e3/d, g, d/g, c.upstream, d/c.upstream)
+		if !match.MatchString(c.name) {
+			continue
+		}
+		// Warm-up pass (page faults, thread start-up, CPU frequency).
+		run(c, *items/10, false, o)
+		d := median(*repeats, func() float64 { return run(c, *items, false, o) })
+		row := fmt.Sprintf("%-20s %12.2f %8.1f", c.name, d, 1e3/d)
+		if *withChan {
+			g := median(*repeats, func() float64 { return run(c, *items, true, o) })
+			row += fmt.Sprintf(" %11.2f %7.2fx", g, d/g)
+		} else {
+			row += fmt.Sprintf(" %11s %8s", "-", "-")
+		}
+		key := c.name
+		if c.upstream != "" {
+			key = c.upstream
+		}
+		u, ok := c.issue, *upstreamBin == ""
+		if !ok {
+			u, ok = upstream[key]
+		}
+		if ok && u > 0 {
+			row += fmt.Sprintf(" %14.1f %8.2fx", u, d/u)
+		}
+		fmt.Println(row)
 	}
-	fmt.Println("\n* upstream's pool_ring_bench (C++, -O3) on the 16-core H200 host (issue 18); compare only on that host")
+	fmt.Println("\n* " + source)
 	if cores < 8 {
 		fmt.Fprintf(os.Stderr, "\nnote: %d cores; cases with more threads than cores time-share them\n", cores)
 	}
+}
+
+// runUpstream runs upstream's benchmark and reads its table.
+func runUpstream(bin string) (map[string]float64, error) {
+	out, err := exec.Command(bin).Output()
+	if err != nil {
+		return nil, fmt.Errorf("run upstream benchmark %s: %w", bin, err)
+	}
+	res := parseUpstream(out)
+	if len(res) == 0 {
+		return nil, fmt.Errorf("upstream benchmark %s printed no table:\n%s", bin, out)
+	}
+	return res, nil
+}
+
+// parseUpstream reads the "case | Mops ns/op" rows of upstream's table into Mops by this
+// tool's case names (upstream's "ObjectPool get/put 4t" is "pool get/put 4t" here).
+func parseUpstream(out []byte) map[string]float64 {
+	res := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		cols := strings.Split(sc.Text(), "|")
+		if len(cols) < 2 {
+			continue
+		}
+		f := strings.Fields(cols[1])
+		if len(f) == 0 {
+			continue
+		}
+		mops, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			continue // the header
+		}
+		name := strings.ToLower(strings.TrimSpace(cols[0]))
+		name = strings.Replace(name, "objectpool ", "pool ", 1)
+		res[name] = mops
+	}
+	return res
 }
 
 func median(n int, f func() float64) float64 {
@@ -73,150 +189,216 @@ func median(n int, f func() float64) float64 {
 	return v[n/2]
 }
 
-// run returns Mops/s: items moved through the ring, or get/put pairs on the pool, per second.
-func run(c bench, items int, useChan bool, cores int) float64 {
+// opts are the harness settings every case runs with.
+type opts struct {
+	cpus []int  // cores to pin threads to, round-robin
+	wait string // spin, pause, yield or gosched
+}
+
+// waiter is what a thread does when the ring is full or empty. "spin" retries at once, as
+// upstream's threads do (with a sched_yield every 4096 tries, and at every try when there are
+// more threads than cores: the other pinned threads need the core to make progress). "yield"
+// calls sched_yield at every failed try, which returns at once when nothing else wants the core
+// but keeps the thread off the other side's cache lines for a few hundred nanoseconds.
+// "pause" spins with the CPU's spin-wait hint between tries (osthread.Pause).
+// "gosched" is what the first version of this harness did after 32 tries: runtime.Gosched on
+// a goroutine locked to its thread hands the P to another thread and sleeps until the
+// scheduler hands it back, microseconds, during which the other side runs alone.
+//
+// Every thread's waiter is a heap object that it writes on every failed try; the padding keeps
+// two threads' waiters off one cache line, so the harness adds no sharing of its own.
+type waiter struct {
+	_      [64]byte
+	mode   string
+	shared bool
+	n      int
+	_      [64]byte
+}
+
+func (w *waiter) wait() {
+	w.n++
+	switch {
+	case w.mode == "gosched":
+		if w.n > 32 {
+			runtime.Gosched()
+		}
+	case w.mode == "yield" || w.shared || w.n&4095 == 0:
+		osthread.Yield()
+	case w.mode == "pause":
+		osthread.Pause()
+	}
+}
+
+// done resets the count of failed tries after a success.
+func (w *waiter) done() { w.n = 0 }
+
+// run returns Mops/s: values moved through the ring, or buffers taken from and returned to
+// the pool, per second.
+func run(c bench, items int, useChan bool, o opts) float64 {
+	cores := len(o.cpus)
 	var wg sync.WaitGroup
 	startc := make(chan struct{})
 	thread := 0
-	spawn := func(fn func()) {
-		core := thread % cores
+	threads := c.pool + c.prod + c.cons
+	spawn := func(fn func(w *waiter)) {
+		core := o.cpus[thread%cores]
 		thread++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			osthread.LockAndPin(core)
 			defer osthread.Unlock()
+			w := &waiter{mode: o.wait, shared: threads > cores}
 			<-startc
-			fn()
+			fn(w)
 		}()
 	}
+	var total int
 	if c.pool > 0 {
-		per := items / c.pool
+		total = items * c.pool
 		if useChan {
-			ch := make(chan uint32, 8192)
-			for i := 0; i < 8192; i++ {
+			ch := make(chan uint32, 4096)
+			for i := 0; i < 4096; i++ {
 				ch <- uint32(i)
 			}
 			for t := 0; t < c.pool; t++ {
-				spawn(func() {
-					for i := 0; i < per; i++ {
-						v := <-ch
-						ch <- v
+				spawn(func(w *waiter) {
+					var held [16]uint32
+					for done := 0; done < items; {
+						k := 0
+						for ; k < len(held); k++ {
+							select {
+							case held[k] = <-ch:
+								continue
+							default:
+							}
+							break
+						}
+						for _, v := range held[:k] {
+							ch <- v
+						}
+						if done += k; k == 0 {
+							w.wait()
+						} else {
+							w.done()
+						}
 					}
 				})
 			}
 		} else {
-			p, _ := ring.NewPool(8192)
+			p, _ := ring.NewPool(4096)
 			for t := 0; t < c.pool; t++ {
-				if c.cached {
-					spawn(func() {
-						cache, _ := p.NewCache(256)
-						for i := 0; i < per; i++ {
-							v, ok := cache.Get()
-							for !ok {
-								runtime.Gosched()
-								v, ok = cache.Get()
+				spawn(func(w *waiter) {
+					var cache *ring.Cache
+					if c.cached {
+						cache, _ = p.NewCache(256)
+						defer cache.Flush()
+					}
+					var held [16]uint32
+					for done := 0; done < items; {
+						k := 0
+						for ; k < len(held); k++ {
+							var ok bool
+							if cache != nil {
+								held[k], ok = cache.Get()
+							} else {
+								held[k], ok = p.Get()
 							}
-							cache.Put(v)
+							if !ok {
+								break
+							}
 						}
-						cache.Flush()
-					})
-					continue
-				}
-				spawn(func() {
-					for i := 0; i < per; i++ {
-						v, ok := p.Get()
-						for !ok {
-							runtime.Gosched()
-							v, ok = p.Get()
+						for _, v := range held[:k] {
+							if cache != nil {
+								cache.Put(v)
+							} else {
+								p.Put(v)
+							}
 						}
-						p.Put(v)
+						if done += k; k == 0 {
+							w.wait()
+						} else {
+							w.done()
+						}
 					}
 				})
 			}
 		}
-		t0 := time.Now()
-		close(startc)
-		wg.Wait()
-		return float64(per*c.pool) / time.Since(t0).Seconds() / 1e6
-	}
-	per := items / c.prod / c.bulk * c.bulk
-	total := per * c.prod
-	perCons := total / c.cons
-	if useChan {
-		ch := make(chan uint64, 1024)
-		for p := 0; p < c.prod; p++ {
-			spawn(func() {
-				for i := 0; i < per; i++ {
-					ch <- uint64(i)
-				}
-			})
-		}
-		for k := 0; k < c.cons; k++ {
-			n := perCons
-			if k == c.cons-1 {
-				n = total - perCons*(c.cons-1)
-			}
-			spawn(func() {
-				for i := 0; i < n; i++ {
-					<-ch
-				}
-			})
-		}
 	} else {
-		r, _ := ring.New[uint64](1024, c.mode)
-		for p := 0; p < c.prod; p++ {
-			spawn(func() {
-				buf := make([]uint64, c.bulk)
-				for i := 0; i < per; i += c.bulk {
-					spins := 0
-					if c.bulk == 1 { // single operations, as upstream's single cases
-						for !r.Enqueue(uint64(i)) {
-							if spins++; spins > 32 {
-								runtime.Gosched()
-							}
-						}
-						continue
-					}
-					for !r.EnqueueBulk(buf) {
-						if spins++; spins > 32 {
-							runtime.Gosched()
-						}
-					}
-				}
-			})
-		}
-		// Each consumer takes a fixed share with all-or-nothing bulk calls, as upstream's
-		// consumers do: no counter shared between threads, so the harness adds no atomics.
-		for k := 0; k < c.cons; k++ {
-			n := perCons / c.bulk * c.bulk
+		per := items / c.bulk * c.bulk
+		total = per * c.prod
+		perCons := total / c.cons / c.bulk * c.bulk
+		share := func(k int) int {
 			if k == c.cons-1 {
-				n = total - (perCons/c.bulk*c.bulk)*(c.cons-1)
+				return total - perCons*(c.cons-1)
 			}
-			spawn(func() {
-				buf := make([]uint64, c.bulk)
-				spins := 0
-				for got := 0; got < n; {
-					if c.bulk == 1 {
-						if _, ok := r.Dequeue(); ok {
-							got++
-							spins = 0
-						} else if spins++; spins > 32 {
-							runtime.Gosched()
-						}
-						continue
+			return perCons
+		}
+		if useChan {
+			ch := make(chan uint64, 1024)
+			for p := 0; p < c.prod; p++ {
+				spawn(func(*waiter) {
+					for i := 0; i < per; i++ {
+						ch <- uint64(i)
 					}
-					want := buf[:min(c.bulk, n-got)]
-					if !r.DequeueBulk(want) {
-						if spins++; spins > 32 {
-							runtime.Gosched()
-						}
-						continue
+				})
+			}
+			for k := 0; k < c.cons; k++ {
+				n := share(k)
+				spawn(func(*waiter) {
+					for i := 0; i < n; i++ {
+						<-ch
 					}
-					spins = 0
-					got += len(want)
-				}
-			})
+				})
+			}
+		} else {
+			r, _ := ring.New[uint64](1024, c.mode)
+			for p := 0; p < c.prod; p++ {
+				spawn(func(w *waiter) {
+					buf := make([]uint64, c.bulk)
+					for i := range buf {
+						buf[i] = uint64(i + 1)
+					}
+					for i := 0; i < per; i += c.bulk {
+						if c.bulk == 1 { // single operations, as upstream's single cases
+							for !r.Enqueue(buf[0]) {
+								w.wait()
+							}
+							w.done()
+							continue
+						}
+						for !r.EnqueueBulk(buf) {
+							w.wait()
+						}
+						w.done()
+					}
+				})
+			}
+			// Each consumer takes a fixed share with all-or-nothing bulk calls: no counter
+			// shared between threads, so the harness adds no atomics of its own.
+			for k := 0; k < c.cons; k++ {
+				n := share(k)
+				spawn(func(w *waiter) {
+					buf := make([]uint64, c.bulk)
+					for got := 0; got < n; {
+						if c.bulk == 1 {
+							if _, ok := r.Dequeue(); ok {
+								got++
+								w.done()
+							} else {
+								w.wait()
+							}
+							continue
+						}
+						if r.DequeueBulk(buf) {
+							got += len(buf)
+							w.done()
+						} else {
+							w.wait()
+						}
+					}
+				})
+			}
 		}
 	}
 	t0 := time.Now()
