@@ -484,6 +484,8 @@ __device__ __forceinline__ uint32_t i32_f16(int32_t v)
 }
 
 // The work item of a conversion: UB = 16 output bytes holding E samples from IBU input bytes
+// (convert_kernel's R below no longer applies to the widening conversions — int4 → fp16/bf16,
+// int8 → fp32/int32, int16 → fp64 among them — which run wide_kernel with WIDE_R).
 // (1..32), W input words; R items in flight per thread: 8 for 4-byte inputs (int4 →
 // fp16/bf16, int8 → fp32/int32, int16 → fp64), faster on an H100 (-DREORDER_R4=n sets
 // theirs); 2 for the 8-byte inputs (int16 → fp32, int8 → fp16/bf16, int32 → fp64) with
