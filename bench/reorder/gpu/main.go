@@ -7,6 +7,7 @@
 //
 //	bench/reorder/gpu [-sizes 1024,8192] [-batches 1024,4096,16384,65536] [-convs int16-fp32,...]
 //	                  [-ptx file] [-upstream .carry/upstream/kernels.ptx] [-timing queued|launch] [-json file]
+//	bench/reorder/gpu -variants variants.ptx -variants-base previous.ptx [-ptx file]   (variants.go)
 //
 // Our kernel reads its slot table from device memory ("dev") or from mapped pinned host
 // memory ("map", a PCIe round trip per block, which plans used to do); "plan" is what a
