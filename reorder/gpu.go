@@ -110,6 +110,18 @@ func shape(outLen, slots, sms int) (spb, threads uint32) {
 	return spb, threads
 }
 
+// widening reports whether c writes at least 4 output bytes per input byte (int4 → fp16, bf16,
+// fp32, fp64, int32; int8 → fp32, fp64, int32; int16 → fp64): those run wide_kernel in
+// reorder.cu, one warp per slot.
+func widening(c Conversion) bool { return c.Active() && c.OutBytes()*8 >= 4*c.InBits() }
+
+// wideThreads is the block size of the widening kernels (at most WIDE_THREADS in reorder.cu,
+// their launch bound). They are launched with one warp per slot: on an H200 at 1 KiB × 16384,
+// 128-thread blocks came out 0.00–0.01 of the copy's traffic ahead of 256, and grids capped at
+// 2–8 blocks per multiprocessor (the kernel's warps then walk the slots a grid apart) behind
+// by 0.01–0.05 (bench/reorder/gpu -variants; bench/reorder/RESULTS.md).
+const wideThreads = 128
+
 // Launch queues on s (nil: the legacy default stream) the assembly of one aggregate of slots
 // slots into out: slot k takes the payload that table entry k (in GPU-readable memory at
 // table) names in the source region at src, converted, and is zero-filled past it; inLen is
@@ -147,6 +159,16 @@ func (k *Kernel) launch(fn *cudart.Function, s *cudart.Stream, table cudart.Arg,
 	// mapped table: 0.89–0.90 → 0.92 of the copy's traffic; at 1 KiB the same rule cost
 	// 0.01–0.02, so smaller slots keep the input-sized shape).
 	outLen := k.conv.OutputLen(inLen)
+	if widening(k.conv) {
+		// One warp per slot (spb unused).
+		blocks := uint32((slots + wideThreads/32 - 1) / (wideThreads / 32))
+		cfg := cudart.LaunchConfig{Grid: cudart.Dim3{X: blocks}, Block: cudart.Dim3{X: wideThreads}, Stream: s}
+		big := uint32(0)
+		if k.conv.Big {
+			big = 1
+		}
+		return fn.Launch(cfg, table, cudart.Ptr(src), cudart.Ptr(out), cudart.U32(uint32(inLen)), cudart.U32(big), cudart.U32(uint32(slots)), cudart.U32(1))
+	}
 	spb, threads := shape(max(outLen, inLen), slots, k.sms)
 	if outLen < inLen && inLen >= 8192 {
 		spb, _ = shape(outLen, slots, k.sms)

@@ -484,6 +484,8 @@ __device__ __forceinline__ uint32_t i32_f16(int32_t v)
 }
 
 // The work item of a conversion: UB = 16 output bytes holding E samples from IBU input bytes
+// (convert_kernel's R below no longer applies to the widening conversions — int4 → fp16/bf16,
+// int8 → fp32/int32, int16 → fp64 among them — which run wide_kernel with WIDE_R).
 // (1..32), W input words; R items in flight per thread: 8 for 4-byte inputs (int4 →
 // fp16/bf16, int8 → fp32/int32, int16 → fp64), faster on an H100 (-DREORDER_R4=n sets
 // theirs); 2 for the 8-byte inputs (int16 → fp32, int8 → fp16/bf16, int32 → fp64) with
@@ -693,23 +695,191 @@ __device__ __forceinline__ void convert_kernel(const unsigned long long *__restr
     }
 }
 
+// ---- Widening kernels (output 4× its input or more) -----------------------------------------
+//
+// int4 → fp16/bf16/fp32/fp64/int32, int8 → fp32/fp64/int32 and int16 → fp64 write 4–16 bytes
+// for every input byte, so they are bound by writing the aggregate. convert_kernel's blocks
+// each made one pass over a few slots after a round trip for their slot words and a barrier;
+// at 1 KiB × 16384 on an H200 that reached 1.3–1.4× the time of a memset of the same output.
+// Here each warp takes whole slots, reading its own slot word (the next one is loaded while the
+// current slot is converted), with no barrier and no shared slot table; a grid smaller than
+// one warp per slot has each warp walk the slots a grid apart. A warp converts a slot in
+// chunks of 32·WIDE_R output units, lane l taking units l, l+32, ...: each store instruction of
+// the warp writes 512 contiguous bytes (st.global.cs). With WIDE_V = 1 a chunk's input is read
+// with 16-byte loads into shared memory and each lane picks its units' bytes from there
+// (fewer, wider loads in flight); WIDE_L sets the blocks of WIDE_THREADS threads that must fit
+// on a multiprocessor (a register cap). On an H200 at 1 KiB × 16384 (bench/reorder/gpu
+// -variants: R 4/8/16 × V 0/1 × L 4/8 × 128/256 threads × grids of 2–8 blocks per
+// multiprocessor or one warp per slot) R = 16, V = 1, L = 4 with 128-thread blocks, one warp per
+// slot, had the best worst case over int4 → fp16/bf16/fp32, int8 → fp32 and int16 → fp64:
+// 0.71–0.74 of a device copy's traffic against 0.67–0.71 before (1.25–1.31× a memset of the
+// output). R = 8 was 0.75 for the 4-byte-input units but 0.71 for int4 → fp32 (2 bytes per
+// unit); capped grids and L = 8 (32 registers) were slower.
+#ifndef WIDE_R
+#define WIDE_R 16
+#endif
+#ifndef WIDE_V
+#define WIDE_V 1
+#endif
+#ifndef WIDE_L
+#define WIDE_L 4
+#endif
+#define WIDE_THREADS 256
+
+template <int IN, int OUT> struct widening {
+    static const bool yes = unit<IN, OUT>::IBU <= 4 && out_bytes<OUT>::n * 8 >= 4 * IN;
+};
+
+template <int IN, int OUT, int R, int V>
+__device__ __forceinline__ void wide_kernel(const unsigned long long *__restrict__ slots, const unsigned char *__restrict__ src,
+                                            unsigned char *__restrict__ out, unsigned int in_len, unsigned int big,
+                                            unsigned int nslots)
+{
+    const int OB = unit<IN, OUT>::OB, UB = unit<IN, OUT>::UB, E = unit<IN, OUT>::E;
+    const int IBU = unit<IN, OUT>::IBU, W = unit<IN, OUT>::W;
+    // Shared staging only where a chunk's input is whole 16-byte words (R·IBU a multiple of 16).
+    const bool stage = V == 1 && (R * IBU) % 16 == 0;
+    const int SW = stage ? 32 * R * IBU / 4 : 1; // staging words per warp
+    __shared__ __align__(16) uint32_t stg[(WIDE_THREADS / 32) * SW];
+    const unsigned int lane = threadIdx.x & 31u, wpb = blockDim.x >> 5;
+    const unsigned int nw = gridDim.x * wpb;
+    uint32_t *sw = stg + (threadIdx.x >> 5) * SW;
+    const bool bg = big != 0;
+    unsigned int total = in_len * 8u / IN; // samples per slot
+    unsigned int units = total / E;        // whole units per slot
+    unsigned int out_len = total * OB;
+    unsigned int k = blockIdx.x * wpb + (threadIdx.x >> 5);
+    unsigned long long next = k < nslots ? slots[k] : SLOT_MISSING;
+    for (; k < nslots; k += nw) {
+        unsigned long long w = next;
+        if (k + nw < nslots)
+            next = slots[k + nw];
+        unsigned int n = 0;
+        const unsigned char *s = src;
+        if (w != SLOT_MISSING) {
+            n = (unsigned int)(w & ((1ull << LEN_BITS) - 1));
+            if (n > in_len)
+                n = in_len;
+            n = n * 8u / IN * IN / 8u;
+            s = src + (w >> LEN_BITS);
+        }
+        unsigned char *d = out + (size_t)k * out_len;
+        for (unsigned int c = 0; c < units; c += 32u * R) {
+            uint32_t wv[R][W];
+            unsigned int av[R];
+            if (stage && c + 32u * R <= units && (c + 32u * R) * IBU <= n && (((uintptr_t)(s + c * IBU)) & 15u) == 0) {
+                if constexpr (stage) {
+                    const uint4 *g = (const uint4 *)(s + c * IBU);
+                    uint4 x[R * IBU / 16];
+#pragma unroll
+                    for (int j = 0; j < R * IBU / 16; j++)
+                        x[j] = g[lane + 32 * j];
+#pragma unroll
+                    for (int j = 0; j < R * IBU / 16; j++)
+                        ((uint4 *)sw)[lane + 32 * j] = x[j];
+                    __syncwarp();
+#pragma unroll
+                    for (int r = 0; r < R; r++) {
+                        unsigned int u = lane + 32u * r;
+                        av[r] = IBU;
+                        if constexpr (IBU == 4)
+                            wv[r][0] = sw[u];
+                        else if constexpr (IBU == 2)
+                            wv[r][0] = ((const uint16_t *)sw)[u];
+                        else
+                            wv[r][0] = ((const unsigned char *)sw)[u];
+                    }
+                    __syncwarp();
+                }
+            } else {
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    unsigned int u = c + lane + 32u * r, off = u * IBU;
+                    av[r] = u < units && n > off ? (n - off < IBU ? n - off : IBU) : 0u;
+                    if (u < units)
+                        load_unit<IBU, W>(wv[r], s + off, av[r]);
+                }
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                unsigned int u = c + lane + 32u * r;
+                if (u < units) {
+                    uint32_t o[4] = {0, 0, 0, 0};
+                    if (av[r] != 0)
+                        convert_unit<IN, OUT>(wv[r], o, bg);
+                    store_unit<UB>(d + (size_t)u * UB, o);
+                }
+            }
+        }
+        // Samples after the slot's last whole unit (fewer than E).
+        for (unsigned int e = units * E + lane; e < total; e += 32u) {
+            uint32_t o[4] = {0, 0, 0, 0};
+            encode<IN, OUT>(o, 0, e < n * 8u / IN ? decode_at<IN>(s, e, bg) : 0);
+            unsigned char *q = d + (size_t)e * OB;
+            for (int b = 0; b < OB; b++)
+                q[b] = (unsigned char)(o[b >> 2] >> ((b & 3) * 8));
+        }
+    }
+}
+
+// The kernel of conversion (IN, OUT): wide_kernel for the widening ones (spb unused: the grid
+// walks all slots), convert_kernel for the rest.
+template <int IN, int OUT>
+__device__ __forceinline__ void cvt_kernel(const unsigned long long *__restrict__ slots, const unsigned char *__restrict__ src,
+                                           unsigned char *__restrict__ out, unsigned int in_len, unsigned int big,
+                                           unsigned int nslots, unsigned int spb)
+{
+    if constexpr (widening<IN, OUT>::yes)
+        wide_kernel<IN, OUT, WIDE_R, WIDE_V>(slots, src, out, in_len, big, nslots);
+    else
+        convert_kernel<IN, OUT>(slots, src, out, in_len, big, nslots, spb);
+}
+
+template <int IN, int OUT> struct bounds {
+    static const int threads = widening<IN, OUT>::yes ? WIDE_THREADS : 256;
+    static const int minb = widening<IN, OUT>::yes ? WIDE_L : unit<IN, OUT>::MINB;
+};
+
+#ifdef REORDER_VARIANTS
+// Variants for bench/reorder/gpu -variants: reorder_w<R>v<V>l<L>_<in>_<out>(slots, src, out,
+// in_len, big, nslots, spb), slot table in memory.
+#define WV(INNAME, IN, OUTNAME, OUT, R, V, L)                                                                              \
+    extern "C" __global__ void __launch_bounds__(WIDE_THREADS, L) reorder_w##R##v##V##l##L##_##INNAME##_##OUTNAME(         \
+        const unsigned long long *__restrict__ slots, const unsigned char *__restrict__ src, unsigned char *__restrict__ out, \
+        unsigned int in_len, unsigned int big, unsigned int nslots, unsigned int spb)                                      \
+    {                                                                                                                      \
+        wide_kernel<IN, OUT, R, V>(slots, src, out, in_len, big, nslots);                                                  \
+    }
+#define WV_RV(INNAME, IN, OUTNAME, OUT, L)                                                                                 \
+    WV(INNAME, IN, OUTNAME, OUT, 4, 0, L)                                                                                  \
+    WV(INNAME, IN, OUTNAME, OUT, 8, 0, L)                                                                                  \
+    WV(INNAME, IN, OUTNAME, OUT, 16, 0, L)                                                                                 \
+    WV(INNAME, IN, OUTNAME, OUT, 4, 1, L)                                                                                  \
+    WV(INNAME, IN, OUTNAME, OUT, 8, 1, L)                                                                                  \
+    WV(INNAME, IN, OUTNAME, OUT, 16, 1, L)
+#define WV_ALL(INNAME, IN, OUTNAME, OUT) WV_RV(INNAME, IN, OUTNAME, OUT, 4) WV_RV(INNAME, IN, OUTNAME, OUT, 8)
+WV_ALL(int4, 4, fp16, OUT_F16)
+WV_ALL(int4, 4, bf16, OUT_BF16)
+WV_ALL(int4, 4, fp32, OUT_F32)
+WV_ALL(int8, 8, fp32, OUT_F32)
+WV_ALL(int16, 16, fp64, OUT_F64)
+#endif
+
 // reorder_cvt_<in>_<out>(slots, src, out, in_len, big, nslots, spb): in_len is the payload
 // bytes per slot (whole samples); each output slot holds in_len*8/in_bits samples.
 // reorder_cvt_<in>_<out>_p takes the slot table by value (nslots ≤ PARAM_SLOTS).
 #define CVT(INNAME, IN, OUTNAME, OUT)                                                                                        \
-    extern "C" __global__ void __launch_bounds__(256, (unit<IN, OUT>::MINB)) reorder_cvt_##INNAME##_##OUTNAME(const unsigned long long *__restrict__ slots,                \
-                                                                const unsigned char *__restrict__ src,                       \
-                                                                unsigned char *__restrict__ out, unsigned int in_len,        \
-                                                                unsigned int big, unsigned int nslots, unsigned int spb)     \
+    extern "C" __global__ void __launch_bounds__((bounds<IN, OUT>::threads), (bounds<IN, OUT>::minb)) reorder_cvt_##INNAME##_##OUTNAME( \
+        const unsigned long long *__restrict__ slots, const unsigned char *__restrict__ src, unsigned char *__restrict__ out,   \
+        unsigned int in_len, unsigned int big, unsigned int nslots, unsigned int spb)                                        \
     {                                                                                                                        \
-        convert_kernel<IN, OUT>(slots, src, out, in_len, big, nslots, spb);                                                  \
+        cvt_kernel<IN, OUT>(slots, src, out, in_len, big, nslots, spb);                                                      \
     }                                                                                                                        \
-    extern "C" __global__ void __launch_bounds__(256, (unit<IN, OUT>::MINB)) reorder_cvt_##INNAME##_##OUTNAME##_p(const __grid_constant__ slot_table tbl,                  \
-                                                                    const unsigned char *__restrict__ src,                   \
-                                                                    unsigned char *__restrict__ out, unsigned int in_len,    \
-                                                                    unsigned int big, unsigned int nslots, unsigned int spb) \
+    extern "C" __global__ void __launch_bounds__((bounds<IN, OUT>::threads), (bounds<IN, OUT>::minb)) reorder_cvt_##INNAME##_##OUTNAME##_p( \
+        const __grid_constant__ slot_table tbl, const unsigned char *__restrict__ src, unsigned char *__restrict__ out,         \
+        unsigned int in_len, unsigned int big, unsigned int nslots, unsigned int spb)                                        \
     {                                                                                                                        \
-        convert_kernel<IN, OUT>(tbl.w, src, out, in_len, big, nslots, spb);                                                  \
+        cvt_kernel<IN, OUT>(tbl.w, src, out, in_len, big, nslots, spb);                                                      \
     }
 
 #define CVT_ALL(INNAME, IN)                                                                                                  \

@@ -7,6 +7,7 @@
 //
 //	bench/reorder/gpu [-sizes 1024,8192] [-batches 1024,4096,16384,65536] [-convs int16-fp32,...]
 //	                  [-ptx file] [-upstream .carry/upstream/kernels.ptx] [-timing queued|launch] [-json file]
+//	bench/reorder/gpu -variants variants.ptx -variants-base previous.ptx [-ptx file]   (variants.go)
 //
 // Our kernel reads its slot table from device memory ("dev") or from mapped pinned host
 // memory ("map", a PCIe round trip per block, which plans used to do); "plan" is what a
@@ -117,7 +118,16 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole-plan runs to this file")
 	upstream := flag.String("upstream", "", "PTX of upstream's kernels (bench/reorder/upstream.sh builds it, with ORIGIN beside it) to run on the same inputs")
 	timing := flag.String("timing", "queued", "queued: GPU time of launches queued ahead; launch: launched back to back from the CPU")
+	variants := flag.String("variants", "", "PTX of reorder.cu built with -DREORDER_VARIANTS: time the widening-kernel variants against -variants-base and -ptx, then exit")
+	variantsBase := flag.String("variants-base", "", "PTX holding the previous kernels (variant 0), for -variants")
 	flag.Parse()
+	if *variants != "" {
+		if err := runVariants(*variants, *variantsBase, *ptxFile, ints(*sizes), ints(*batches), *target); err != nil {
+			fmt.Fprintln(os.Stderr, "bench/reorder/gpu:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *timing != "queued" && *timing != "launch" {
 		fmt.Fprintf(os.Stderr, "bad -timing %q: want queued or launch\n", *timing)
 		os.Exit(2)
