@@ -550,9 +550,14 @@ const (
 	FlowTableNICTX FlowTableType = uapi.MLX5FlowTableTypeNICTX
 )
 
-// MatchParamsSize is the size of a match mask or value (struct mlx5_ib_match_params: the
-// PRM fte_match_param).
-const MatchParamsSize = uapi.MLX5MatchParamsSize
+// MatchParamsSize is the size of a match mask or value: the PRM's fte_match_param (0x1000
+// bits in mlx5_ifc.h), which is what mlx5_ib copies both into (struct mlx5_flow_spec,
+// include/linux/mlx5/fs.h). The ioctl attributes accept up to sizeof(struct
+// mlx5_ib_match_params), 0x280 bytes, but Linux 6.1's CREATE_FLOW copies the value's whole
+// length into the 0x200-byte spec (fs.c _create_raw_flow_rule): a longer value overflows it,
+// which a FORTIFY_SOURCE kernel turns into a BUG in the middle of the ioctl (seen in the mlx5
+// conformance VM). So masks and values go out as exactly one fte_match_param.
+const MatchParamsSize = 0x200
 
 // MatcherSpec describes a flow matcher: which fields rules match (Mask, an fte_match_param
 // of at most MatchParamsSize bytes, zero-padded; all zero matches every frame), which of its

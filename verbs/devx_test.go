@@ -73,7 +73,10 @@ var (
 	u16 = "sizeof(__u16)"
 	u32 = "sizeof(__u32)"
 	u64 = "sizeof(__u64)"
-	mp  = "sizeof(struct mlx5_ib_match_params)"
+	// Masks and values are one fte_match_param (0x200 bytes, MatchParamsSize), less than the
+	// attribute's sizeof(struct mlx5_ib_match_params) maximum: the kernel copies them into a
+	// struct mlx5_flow_spec that holds no more.
+	mp = "(sizeof(struct mlx5_ib_match_params) - 0x80)"
 )
 
 // TestDevXEncodingsMatchHeaders runs every DevX method against a recording kernel and
@@ -371,5 +374,13 @@ func TestDevXContextRequest(t *testing.T) {
 	}
 	if _, err := c.NewCQ(1); !errors.Is(err, ErrNotSupported) {
 		t.Errorf("NewCQ on a DevX context = %v, want ErrNotSupported", err)
+	}
+}
+
+// TestMatchParamsSizeFitsTheKernel: masks and values are one fte_match_param (eight 64-byte
+// match sets, mlx5_ifc.h), no longer than the ioctl attribute allows.
+func TestMatchParamsSizeFitsTheKernel(t *testing.T) {
+	if MatchParamsSize != 8*64 || MatchParamsSize > uapi.MLX5MatchParamsSize {
+		t.Fatalf("MatchParamsSize %#x: want 0x200 (fte_match_param), at most %#x (mlx5_ib_match_params)", MatchParamsSize, uapi.MLX5MatchParamsSize)
 	}
 }

@@ -312,10 +312,22 @@ func (s *Steering) createRQT(queues []int) (channel.Object, error) {
 	return o, err
 }
 
+// tableLevel is the level of the tables this package creates. A flow entry may forward only
+// to a table of a higher level than its own (the PRM's rule, which mlx5_core enforces too:
+// fs_core.c dest_is_valid). Under DevX the kernel's root rule that sends traffic here sits in
+// a table of mlx5_ib's bypass namespace, whose levels are its priorities (fs.c
+// _get_flow_table: MLX5_BY_PASS_NUM_PRIOS of one level each, 16 in Linux 6.1), so a table of
+// level 0 there could never be reached; 16 is above all of them and far below max_ft_level
+// (63 on ConnectX-5). Seen in the mlx5 conformance VM: the kernel's SET_FLOW_TABLE_ENTRY
+// into a level-0 table was refused.
+const tableLevel = 16
+
 func (s *Steering) createTable(typ uint8, logSize uint64) (channel.Object, error) {
 	in := prm.NewCmdIn(prm.CmdOpCreateFlowTable, 0, int(prm.CreateFlowTableIn.FlowTableContext.End()/8))
 	prm.CreateFlowTableIn.TableType.Set(in, uint64(typ))
-	prm.FlowTableContext.LogSize.At(prm.CreateFlowTableIn.FlowTableContext.Off).Set(in, logSize)
+	ctx := prm.CreateFlowTableIn.FlowTableContext.Off
+	prm.FlowTableContext.LogSize.At(ctx).Set(in, logSize)
+	prm.FlowTableContext.Level.At(ctx).Set(in, tableLevel)
 	o, _, err := s.create(in, outBytes(prm.CreateFlowTableOut.TableID))
 	return o, err
 }

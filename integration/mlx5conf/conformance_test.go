@@ -45,7 +45,8 @@ var (
 		"engine QUERY_HCA_CAP", "engine umem_reg", "engine CREATE_MKEY", "engine CREATE_CQ",
 		"engine CREATE_RQ", "engine MODIFY_RQ", "engine CREATE_SQ", "engine MODIFY_SQ",
 		"engine CREATE_TIR", "engine CREATE_FLOW_TABLE", "engine CREATE_FLOW_GROUP",
-		"engine SET_FLOW_TABLE_ENTRY"}
+		"engine SET_FLOW_TABLE_ENTRY", "engine attach_root", "engine port opened",
+		"engine QUERY_CQ", "engine closed"}
 )
 
 // stageSet records what one driver reached, with a line of detail per stage.

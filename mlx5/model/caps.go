@@ -81,6 +81,12 @@ func defaultCaps(cfg Config) map[prm.CapType]*capPages {
 			capVal{p.FTSupport.At(base), 1}, capVal{p.FlowCounter.At(base), 1},
 			capVal{p.FlowModifyEn.At(base), 1}, capVal{p.ModifyRoot.At(base), 1},
 			capVal{p.IdentifiedMissTableMode.At(base), 1}, capVal{p.Reformat.At(base), 1},
+			// MODIFY_FLOW_TABLE is implemented; with flow_modify_en, modify_root and
+			// identified_miss_table_mode it is what mlx5_core's fs_core asks of a priority
+			// that chains tables (fs_core.c FS_CHAINING_CAPS): without it the kernel leaves
+			// out the bypass namespace, and mlx5_ib's raw flow rules (DevX CREATE_FLOW)
+			// fail with EOPNOTSUPP.
+			capVal{p.FlowTableModify.At(base), 1},
 			capVal{p.PopVLAN.At(base), 1}, capVal{p.PushVLAN.At(base), 1},
 			capVal{p.LogMaxFTSize.At(base), 16}, capVal{p.MaxFTLevel.At(base), maxFTLevel},
 			capVal{p.LogMaxFTNum.At(base), 10}, capVal{p.LogMaxFlowCounter.At(base), 16},
