@@ -267,6 +267,9 @@ var (
 	cmdStatus   = regexp.MustCompile(`\bstatus (\S+)`)
 	cmdDelivery = regexp.MustCompile(`\bdelivery (\S+)`)
 	refusedLine = regexp.MustCompile(`(?i)^(vfio-user|pcidev):.*(refus|unknown|unsupported|not implemented|fail|error|invalid|bad)`)
+	// The server's closing count line ("vfio-user: session: 7065 messages, 0 refused; …") is
+	// a problem only when it counts refusals.
+	sessionLine = regexp.MustCompile(`^vfio-user: session: .*\b(\d+) refused`)
 )
 
 // isProblem reports whether a log line is about a command or access the model did not
@@ -277,6 +280,9 @@ func isProblem(l string) bool {
 			return true
 		}
 		return m[1] != "OK" && m[1] != "0x0"
+	}
+	if m := sessionLine.FindStringSubmatch(l); m != nil {
+		return m[1] != "0"
 	}
 	return refusedLine.MatchString(l)
 }
@@ -366,12 +372,15 @@ func TestSummarizeServerLog(t *testing.T) {
 		"vfio-user: message 239 (DMA_UNMAP) refused: DMA_UNMAP: no window in 0x0+0x80000000: no such file or directory",
 		"cmd ENABLE_HCA(0x104) op_mod 0x0 status 0x0 OK syndrome 0x0 delivery 0x8",
 		"cmd ENABLE_HCA(0x104) op_mod 0x0 status 0x0 OK syndrome 0x0",
+		"vfio-user: session: 7065 messages, 0 refused; 3088 DMA windows mapped (3082 with a descriptor), 3082 unmapped, at most 2974 at once",
+		"vfio-user: session: 7065 messages, 142 refused; 3088 DMA windows mapped (3082 with a descriptor), 3082 unmapped, at most 2974 at once",
 		"pcidev: command queue entry 0 at 0xfffff000 not carried (delivery status 0x8): 07 00 00 00 00 00 00 10 01 04 00 00 00 00 00 0c",
 		"pcidev: command queue entry 1 at 0xfffff040 not carried (delivery status 0x8): 07 00 00 00 00 00 00 10 01 04 e1 00 00 00 00 0c",
 	}, "\n") + "\n"
 	got := summarizeServerLog(log)
 	for _, want := range []string{
-		"13 log lines; 6 distinct",
+		"15 log lines; 7 distinct",
+		"1× vfio-user: session: N messages, N refused; N DMA windows mapped (N with a descriptor), N unmapped, at most N at once",
 		"2× pcidev: command queue entry N at 0x… not carried (delivery status 0x…): <bytes>",
 		"2× vfio-user: message N (DMA_UNMAP) refused: DMA_UNMAP: no window in 0x…+0x…: no such file or directory",
 		"2× cmd CmdOp(0x7fe) op_mod 0x3 status BAD_OP_ERR syndrome 0x0",
@@ -386,7 +395,7 @@ func TestSummarizeServerLog(t *testing.T) {
 	head, _, _ := strings.Cut(got, "\nlast ")
 	for _, l := range strings.Split(head, "\n")[1:] {
 		_, entry, _ := strings.Cut(l, "× ")
-		if entry == "cmd ENABLE_HCA op_mod 0x0 status OK syndrome 0x0" || entry == "cmd ENABLE_HCA(0x104) op_mod 0x0 status 0x0 OK syndrome 0x0" || strings.Contains(entry, "session started") {
+		if entry == "cmd ENABLE_HCA op_mod 0x0 status OK syndrome 0x0" || entry == "cmd ENABLE_HCA(0x104) op_mod 0x0 status 0x0 OK syndrome 0x0" || strings.Contains(entry, "session started") || strings.Contains(entry, ", 0 refused") {
 			t.Errorf("a line without a problem is listed: %q", entry)
 		}
 	}
