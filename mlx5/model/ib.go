@@ -12,37 +12,16 @@ import (
 // and moves it to RTS; mlx5_ib_devx_create (devx.c) makes a user context (CREATE_UCTX) for
 // every DevX ucontext, whose uid the kernel then stamps on that context's commands.
 
-// Opcodes mlx5_ib sends that package prm does not name (include/linux/mlx5/mlx5_ifc.h).
-const (
-	cmdOpCreateQP          prm.CmdOp = 0x500 // MLX5_CMD_OP_CREATE_QP
-	cmdOpDestroyQP         prm.CmdOp = 0x501 // MLX5_CMD_OP_DESTROY_QP
-	cmdOpRST2INITQP        prm.CmdOp = 0x502 // MLX5_CMD_OP_RST2INIT_QP
-	cmdOpINIT2RTRQP        prm.CmdOp = 0x503 // MLX5_CMD_OP_INIT2RTR_QP
-	cmdOpRTR2RTSQP         prm.CmdOp = 0x504 // MLX5_CMD_OP_RTR2RTS_QP
-	cmdOpRTS2RTSQP         prm.CmdOp = 0x505 // MLX5_CMD_OP_RTS2RTS_QP
-	cmdOpSQERR2RTSQP       prm.CmdOp = 0x506 // MLX5_CMD_OP_SQERR2RTS_QP
-	cmdOp2ERRQP            prm.CmdOp = 0x507 // MLX5_CMD_OP_2ERR_QP
-	cmdOp2RSTQP            prm.CmdOp = 0x50a // MLX5_CMD_OP_2RST_QP
-	cmdOpINIT2INITQP       prm.CmdOp = 0x50e // MLX5_CMD_OP_INIT2INIT_QP
-	cmdOpQueryHCAVportPkey prm.CmdOp = 0x765 // MLX5_CMD_OP_QUERY_HCA_VPORT_PKEY
-	cmdOpCreateXRCSRQ      prm.CmdOp = 0x705 // MLX5_CMD_OP_CREATE_XRC_SRQ
-	cmdOpDestroyXRCSRQ     prm.CmdOp = 0x706 // MLX5_CMD_OP_DESTROY_XRC_SRQ
-	cmdOpAllocXRCD         prm.CmdOp = 0x80e // MLX5_CMD_OP_ALLOC_XRCD
-	cmdOpDeallocXRCD       prm.CmdOp = 0x80f // MLX5_CMD_OP_DEALLOC_XRCD
-	cmdOpCreateRMP         prm.CmdOp = 0x90c // MLX5_CMD_OP_CREATE_RMP
-	cmdOpDestroyRMP        prm.CmdOp = 0x90e // MLX5_CMD_OP_DESTROY_RMP
-)
-
 // Every create output of these kinds has the number at bits 0x48..0x60 and every destroy
 // or QP state change input names it there (mlx5_ifc.h alloc_xrcd_out.xrcd,
 // create_xrc_srq_out.xrc_srqn, create_rmp_out.rmpn, create_qp_out.qpn and the matching
 // *_in fields); a user context's uid is the 16 bits at 0x50 (create_uctx_out.uid,
 // destroy_uctx_in.uid).
 var (
-	ibObjNumOut = prm.Field{Layout: "create_qp_out", Name: "qpn", Off: 0x48, Width: 24}
-	ibObjNumIn  = prm.Field{Layout: "destroy_qp_in", Name: "qpn", Off: 0x48, Width: 24}
-	uctxUIDOut  = prm.Field{Layout: "create_uctx_out", Name: "uid", Off: 0x50, Width: 16}
-	uctxUIDIn   = prm.Field{Layout: "destroy_uctx_in", Name: "uid", Off: 0x50, Width: 16}
+	ibObjNumOut = prm.IBObject.QPNOut
+	ibObjNumIn  = prm.IBObject.QPNIn
+	uctxUIDOut  = prm.IBObject.UctxUIDOut
+	uctxUIDIn   = prm.IBObject.UctxUIDIn
 )
 
 // ibObjects are the numbers of those kinds. XRC SRQs and RMPs share one space: mlx5_ib keeps
@@ -71,24 +50,24 @@ func ibHandler(op prm.CmdOp) handler {
 		return (*Device).createUctx
 	case prm.CmdOpDestroyUctx:
 		return (*Device).destroyUctx
-	case cmdOpAllocXRCD:
+	case prm.CmdOpAllocXRCD:
 		return ibCreate(func(d *Device) *idSpace { return &o(d).xrcds }, prm.CmdHCACap.LogMaxXRCD)
-	case cmdOpDeallocXRCD:
+	case prm.CmdOpDeallocXRCD:
 		return ibDestroy(func(d *Device) *idSpace { return &o(d).xrcds })
-	case cmdOpCreateXRCSRQ, cmdOpCreateRMP:
+	case prm.CmdOpCreateXRCSRQ, prm.CmdOpCreateRMP:
 		return (*Device).createSRQ
-	case cmdOpDestroyXRCSRQ:
-		return destroySRQ(cmdOpCreateXRCSRQ)
-	case cmdOpDestroyRMP:
-		return destroySRQ(cmdOpCreateRMP)
-	case cmdOpQueryHCAVportPkey:
+	case prm.CmdOpDestroyXRCSRQ:
+		return destroySRQ(prm.CmdOpCreateXRCSRQ)
+	case prm.CmdOpDestroyRMP:
+		return destroySRQ(prm.CmdOpCreateRMP)
+	case prm.CmdOpQueryHCAVportPkey:
 		return (*Device).queryPkey
-	case cmdOpCreateQP:
+	case prm.CmdOpCreateQP:
 		return ibCreate(func(d *Device) *idSpace { return &o(d).qps }, prm.CmdHCACap.LogMaxQP)
-	case cmdOpDestroyQP:
+	case prm.CmdOpDestroyQP:
 		return ibDestroy(func(d *Device) *idSpace { return &o(d).qps })
-	case cmdOpRST2INITQP, cmdOpINIT2RTRQP, cmdOpRTR2RTSQP, cmdOpRTS2RTSQP, cmdOpSQERR2RTSQP,
-		cmdOp2ERRQP, cmdOp2RSTQP, cmdOpINIT2INITQP:
+	case prm.CmdOpRST2INITQP, prm.CmdOpINIT2RTRQP, prm.CmdOpRTR2RTSQP, prm.CmdOpRTS2RTSQP, prm.CmdOpSQERR2RTSQP,
+		prm.CmdOp2ERRQP, prm.CmdOp2RSTQP, prm.CmdOpINIT2INITQP:
 		return (*Device).modifyQP
 	}
 	return nil
@@ -178,8 +157,8 @@ func destroySRQ(create prm.CmdOp) handler {
 
 // Fields of QUERY_HCA_VPORT_PKEY (mlx5_ifc.h query_hca_vport_pkey_in/out, struct pkey).
 var (
-	pkeyIndexIn = prm.Field{Layout: "query_hca_vport_pkey_in", Name: "pkey_index", Off: 0x70, Width: 16}
-	pkeyOut0    = prm.Field{Layout: "query_hca_vport_pkey_out", Name: "pkey[0].pkey", Off: 0x90, Width: 16}
+	pkeyIndexIn = prm.IBObject.PkeyIndexIn
+	pkeyOut0    = prm.IBObject.Pkey0Out
 )
 
 // queryPkey answers the P_Key table of an Ethernet port: the default key 0xffff at index 0,

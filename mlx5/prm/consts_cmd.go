@@ -98,15 +98,34 @@ const (
 	CmdOpCreateUMEM                   CmdOp = 0xa08 // C: MLX5_CMD_OP_CREATE_UMEM
 	CmdOpDestroyUMEM                  CmdOp = 0xa0a // C: MLX5_CMD_OP_DESTROY_UMEM
 	CmdOpAddVXLANUDPDport             CmdOp = 0x827 // C: MLX5_CMD_OP_ADD_VXLAN_UDP_DPORT
-	CmdOpDeleteVXLANUDPDport          CmdOp = 0x828 // C: MLX5_CMD_OP_DELETE_VXLAN_UDP_DPORT
-	CmdOpQueryVnicEnv                 CmdOp = 0x76f // C: MLX5_CMD_OP_QUERY_VNIC_ENV
-	CmdOpQueryHCAVportContext         CmdOp = 0x762 // C: MLX5_CMD_OP_QUERY_HCA_VPORT_CONTEXT
-	CmdOpAllocModifyHeaderContext     CmdOp = 0x940 // C: MLX5_CMD_OP_ALLOC_MODIFY_HEADER_CONTEXT
-	CmdOpDeallocModifyHeaderContext   CmdOp = 0x941 // C: MLX5_CMD_OP_DEALLOC_MODIFY_HEADER_CONTEXT
-	CmdOpCreateSchedulingElement      CmdOp = 0x782 // C: MLX5_CMD_OP_CREATE_SCHEDULING_ELEMENT
-	CmdOpSetL2TableEntry              CmdOp = 0x829 // C: MLX5_CMD_OP_SET_L2_TABLE_ENTRY
-	CmdOpSetMonitorCounter            CmdOp = 0x774 // C: MLX5_CMD_OP_SET_MONITOR_COUNTER
-	CmdOpQueryWolRol                  CmdOp = 0x831 // C: MLX5_CMD_OP_QUERY_WOL_ROL
+	// QP, SRQ, RMP, XRC and P_Key commands mlx5_ib sends at probe (the model keeps their
+	// objects as numbers).
+	CmdOpCreateQP                   CmdOp = 0x500 // C: MLX5_CMD_OP_CREATE_QP
+	CmdOpDestroyQP                  CmdOp = 0x501 // C: MLX5_CMD_OP_DESTROY_QP
+	CmdOpRST2INITQP                 CmdOp = 0x502 // C: MLX5_CMD_OP_RST2INIT_QP
+	CmdOpINIT2RTRQP                 CmdOp = 0x503 // C: MLX5_CMD_OP_INIT2RTR_QP
+	CmdOpRTR2RTSQP                  CmdOp = 0x504 // C: MLX5_CMD_OP_RTR2RTS_QP
+	CmdOpRTS2RTSQP                  CmdOp = 0x505 // C: MLX5_CMD_OP_RTS2RTS_QP
+	CmdOpSQERR2RTSQP                CmdOp = 0x506 // C: MLX5_CMD_OP_SQERR2RTS_QP
+	CmdOp2ERRQP                     CmdOp = 0x507 // C: MLX5_CMD_OP_2ERR_QP
+	CmdOp2RSTQP                     CmdOp = 0x50a // C: MLX5_CMD_OP_2RST_QP
+	CmdOpINIT2INITQP                CmdOp = 0x50e // C: MLX5_CMD_OP_INIT2INIT_QP
+	CmdOpQueryHCAVportPkey          CmdOp = 0x765 // C: MLX5_CMD_OP_QUERY_HCA_VPORT_PKEY
+	CmdOpCreateXRCSRQ               CmdOp = 0x705 // C: MLX5_CMD_OP_CREATE_XRC_SRQ
+	CmdOpDestroyXRCSRQ              CmdOp = 0x706 // C: MLX5_CMD_OP_DESTROY_XRC_SRQ
+	CmdOpAllocXRCD                  CmdOp = 0x80e // C: MLX5_CMD_OP_ALLOC_XRCD
+	CmdOpDeallocXRCD                CmdOp = 0x80f // C: MLX5_CMD_OP_DEALLOC_XRCD
+	CmdOpCreateRMP                  CmdOp = 0x90c // C: MLX5_CMD_OP_CREATE_RMP
+	CmdOpDestroyRMP                 CmdOp = 0x90e // C: MLX5_CMD_OP_DESTROY_RMP
+	CmdOpDeleteVXLANUDPDport        CmdOp = 0x828 // C: MLX5_CMD_OP_DELETE_VXLAN_UDP_DPORT
+	CmdOpQueryVnicEnv               CmdOp = 0x76f // C: MLX5_CMD_OP_QUERY_VNIC_ENV
+	CmdOpQueryHCAVportContext       CmdOp = 0x762 // C: MLX5_CMD_OP_QUERY_HCA_VPORT_CONTEXT
+	CmdOpAllocModifyHeaderContext   CmdOp = 0x940 // C: MLX5_CMD_OP_ALLOC_MODIFY_HEADER_CONTEXT
+	CmdOpDeallocModifyHeaderContext CmdOp = 0x941 // C: MLX5_CMD_OP_DEALLOC_MODIFY_HEADER_CONTEXT
+	CmdOpCreateSchedulingElement    CmdOp = 0x782 // C: MLX5_CMD_OP_CREATE_SCHEDULING_ELEMENT
+	CmdOpSetL2TableEntry            CmdOp = 0x829 // C: MLX5_CMD_OP_SET_L2_TABLE_ENTRY
+	CmdOpSetMonitorCounter          CmdOp = 0x774 // C: MLX5_CMD_OP_SET_MONITOR_COUNTER
+	CmdOpQueryWolRol                CmdOp = 0x831 // C: MLX5_CMD_OP_QUERY_WOL_ROL
 )
 
 // String is the header's name without its prefix.
@@ -296,6 +315,40 @@ func (v CmdOp) String() string {
 		return "QUERY_GENERAL_OBJECT"
 	case CmdOpDestroyGeneralObject:
 		return "DESTROY_GENERAL_OBJECT"
+	case CmdOpCreateQP:
+		return "CREATE_QP"
+	case CmdOpDestroyQP:
+		return "DESTROY_QP"
+	case CmdOpRST2INITQP:
+		return "RST2INIT_QP"
+	case CmdOpINIT2RTRQP:
+		return "INIT2RTR_QP"
+	case CmdOpRTR2RTSQP:
+		return "RTR2RTS_QP"
+	case CmdOpRTS2RTSQP:
+		return "RTS2RTS_QP"
+	case CmdOpSQERR2RTSQP:
+		return "SQERR2RTS_QP"
+	case CmdOp2ERRQP:
+		return "2ERR_QP"
+	case CmdOp2RSTQP:
+		return "2RST_QP"
+	case CmdOpINIT2INITQP:
+		return "INIT2INIT_QP"
+	case CmdOpQueryHCAVportPkey:
+		return "QUERY_HCA_VPORT_PKEY"
+	case CmdOpCreateXRCSRQ:
+		return "CREATE_XRC_SRQ"
+	case CmdOpDestroyXRCSRQ:
+		return "DESTROY_XRC_SRQ"
+	case CmdOpAllocXRCD:
+		return "ALLOC_XRCD"
+	case CmdOpDeallocXRCD:
+		return "DEALLOC_XRCD"
+	case CmdOpCreateRMP:
+		return "CREATE_RMP"
+	case CmdOpDestroyRMP:
+		return "DESTROY_RMP"
 	case CmdOpCreateUctx:
 		return "CREATE_UCTX"
 	case CmdOpDestroyUctx:
