@@ -724,13 +724,67 @@ __device__ __forceinline__ void convert_kernel(const unsigned long long *__restr
 #ifndef WIDE_L
 #define WIDE_L 4
 #endif
+// WIDE_EV: L2 eviction hints of wide_kernel's aligned 16-byte input loads and output stores
+// (createpolicy + .L2::cache_hint, PTX ISA 7.4, sm_80 and later; a compute_75 build ignores
+// them, `make ptx` builds both). 0: none (plain loads, st.global.cs); 1: loads evict_last,
+// st.global.cs; 2: loads evict_last, stores evict_first; 3: plain loads, stores evict_first;
+// 4: loads evict_last and L1::no_allocate, st.global.cs.
+#ifndef WIDE_EV
+#define WIDE_EV 0
+#endif
 #define WIDE_THREADS 256
+
+// The L2 policies of one WIDE_EV mode, created once per thread.
+template <int EV> struct l2hint {
+    unsigned long long in, out;
+    __device__ __forceinline__ l2hint()
+    {
+        in = out = 0;
+#if __CUDA_ARCH__ >= 800
+        if constexpr (EV == 1 || EV == 2 || EV == 4)
+            asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(in));
+        if constexpr (EV == 2 || EV == 3)
+            asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(out));
+#endif
+    }
+    __device__ __forceinline__ uint4 ld(const uint4 *p) const
+    {
+#if __CUDA_ARCH__ >= 800
+        uint4 x;
+        if constexpr (EV == 1 || EV == 2) {
+            asm volatile("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                         : "=r"(x.x), "=r"(x.y), "=r"(x.z), "=r"(x.w)
+                         : "l"(p), "l"(in));
+            return x;
+        } else if constexpr (EV == 4) {
+            asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                         : "=r"(x.x), "=r"(x.y), "=r"(x.z), "=r"(x.w)
+                         : "l"(p), "l"(in));
+            return x;
+        }
+#endif
+        return *p;
+    }
+    __device__ __forceinline__ void st(uint4 *p, uint4 v) const
+    {
+#if __CUDA_ARCH__ >= 800
+        if constexpr (EV == 2 || EV == 3) {
+            asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;"
+                         :
+                         : "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "l"(out)
+                         : "memory");
+            return;
+        }
+#endif
+        ST(p, v);
+    }
+};
 
 template <int IN, int OUT> struct widening {
     static const bool yes = unit<IN, OUT>::IBU <= 4 && out_bytes<OUT>::n * 8 >= 4 * IN;
 };
 
-template <int IN, int OUT, int R, int V>
+template <int IN, int OUT, int R, int V, int EV>
 __device__ __forceinline__ void wide_kernel(const unsigned long long *__restrict__ slots, const unsigned char *__restrict__ src,
                                             unsigned char *__restrict__ out, unsigned int in_len, unsigned int big,
                                             unsigned int nslots)
@@ -748,6 +802,7 @@ __device__ __forceinline__ void wide_kernel(const unsigned long long *__restrict
     unsigned int total = in_len * 8u / IN; // samples per slot
     unsigned int units = total / E;        // whole units per slot
     unsigned int out_len = total * OB;
+    const l2hint<EV> hint;
     unsigned int k = blockIdx.x * wpb + (threadIdx.x >> 5);
     unsigned long long next = k < nslots ? slots[k] : SLOT_MISSING;
     for (; k < nslots; k += nw) {
@@ -773,7 +828,7 @@ __device__ __forceinline__ void wide_kernel(const unsigned long long *__restrict
                     uint4 x[R * IBU / 16];
 #pragma unroll
                     for (int j = 0; j < R * IBU / 16; j++)
-                        x[j] = g[lane + 32 * j];
+                        x[j] = EV == 0 ? g[lane + 32 * j] : hint.ld(g + lane + 32 * j);
 #pragma unroll
                     for (int j = 0; j < R * IBU / 16; j++)
                         ((uint4 *)sw)[lane + 32 * j] = x[j];
@@ -807,7 +862,15 @@ __device__ __forceinline__ void wide_kernel(const unsigned long long *__restrict
                     uint32_t o[4] = {0, 0, 0, 0};
                     if (av[r] != 0)
                         convert_unit<IN, OUT>(wv[r], o, bg);
-                    store_unit<UB>(d + (size_t)u * UB, o);
+                    unsigned char *q = d + (size_t)u * UB;
+                    if constexpr (EV == 2 || EV == 3) {
+                        if (UB == 16 && (((uintptr_t)q) & 15u) == 0)
+                            hint.st((uint4 *)q, make_uint4(o[0], o[1], o[2], o[3]));
+                        else
+                            store_unit<UB>(q, o);
+                    } else {
+                        store_unit<UB>(q, o);
+                    }
                 }
             }
         }
@@ -830,7 +893,7 @@ __device__ __forceinline__ void cvt_kernel(const unsigned long long *__restrict_
                                            unsigned int nslots, unsigned int spb)
 {
     if constexpr (widening<IN, OUT>::yes)
-        wide_kernel<IN, OUT, WIDE_R, WIDE_V>(slots, src, out, in_len, big, nslots);
+        wide_kernel<IN, OUT, WIDE_R, WIDE_V, WIDE_EV>(slots, src, out, in_len, big, nslots);
     else
         convert_kernel<IN, OUT>(slots, src, out, in_len, big, nslots, spb);
 }
@@ -841,28 +904,41 @@ template <int IN, int OUT> struct bounds {
 };
 
 #ifdef REORDER_VARIANTS
-// Variants for bench/reorder/gpu -variants: reorder_w<R>v<V>l<L>_<in>_<out>(slots, src, out,
-// in_len, big, nslots, spb), slot table in memory.
-#define WV(INNAME, IN, OUTNAME, OUT, R, V, L)                                                                              \
-    extern "C" __global__ void __launch_bounds__(WIDE_THREADS, L) reorder_w##R##v##V##l##L##_##INNAME##_##OUTNAME(         \
+// Variants for bench/reorder/gpu -variants: reorder_w<R>v1l4e<EV>_<in>_<out>(slots, src, out,
+// in_len, big, nslots, spb), slot table in memory, for R 8 and 16 and the WIDE_EV modes whose
+// bit is set in VARIANT_EVS (default all; a mode ptxas refuses can be left out).
+#ifndef VARIANT_EVS
+#define VARIANT_EVS 31
+#endif
+#define WV(INNAME, IN, OUTNAME, OUT, R, EV)                                                                                \
+    extern "C" __global__ void __launch_bounds__(WIDE_THREADS, 4) reorder_w##R##v1l4e##EV##_##INNAME##_##OUTNAME(         \
         const unsigned long long *__restrict__ slots, const unsigned char *__restrict__ src, unsigned char *__restrict__ out, \
         unsigned int in_len, unsigned int big, unsigned int nslots, unsigned int spb)                                      \
     {                                                                                                                      \
-        wide_kernel<IN, OUT, R, V>(slots, src, out, in_len, big, nslots);                                                  \
+        wide_kernel<IN, OUT, R, 1, EV>(slots, src, out, in_len, big, nslots);                                              \
     }
-#define WV_RV(INNAME, IN, OUTNAME, OUT, L)                                                                                 \
-    WV(INNAME, IN, OUTNAME, OUT, 4, 0, L)                                                                                  \
-    WV(INNAME, IN, OUTNAME, OUT, 8, 0, L)                                                                                  \
-    WV(INNAME, IN, OUTNAME, OUT, 16, 0, L)                                                                                 \
-    WV(INNAME, IN, OUTNAME, OUT, 4, 1, L)                                                                                  \
-    WV(INNAME, IN, OUTNAME, OUT, 8, 1, L)                                                                                  \
-    WV(INNAME, IN, OUTNAME, OUT, 16, 1, L)
-#define WV_ALL(INNAME, IN, OUTNAME, OUT) WV_RV(INNAME, IN, OUTNAME, OUT, 4) WV_RV(INNAME, IN, OUTNAME, OUT, 8)
-WV_ALL(int4, 4, fp16, OUT_F16)
-WV_ALL(int4, 4, bf16, OUT_BF16)
-WV_ALL(int4, 4, fp32, OUT_F32)
-WV_ALL(int8, 8, fp32, OUT_F32)
-WV_ALL(int16, 16, fp64, OUT_F64)
+#define WV_R(INNAME, IN, OUTNAME, OUT, EV) WV(INNAME, IN, OUTNAME, OUT, 8, EV) WV(INNAME, IN, OUTNAME, OUT, 16, EV)
+#define WV_EV(EV)                                                                                                          \
+    WV_R(int4, 4, fp16, OUT_F16, EV)                                                                                       \
+    WV_R(int4, 4, bf16, OUT_BF16, EV)                                                                                      \
+    WV_R(int4, 4, fp32, OUT_F32, EV)                                                                                       \
+    WV_R(int8, 8, fp32, OUT_F32, EV)                                                                                       \
+    WV_R(int16, 16, fp64, OUT_F64, EV)
+#if VARIANT_EVS & 1
+WV_EV(0)
+#endif
+#if VARIANT_EVS & 2
+WV_EV(1)
+#endif
+#if VARIANT_EVS & 4
+WV_EV(2)
+#endif
+#if VARIANT_EVS & 8
+WV_EV(3)
+#endif
+#if VARIANT_EVS & 16
+WV_EV(4)
+#endif
 #endif
 
 // reorder_cvt_<in>_<out>(slots, src, out, in_len, big, nslots, spb): in_len is the payload

@@ -1,12 +1,13 @@
 package main
 
 // -variants: times the widening-conversion kernel variants of reorder.cu (built with
-// -DREORDER_VARIANTS: entries reorder_w<R>v<V>l<L>_<in>_<out>) at several launch shapes next
-// to the previous kernel (variant 0: reorder_cvt_<in>_<out> of -variants-base, launched with
-// the shape reorder used for it) and the kernels of -ptx as package reorder launches them,
-// checks every variant's output byte for byte against variant 0's (random payload lengths,
-// missing slots, a grid smaller than the slots), and prints the configuration whose worst
-// traffic ratio to the device copy over the conversions is highest.
+// -DREORDER_VARIANTS: entries reorder_w<R>v1l4e<EV>_<in>_<out>, R 8 and 16 by L2 eviction-hint
+// mode WIDE_EV; several such PTX files may be given, comma-separated) with 128-thread blocks,
+// one warp per slot, next to the previous kernel (variant 0: reorder_cvt_<in>_<out> of
+// -variants-base, launched with the shape reorder used for it) and the kernels of -ptx as
+// package reorder launches them, checks every variant's output byte for byte against variant
+// 0's (random payload lengths, missing slots, a grid smaller than the slots), and prints the
+// configuration whose worst traffic ratio to the device copy over the conversions is highest.
 
 import (
 	"encoding/binary"
@@ -14,6 +15,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/daqiri-go/daqiri/config"
@@ -24,6 +26,7 @@ import (
 type variant struct {
 	entry      string // kernel name without the conversion suffix; "" for the -ptx kernels through package reorder
 	r, v, l    int
+	ev         int // WIDE_EV: L2 eviction-hint mode
 	threads    int
 	perSM      int // blocks per multiprocessor (0: one warp per slot)
 	base       bool
@@ -62,11 +65,32 @@ func runVariants(varPTX, basePTX, finalPTX string, sizes, batches []int, targetM
 		}
 		return dev.LoadModule(b)
 	}
-	vm, err := load(varPTX)
-	if err != nil {
-		return fmt.Errorf("variants: %w", err)
+	// varPTX may name several files (comma-separated), e.g. one per eviction-hint mode, so
+	// that one the driver cannot load (a PTX instruction its JIT refuses) costs only its own
+	// variants.
+	var vms []*cudart.Module
+	for _, f := range strings.Split(varPTX, ",") {
+		m, err := load(f)
+		if err != nil {
+			fmt.Printf("variants: %s not loaded, its variants skipped: %v\n", f, err)
+			continue
+		}
+		defer m.Close()
+		vms = append(vms, m)
 	}
-	defer vm.Close()
+	if len(vms) == 0 {
+		return fmt.Errorf("variants: no variants PTX loaded from %q", varPTX)
+	}
+	vmFunc := func(name string) (*cudart.Function, error) {
+		var err error
+		for _, m := range vms {
+			var fn *cudart.Function
+			if fn, err = m.Function(name); err == nil {
+				return fn, nil
+			}
+		}
+		return nil, err
+	}
 	bm, err := load(basePTX)
 	if err != nil {
 		return fmt.Errorf("variant 0: %w", err)
@@ -95,16 +119,17 @@ func runVariants(varPTX, basePTX, finalPTX string, sizes, batches []int, targetM
 	pairs := [][2]config.DataType{{"int4", "fp16"}, {"int4", "bf16"}, {"int8", "fp32"}, {"int16", "fp64"}, {"int4", "fp32"}}
 	var vars []*variant
 	vars = append(vars, &variant{base: true, display: "v0 (previous kernel)"}, &variant{display: "final (-ptx, package reorder)"})
-	for _, l := range []int{4, 8} {
-		for _, v := range []int{0, 1} {
-			for _, r := range []int{4, 8, 16} {
-				for _, th := range []int{128, 256} {
-					for _, ps := range []int{0, 2, 4, 8} {
-						e := fmt.Sprintf("reorder_w%dv%dl%d", r, v, l)
-						vars = append(vars, &variant{entry: e, r: r, v: v, l: l, threads: th, perSM: ps,
-							display: fmt.Sprintf("R=%d V=%d L=%d threads=%d perSM=%d", r, v, l, th, ps)})
-					}
+	// V = 1, L = 4, one warp per slot (the committed shape); R 8 and 16 × the L2 eviction-hint
+	// modes (WIDE_EV) the variants PTX has (a mode left out of it is skipped).
+	for _, ev := range []int{0, 1, 2, 3, 4} {
+		for _, r := range []int{8, 16} {
+			for _, th := range []int{128} {
+				e := fmt.Sprintf("reorder_w%dv1l4e%d", r, ev)
+				if _, err := vmFunc(e + "_int4_fp16"); err != nil {
+					continue
 				}
+				vars = append(vars, &variant{entry: e, r: r, v: 1, l: 4, ev: ev, threads: th,
+					display: fmt.Sprintf("R=%d V=1 L=4 EV=%d threads=%d perSM=0", r, ev, th)})
 			}
 		}
 	}
@@ -172,7 +197,7 @@ func runVariants(varPTX, basePTX, finalPTX string, sizes, batches []int, targetM
 			}
 			return func() error { return k.Launch(s, table.Ptr(), src.Ptr(), out.Ptr(), slots, size) }, nil
 		}
-		fn, err := vm.Function(fmt.Sprintf("%s_%s_%s", v.entry, c.In, c.Out))
+		fn, err := vmFunc(fmt.Sprintf("%s_%s_%s", v.entry, c.In, c.Out))
 		if err != nil {
 			return nil, err
 		}
