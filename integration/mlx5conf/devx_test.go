@@ -298,4 +298,11 @@ func runEngine(t *testing.T, s *stageSet, bdf string) {
 	} else {
 		s.ok(stageEngineClosed, "")
 	}
+	// What the engine asked while it ran and closed (QUERY_CQ: the overrun check of its
+	// poll loop and of Close) comes after the records read above, or races with them.
+	if recs, err := records(); err == nil {
+		applyEngineTrace(s, recs)
+	} else {
+		t.Logf("channel trace after close: %v", err)
+	}
 }
