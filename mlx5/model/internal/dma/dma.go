@@ -93,18 +93,7 @@ func (s *Space) Slice(iova uint64, n int, perm Perm) ([]byte, error) {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	i, found := slices.BinarySearchFunc(s.maps, iova, func(m mapping, v uint64) int {
-		switch {
-		case m.iova < v:
-			return -1
-		case m.iova > v:
-			return 1
-		}
-		return 0
-	})
-	if !found {
-		i--
-	}
+	i := s.find(iova)
 	if i < 0 {
 		return nil, fmt.Errorf("%w: %d bytes at %#x", ErrFault, n, iova)
 	}
@@ -117,6 +106,24 @@ func (s *Space) Slice(iova uint64, n int, perm Perm) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %d bytes at %#x: mapping at %#x does not allow %v", ErrFault, n, iova, m.iova, perm)
 	}
 	return m.mem[off : off+uint64(n) : off+uint64(n)], nil
+}
+
+// find returns the index of the mapping that starts at or below iova (the only one that can
+// hold it: mappings do not overlap), -1 for none. Called with mu held.
+func (s *Space) find(iova uint64) int {
+	i, found := slices.BinarySearchFunc(s.maps, iova, func(m mapping, v uint64) int {
+		switch {
+		case m.iova < v:
+			return -1
+		case m.iova > v:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		i--
+	}
+	return i
 }
 
 // Gather returns a copy of the n bytes at iova, which may run over several mappings that
@@ -133,18 +140,7 @@ func (s *Space) Gather(iova uint64, n int, perm Perm) ([]byte, error) {
 	out := make([]byte, 0, n)
 	at := iova
 	for len(out) < n {
-		i, found := slices.BinarySearchFunc(s.maps, at, func(m mapping, v uint64) int {
-			switch {
-			case m.iova < v:
-				return -1
-			case m.iova > v:
-				return 1
-			}
-			return 0
-		})
-		if !found {
-			i--
-		}
+		i := s.find(at)
 		if i < 0 {
 			return nil, fmt.Errorf("%w: %d bytes at %#x (nothing mapped at %#x)", ErrFault, n, iova, at)
 		}
