@@ -45,7 +45,7 @@ func TestMLX5Conformance(t *testing.T) {
 	if _, err := os.Stat("/usr/include/infiniband/mlx5dv.h"); err != nil {
 		testutil.Missing(t, "rdma-core's headers /usr/include/infiniband/mlx5dv.h (package libibverbs-dev)")
 	}
-	root := moduleRoot(t)
+	root := testutil.ModuleRoot(t)
 
 	keep := os.Getenv("DAQIRI_VM_KEEP") == "1"
 	work := t.TempDir()
@@ -341,22 +341,6 @@ func normalizeLogLine(l string) string {
 		}
 		return "N"
 	})
-}
-
-// moduleRoot finds the folder holding go.mod above the test's folder.
-func moduleRoot(t *testing.T) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d
-		}
-		if filepath.Dir(d) == d {
-			t.Fatalf("no go.mod above %s", dir)
-		}
-	}
 }
 
 func TestSummarizeServerLog(t *testing.T) {

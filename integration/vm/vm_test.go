@@ -33,7 +33,7 @@ func TestGuest(t *testing.T) {
 	if err != nil {
 		testutil.Missing(t, "%v", err)
 	}
-	root := moduleRoot(t)
+	root := testutil.ModuleRoot(t)
 	o := Options{ModuleRoot: root, Logf: t.Logf, Run: os.Getenv(envRun)}
 	if s := os.Getenv(envPackages); s != "" {
 		o.Packages = strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
@@ -153,22 +153,6 @@ func reportTest(t *testing.T, tr *TestResult) {
 		t.Skipf("SKIP in the guest (%.2fs)", tr.Elapsed.Seconds())
 	case NoResult:
 		t.Errorf("no result: the test started in the guest but never ended (crash or timeout)")
-	}
-}
-
-// moduleRoot finds the folder holding go.mod above the test's folder.
-func moduleRoot(t *testing.T) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d
-		}
-		if filepath.Dir(d) == d {
-			t.Fatalf("no go.mod above %s", dir)
-		}
 	}
 }
 
