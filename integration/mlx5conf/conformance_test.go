@@ -46,6 +46,7 @@ var (
 		"engine CREATE_RQ", "engine MODIFY_RQ", "engine CREATE_SQ", "engine MODIFY_SQ",
 		"engine CREATE_TIR", "engine CREATE_FLOW_TABLE", "engine CREATE_FLOW_GROUP",
 		"engine SET_FLOW_TABLE_ENTRY", "engine attach_root", "engine port opened",
+		"engine traffic sent", "engine traffic received",
 		"engine QUERY_CQ", "engine closed"}
 )
 

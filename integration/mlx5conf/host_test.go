@@ -181,7 +181,8 @@ func startServer(t *testing.T, goCmd, root, work string) *server {
 		stderr:  &testutil.SyncBuffer{},
 		done:    make(chan error, 1),
 	}
-	s.cmd = exec.Command(bin, "-v", "-socket", s.socket, "-log", s.logPath)
+	// -loopback: part (c) moves the engine's frames through the port and back.
+	s.cmd = exec.Command(bin, "-v", "-loopback", "-socket", s.socket, "-log", s.logPath)
 	s.cmd.Dir = work
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	s.cmd.Stderr = s.stderr
