@@ -48,6 +48,8 @@ var (
 		"engine SET_FLOW_TABLE_ENTRY", "engine attach_root", "engine port opened",
 		"engine traffic sent", "engine traffic received",
 		"engine QUERY_CQ", "engine closed"}
+	// reachedTwoPorts: part (c)'s two cabled ports (twoport_test.go).
+	reachedTwoPorts = twoPortStages
 )
 
 // stageSet records what one driver reached, with a line of detail per stage.
@@ -108,9 +110,9 @@ func (s *stageSet) ratchet(t testing.TB, driver string, want []string) {
 }
 
 func TestStageSetRatchet(t *testing.T) {
-	for _, list := range [][]string{reachedProbe, reachedCore, reachedIB, reachedDevX} {
+	for _, list := range [][]string{reachedProbe, reachedCore, reachedIB, reachedDevX, reachedTwoPorts} {
 		for _, st := range list {
-			if !slices.Contains(probeStages, st) && !slices.Contains(coreStages, st) && !slices.Contains(ibStages, st) && !slices.Contains(allDevXStages(), st) {
+			if !slices.Contains(probeStages, st) && !slices.Contains(coreStages, st) && !slices.Contains(ibStages, st) && !slices.Contains(allDevXStages(), st) && !slices.Contains(twoPortStages, st) {
 				t.Errorf("ratchet stage %q is no known stage", st)
 			}
 		}

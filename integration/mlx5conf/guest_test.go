@@ -24,6 +24,14 @@ const (
 	deviceCX5      = "0x1017"
 )
 
+// The host attaches three model functions, told apart in the guest by their MAC: the
+// first's port cabled to itself, the other two bridged to each other (a veth pair).
+const (
+	macLoop  = "02:00:00:00:00:01"
+	macPortA = "02:00:00:00:00:0a"
+	macPortB = "02:00:00:00:00:0b"
+)
+
 // probeBinary is where the host test puts the compiled testdata/mlx5probe.c: WorkDir/bin,
 // which the guest sees under vm.GuestWork.
 const probeBinary = vm.GuestWork + "/bin/mlx5probe"
@@ -42,8 +50,9 @@ const (
 // as a vfio-user PCI device.
 func TestGuestMLX5(t *testing.T) {
 	guest.Require(t)
-	bdf := findDevice(t)
-	t.Logf("model device at %s", bdf)
+	devs := findDevices(t)
+	bdf := devs[0]
+	t.Logf("model devices at %s; parts (a) and (b) on %s", strings.Join(devs, " "), bdf)
 
 	t.Run("a_vfio_provider", func(t *testing.T) {
 		s := runProbe(t, bdf)
@@ -73,26 +82,56 @@ func TestGuestMLX5(t *testing.T) {
 			s.ratchet(t, "DevX transport", reachedDevX)
 			return
 		}
-		s := runDevX(t, bdf)
+		loop := deviceWithMAC(devs, macLoop)
+		if loop == "" {
+			loop = bdf
+			t.Logf("no function with MAC %s (the looped-back port): the engine runs on %s", macLoop, bdf)
+		}
+		s := runDevX(t, loop)
 		s.ratchet(t, "DevX transport", reachedDevX)
+	})
+	t.Run("c_devx_two_ports", func(t *testing.T) {
+		s := newStageSet(twoPortStages)
+		if ib == nil || !ib.has("RDMA device present") {
+			s.fail(twoPortStages[0], "not tried: mlx5_ib registered no RDMA device")
+		} else {
+			runTwoPorts(t, s, devs)
+		}
+		s.ratchet(t, "DevX two ports", reachedTwoPorts)
 	})
 }
 
-// findDevice returns the PCI address of the model's device.
-func findDevice(t *testing.T) string {
+// findDevices returns the PCI addresses of the model's functions, in bus order.
+func findDevices(t *testing.T) []string {
 	t.Helper()
 	devs, _ := filepath.Glob("/sys/bus/pci/devices/*")
-	var seen []string
+	var seen, found []string
 	for _, d := range devs {
 		v, _ := os.ReadFile(d + "/vendor")
 		id, _ := os.ReadFile(d + "/device")
 		vid := strings.TrimSpace(string(v)) + ":" + strings.TrimSpace(string(id))
 		seen = append(seen, filepath.Base(d)+"="+vid)
 		if vid == vendorMellanox+":"+deviceCX5 {
-			return filepath.Base(d)
+			found = append(found, filepath.Base(d))
 		}
 	}
-	t.Fatalf("no PCI device %s:%s in the guest (vfio-user-pci not attached?); devices: %s", vendorMellanox, deviceCX5, strings.Join(seen, " "))
+	if len(found) == 0 {
+		t.Fatalf("no PCI device %s:%s in the guest (vfio-user-pci not attached?); devices: %s", vendorMellanox, deviceCX5, strings.Join(seen, " "))
+	}
+	return found
+}
+
+// deviceWithMAC returns the function of devs whose netdev (mlx5_core's) has the address
+// mac, "" for none.
+func deviceWithMAC(devs []string, mac string) string {
+	for _, d := range devs {
+		if n := netdevOf(d); n != "" {
+			a, _ := os.ReadFile("/sys/class/net/" + n + "/address")
+			if strings.TrimSpace(string(a)) == mac {
+				return d
+			}
+		}
+	}
 	return ""
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"testing"
 	"time"
 
@@ -39,11 +40,12 @@ const (
 // which the engine's match-all rule also takes) are told apart and only counted.
 var trafficMagic = [4]byte{'D', 'Q', 'R', 'T'}
 
-// trafficFrame is frame i of the run: an IPv4/UDP frame to the port's own MAC with the
-// magic, the sequence number i, and random bytes up to length n.
-func trafficFrame(r *rand.Rand, i, n int) []byte {
+// trafficFrame is frame i of the run: an IPv4/UDP frame to dst with the magic, the
+// sequence number i, and random bytes up to length n.
+func trafficFrame(r *rand.Rand, dst net.HardwareAddr, i, n int) []byte {
 	f := make([]byte, n)
-	copy(f, []byte{0x02, 0, 0, 0, 0, 0x01, 0x02, 0xda, 0x51, 0, 0, 0x02, 0x08, 0x00})
+	copy(f, dst)
+	copy(f[6:], []byte{0x02, 0xda, 0x51, 0, 0, 0x02, 0x08, 0x00})
 	ip := f[14:]
 	ip[0], ip[8], ip[9] = 0x45, 64, 17
 	binary.BigEndian.PutUint16(ip[2:], uint16(n-14))
@@ -59,6 +61,15 @@ func trafficFrame(r *rand.Rand, i, n int) []byte {
 		f[j] = byte(r.Uint32())
 	}
 	return f
+}
+
+// mustMAC parses one of the constant addresses.
+func mustMAC(s string) net.HardwareAddr {
+	a, err := net.ParseMAC(s)
+	if err != nil {
+		panic(err)
+	}
+	return a
 }
 
 func ipv4Checksum(h []byte) uint16 {
@@ -87,16 +98,16 @@ type trafficResult struct {
 	elapsed                 time.Duration
 }
 
-// moveTraffic sends frames (random lengths and payloads from seed) on port txPort queue 0
-// and takes them from port rxPort queue 0, checking each received frame against the one
+// moveTraffic sends frames to dst (random lengths and payloads from seed) on port txPort
+// queue 0 and takes them from port rxPort queue 0, checking each received frame against the one
 // its sequence number names. It returns what moved, or an error naming the first frame
 // that arrived wrong, twice, or the bound that ran out.
-func moveTraffic(sess *daqiri.Session, txPort, rxPort int, seed uint64) (trafficResult, error) {
+func moveTraffic(sess *daqiri.Session, txPort, rxPort int, dst net.HardwareAddr, seed uint64) (trafficResult, error) {
 	var res trafficResult
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	frames := make([][]byte, trafficFrames)
 	for i := range frames {
-		frames[i] = trafficFrame(r, i, trafficMinLen+r.IntN(trafficMaxLen-trafficMinLen+1))
+		frames[i] = trafficFrame(r, dst, i, trafficMinLen+r.IntN(trafficMaxLen-trafficMinLen+1))
 	}
 	seen := make([]bool, len(frames))
 	start := time.Now()
@@ -215,7 +226,7 @@ func firstDiff(a, b []byte) int {
 // and records the two traffic stages: sent when every frame was handed to the engine,
 // received when every one came back intact with no drops counted.
 func runTraffic(t *testing.T, s *stageSet, sess *daqiri.Session) {
-	res, err := moveTraffic(sess, 0, 0, uint64(time.Now().UnixNano()))
+	res, err := moveTraffic(sess, 0, 0, mustMAC(macLoop), uint64(time.Now().UnixNano()))
 	t.Logf("engine traffic: sent %d, received %d intact, %d other frames, rx dropped %d, tx dropped %d, %v", res.sent, res.received, res.foreign, res.rxDropped, res.txDropped, res.elapsed.Round(time.Millisecond))
 	if res.sent == trafficFrames {
 		s.ok(stageTrafficSent, fmt.Sprintf("%d frames of %d..%d bytes", res.sent, trafficMinLen, trafficMaxLen))
@@ -246,11 +257,11 @@ func TestMoveTrafficOnModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sess.Close()
-	res, err := moveTraffic(sess, 0, 1, 7)
+	res, err := moveTraffic(sess, 0, 1, mustMAC(macPortB), 7)
 	if err != nil || res.sent != trafficFrames || res.received != trafficFrames || res.foreign != 0 {
 		t.Fatalf("model:0 → model:1: %+v, %v", res, err)
 	}
-	if res, err := moveTraffic(sess, 1, 0, 8); err != nil || res.received != trafficFrames {
+	if res, err := moveTraffic(sess, 1, 0, mustMAC(macPortA), 8); err != nil || res.received != trafficFrames {
 		t.Fatalf("model:1 → model:0: %+v, %v", res, err)
 	}
 }
@@ -294,12 +305,15 @@ func twoPortConfig(a, b string) string {
 func TestTrafficFrame(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{trafficMinLen, 61, trafficMaxLen} {
-		f := trafficFrame(r, 77, n)
+		f := trafficFrame(r, mustMAC(macLoop), 77, n)
 		if len(f) != n {
 			t.Fatalf("length %d, want %d", len(f), n)
 		}
 		if seq, ok := trafficSeq(f); !ok || seq != 77 {
 			t.Errorf("%d-byte frame: seq %d %v", n, seq, ok)
+		}
+		if !bytes.Equal(f[:6], mustMAC(macLoop)) {
+			t.Errorf("%d-byte frame to % x", n, f[:6])
 		}
 		if ipv4Checksum(f[14:34]) != 0 {
 			t.Errorf("%d-byte frame: IPv4 header checksum does not verify", n)
