@@ -49,7 +49,8 @@ var (
 		"engine traffic sent", "engine traffic received",
 		"engine QUERY_CQ", "engine closed"}
 	// reachedTwoPorts: part (c)'s two cabled ports (twoport_test.go).
-	reachedTwoPorts = twoPortStages
+	reachedTwoPorts = []string{"two ports found", "two-port engine opened", "traffic A to B",
+		"traffic B to A", "two-port engine closed", "daqiri-bench A to B"}
 )
 
 // stageSet records what one driver reached, with a line of detail per stage.

@@ -77,6 +77,14 @@ func TestMLX5Conformance(t *testing.T) {
 	// first cabled to itself for parts (a) to (c); the other two bridged to the two ends
 	// of a veth pair, so that part (c) also moves traffic from one port to another.
 	bin := buildServer(t, h.Go, root, work)
+	// daqiri-bench for part (c)'s two ports, next to the probe (the guest runs the host's
+	// binaries from the work folder).
+	bb := exec.CommandContext(t.Context(), h.Go, "build", "-o", filepath.Join(vmWork, "bin", "daqiri-bench"), "./tools/daqiri-bench")
+	bb.Dir = root
+	bb.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := bb.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./tools/daqiri-bench: %v\n%s", err, out)
+	}
 	netns, va, vb := veth(t)
 	servers := []*server{
 		startServer(t, bin, work, "mlx5", macLoop, "", "-loopback"),
