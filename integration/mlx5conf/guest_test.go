@@ -274,8 +274,26 @@ func runCore(t *testing.T, bdf string) *stageSet {
 		s.fail("netdev up", fmt.Sprintf("ip link set %s up: %v %s", netdev, err, out))
 	} else {
 		s.ok("netdev up", "")
+		logNetdevTraffic(t, netdev)
 	}
 	return s
+}
+
+// logNetdevTraffic logs what the mlx5e netdev sent and received in its first seconds up:
+// on the looped-back port the kernel's own frames (IPv6 duplicate address detection,
+// router solicitations) come back to it. Only logged: mlx5e's receive is not one of
+// part (b)'s stages yet.
+func logNetdevTraffic(t *testing.T, netdev string) {
+	stat := func(name string) string {
+		b, _ := os.ReadFile("/sys/class/net/" + netdev + "/statistics/" + name)
+		return strings.TrimSpace(string(b))
+	}
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		if r := stat("rx_packets"); r != "" && r != "0" {
+			break
+		}
+	}
+	t.Logf("%s after up: tx_packets %s rx_packets %s rx_dropped %s rx_errors %s", netdev, stat("tx_packets"), stat("rx_packets"), stat("rx_dropped"), stat("rx_errors"))
 }
 
 // runIB loads mlx5_ib and looks for the RDMA device it registers on the PCI device.
