@@ -22,6 +22,7 @@ var (
 	// "netdev present" is the Ethernet netdev under the device in `ip link`.
 	coreStages = []string{
 		stageModprobe, "firmware version read", "probe finished", "netdev present", "netdev up",
+		"netdev received", // broadcast frames sent out of the looped-back port come back to mlx5e
 	}
 	// ibStages: mlx5_ib on top of mlx5_core; part (c), the DevX transport on the RDMA
 	// device it registers, has its stages in devx_test.go.

@@ -6,13 +6,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/daqiri-go/daqiri/integration/vm"
 	"github.com/daqiri-go/daqiri/integration/vm/guest"
@@ -275,8 +279,68 @@ func runCore(t *testing.T, bdf string) *stageSet {
 	} else {
 		s.ok("netdev up", "")
 		logNetdevTraffic(t, netdev)
+		if d, err := netdevLoopback(netdev); err != nil {
+			s.fail("netdev received", err.Error())
+		} else {
+			s.ok("netdev received", d)
+		}
 	}
 	return s
+}
+
+// Bounds of the mlx5e receive check.
+const (
+	loopFrames = 16
+	loopWait   = 10 * time.Second
+)
+
+// netdevLoopback sends loopFrames broadcast frames (a local experimental EtherType, which
+// the stack then drops after counting) out of netdev through a packet socket; the port is
+// cabled to itself, so mlx5e must receive them: its rx_packets has to grow by as many
+// within loopWait.
+func netdevLoopback(netdev string) (string, error) {
+	ifi, err := net.InterfaceByName(netdev)
+	if err != nil {
+		return "", err
+	}
+	rx := func() (uint64, error) {
+		b, err := os.ReadFile("/sys/class/net/" + netdev + "/statistics/rx_packets")
+		if err != nil {
+			return 0, err
+		}
+		return strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	}
+	before, err := rx()
+	if err != nil {
+		return "", err
+	}
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
+	if err != nil {
+		return "", fmt.Errorf("packet socket: %w", err)
+	}
+	defer unix.Close(fd)
+	bcast := [8]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	sa := &unix.SockaddrLinklayer{Ifindex: ifi.Index, Halen: 6, Addr: bcast}
+	f := make([]byte, 60)
+	copy(f, bcast[:6])
+	copy(f[6:], ifi.HardwareAddr)
+	f[12], f[13] = 0x88, 0xb5 // IEEE 802 local experimental EtherType 1
+	for i := 0; i < loopFrames; i++ {
+		f[14] = byte(i)
+		if err := unix.Sendto(fd, f, 0, sa); err != nil {
+			return "", fmt.Errorf("send frame %d on %s: %w", i, netdev, err)
+		}
+	}
+	var now uint64
+	for end := time.Now().Add(loopWait); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if now, err = rx(); err != nil {
+			return "", err
+		}
+		if now-before >= loopFrames {
+			return fmt.Sprintf("%d broadcast frames sent, rx_packets %d → %d", loopFrames, before, now), nil
+		}
+	}
+	return "", fmt.Errorf("%d broadcast frames sent through the looped-back port; rx_packets %d → %d within %v", loopFrames, before, now, loopWait)
 }
 
 // logNetdevTraffic logs what the mlx5e netdev sent and received in its first seconds up:
