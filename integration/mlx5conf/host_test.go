@@ -42,6 +42,7 @@ func TestMLX5Conformance(t *testing.T) {
 		testutil.Missing(t, "%v", err)
 	}
 	gcc := testutil.RequireTool(t, "gcc", "package gcc")
+	testutil.RequireTool(t, "ip", "package iproute2") // the veth pair between two servers' ports
 	if _, err := os.Stat("/usr/include/infiniband/mlx5dv.h"); err != nil {
 		testutil.Missing(t, "rdma-core's headers /usr/include/infiniband/mlx5dv.h (package libibverbs-dev)")
 	}
