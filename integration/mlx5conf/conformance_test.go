@@ -22,6 +22,7 @@ var (
 	// "netdev present" is the Ethernet netdev under the device in `ip link`.
 	coreStages = []string{
 		stageModprobe, "firmware version read", "probe finished", "netdev present", "netdev up",
+		"netdev received", // broadcast frames sent out of the looped-back port come back to mlx5e
 	}
 	// ibStages: mlx5_ib on top of mlx5_core; part (c), the DevX transport on the RDMA
 	// device it registers, has its stages in devx_test.go.
@@ -46,7 +47,11 @@ var (
 		"engine CREATE_RQ", "engine MODIFY_RQ", "engine CREATE_SQ", "engine MODIFY_SQ",
 		"engine CREATE_TIR", "engine CREATE_FLOW_TABLE", "engine CREATE_FLOW_GROUP",
 		"engine SET_FLOW_TABLE_ENTRY", "engine attach_root", "engine port opened",
+		"engine traffic sent", "engine traffic received",
 		"engine QUERY_CQ", "engine closed"}
+	// reachedTwoPorts: part (c)'s two cabled ports (twoport_test.go).
+	reachedTwoPorts = []string{"two ports found", "two-port engine opened", "traffic A to B",
+		"traffic B to A", "two-port engine closed", "daqiri-bench A to B"}
 )
 
 // stageSet records what one driver reached, with a line of detail per stage.
@@ -107,9 +112,9 @@ func (s *stageSet) ratchet(t testing.TB, driver string, want []string) {
 }
 
 func TestStageSetRatchet(t *testing.T) {
-	for _, list := range [][]string{reachedProbe, reachedCore, reachedIB, reachedDevX} {
+	for _, list := range [][]string{reachedProbe, reachedCore, reachedIB, reachedDevX, reachedTwoPorts} {
 		for _, st := range list {
-			if !slices.Contains(probeStages, st) && !slices.Contains(coreStages, st) && !slices.Contains(ibStages, st) && !slices.Contains(allDevXStages(), st) {
+			if !slices.Contains(probeStages, st) && !slices.Contains(coreStages, st) && !slices.Contains(ibStages, st) && !slices.Contains(allDevXStages(), st) && !slices.Contains(twoPortStages, st) {
 				t.Errorf("ratchet stage %q is no known stage", st)
 			}
 		}

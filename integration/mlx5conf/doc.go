@@ -4,10 +4,11 @@
 // (libmlx5), the kernel's mlx5_core and mlx5_ib.
 //
 // It holds only tests. TestMLX5Conformance, on the host, builds the model server and starts
-// it on a socket in a temporary folder, compiles testdata/mlx5probe.c with gcc against
+// it three times, each on a socket in a temporary folder (one port cabled to itself, two
+// bridged to the ends of a veth pair in a namespace the test creates), compiles testdata/mlx5probe.c with gcc against
 // Debian's libibverbs-dev, and boots the guest with the qemu that
 // integration/vm/scripts/build-qemu.sh built (QEMU 10.2 with the vfio-user client; Debian
-// 12's qemu 7.2 lacks it) and the model attached as -device vfio-user-pci, guest RAM a
+// 12's qemu 7.2 lacks it) and the model functions attached as -device vfio-user-pci, guest RAM a
 // shared memfd so that the model's DMA lands in guest memory. In the guest,
 // TestGuestMLX5:
 //
@@ -16,10 +17,13 @@
 //	    creation, one line per step;
 //	(b) unbinds it, loads mlx5_core, waits (bounded) for the probe and collects the kernel
 //	    log lines and `ip link`;
-//	(c) loads mlx5_ib and reports whether an RDMA device appears.
+//	(c) loads mlx5_ib and reports whether an RDMA device appears; runs this project's DevX
+//	    transport on it, opens the engine on the looped-back function and moves frames
+//	    through it, then opens the two bridged functions and moves frames both ways.
 //
 // Each part is a ratchet: the stages it reached when the test was last updated are listed
-// in conformance_test.go (reachedProbe, reachedCore, reachedIB), a stage missing now fails
+// in conformance_test.go (reachedProbe, reachedCore, reachedIB, reachedDevX,
+// reachedTwoPorts), a stage missing now fails
 // the test, and a stage newly reached is logged so that the list can grow. The host test
 // then prints the server's own account of the commands it did not know (the model answers
 // them with the PRM's bad-opcode status): the model's to-do list.

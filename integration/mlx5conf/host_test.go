@@ -42,6 +42,7 @@ func TestMLX5Conformance(t *testing.T) {
 		testutil.Missing(t, "%v", err)
 	}
 	gcc := testutil.RequireTool(t, "gcc", "package gcc")
+	testutil.RequireTool(t, "ip", "package iproute2") // the veth pair between two servers' ports
 	if _, err := os.Stat("/usr/include/infiniband/mlx5dv.h"); err != nil {
 		testutil.Missing(t, "rdma-core's headers /usr/include/infiniband/mlx5dv.h (package libibverbs-dev)")
 	}
@@ -73,12 +74,33 @@ func TestMLX5Conformance(t *testing.T) {
 		t.Fatalf("gcc testdata/mlx5probe.c: %v\n%s", err, out)
 	}
 
-	srv := startServer(t, h.Go, root, work)
+	// Three functions (the guest finds them by MAC, in this order on its PCI bus): the
+	// first cabled to itself for parts (a) to (c); the other two bridged to the two ends
+	// of a veth pair, so that part (c) also moves traffic from one port to another.
+	bin := buildServer(t, h.Go, root, work)
+	// daqiri-bench for part (c)'s two ports, next to the probe (the guest runs the host's
+	// binaries from the work folder).
+	bb := exec.CommandContext(t.Context(), h.Go, "build", "-o", filepath.Join(vmWork, "bin", "daqiri-bench"), "./tools/daqiri-bench")
+	bb.Dir = root
+	bb.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := bb.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./tools/daqiri-bench: %v\n%s", err, out)
+	}
+	netns, va, vb := veth(t)
+	servers := []*server{
+		startServer(t, bin, work, "mlx5", macLoop, "", "-loopback"),
+		startServer(t, bin, work, "mlx5a", macPortA, netns, "-bridge", va),
+		startServer(t, bin, work, "mlx5b", macPortB, netns, "-bridge", vb),
+	}
+	var sockets []string
+	for _, s := range servers {
+		sockets = append(sockets, s.socket)
+	}
 
 	o := vm.Options{
 		ModuleRoot: root, WorkDir: vmWork,
 		Packages: []string{"./integration/mlx5conf"}, Run: "^TestGuestMLX5$",
-		QEMU: qemu, VFIOUser: []string{srv.socket},
+		QEMU: qemu, VFIOUser: sockets,
 		Timeout: vmTimeout, TestTimeout: guestTimeout,
 		Logf: t.Logf,
 	}
@@ -90,10 +112,19 @@ func TestMLX5Conformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("VM run: build %.1fs, boot %.1fs, setup %.1fs, qemu total %.1fs", rep.Build.Seconds(), rep.Boot.Seconds(), rep.Setup.Seconds(), rep.Wall.Seconds())
-	srv.stop(t)
-	// The server's account comes first: it is what the failures below are about.
-	t.Logf("model server log: %s", summarizeServerLog(srv.log()))
-	t.Logf("model server output:\n%s", srv.stdout.String())
+	// The veth pair's counters: what the two bridged servers put on the wire and took from
+	// it (the servers' own counters start over at mlx5_core's TEARDOWN_HCA).
+	if out, err := exec.Command("ip", "-n", netns, "-s", "link", "show").CombinedOutput(); err != nil {
+		t.Logf("ip -n %s -s link show: %v\n%s", netns, err, out)
+	} else {
+		t.Logf("the wire between the bridged ports (%s, %s in %s):\n%s", va, vb, netns, out)
+	}
+	// The servers' accounts come first: they are what the failures below are about.
+	for _, srv := range servers {
+		srv.stop(t)
+		t.Logf("model server %s log: %s", srv.name, summarizeServerLog(srv.log()))
+		t.Logf("model server %s output:\n%s", srv.name, srv.stdout.String())
+	}
 
 	if len(rep.Packages) != 1 {
 		t.Fatalf("VM ran %d packages, want the one", len(rep.Packages))
@@ -147,6 +178,7 @@ func reportGuest(t *testing.T, tr *vm.TestResult) {
 
 // server is the model's vfio-user server process.
 type server struct {
+	name    string
 	cmd     *exec.Cmd
 	socket  string
 	logPath string
@@ -156,9 +188,8 @@ type server struct {
 	stopped bool
 }
 
-// startServer builds tools/daqiri-mlx5model, starts it on a socket in a temporary folder
-// and waits (bounded) for its "listening on" line. Cleanup kills it if it still runs.
-func startServer(t *testing.T, goCmd, root, work string) *server {
+// buildServer builds tools/daqiri-mlx5model into work.
+func buildServer(t *testing.T, goCmd, root, work string) string {
 	t.Helper()
 	bin := filepath.Join(work, "daqiri-mlx5model")
 	build := exec.CommandContext(t.Context(), goCmd, "build", "-o", bin, "./tools/daqiri-mlx5model")
@@ -167,6 +198,15 @@ func startServer(t *testing.T, goCmd, root, work string) *server {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./tools/daqiri-mlx5model (the model's vfio-user server): %v\n%s", err, out)
 	}
+	return bin
+}
+
+// startServer starts the server bin as name (its socket, log and messages are named for it)
+// with the MAC mac and the wire arguments wire (-loopback, -bridge IFNAME); with netns
+// it runs in that network namespace (ip netns exec), where its bridged netdev is. It
+// waits (bounded) for the "listening on" line. Cleanup kills it if it still runs.
+func startServer(t *testing.T, bin, work, name, mac, netns string, wire ...string) *server {
+	t.Helper()
 	// Unix socket paths are limited to 107 bytes; a folder of its own under /tmp keeps
 	// it short whatever TMPDIR is.
 	sockDir, err := os.MkdirTemp("/tmp", "mlx5conf-")
@@ -175,13 +215,20 @@ func startServer(t *testing.T, goCmd, root, work string) *server {
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
 	s := &server{
-		socket:  filepath.Join(sockDir, "mlx5.sock"),
-		logPath: filepath.Join(work, "mlx5model.log"),
+		name:    name,
+		socket:  filepath.Join(sockDir, name+".sock"),
+		logPath: filepath.Join(work, name+".log"),
 		stdout:  &testutil.SyncBuffer{},
 		stderr:  &testutil.SyncBuffer{},
 		done:    make(chan error, 1),
 	}
-	s.cmd = exec.Command(bin, "-v", "-socket", s.socket, "-log", s.logPath)
+	args := append([]string{"-v", "-mac", mac, "-socket", s.socket, "-log", s.logPath}, wire...)
+	if netns != "" {
+		// ip netns exec enters the namespace and execs the server: the process is it.
+		s.cmd = exec.Command("ip", append([]string{"netns", "exec", netns, bin}, args...)...)
+	} else {
+		s.cmd = exec.Command(bin, args...)
+	}
 	s.cmd.Dir = work
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	s.cmd.Stderr = s.stderr
@@ -208,14 +255,44 @@ func startServer(t *testing.T, goCmd, root, work string) *server {
 	}()
 	select {
 	case line := <-ready:
-		t.Logf("model server: %s", line)
+		t.Logf("model server %s (%s %s): %s", name, mac, strings.Join(wire, " "), line)
 	case err := <-s.done:
 		s.stopped = true
-		t.Fatalf("the model server exited before listening: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), s.stderr.String())
+		t.Fatalf("the model server %s exited before listening: %v\nstdout:\n%s\nstderr:\n%s", name, err, out.String(), s.stderr.String())
 	case <-time.After(listenTimeout):
-		t.Fatalf("the model server printed no \"listening on\" line within %v\nstdout:\n%s\nstderr:\n%s", listenTimeout, out.String(), s.stderr.String())
+		t.Fatalf("the model server %s printed no \"listening on\" line within %v\nstdout:\n%s\nstderr:\n%s", name, listenTimeout, out.String(), s.stderr.String())
 	}
 	return s
+}
+
+// veth creates a fresh network namespace holding a veth pair (a, b) with both ends up,
+// for the two bridged ports' wire, and removes it (and so the pair) at cleanup. IPv6 is off
+// in it, so that the wire carries only what the guest sends.
+func veth(t *testing.T) (netns, a, b string) {
+	t.Helper()
+	netns = fmt.Sprintf("daqiri-mlx5c-%d", os.Getpid())
+	a, b = "mlx5ca", "mlx5cb"
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.CommandContext(t.Context(), "ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	run("netns", "add", netns)
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "del", netns).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v\n%s", netns, err, out)
+		}
+	})
+	run("-n", netns, "link", "add", a, "type", "veth", "peer", "name", b)
+	for _, k := range []string{"all", "default"} {
+		if out, err := exec.Command("ip", "netns", "exec", netns, "sysctl", "-qw", "net.ipv6.conf."+k+".disable_ipv6=1").CombinedOutput(); err != nil {
+			t.Logf("disabling IPv6 in %s: %v %s (the wire may carry neighbour discovery; the guest counts it apart)", netns, err, out)
+		}
+	}
+	run("-n", netns, "link", "set", a, "up")
+	run("-n", netns, "link", "set", b, "up")
+	return netns, a, b
 }
 
 // stop waits (bounded) for the server to end on its own once qemu is gone, then kills it.
@@ -228,12 +305,12 @@ func (s *server) stop(t *testing.T) {
 		s.stopped = true
 		var ee *exec.ExitError
 		if err != nil && !errors.As(err, &ee) {
-			t.Logf("model server: %v", err)
+			t.Logf("model server %s: %v", s.name, err)
 		} else if err != nil {
-			t.Logf("model server exited with %v; stderr:\n%s", err, s.stderr.String())
+			t.Logf("model server %s exited with %v; stderr:\n%s", s.name, err, s.stderr.String())
 		}
 	case <-time.After(serverExit):
-		t.Logf("the model server still ran %v after qemu exited; killed", serverExit)
+		t.Logf("the model server %s still ran %v after qemu exited; killed", s.name, serverExit)
 		s.kill()
 	}
 }

@@ -78,11 +78,18 @@ type objects struct {
 	ib                                           ibObjects // mlx5_ib's kinds (ib.go)
 }
 
+// firstMKey is the lowest MKEY index the model hands out. Index 1 with the key byte 0 is
+// key 0x100, MLX5_INVALID_LKEY, which ends a receive scatter list (include/linux/mlx5/qp.h,
+// rdma-core mlx5dv.h): the kernel's mlx5e creates its first MKEY with key byte 0 and puts it
+// in every RQ entry, so the model, handing out index 1, dropped each frame mlx5e was to
+// receive as a length error. Firmware never hands that key out; the model starts at 2.
+const firstMKey = 2
+
 func newObjects() objects {
 	const n24 = 1 << 24
 	return objects{
 		uars: newIDs("UAR", firstUAR, maxUAR+1), pds: newIDs("PD", 1, n24), tds: newIDs("transport domain", 1, n24),
-		eqs: newIDs("EQ", 0, 256), umems: newIDs("UMEM", 1, n24), mkeys: newIDs("MKEY", 1, n24),
+		eqs: newIDs("EQ", 0, 256), umems: newIDs("UMEM", 1, n24), mkeys: newIDs("MKEY", firstMKey, n24),
 		qcounters: newIDs("Q counter", 1, 256),
 		cqs:       newIDs("CQ", 1, n24), rqs: newIDs("RQ", 1, n24), sqs: newIDs("SQ", 1, n24),
 		rqts: newIDs("RQT", 1, n24), tirs: newIDs("TIR", 1, n24), tiss: newIDs("TIS", 1, n24),

@@ -676,3 +676,15 @@ func TestCapabilities(t *testing.T) {
 	h.bringUpRest()
 	h.wantStatus(set(prm.CmdHCACap.CacheLine128byte, 0), 16, prm.StatusBadSysStateErr)
 }
+
+// TestNoInvalidLKey: no MKEY index the model hands out makes MLX5_INVALID_LKEY (0x100:
+// index 1, key byte 0), which ends a receive scatter list; the kernel's mlx5e puts its
+// first MKEY, key byte 0, in every RQ entry.
+func TestNoInvalidLKey(t *testing.T) {
+	r := newReady(t, model.Config{})
+	for i := 0; i < 8; i++ {
+		if key := r.createMKeyPA(r.pd, r.base, 0x1000); key>>8 == prm.InvalidLKey>>8 {
+			t.Fatalf("MKEY index %d handed out: with key byte 0 it is MLX5_INVALID_LKEY", key>>8)
+		}
+	}
+}

@@ -145,6 +145,11 @@ const WQEInlineSeg = 0x80000000 // C: MLX5_INLINE_SEG
 // InvalidLKey ends a receive WQE's scatter list early (rdma-core MLX5_INVALID_LKEY).
 const InvalidLKey = 0x100 // C: MLX5_INVALID_LKEY
 
+// HWStartPadding is bit 31 of a receive scatter entry's byte count, which the kernel's mlx5e
+// sets on its cyclic RQs' entries (include/linux/mlx5/device.h MLX5_HW_START_PADDING, equal
+// to MLX5_INLINE_SEG); the count is the bits below it.
+const HWStartPadding = 0x80000000 // C: MLX5_HW_START_PADDING
+
 // WQESrqNext is the next segment that starts a striding-RQ WQE (struct mlx5_mprq_wqe).
 var WQESrqNext = struct {
 	NextWQEIndex Field

@@ -31,7 +31,10 @@
 // the device refused ("vfio-user: …", "pcidev: …"). On exit it prints to standard output a
 // summary: one line per opcode with its count and counts by status, the number of
 // interrupts that reached no eventfd, and the port's traffic counters at exit
-// (model.Counters; a TEARDOWN_HCA, which mlx5_core's unload sends, starts them over).
+// (model.Counters; a TEARDOWN_HCA, which mlx5_core's unload sends, starts them over). The
+// log also gets the counters after each command that finds them changed:
+//
+//	port counters: {RXPackets:… RXBytes:… TXPackets:… …}
 //
 // Exit status: 0 when the client disconnected or a signal ended the serving, 1 when the
 // session failed (a message that could not be framed, a socket error), 2 for usage errors.
@@ -71,6 +74,24 @@ func (l *lineWriter) printf(format string, args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	fmt.Fprintf(l.w, format+"\n", args...)
+}
+
+// counterLog remembers the port counters it last logged.
+type counterLog struct {
+	mu   sync.Mutex
+	last model.Counters
+}
+
+// changed returns the log line for now, and whether it differs from the last one (the
+// power-on zeros count as logged).
+func (l *counterLog) changed(now model.Counters) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now == l.last {
+		return "", false
+	}
+	l.last = now
+	return fmt.Sprintf("port counters: %+v", now), true
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -138,12 +159,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case *bridge != "":
 		wire = func(ctx context.Context, m *model.Device) error { return m.Bridge(ctx, *bridge) }
 	}
-	dev := pcidev.New(pcidev.Options{
-		Model:     model.Config{MAC: hw},
-		Run:       true,
-		Wire:      wire,
-		OnCommand: func(c pcidev.Command) { lw.printf("cmd %v", c) },
-		Logf:      notes,
+	// The port's counters start over at every TEARDOWN_HCA (and reset), so the summary at
+	// exit often shows none of a run's traffic; the log gets them after each command that
+	// finds them changed since the last such line.
+	var counters counterLog
+	var dev *pcidev.Device
+	dev = pcidev.New(pcidev.Options{
+		Model: model.Config{MAC: hw},
+		Run:   true,
+		Wire:  wire,
+		OnCommand: func(c pcidev.Command) {
+			lw.printf("cmd %v", c)
+			if line, ok := counters.changed(dev.Model().Counters()); ok {
+				lw.printf("%s", line)
+			}
+		},
+		Logf: notes,
 	})
 	srv := vfiouser.NewServer(dev, vfiouser.Options{Logf: notes})
 	err = srv.ListenAndServe(ctx, *socket, func() { fmt.Fprintf(stdout, "listening on %s\n", *socket) })

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/daqiri-go/daqiri/internal/testutil"
+	"github.com/daqiri-go/daqiri/mlx5/model"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 	"github.com/daqiri-go/daqiri/vfiouser"
 	"github.com/daqiri-go/daqiri/vfiouser/vfiousertest"
@@ -146,5 +147,24 @@ func TestStopWithoutClient(t *testing.T) {
 	go io.Copy(io.Discard, pr)
 	if code := <-done; code != 0 {
 		t.Errorf("exit %d after cancel", code)
+	}
+}
+
+// TestCounterLog: a line only when the counters changed since the last line, the power-on
+// zeros not logged, a return to zero (a teardown) logged.
+func TestCounterLog(t *testing.T) {
+	var l counterLog
+	if _, ok := l.changed(model.Counters{}); ok {
+		t.Error("zeros at power-on logged")
+	}
+	line, ok := l.changed(model.Counters{RXPackets: 3, TXPackets: 4, RXSteeringMiss: 1})
+	if !ok || !strings.Contains(line, "port counters: {RXPackets:3") || !strings.Contains(line, "RXSteeringMiss:1") {
+		t.Errorf("first change: %q %v", line, ok)
+	}
+	if _, ok := l.changed(model.Counters{RXPackets: 3, TXPackets: 4, RXSteeringMiss: 1}); ok {
+		t.Error("the same counters logged twice")
+	}
+	if line, ok := l.changed(model.Counters{}); !ok || !strings.Contains(line, "RXPackets:0") {
+		t.Errorf("back to zero: %q %v", line, ok)
 	}
 }

@@ -250,7 +250,11 @@ func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta) {
 	left := f
 	for off := 0; off+prm.WQEDataSize <= len(w) && len(left) > 0; off += prm.WQEDataSize {
 		seg := w[off : off+prm.WQEDataSize]
-		bc := uint32(prm.WQEData.ByteCount.Get(seg))
+		// Bit 31 of a receive scatter entry's byte count is not part of the count: the
+		// kernel's mlx5e sets it on every entry of its cyclic RQs (en_main.c
+		// mlx5e_alloc_rq: frag_size | MLX5_HW_START_PADDING, which device.h defines as
+		// MLX5_INLINE_SEG, 0x80000000).
+		bc := uint32(prm.WQEData.ByteCount.Get(seg)) &^ prm.HWStartPadding
 		lkey := uint32(prm.WQEData.LKey.Get(seg))
 		if bc == 0 || lkey == prm.InvalidLKey {
 			break

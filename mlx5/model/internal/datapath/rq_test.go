@@ -92,8 +92,16 @@ func TestStridingRQ(t *testing.T) {
 
 // TestCyclicScatter checks header-data split: a WQE of two data segments (128 bytes, then
 // the rest) gets the frame's head in the first buffer and the remainder in the second; a
-// frame larger than both is a local length error CQE (DPDK mlx5_rx_err_handle).
+// frame larger than both is a local length error CQE (DPDK mlx5_rx_err_handle). With
+// padding, the entries' byte counts carry bit 31 as the kernel's mlx5e writes them
+// (MLX5_HW_START_PADDING): the counts are the same.
 func TestCyclicScatter(t *testing.T) {
+	for _, pad := range []uint64{0, prm.HWStartPadding} {
+		t.Run(fmt.Sprintf("padding=%#x", pad), func(t *testing.T) { testCyclicScatter(t, pad) })
+	}
+}
+
+func testCyclicScatter(t *testing.T, pad uint64) {
 	e := newEnv(t)
 	c := e.newCQ(4, nil)
 	iova, ring := e.alloc(32 << 2)
@@ -102,10 +110,10 @@ func TestCyclicScatter(t *testing.T) {
 	pay, pmem := e.alloc(1024)
 	for i := 0; i < 4; i++ {
 		w := ring[i*32:]
-		prm.WQEData.ByteCount.Set(w, 128)
+		prm.WQEData.ByteCount.Set(w, 128|pad)
 		prm.WQEData.LKey.Set(w, testLKey)
 		prm.WQEData.Addr.Set(w, hdr)
-		prm.WQEData.ByteCount.Set(w[16:], 1024)
+		prm.WQEData.ByteCount.Set(w[16:], 1024|pad)
 		prm.WQEData.LKey.Set(w[16:], testLKey)
 		prm.WQEData.Addr.Set(w[16:], pay)
 	}
