@@ -241,13 +241,17 @@ func (d *Device) createUMEM(c *cmd) error {
 }
 
 // mttPage reads one MTT entry (mlx5_ifc.h mtt: address bits 63:8) and checks the page.
-func (d *Device) mttPage(c *cmd, f prm.Field, shift uint) (uint64, error) {
-	v := c.get(f)
-	pa := v &^ 0xff
+func (d *Device) mttPage(c *cmd, f prm.Field, shift uint, off, n uint64) (uint64, error) {
+	// The entry is an mlx5_ifc_mtt (ptag_63_32, then ptag_31_8 and the enable bits): 64 bits,
+	// of which klm_pas_mtt's 32-bit elements are only the first half. Reading just that half
+	// took the high word for the address — 0 for every page below 4 GiB, which the model
+	// accepted whenever something happened to be mapped at I/O address 0 (a flaky ibv_reg_mr
+	// under rdma-core's VFIO provider in the conformance VM).
+	pa := c.get(prm.MTT.PtagHi.At(f.Off))<<32 | c.get(prm.MTT.PtagLo.At(f.Off))<<8
 	if pa&(1<<shift-1) != 0 {
 		return 0, badParam("page %#x is not aligned to %d bytes", pa, uint64(1)<<shift)
 	}
-	if _, err := d.space.Slice(pa, 1<<shift, dma.Read); err != nil {
+	if err := d.space.Check(pa+off, n, dma.Read); err != nil {
 		return 0, fail(prm.StatusBadParamErr, SyndromeBadMemory, "page %#x: %v", pa, err)
 	}
 	return pa, nil
@@ -321,7 +325,9 @@ func (d *Device) createMKey(c *cmd) error {
 	case m.mode == prm.MKeyAccessPA:
 	case m.mode == prm.MKeyAccessMTT:
 		m.pageShift = uint(c.get(k.LogPageSize.At(base)))
-		if m.pageShift < prm.AdapterPageShift || m.pageShift > 30 {
+		// Up to 2 GiB pages: rdma-core's VFIO provider sizes one page to span a whole
+		// buffer and caps it at MLX5_MAX_PAGE_SHIFT, 31 (mlx5_vfio.c mlx5_vfio_reg_mr).
+		if m.pageShift < prm.AdapterPageShift || m.pageShift > 31 {
 			return badParam("CREATE_MKEY: log_page_size %d", m.pageShift)
 		}
 		n := c.get(k.TranslationsOctwordSize.At(base)) * 2
@@ -334,8 +340,24 @@ func (d *Device) createMKey(c *cmd) error {
 		if err := c.need(ins(in.KlmPASMtt.At(uint32(n-1) * 64))); err != nil {
 			return err
 		}
+		// Only the part of each page the key's range covers must be mapped: firmware does
+		// not walk the pages when it creates a key (an access outside the IOMMU's mappings
+		// faults when it happens), and rdma-core's VFIO provider maps just the registered
+		// bytes of a page it sized to span the buffer (calc_spanning_page_size), which can
+		// be far larger: the model refused such keys whenever no neighbouring mapping
+		// happened to fill the rest of the page (a flaky ibv_reg_mr EINVAL in the
+		// conformance VM). A length64 key covers every page whole; its first byte is checked.
+		size := uint64(1) << m.pageShift
 		for i := uint64(0); i < n; i++ {
-			pa, err := d.mttPage(c, in.KlmPASMtt.At(uint32(i)*64), m.pageShift)
+			pageVA := (m.start>>m.pageShift + i) << m.pageShift
+			lo, hi := max(pageVA, m.start), min(pageVA+size, m.start+m.length)
+			if m.any {
+				lo, hi = pageVA, pageVA+1
+			}
+			if hi <= lo { // a trailing entry past the range
+				lo, hi = pageVA, pageVA
+			}
+			pa, err := d.mttPage(c, in.KlmPASMtt.At(uint32(i)*64), m.pageShift, lo-pageVA, hi-lo)
 			if err != nil {
 				return fmt.Errorf("CREATE_MKEY: %w", err)
 			}

@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"github.com/daqiri-go/daqiri/mlx5/model"
@@ -177,12 +178,12 @@ func TestMKeyAndUMEM(t *testing.T) {
 	mtt := in(prm.CmdOpCreateMKey, 0, prm.CreateMKeyIn.KlmPASMtt.ByteOff()+16, withCtx(base, kv{
 		k.AccessMode10, prm.MKeyAccessMTT, k.Lr, 1, k.PD, r.pd, k.StartAddr, 0x10000, k.Len, 0x2000,
 		k.LogPageSize, 12, k.TranslationsOctwordSize, 1})...)
-	prm.CreateMKeyIn.KlmPASMtt.Set(mtt, p0)
-	prm.CreateMKeyIn.KlmPASMtt.At(64).Set(mtt, p1)
+	setMTT(mtt, 0, p0)
+	setMTT(mtt, 1, p1)
 	r.mustCmd(mtt, 16)
 	// Errors: unknown PD, unmapped MTT page, KLM mode (UMEM-backed keys: umem_test.go).
 	r.wantStatus(in(prm.CmdOpCreateMKey, 0, prm.CreateMKeyIn.KlmPASMtt.ByteOff(), withCtx(base, kv{k.PD, 999})...), 16, prm.StatusBadResErr)
-	prm.CreateMKeyIn.KlmPASMtt.At(64).Set(mtt, 0x7000_0000)
+	setMTT(mtt, 1, 0x7000_0000)
 	r.wantStatus(mtt, 16, prm.StatusBadParamErr)
 	r.wantStatus(in(prm.CmdOpCreateMKey, 0, prm.CreateMKeyIn.KlmPASMtt.ByteOff(), withCtx(base, kv{k.PD, r.pd, k.AccessMode10, prm.MKeyAccessKLMs})...), 16, prm.StatusBadParamErr)
 	r.mustCmd(in(prm.CmdOpDestroyMKey, 0, 16, prm.DestroyMKeyIn.MKeyIndex, key>>8), 16)
@@ -687,4 +688,45 @@ func TestNoInvalidLKey(t *testing.T) {
 			t.Fatalf("MKEY index %d handed out: with key byte 0 it is MLX5_INVALID_LKEY", key>>8)
 		}
 	}
+}
+
+// TestMKeySpanningPage: a key whose one MTT page is far larger than the registered bytes,
+// as rdma-core's VFIO provider builds them (mlx5_vfio_reg_mr: one page sized to span the
+// buffer, only the buffer mapped in the IOMMU), is accepted; the covered bytes must be
+// mapped, the rest of the page need not be; log_page_size 31 is accepted, 32 is not.
+func TestMKeySpanningPage(t *testing.T) {
+	r := newReady(t, model.Config{})
+	base := prm.CreateMKeyIn.MemoryKeyMKeyEntry.Off
+	k := prm.MKC
+	const page = uint64(1) << 20
+	iova := uint64(0x40_0000_0000)                        // a 1 MiB page of I/O space, nothing else near
+	start, n := uint64(0x7f12_3456_3000), uint64(0x10000) // VA of the buffer: offset 0x56000 in its page
+	off := start & (page - 1)
+	buf := make([]byte, n)
+	if err := r.d.DMA().Map(iova+off, buf, model.DMARead|model.DMAWrite); err != nil {
+		t.Fatal(err)
+	}
+	key := func(shift, pa uint64) []byte {
+		b := in(prm.CmdOpCreateMKey, 0, prm.CreateMKeyIn.KlmPASMtt.ByteOff()+16, withCtx(base, kv{
+			k.AccessMode10, prm.MKeyAccessMTT, k.Lr, 1, k.Lw, 1, k.PD, r.pd, k.StartAddr, start, k.Len, n,
+			k.LogPageSize, shift, k.TranslationsOctwordSize, 1})...)
+		setMTT(b, 0, pa|3) // rd_en, wr_en as drivers set them (MLX5_MTT_PRESENT)
+		return b
+	}
+	r.mustCmd(key(20, iova), 16)
+	// The covered bytes not mapped: refused.
+	r.wantStatus(key(20, iova+page), 16, prm.StatusBadParamErr)
+	// 2 GiB pages are what the provider's cap allows; 4 GiB is beyond the PRM's.
+	big := uint64(1) << 31
+	if err := r.d.DMA().Map(0x80_0000_0000+(start&(big-1)), make([]byte, n), model.DMARead|model.DMAWrite); err != nil {
+		t.Fatal(err)
+	}
+	r.mustCmd(key(31, 0x80_0000_0000), 16)
+	r.wantStatus(key(32, 0x80_0000_0000), 16, prm.StatusBadParamErr)
+}
+
+// setMTT writes entry i of CREATE_MKEY's translation list: a 64-bit mlx5_ifc_mtt, big-endian
+// (the address in ptag_63_32 and ptag_31_8), as drivers write them.
+func setMTT(in []byte, i int, pa uint64) {
+	binary.BigEndian.PutUint64(in[prm.CreateMKeyIn.KlmPASMtt.ByteOff()+8*i:], pa)
 }

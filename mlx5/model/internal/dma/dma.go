@@ -132,31 +132,49 @@ func (s *Space) find(iova uint64) int {
 // QEMU's vfio-user client every IOMMU page is a mapping of its own, and a buffer the guest
 // maps in one piece (an skb crossing a page) spans several.
 func (s *Space) Gather(iova uint64, n int, perm Perm) ([]byte, error) {
-	if n < 0 || iova+uint64(n) < iova {
+	if n < 0 {
 		return nil, fmt.Errorf("%w: %d bytes at %#x", ErrFault, n, iova)
+	}
+	out := make([]byte, 0, n)
+	err := s.walk(iova, uint64(n), perm, func(b []byte) { out = append(out, b...) })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Check reports whether the n bytes at iova are mapped, with perm, by mappings that follow
+// each other in I/O address space (what Gather could read), without copying them.
+func (s *Space) Check(iova, n uint64, perm Perm) error {
+	return s.walk(iova, n, perm, func([]byte) {})
+}
+
+// walk hands each mapped piece of the n bytes at iova to fn in order, or fails at the first
+// byte that is not mapped with perm.
+func (s *Space) walk(iova, n uint64, perm Perm, fn func([]byte)) error {
+	if iova+n < iova {
+		return fmt.Errorf("%w: %d bytes at %#x", ErrFault, n, iova)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]byte, 0, n)
-	at := iova
-	for len(out) < n {
+	for at, end := iova, iova+n; at < end; {
 		i := s.find(at)
 		if i < 0 {
-			return nil, fmt.Errorf("%w: %d bytes at %#x (nothing mapped at %#x)", ErrFault, n, iova, at)
+			return fmt.Errorf("%w: %d bytes at %#x (nothing mapped at %#x)", ErrFault, n, iova, at)
 		}
 		m := s.maps[i]
 		off := at - m.iova
 		if off >= uint64(len(m.mem)) {
-			return nil, fmt.Errorf("%w: %d bytes at %#x (nothing mapped at %#x)", ErrFault, n, iova, at)
+			return fmt.Errorf("%w: %d bytes at %#x (nothing mapped at %#x)", ErrFault, n, iova, at)
 		}
 		if m.perm&perm != perm {
-			return nil, fmt.Errorf("%w: %d bytes at %#x: mapping at %#x does not allow %v", ErrFault, n, iova, m.iova, perm)
+			return fmt.Errorf("%w: %d bytes at %#x: mapping at %#x does not allow %v", ErrFault, n, iova, m.iova, perm)
 		}
-		k := min(uint64(n-len(out)), uint64(len(m.mem))-off)
-		out = append(out, m.mem[off:off+k]...)
+		k := min(end-at, uint64(len(m.mem))-off)
+		fn(m.mem[off : off+k])
 		at += k
 	}
-	return out, nil
+	return nil
 }
 
 // Read copies len(p) bytes at iova into p.

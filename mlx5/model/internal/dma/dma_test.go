@@ -69,6 +69,9 @@ func TestGather(t *testing.T) {
 	if _, err := s.Slice(0x1002, 5, Read); err == nil {
 		t.Fatal("Slice across two mappings succeeded")
 	}
+	if err := s.Check(0x1002, 6, Read); err != nil {
+		t.Fatalf("Check across two mappings: %v", err)
+	}
 	for _, bad := range []struct {
 		iova uint64
 		n    int
@@ -76,6 +79,9 @@ func TestGather(t *testing.T) {
 	}{{0x1006, 4, Read}, {0x1000, 6, Write}, {0x0fff, 2, Read}, {0x1010, 1, Read}, {^uint64(0) - 1, 4, Read}} {
 		if _, err := s.Gather(bad.iova, bad.n, bad.perm); !errors.Is(err, ErrFault) {
 			t.Fatalf("Gather %#x+%d %v: %v", bad.iova, bad.n, bad.perm, err)
+		}
+		if err := s.Check(bad.iova, uint64(bad.n), bad.perm); !errors.Is(err, ErrFault) {
+			t.Fatalf("Check %#x+%d %v: %v", bad.iova, bad.n, bad.perm, err)
 		}
 	}
 }
