@@ -196,11 +196,10 @@ func runDevXCalls(t *testing.T, s *stageSet, ibdev string) {
 	}
 }
 
-// engineConfig is one mlx5 port at address with one TX and one RX queue (a striding RQ:
-// 512 buffers of 2048 bytes) and no flows, so that the engine hangs its table under the
-// kernel's steering with a match-all root rule.
-func engineConfig(address string) string {
-	return fmt.Sprintf(`daqiri:
+// configHead is the start of every daqiri configuration these tests open: the cfg keys, then
+// the memory regions given (YAML list items, one per line), up to the interfaces.
+func configHead(regions string) string {
+	return `daqiri:
   cfg:
     version: 1
     stream_type: "raw"
@@ -208,10 +207,17 @@ func engineConfig(address string) string {
     log_level: "warn"
     rx_meta_buffers: 256
     tx_meta_buffers: 256
-    memory_regions:
+    memory_regions:` + regions
+}
+
+// engineConfig is one mlx5 port at address with one TX and one RX queue (a striding RQ:
+// 512 buffers of 2048 bytes) and no flows, so that the engine hangs its table under the
+// kernel's steering with a match-all root rule.
+func engineConfig(address string) string {
+	return configHead(`
     - {name: "tx", kind: "host", affinity: 0, num_bufs: 512, buf_size: 2048}
     - {name: "rx", kind: "host", affinity: 0, num_bufs: 512, buf_size: 2048}
-    interfaces:
+`) + fmt.Sprintf(`    interfaces:
     - name: "port"
       address: %q
       tx:

@@ -268,19 +268,11 @@ func TestMoveTrafficOnModel(t *testing.T) {
 
 // twoPortConfig is two mlx5 ports, each with a TX and an RX queue (engineConfig's queues).
 func twoPortConfig(a, b string) string {
-	return fmt.Sprintf(`daqiri:
-  cfg:
-    version: 1
-    stream_type: "raw"
-    master_core: 0
-    log_level: "warn"
-    rx_meta_buffers: 256
-    tx_meta_buffers: 256
-    memory_regions:
+	return configHead(`
     - {name: "tx", kind: "host", affinity: 0, num_bufs: 1024, buf_size: 2048}
     - {name: "rx0", kind: "host", affinity: 0, num_bufs: 512, buf_size: 2048}
     - {name: "rx1", kind: "host", affinity: 0, num_bufs: 512, buf_size: 2048}
-    interfaces:
+`) + fmt.Sprintf(`    interfaces:
     - name: "a"
       address: %q
       tx:

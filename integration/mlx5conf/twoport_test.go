@@ -88,18 +88,10 @@ func runTwoPorts(t *testing.T, s *stageSet, devs []string) {
 // benchConfig is daqiri-bench's configuration for the functions a (TX) and b (RX): one
 // queue each, no flows (the engine's match-all rule), UDP frames to b's MAC.
 func benchConfig(a, b string) string {
-	return fmt.Sprintf(`daqiri:
-  cfg:
-    version: 1
-    stream_type: "raw"
-    master_core: 0
-    log_level: "warn"
-    rx_meta_buffers: 256
-    tx_meta_buffers: 256
-    memory_regions:
+	return configHead(`
     - {name: "tx", kind: "host", affinity: 0, num_bufs: 512, buf_size: 2048}
     - {name: "rx", kind: "host", affinity: 0, num_bufs: 512, buf_size: 2048}
-    interfaces:
+`) + fmt.Sprintf(`    interfaces:
     - name: "port_a"
       address: %q
       tx:
