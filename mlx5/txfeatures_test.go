@@ -82,9 +82,11 @@ func accurateSend(t *testing.T, freeRunning bool) {
 	}
 }
 
-// TestPacing: a TX queue with pacing_mbps gets a rate-limit index; 400 frames of 1000 bytes
-// at 40 Mb/s take at least 80 ms of device time between the first and last arrival, less the
-// burst the rate limit lets through at once (64 KiB, 13 ms).
+// TestPacing: a TX queue with pacing_mbps gets a rate-limit index, and its frames still all
+// arrive. How fast they leave is the model's rate limiter, tested with a stopped
+// and stepped clock in mlx5/model/internal/datapath (TestPacing there): measured here on the
+// arrival stamps it was a timed assertion, which failed in CI when the receiving side ran
+// late and stamped a backlog at once (58 ms for what the limiter spreads over 67).
 func TestPacing(t *testing.T) {
 	cfg := pairConfig(1, 1024, 2048, false)
 	cfg.Interfaces[0].TX.Queues[0].PacingMbps = 40
@@ -100,10 +102,8 @@ func TestPacing(t *testing.T) {
 	}
 	var none atomic.Int64
 	sendFrames(t, e, tq, fs, 0, &none)
-	ts := receiveN(t, rq, len(fs))
-	span := time.Duration(ts[len(ts)-1] - ts[0])
-	if span < 60*time.Millisecond {
-		t.Fatalf("400 frames at 40 Mb/s arrived within %v", span)
+	if ts := receiveN(t, rq, len(fs)); len(ts) != len(fs) {
+		t.Fatalf("%d of %d paced frames arrived", len(ts), len(fs))
 	}
 }
 
