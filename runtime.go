@@ -27,25 +27,8 @@ var (
 // per direction; the oldest go first.
 const maxTombstones = 256
 
-func pruneRx(qs []*engine.RxQueue) []*engine.RxQueue {
-	dead := 0
-	for _, q := range qs {
-		if q.Deleted() {
-			dead++
-		}
-	}
-	out := qs[:0:0]
-	for _, q := range qs {
-		if q.Deleted() && dead > maxTombstones {
-			dead--
-			continue
-		}
-		out = append(out, q)
-	}
-	return out
-}
-
-func pruneTx(qs []*engine.TxQueue) []*engine.TxQueue {
+// prune drops the oldest deleted queues of qs beyond maxTombstones, keeping the order.
+func prune[Q interface{ Deleted() bool }](qs []Q) []Q {
 	dead := 0
 	for _, q := range qs {
 		if q.Deleted() {
@@ -183,7 +166,7 @@ func (s *Session) DeleteRxQueue(port, id int) error {
 		if n := q.Drain(); n > 0 {
 			q.Stats.Drop(engine.DropClosed, n)
 		}
-		p.SetQueues(&engine.QueueSet{Rx: pruneRx(p.Queues().Rx), Tx: p.Queues().Tx})
+		p.SetQueues(&engine.QueueSet{Rx: prune(p.Queues().Rx), Tx: p.Queues().Tx})
 		s.log.Info("rx queue deleted", "interface", p.Name, "queue", id)
 		return err
 	})
@@ -232,7 +215,7 @@ func (s *Session) DeleteTxQueue(port, id int) error {
 			return fmt.Errorf("port %d (%s) tx queue %d: %w", port, p.Name, id, err)
 		}
 		err = qm.DeleteTxQueue(q)
-		p.SetQueues(&engine.QueueSet{Rx: p.Queues().Rx, Tx: pruneTx(p.Queues().Tx)})
+		p.SetQueues(&engine.QueueSet{Rx: p.Queues().Rx, Tx: prune(p.Queues().Tx)})
 		s.log.Info("tx queue deleted", "interface", p.Name, "queue", id)
 		return err
 	})
