@@ -24,8 +24,12 @@ import (
 	"github.com/daqiri-go/daqiri/internal/release"
 )
 
-// cacheLine separates the cursors so producers and consumers do not share a line.
-const cacheLine = 64
+// gap is how far apart two fields written by different threads sit: two 64-byte lines,
+// because Intel cores since Sandy Bridge have a spatial prefetcher that fetches the other line
+// of each aligned 128-byte pair (Intel's optimization manual; crossbeam-utils' CachePadded and
+// DPDK's RTE_CACHE_GUARD use 128 for the same reason). With 64, whether two cursors shared a
+// pair depended on where the allocator put the ring.
+const gap = 128
 
 // Mode selects how many goroutines may enqueue and dequeue concurrently.
 type Mode uint8
@@ -46,11 +50,11 @@ type slot[T any] struct {
 
 // Ring is a bounded FIFO of T. The zero value is not usable; call New.
 type Ring[T any] struct {
-	_   [cacheLine]byte
+	_   [gap]byte
 	enq uint32 // loaded with sync/atomic, stored with release.StoreUint32 or a CAS
-	_   [cacheLine - 4]byte
+	_   [gap - 4]byte
 	deq uint32
-	_   [cacheLine - 4]byte
+	_   [gap - 4]byte
 	// deqSeen is the producer's last view of deq (SPSC only): a producer reads the consumer's
 	// cursor only when this cached copy says the ring is full, so in steady state the two
 	// threads never read each other's cache line. Each cached copy has a line of its own, not
@@ -58,9 +62,9 @@ type Ring[T any] struct {
 	// on every try, and if that line were the one the other side polls, every try would take
 	// the line away from the poller and delay the other side's next cursor store.
 	deqSeen uint32
-	_       [cacheLine - 4]byte
+	_       [gap - 4]byte
 	enqSeen uint32 // the consumer's last view of enq (SPSC only)
-	_       [cacheLine - 4]byte
+	_       [gap - 4]byte
 	mask    uint32
 	size    uint32
 	sp      bool
@@ -72,7 +76,7 @@ type Ring[T any] struct {
 	clear bool
 	slots []slot[T]
 	vals  []T // SPSC only: values without per-slot sequence numbers
-	_     [cacheLine]byte
+	_     [gap]byte
 }
 
 // New returns a ring that holds at least capacity values (rounded up to a power of two, at

@@ -206,13 +206,13 @@ type opts struct {
 // scheduler hands it back, microseconds, during which the other side runs alone.
 //
 // Every thread's waiter is a heap object that it writes on every failed try; the padding keeps
-// two threads' waiters off one cache line, so the harness adds no sharing of its own.
+// two threads' waiters out of one 128-byte block (see ring.gap), so the harness adds no sharing of its own.
 type waiter struct {
-	_      [64]byte
+	_      [128]byte
 	mode   string
 	shared bool
 	n      int
-	_      [64]byte
+	_      [128]byte
 }
 
 func (w *waiter) wait() {
