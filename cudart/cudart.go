@@ -92,6 +92,7 @@ type funcs struct {
 	cuEventCreate, cuEventDestroy, cuEventRecord, cuEventSynchronize, cuEventQuery uintptr
 	cuEventElapsedTime, cuEventElapsedTimeV1                                       uintptr
 	cuModuleLoadData, cuModuleUnload, cuModuleGetFunction, cuLaunchKernel          uintptr
+	cuCtxSetLimit, cuCtxGetLimit, cuStreamSetAttribute                             uintptr
 }
 
 func (f *funcs) table() []dynlib.Symbol {
@@ -149,6 +150,11 @@ func (f *funcs) table() []dynlib.Symbol {
 		{Name: "cuModuleUnload", Addr: &f.cuModuleUnload},
 		{Name: "cuModuleGetFunction", Addr: &f.cuModuleGetFunction},
 		{Name: "cuLaunchKernel", Addr: &f.cuLaunchKernel},
+		// L2 persistence (CUDA 11.0+): optional, used only by SetPersistingL2 and
+		// SetAccessPolicyWindow.
+		{Name: "cuCtxSetLimit", Addr: &f.cuCtxSetLimit, Optional: true},
+		{Name: "cuCtxGetLimit", Addr: &f.cuCtxGetLimit, Optional: true},
+		{Name: "cuStreamSetAttribute", Addr: &f.cuStreamSetAttribute, Optional: true},
 	}
 }
 

@@ -273,3 +273,18 @@ func TestStrings(t *testing.T) {
 		t.Fatalf("CopyResult.String = %q", r.String())
 	}
 }
+
+// TestAccessPolicyWindowLayout: the window and the attribute union the driver reads through
+// cuStreamSetAttribute have cuda.h's sizes and offsets (CUaccessPolicyWindow: base_ptr 0,
+// num_bytes 8, hitRatio 16, hitProp 20, missProp 24, 32 bytes; CUlaunchAttributeValue 64).
+func TestAccessPolicyWindowLayout(t *testing.T) {
+	var w accessPolicyWindow
+	got := []uintptr{unsafe.Offsetof(w.base), unsafe.Offsetof(w.bytes), unsafe.Offsetof(w.hitRatio), unsafe.Offsetof(w.hitProp),
+		unsafe.Offsetof(w.missProp), unsafe.Sizeof(w), unsafe.Sizeof(streamAttrValue{})}
+	want := []uintptr{0, 8, 16, 20, 24, 32, 64}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("layout %v, want %v", got, want)
+		}
+	}
+}

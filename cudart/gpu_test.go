@@ -781,3 +781,59 @@ func BenchmarkStreamQuery(b *testing.B) {
 		}
 	}
 }
+
+// TestGPUPersistingL2: the set-aside reads back as set (within the driver's rounding and the
+// device's maximum), a stream takes a persisting window over an allocation and clears it, and
+// bad arguments are refused before the driver.
+func TestGPUPersistingL2(t *testing.T) {
+	dev := gpu(t)
+	maxPersist, err := dev.Attribute(AttrMaxPersistingL2CacheSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if maxPersist == 0 {
+		t.Skip("this GPU has no persisting L2 (AttrMaxPersistingL2CacheSize 0)")
+	}
+	want := min(maxPersist, 4<<20)
+	if err := dev.SetPersistingL2(want); err != nil {
+		t.Fatal(err)
+	}
+	defer dev.SetPersistingL2(0)
+	got, err := dev.PersistingL2()
+	if err != nil || got == 0 || got > maxPersist {
+		t.Fatalf("PersistingL2 = %d, %v after setting %d (max %d)", got, err, want, maxPersist)
+	}
+	m, err := dev.AllocDevice(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s, err := dev.NewStream(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.SetAccessPolicyWindow(m.Ptr(), 1<<20, 1, AccessPersisting, AccessStreaming); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.MemsetAsync(m.Ptr(), 7, 1<<20, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetAccessPolicyWindow(0, 0, 0, AccessNormal, AccessNormal); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []struct {
+		n int
+		r float32
+	}{{-1, 1}, {1, -0.5}, {1, 1.5}, {1, float32(math.NaN())}} {
+		if err := s.SetAccessPolicyWindow(m.Ptr(), bad.n, bad.r, AccessPersisting, AccessNormal); err == nil {
+			t.Errorf("window of %d bytes, ratio %v accepted", bad.n, bad.r)
+		}
+	}
+	if err := dev.SetPersistingL2(-1); err == nil {
+		t.Error("negative set-aside accepted")
+	}
+}

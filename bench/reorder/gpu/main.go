@@ -120,7 +120,25 @@ func main() {
 	timing := flag.String("timing", "queued", "queued: GPU time of launches queued ahead; launch: launched back to back from the CPU")
 	variants := flag.String("variants", "", "PTX of reorder.cu built with -DREORDER_VARIANTS: time the widening-kernel variants against -variants-base and -ptx, then exit")
 	variantsBase := flag.String("variants-base", "", "PTX holding the previous kernels (variant 0), for -variants")
+	distinct := flag.Int("distinct", 0, "K > 0: time copy, memset and our kernels on one batch repeated, on K distinct batches in turn, and (with -l2-persist-mb) with the input in a persisting L2 window, then exit (distinct.go)")
+	persistMB := flag.Int("l2-persist-mb", 0, "with -distinct: L2 set-aside for the persisting input window, MiB (0: skip that column)")
 	flag.Parse()
+	if *distinct > 0 {
+		var ptx []byte
+		if *ptxFile != "" {
+			b, err := os.ReadFile(*ptxFile)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "bench/reorder/gpu:", err)
+				os.Exit(1)
+			}
+			ptx = b
+		}
+		if err := runDistinct(*ptxFile, ptx, ints(*sizes), ints(*batches), convPairs(*convList), *distinct, *persistMB, *target); err != nil {
+			fmt.Fprintln(os.Stderr, "bench/reorder/gpu:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *variants != "" {
 		if err := runVariants(*variants, *variantsBase, *ptxFile, ints(*sizes), ints(*batches), *target); err != nil {
 			fmt.Fprintln(os.Stderr, "bench/reorder/gpu:", err)
