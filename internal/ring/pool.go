@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/daqiri-go/daqiri/internal/osthread"
-	"github.com/daqiri-go/daqiri/internal/release"
 )
 
 // Pool hands out indices 0..n-1 of equally sized buffers. It is a lock-free LIFO stack
@@ -147,7 +146,7 @@ func (p *Pool) GetBurst(dst []uint32) int {
 func (p *Pool) Put(idx uint32) {
 	for spins := 0; ; spins = backoff(spins) {
 		h := p.head.Load()
-		release.StoreUint64(&p.link[idx], uint64(p.depth(h)+1)<<32|uint64(uint32(h)))
+		storeRelease64(&p.link[idx], uint64(p.depth(h)+1)<<32|uint64(uint32(h)))
 		if p.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(idx+1)) {
 			return
 		}
@@ -166,9 +165,9 @@ func (p *Pool) PutBulk(idx []uint32) {
 		h := p.head.Load()
 		d := p.depth(h)
 		for i := uint32(0); i+1 < k; i++ {
-			release.StoreUint64(&p.link[idx[i]], uint64(d+k-i)<<32|uint64(idx[i+1]+1))
+			storeRelease64(&p.link[idx[i]], uint64(d+k-i)<<32|uint64(idx[i+1]+1))
 		}
-		release.StoreUint64(&p.link[idx[k-1]], uint64(d+1)<<32|uint64(uint32(h)))
+		storeRelease64(&p.link[idx[k-1]], uint64(d+1)<<32|uint64(uint32(h)))
 		if p.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(idx[0]+1)) {
 			return
 		}

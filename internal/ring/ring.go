@@ -20,8 +20,6 @@ import (
 	"fmt"
 	"reflect"
 	"sync/atomic"
-
-	"github.com/daqiri-go/daqiri/internal/release"
 )
 
 // gap is how far apart two fields written by different threads sit: two 64-byte lines,
@@ -55,58 +53,40 @@ type Ring[T any] struct {
 	_   [gap - 4]byte
 	deq uint32
 	_   [gap - 4]byte
-	// deqSeen is the producer's last view of deq (SPSC only): a producer reads the consumer's
-	// cursor only when this cached copy says the ring is full, so in steady state the two
-	// threads never read each other's cache line. Each cached copy has a line of its own, not
-	// the line of its side's cursor: a side waiting on a full or empty ring rewrites its copy
-	// on every try, and if that line were the one the other side polls, every try would take
-	// the line away from the poller and delay the other side's next cursor store.
-	deqSeen uint32
-	_       [gap - 4]byte
-	enqSeen uint32 // the consumer's last view of enq (SPSC only)
-	_       [gap - 4]byte
-	mask    uint32
-	size    uint32
-	sp      bool
-	sc      bool
-	spsc    bool
+	// h is the whole ring in SPSC mode (every method hands over to it); nil otherwise.
+	h    *Handoff[T]
+	mask uint32
+	size uint32
+	sp   bool
+	sc   bool
 	// clear says a consumer must zero dequeued values: only when T holds pointers, so the
-	// ring keeps nothing reachable. For pointer-free T an SPSC consumer never writes a slot,
-	// and the slots' cache lines are not bounced between the producer and the consumer.
+	// ring keeps nothing reachable.
 	clear bool
 	slots []slot[T]
-	vals  []T // SPSC only: values without per-slot sequence numbers
 	_     [gap]byte
 }
 
 // New returns a ring that holds at least capacity values (rounded up to a power of two, at
 // least 2).
 func New[T any](capacity int, mode Mode) (*Ring[T], error) {
-	if capacity <= 0 || capacity > 1<<30 {
-		return nil, fmt.Errorf("ring: capacity %d out of range 1..%d", capacity, 1<<30)
-	}
-	// At least two slots: with one, "full in this lap" and "free in the next" share a
-	// sequence number.
-	size := uint32(2)
-	for int(size) < capacity {
-		size <<= 1
-	}
-	r := &Ring[T]{
-		mask:  size - 1,
-		size:  size,
-		sp:    mode == SPSC || mode == SPMC,
-		sc:    mode == SPSC || mode == MPSC,
-		clear: hasPointers(reflect.TypeFor[T]()),
-		slots: make([]slot[T], size),
+	size, err := roundSize(capacity)
+	if err != nil {
+		return nil, err
 	}
 	if mode == SPSC {
 		// One producer and one consumer: the cursors alone order the slots (a Lamport
 		// queue), so the slots carry no sequence numbers and a bulk call costs one cursor
 		// store however many values it moves.
-		r.spsc = true
-		r.slots = nil
-		r.vals = make([]T, size)
-		return r, nil
+		h, _ := NewHandoff[T](capacity)
+		return &Ring[T]{h: h, mask: size - 1, size: size}, nil
+	}
+	r := &Ring[T]{
+		mask:  size - 1,
+		size:  size,
+		sp:    mode == SPMC,
+		sc:    mode == MPSC,
+		clear: hasPointers(reflect.TypeFor[T]()),
+		slots: make([]slot[T], size),
 	}
 	for i := range r.slots {
 		r.slots[i].seq = uint32(i)
@@ -114,27 +94,35 @@ func New[T any](capacity int, mode Mode) (*Ring[T], error) {
 	return r, nil
 }
 
+// roundSize checks a capacity and rounds it up to a power of two, at least 2: with one slot,
+// "full in this lap" and "free in the next" would share a sequence number.
+func roundSize(capacity int) (uint32, error) {
+	if capacity <= 0 || capacity > 1<<30 {
+		return 0, fmt.Errorf("ring: capacity %d out of range 1..%d", capacity, 1<<30)
+	}
+	size := uint32(2)
+	for int(size) < capacity {
+		size <<= 1
+	}
+	return size, nil
+}
+
 // Cap is the number of values the ring can hold.
 func (r *Ring[T]) Cap() int { return int(r.size) }
 
 // Len is the number of values in the ring (a snapshot; claimed slots count as used).
 func (r *Ring[T]) Len() int {
+	if r.h != nil {
+		return r.h.Len()
+	}
 	n := int32(atomic.LoadUint32(&r.enq) - atomic.LoadUint32(&r.deq))
 	return int(min(max(n, 0), int32(r.size)))
 }
 
 // Enqueue adds one value and reports whether there was room.
 func (r *Ring[T]) Enqueue(v T) bool {
-	if r.spsc {
-		pos := atomic.LoadUint32(&r.enq)
-		if pos-r.deqSeen == r.size {
-			if r.deqSeen = atomic.LoadUint32(&r.deq); pos-r.deqSeen == r.size {
-				return false
-			}
-		}
-		r.vals[pos&r.mask] = v
-		release.StoreUint32(&r.enq, pos+1)
-		return true
+	if r.h != nil {
+		return r.h.Enqueue(v)
 	}
 	var one [1]T
 	one[0] = v
@@ -149,21 +137,8 @@ func (r *Ring[T]) EnqueueBurst(vs []T) int { return r.enqueue(vs, false) }
 
 // Dequeue removes one value; ok is false when the ring is empty.
 func (r *Ring[T]) Dequeue() (v T, ok bool) {
-	if r.spsc {
-		pos := atomic.LoadUint32(&r.deq)
-		if pos == r.enqSeen {
-			if r.enqSeen = atomic.LoadUint32(&r.enq); pos == r.enqSeen {
-				return v, false
-			}
-		}
-		s := &r.vals[pos&r.mask]
-		if r.clear {
-			v, *s = *s, v
-		} else {
-			v = *s
-		}
-		release.StoreUint32(&r.deq, pos+1)
-		return v, true
+	if r.h != nil {
+		return r.h.Dequeue()
 	}
 	var one [1]T
 	if r.dequeue(one[:], true) == 1 {
@@ -203,7 +178,7 @@ func (r *Ring[T]) claim(cur *uint32, want uint32, all, single bool, offset uint3
 			return pos, 0
 		}
 		if single {
-			release.StoreUint32(cur, pos+k)
+			storeRelease32(cur, pos+k)
 			return pos, k
 		}
 		if atomic.CompareAndSwapUint32(cur, pos, pos+k) {
@@ -213,8 +188,8 @@ func (r *Ring[T]) claim(cur *uint32, want uint32, all, single bool, offset uint3
 }
 
 func (r *Ring[T]) enqueue(vs []T, all bool) int {
-	if r.spsc {
-		return r.enqueueSPSC(vs, all)
+	if r.h != nil {
+		return r.h.enqueue(vs, all)
 	}
 	want := uint32(min(len(vs), int(r.size)))
 	if want == 0 || (all && len(vs) > int(r.size)) {
@@ -229,8 +204,8 @@ func (r *Ring[T]) enqueue(vs []T, all bool) int {
 }
 
 func (r *Ring[T]) dequeue(dst []T, all bool) int {
-	if r.spsc {
-		return r.dequeueSPSC(dst, all)
+	if r.h != nil {
+		return r.h.dequeue(dst, all)
 	}
 	want := uint32(min(len(dst), int(r.size)))
 	if want == 0 || (all && len(dst) > int(r.size)) {
@@ -275,55 +250,7 @@ func (r *Ring[T]) publish(pos, n, offset uint32) {
 			s.seq = pos + i + offset
 		}
 	}
-	release.StoreUint32(&r.slots[pos&r.mask].seq, pos+offset)
-}
-
-// enqueueSPSC is the single-producer path: the values are written, then one release store of
-// the cursor publishes them all.
-func (r *Ring[T]) enqueueSPSC(vs []T, all bool) int {
-	pos := atomic.LoadUint32(&r.enq) // only this thread writes it
-	free := r.size - (pos - r.deqSeen)
-	if uint32(min(len(vs), int(r.size))) > free {
-		r.deqSeen = atomic.LoadUint32(&r.deq)
-		free = r.size - (pos - r.deqSeen)
-	}
-	n := uint32(min(len(vs), int(free)))
-	if n == 0 || (all && int(n) < len(vs)) {
-		return 0
-	}
-	i := pos & r.mask
-	k := copy(r.vals[i:], vs[:n])
-	copy(r.vals, vs[k:n])
-	release.StoreUint32(&r.enq, pos+n)
-	return int(n)
-}
-
-// dequeueSPSC is the single-consumer path: the values are read (and the slots cleared when
-// they hold pointers, so the ring keeps nothing reachable), then one release store of the
-// cursor hands the slots back.
-func (r *Ring[T]) dequeueSPSC(dst []T, all bool) int {
-	pos := atomic.LoadUint32(&r.deq) // only this thread writes it
-	avail := r.enqSeen - pos
-	if uint32(min(len(dst), int(r.size))) > avail {
-		r.enqSeen = atomic.LoadUint32(&r.enq)
-		avail = r.enqSeen - pos
-	}
-	n := uint32(min(len(dst), int(avail)))
-	if n == 0 || (all && int(n) < len(dst)) {
-		return 0
-	}
-	i := pos & r.mask
-	k := copy(dst[:n], r.vals[i:])
-	copy(dst[k:n], r.vals)
-	if r.clear {
-		end := min(i+n, r.size)
-		clear(r.vals[i:end])
-		if rest := n - (end - i); rest > 0 {
-			clear(r.vals[:rest])
-		}
-	}
-	release.StoreUint32(&r.deq, pos+n)
-	return int(n)
+	storeRelease32(&r.slots[pos&r.mask].seq, pos+offset)
 }
 
 // hasPointers reports whether values of t can hold pointers the garbage collector follows.

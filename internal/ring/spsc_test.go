@@ -2,7 +2,11 @@ package ring
 
 import (
 	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
 	"reflect"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,7 +86,7 @@ func TestSPSCClearsSlots(t *testing.T) {
 		if !r.DequeueBulk(dst) {
 			t.Fatalf("round %d: dequeue failed", round)
 		}
-		for i, v := range r.vals {
+		for i, v := range r.h.vals {
 			if v != nil {
 				t.Fatalf("round %d: slot %d still holds a pointer", round, i)
 			}
@@ -97,28 +101,40 @@ func TestSPSCClearsSlots(t *testing.T) {
 // side only when its cached copy says full or empty), and a waiting side that rewrites its
 // cached copy does not touch the line the other side polls.
 func TestCursorPadding(t *testing.T) {
-	var r Ring[uint64]
-	line := func(off uintptr) uintptr { return off / gap }
-	offs := map[string]uintptr{
-		"enq":     unsafe.Offsetof(r.enq),
-		"deq":     unsafe.Offsetof(r.deq),
-		"deqSeen": unsafe.Offsetof(r.deqSeen),
-		"enqSeen": unsafe.Offsetof(r.enqSeen),
-		"mask":    unsafe.Offsetof(r.mask),
-	}
+	var h Handoff[uint64]
+	apart(t, unsafe.Sizeof(h), unsafe.Offsetof(h.vals), map[string]uintptr{
+		"enq":     unsafe.Offsetof(h.enq),
+		"deq":     unsafe.Offsetof(h.deq),
+		"deqSeen": unsafe.Offsetof(h.deqSeen),
+		"enqSeen": unsafe.Offsetof(h.enqSeen),
+		"mask":    unsafe.Offsetof(h.mask),
+	})
+	var r Ring[uint64] // the other modes: the two cursors and the read-mostly fields
+	apart(t, unsafe.Sizeof(r), unsafe.Offsetof(r.slots), map[string]uintptr{
+		"enq":  unsafe.Offsetof(r.enq),
+		"deq":  unsafe.Offsetof(r.deq),
+		"mask": unsafe.Offsetof(r.mask),
+	})
+}
+
+// apart checks that the fields at offs lie in different 128-byte blocks wherever the struct
+// starts, none shares a block with what precedes the struct, and the last read-mostly field
+// (at last) is a block away from what follows it.
+func apart(t *testing.T, size, last uintptr, offs map[string]uintptr) {
+	t.Helper()
 	for a, oa := range offs {
 		if oa < gap {
-			t.Fatalf("%s at %d shares a line with whatever precedes the ring", a, oa)
+			t.Fatalf("%s at %d shares a block with whatever precedes the ring", a, oa)
 		}
 		for b, ob := range offs {
-			// Offsets at least a line apart stay on different lines wherever the ring starts.
-			if a != b && line(oa) == line(ob) || a != b && max(oa, ob)-min(oa, ob) < gap {
-				t.Fatalf("%s@%d and %s@%d share a cache line", a, oa, b, ob)
+			// Offsets at least a block apart stay in different blocks wherever the ring starts.
+			if a != b && max(oa, ob)-min(oa, ob) < gap {
+				t.Fatalf("%s@%d and %s@%d share a 128-byte block", a, oa, b, ob)
 			}
 		}
 	}
-	if end := unsafe.Sizeof(r); end-unsafe.Offsetof(r.vals) < gap {
-		t.Fatalf("no padding after the read-mostly fields (size %d)", end)
+	if size-last < gap {
+		t.Fatalf("no padding after the read-mostly fields (size %d)", size)
 	}
 }
 
@@ -145,5 +161,130 @@ func TestHasPointers(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("hasPointers = %v, want %v", c.got, c.want)
 		}
+	}
+}
+
+// TestHandoffInlined: where another package instantiates them (testdata/inline, as the
+// engines and applications do), Handoff's single-value calls are inlined into the caller and
+// no ring path calls the release store instead of inlining it: a call around every cursor
+// store or every single-value handoff made the handoff between two cores several times slower
+// (release.go, BENCHMARKS.md issue 18 third step). Reads the compiled code with
+// `go tool objdump`.
+func TestHandoffInlined(t *testing.T) {
+	if runtime.GOARCH != "amd64" || raceEnabled {
+		t.Skip("storeRelease32 is a plain store on amd64 without -race only")
+	}
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	bin := filepath.Join(t.TempDir(), "inline")
+	if out, err := exec.Command(gobin, "build", "-o", bin, "./testdata/inline").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./testdata/inline: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin).CombinedOutput(); err != nil || string(out) != "45 0\n" {
+		t.Fatalf("testdata/inline: %q, %v", out, err)
+	}
+	for fn, banned := range map[string][]string{
+		`main\.handoffLoop$`: {"Handoff[go.shape.uint64]).Enqueue", "Handoff[go.shape.uint64]).Dequeue", "ring.storeRelease"},
+		`ring\.\(\*Handoff\[go\.shape\.uint64\]\)\.(enqueue|dequeue)$`: {"ring.storeRelease"},
+		`ring\.\(\*Ring\[go\.shape\.uint64\]\)\.(claim|publish)$`:      {"ring.storeRelease"},
+	} {
+		out, err := exec.Command(gobin, "tool", "objdump", "-s", fn, bin).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go tool objdump: %v\n%s", err, out)
+		}
+		if !strings.Contains(string(out), "TEXT ") {
+			t.Fatalf("%s: not found in %s", fn, bin)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			for _, b := range banned {
+				if strings.Contains(line, "CALL") && strings.Contains(line, b) {
+					t.Errorf("%s calls %s:\n%s", fn, b, line)
+				}
+			}
+		}
+	}
+}
+
+func mustHandoff(t *testing.T, n int) *Handoff[uint64] {
+	t.Helper()
+	h, err := NewHandoff[uint64](n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestHandoffDirect: Handoff used on its own (as daqiri-ringbench's SPSC cases do) keeps FIFO
+// order and loses nothing across two goroutines with single and bulk calls mixed at random,
+// holds exactly Cap values, and refuses bad capacities.
+func TestHandoffDirect(t *testing.T) {
+	for _, c := range []int{0, -1, 1<<30 + 1} {
+		if _, err := NewHandoff[uint64](c); err == nil {
+			t.Errorf("capacity %d accepted", c)
+		}
+	}
+	h := mustHandoff(t, 5)
+	if h.Cap() != 8 {
+		t.Fatalf("Cap %d, want 8", h.Cap())
+	}
+	for i := range 8 {
+		if !h.Enqueue(uint64(i)) {
+			t.Fatalf("enqueue %d of 8 refused", i)
+		}
+	}
+	if h.Enqueue(99) || h.Len() != 8 {
+		t.Fatalf("a full handoff took a ninth value (len %d)", h.Len())
+	}
+	for range 8 {
+		h.Dequeue()
+	}
+	if _, ok := h.Dequeue(); ok || h.Len() != 0 {
+		t.Fatal("an empty handoff gave a value")
+	}
+
+	const total = 200000
+	h = mustHandoff(t, 64)
+	deadline := time.Now().Add(30 * time.Second)
+	seed := rand.Uint64()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		r := rand.New(rand.NewPCG(seed, 1))
+		buf := make([]uint64, 16)
+		for next := uint64(0); next < total && time.Now().Before(deadline); {
+			if r.IntN(2) == 0 {
+				if h.Enqueue(next) {
+					next++
+				}
+				continue
+			}
+			n := min(1+r.IntN(len(buf)), int(total-next))
+			for i := range n {
+				buf[i] = next + uint64(i)
+			}
+			next += uint64(h.EnqueueBurst(buf[:n]))
+		}
+	})
+	r := rand.New(rand.NewPCG(seed, 2))
+	dst := make([]uint64, 16)
+	want := uint64(0)
+	for want < total && time.Now().Before(deadline) {
+		if r.IntN(2) == 0 {
+			if v, ok := h.Dequeue(); ok {
+				if v != want {
+					t.Fatalf("got %d, want %d (seed %d)", v, want, seed)
+				}
+				want++
+			}
+			continue
+		}
+		for _, v := range dst[:h.DequeueBurst(dst[:1+r.IntN(len(dst))])] {
+			if v != want {
+				t.Fatalf("got %d, want %d (seed %d)", v, want, seed)
+			}
+			want++
+		}
+	}
+	wg.Wait()
+	if want != total {
+		t.Fatalf("%d of %d values arrived before the deadline (seed %d)", want, total, seed)
 	}
 }

@@ -351,53 +351,22 @@ func run(c bench, items int, useChan bool, o opts) float64 {
 					}
 				})
 			}
+		} else if c.mode == ring.SPSC {
+			// One producer, one consumer: the ring's SPSC mode is a Handoff, used directly so
+			// that its single-value calls are inlined into the loop as upstream's are.
+			h, _ := ring.NewHandoff[uint64](1024)
+			spawn(func(w *waiter) { handoffProduce(w, per, c.bulk, h) })
+			spawn(func(w *waiter) { handoffConsume(w, share(0), c.bulk, h) })
 		} else {
 			r, _ := ring.New[uint64](1024, c.mode)
 			for p := 0; p < c.prod; p++ {
-				spawn(func(w *waiter) {
-					buf := make([]uint64, c.bulk)
-					for i := range buf {
-						buf[i] = uint64(i + 1)
-					}
-					for i := 0; i < per; i += c.bulk {
-						if c.bulk == 1 { // single operations, as upstream's single cases
-							for !r.Enqueue(buf[0]) {
-								w.wait()
-							}
-							w.done()
-							continue
-						}
-						for !r.EnqueueBulk(buf) {
-							w.wait()
-						}
-						w.done()
-					}
-				})
+				spawn(func(w *waiter) { produce(w, per, c.bulk, r.Enqueue, r.EnqueueBulk) })
 			}
 			// Each consumer takes a fixed share with all-or-nothing bulk calls: no counter
 			// shared between threads, so the harness adds no atomics of its own.
 			for k := 0; k < c.cons; k++ {
 				n := share(k)
-				spawn(func(w *waiter) {
-					buf := make([]uint64, c.bulk)
-					for got := 0; got < n; {
-						if c.bulk == 1 {
-							if _, ok := r.Dequeue(); ok {
-								got++
-								w.done()
-							} else {
-								w.wait()
-							}
-							continue
-						}
-						if r.DequeueBulk(buf) {
-							got += len(buf)
-							w.done()
-						} else {
-							w.wait()
-						}
-					}
-				})
+				spawn(func(w *waiter) { consume(w, n, c.bulk, r.Dequeue, r.DequeueBulk) })
 			}
 		}
 	}
@@ -405,4 +374,84 @@ func run(c bench, items int, useChan bool, o opts) float64 {
 	close(startc)
 	wg.Wait()
 	return float64(total) / time.Since(t0).Seconds() / 1e6
+}
+
+// produce moves per values with single calls (bulk 1, as upstream's single cases) or
+// all-or-nothing bulk calls.
+func produce(w *waiter, per, bulk int, one func(uint64) bool, bulkOne func([]uint64) bool) {
+	buf := make([]uint64, bulk)
+	for i := range buf {
+		buf[i] = uint64(i + 1)
+	}
+	for i := 0; i < per; i += bulk {
+		if bulk == 1 {
+			for !one(buf[0]) {
+				w.wait()
+			}
+		} else {
+			for !bulkOne(buf) {
+				w.wait()
+			}
+		}
+		w.done()
+	}
+}
+
+// consume takes n values the same way.
+func consume(w *waiter, n, bulk int, one func() (uint64, bool), bulkOne func([]uint64) bool) {
+	buf := make([]uint64, bulk)
+	for got := 0; got < n; {
+		ok := false
+		if bulk == 1 {
+			_, ok = one()
+		} else {
+			ok = bulkOne(buf)
+		}
+		if ok {
+			got += bulk
+			w.done()
+		} else {
+			w.wait()
+		}
+	}
+}
+
+// handoffProduce is produce on a Handoff, calling its methods directly: through a function
+// value (or a generic type parameter) they could not be inlined into the loop.
+func handoffProduce(w *waiter, per, bulk int, h *ring.Handoff[uint64]) {
+	buf := make([]uint64, bulk)
+	for i := range buf {
+		buf[i] = uint64(i + 1)
+	}
+	for i := 0; i < per; i += bulk {
+		if bulk == 1 {
+			for !h.Enqueue(buf[0]) {
+				w.wait()
+			}
+		} else {
+			for !h.EnqueueBulk(buf) {
+				w.wait()
+			}
+		}
+		w.done()
+	}
+}
+
+// handoffConsume is consume on a Handoff.
+func handoffConsume(w *waiter, n, bulk int, h *ring.Handoff[uint64]) {
+	buf := make([]uint64, bulk)
+	for got := 0; got < n; {
+		ok := false
+		if bulk == 1 {
+			_, ok = h.Dequeue()
+		} else {
+			ok = h.DequeueBulk(buf)
+		}
+		if ok {
+			got += bulk
+			w.done()
+		} else {
+			w.wait()
+		}
+	}
 }

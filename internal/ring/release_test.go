@@ -1,4 +1,4 @@
-package release
+package ring
 
 import (
 	"sync"
@@ -11,14 +11,14 @@ import (
 func TestStoreUint32(t *testing.T) {
 	var w uint32
 	for _, v := range []uint32{1, 0xffffffff, 0, 0x80000001} {
-		StoreUint32(&w, v)
+		storeRelease32(&w, v)
 		if got := atomic.LoadUint32(&w); got != v {
 			t.Fatalf("stored %#x, loaded %#x", v, got)
 		}
 	}
 	var d uint64
 	for _, v := range []uint64{1, 0xffffffff_00000001, 0, 1 << 63} {
-		StoreUint64(&d, v)
+		storeRelease64(&d, v)
 		if got := atomic.LoadUint64(&d); got != v {
 			t.Fatalf("stored %#x, loaded %#x", v, got)
 		}
@@ -47,7 +47,7 @@ func TestPublishes(t *testing.T) {
 			for i := range buf {
 				buf[i] = uint64(r)<<8 | uint64(i)
 			}
-			StoreUint32(&seq, r)
+			storeRelease32(&seq, r)
 		}
 	})
 	wg.Go(func() {
@@ -64,7 +64,7 @@ func TestPublishes(t *testing.T) {
 					return
 				}
 			}
-			StoreUint32(&ack, r)
+			storeRelease32(&ack, r)
 		}
 	})
 	wg.Wait()

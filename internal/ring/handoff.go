@@ -1,0 +1,151 @@
+package ring
+
+import (
+	"reflect"
+	"sync/atomic"
+)
+
+// Handoff is a bounded FIFO between exactly one producer goroutine and one consumer goroutine
+// at a time: a Lamport queue whose cursors alone order the slots, so the slots carry no
+// sequence numbers and a bulk call costs one cursor store however many values it moves. It is
+// what a Ring in SPSC mode runs on; using it directly lets the compiler inline the single-value
+// Enqueue and Dequeue into the caller, which a Ring's mode dispatch prevents. The zero value is
+// not usable; call NewHandoff.
+type Handoff[T any] struct {
+	_   [gap]byte
+	enq uint32 // written by the producer only (release.StoreUint32), loaded atomically
+	_   [gap - 4]byte
+	deq uint32 // written by the consumer only
+	_   [gap - 4]byte
+	// deqSeen is the producer's last view of deq: a producer reads the consumer's cursor only
+	// when this cached copy says the ring is full, so in steady state the two threads never
+	// read each other's cursor line. Each cached copy has a block of its own, not the block of
+	// its side's cursor: a side waiting on a full or empty ring rewrites its copy on every try,
+	// and if that were the line the other side polls, every try would take the line away from
+	// the poller and delay the other side's next cursor store.
+	deqSeen uint32
+	_       [gap - 4]byte
+	enqSeen uint32 // the consumer's last view of enq
+	_       [gap - 4]byte
+	mask    uint32
+	size    uint32
+	// clear says the consumer must zero dequeued values: only when T holds pointers, so the
+	// ring keeps nothing reachable. For pointer-free T the consumer never writes a slot, and
+	// the slots' lines are not bounced between the two sides.
+	clear bool
+	vals  []T
+	_     [gap]byte
+}
+
+// NewHandoff returns a handoff ring that holds at least capacity values (rounded up to a power
+// of two, at least 2).
+func NewHandoff[T any](capacity int) (*Handoff[T], error) {
+	size, err := roundSize(capacity)
+	if err != nil {
+		return nil, err
+	}
+	return &Handoff[T]{mask: size - 1, size: size, clear: hasPointers(reflect.TypeFor[T]()), vals: make([]T, size)}, nil
+}
+
+// Cap is the number of values the ring can hold.
+func (h *Handoff[T]) Cap() int { return int(h.size) }
+
+// Len is the number of values in the ring (a snapshot).
+func (h *Handoff[T]) Len() int {
+	n := int32(atomic.LoadUint32(&h.enq) - atomic.LoadUint32(&h.deq))
+	return int(min(max(n, 0), int32(h.size)))
+}
+
+// Enqueue adds one value and reports whether there was room; producer only.
+//
+// It has no calls, so that it stays under the compiler's inlining budget: a call around every
+// single-value handoff made it several times slower between two cores (BENCHMARKS.md, issue
+// 18 third step; TestHandoffInlined checks it).
+func (h *Handoff[T]) Enqueue(v T) bool {
+	pos := atomic.LoadUint32(&h.enq) // only this thread writes it
+	if pos-h.deqSeen == h.size {
+		if h.deqSeen = atomic.LoadUint32(&h.deq); pos-h.deqSeen == h.size {
+			return false
+		}
+	}
+	h.vals[pos&h.mask] = v
+	storeRelease32(&h.enq, pos+1)
+	return true
+}
+
+// Dequeue removes one value; ok is false when the ring is empty. Consumer only; inlined like
+// Enqueue.
+func (h *Handoff[T]) Dequeue() (v T, ok bool) {
+	pos := atomic.LoadUint32(&h.deq) // only this thread writes it
+	if pos == h.enqSeen {
+		if h.enqSeen = atomic.LoadUint32(&h.enq); pos == h.enqSeen {
+			return v, false
+		}
+	}
+	s := &h.vals[pos&h.mask]
+	v = *s
+	if h.clear {
+		var zero T
+		*s = zero
+	}
+	storeRelease32(&h.deq, pos+1)
+	return v, true
+}
+
+// EnqueueBulk adds all of vs or none of them; producer only.
+func (h *Handoff[T]) EnqueueBulk(vs []T) bool { return h.enqueue(vs, true) == len(vs) }
+
+// EnqueueBurst adds as many of vs as fit and returns how many; producer only.
+func (h *Handoff[T]) EnqueueBurst(vs []T) int { return h.enqueue(vs, false) }
+
+// DequeueBulk fills all of dst or takes nothing, and reports which; consumer only.
+func (h *Handoff[T]) DequeueBulk(dst []T) bool { return h.dequeue(dst, true) == len(dst) }
+
+// DequeueBurst fills as much of dst as there are values and returns how many; consumer only.
+func (h *Handoff[T]) DequeueBurst(dst []T) int { return h.dequeue(dst, false) }
+
+// enqueue writes the values, then one release store of the cursor publishes them all.
+func (h *Handoff[T]) enqueue(vs []T, all bool) int {
+	pos := atomic.LoadUint32(&h.enq)
+	free := h.size - (pos - h.deqSeen)
+	if uint32(min(len(vs), int(h.size))) > free {
+		h.deqSeen = atomic.LoadUint32(&h.deq)
+		free = h.size - (pos - h.deqSeen)
+	}
+	n := uint32(min(len(vs), int(free)))
+	if n == 0 || (all && int(n) < len(vs)) {
+		return 0
+	}
+	i := pos & h.mask
+	k := copy(h.vals[i:], vs[:n])
+	copy(h.vals, vs[k:n])
+	storeRelease32(&h.enq, pos+n)
+	return int(n)
+}
+
+// dequeue reads the values (and clears the slots when they hold pointers), then one release
+// store of the cursor hands the slots back.
+func (h *Handoff[T]) dequeue(dst []T, all bool) int {
+	pos := atomic.LoadUint32(&h.deq)
+	avail := h.enqSeen - pos
+	if uint32(min(len(dst), int(h.size))) > avail {
+		h.enqSeen = atomic.LoadUint32(&h.enq)
+		avail = h.enqSeen - pos
+	}
+	n := uint32(min(len(dst), int(avail)))
+	if n == 0 || (all && int(n) < len(dst)) {
+		return 0
+	}
+	i := pos & h.mask
+	k := copy(dst[:n], h.vals[i:])
+	copy(dst[k:n], h.vals)
+	if h.clear {
+		end := min(i+n, h.size)
+		clear(h.vals[i:end])
+		if rest := n - (end - i); rest > 0 {
+			clear(h.vals[:rest])
+		}
+	}
+	storeRelease32(&h.deq, pos+n)
+	return int(n)
+}
