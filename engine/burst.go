@@ -199,6 +199,46 @@ func (b *Burst) AppendSegments(offs []uint64, lens []uint32, flowID uint32, tsNa
 	return i
 }
 
+// AppendPackets adds every packet of src at the same offsets and segment lengths, with flow
+// id 0 and receive time tsNanos, and returns the bytes they hold (for engines that hand a TX
+// burst's buffers on unchanged, as the loopback does: one copy per array instead of a call
+// per packet). src must have as many segments as b.
+func (b *Burst) AppendPackets(src *Burst, tsNanos int64) int {
+	i, n := b.n, src.n
+	total := 0
+	for s := 0; s < b.nsegs; s++ {
+		d, from := &b.segs[s], &src.segs[s]
+		d.off = append(d.off[:i], from.off[:n]...)
+		lens := from.len[:n]
+		d.len = append(d.len[:i], lens...)
+		for _, l := range lens {
+			total += int(l)
+		}
+	}
+	// append(x, make(...)...) extends in place (the compiler clears the new elements without
+	// allocating the temporary).
+	b.flow = append(b.flow[:i], make([]uint32, n)...)
+	b.freed = append(b.freed[:i], make([]uint8, n)...)
+	b.ts = append(b.ts[:i], make([]int64, n)...)
+	ts := b.ts[i:]
+	for k := range ts {
+		ts[k] = tsNanos
+	}
+	b.n += n
+	return total
+}
+
+// AnyTimestamp reports whether some packet carries a timestamp: on a TX burst, a send time
+// set with SetPacketTxTime (for engines, which then send packet by packet).
+func (b *Burst) AnyTimestamp() bool {
+	for _, t := range b.ts[:b.n] {
+		if t != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Cap is how many packets the burst can hold without growing.
 func (b *Burst) Cap() int { return cap(b.flow) }
 
@@ -353,6 +393,19 @@ func (b *Burst) SetRxTimestamp(i int, ns int64) { b.ts[i] = ns }
 
 // SetPacketLengths sets packet i's segment lengths, one per segment.
 func (b *Burst) SetPacketLengths(i int, lens ...int) error {
+	// The one-segment case first, without the loop and the error formatting; anything
+	// else, errors included, takes the general path.
+	if len(lens) == 1 && b.nsegs == 1 && uint(i) < uint(b.n) {
+		s := &b.segs[0]
+		if uint(lens[0]) <= uint(s.region.room(s.off[i])) {
+			s.len[i] = uint32(lens[0])
+			return nil
+		}
+	}
+	return b.setPacketLengths(i, lens)
+}
+
+func (b *Burst) setPacketLengths(i int, lens []int) error {
 	if i < 0 || i >= b.n || len(lens) != b.nsegs {
 		return fmt.Errorf("packet %d of %d with %d lengths for %d segments: %w", i, b.n, len(lens), b.nsegs, ErrInvalidParameter)
 	}
@@ -376,7 +429,7 @@ func (b *Burst) SetAllPacketLengths(lens ...int) error {
 
 func (b *Burst) setLen(s, i, l int) error {
 	r := b.segs[s].region
-	room := r.BufSize - int(b.segs[s].off[i]-r.bufStart(b.segs[s].off[i]))
+	room := r.room(b.segs[s].off[i])
 	if l < 0 || l > room {
 		return fmt.Errorf("segment %d of packet %d: length %d exceeds the %d-byte buffer of region %s: %w", s, i, l, room, r.Name, ErrInvalidParameter)
 	}
