@@ -25,7 +25,7 @@ import (
 type Engine struct {
 	env    *engine.Env
 	meta   *engine.MetaPool // RX bursts that point at TX buffers
-	ports  []*engine.Port // by port id; nil for ports of other engines
+	ports  []*engine.Port   // by port id; nil for ports of other engines
 	pacers map[*engine.TxQueue]*pacer
 	closed atomic.Bool
 }
