@@ -440,18 +440,40 @@ func (b *Burst) setLen(s, i, l int) error {
 // SetLen sets one segment length (for engines; no checks).
 func (b *Burst) SetLen(seg, i int, l uint32) { b.segs[seg].len[i] = l }
 
+// buf0 is SegmentBuffer(0, i), for the header helpers that run for every packet.
+func (b *Burst) buf0(i int) []byte {
+	if uint(i) >= uint(b.n) || b.nsegs == 0 {
+		return nil
+	}
+	s := &b.segs[0]
+	r := s.region
+	if r == nil || r.buf == nil {
+		return nil
+	}
+	o := s.off[i]
+	end := o + uint64(r.room(o))
+	return r.buf[o:end:end]
+}
+
+// headerRoom is packet i's segment 0 buffer when a header ending at byte end can be written
+// into it.
 func (b *Burst) headerRoom(i, end int) ([]byte, error) {
+	if buf := b.buf0(i); b.raw && len(buf) >= end {
+		return buf, nil
+	}
+	return nil, b.headerRoomErr(i, end)
+}
+
+// headerRoomErr says why headerRoom(i, end) has no buffer.
+func (b *Burst) headerRoomErr(i, end int) error {
 	if !b.raw {
-		return nil, fmt.Errorf("header helpers need a raw stream: %w", ErrNotSupported)
+		return fmt.Errorf("header helpers need a raw stream: %w", ErrNotSupported)
 	}
-	buf := b.SegmentBuffer(0, i)
+	buf := b.buf0(i)
 	if buf == nil {
-		return nil, fmt.Errorf("packet %d: no CPU-addressable segment 0: %w", i, ErrInvalidParameter)
+		return fmt.Errorf("packet %d: no CPU-addressable segment 0: %w", i, ErrInvalidParameter)
 	}
-	if len(buf) < end {
-		return nil, fmt.Errorf("packet %d: header ends at byte %d, buffer holds %d: %w", i, end, len(buf), ErrInvalidParameter)
-	}
-	return buf, nil
+	return fmt.Errorf("packet %d: header ends at byte %d, buffer holds %d: %w", i, end, len(buf), ErrInvalidParameter)
 }
 
 func (b *Burst) grow(i, end int) {
@@ -470,11 +492,12 @@ func (b *Burst) SetEthHeader(i int, dst, src net.HardwareAddr) error {
 	if len(dst) != 6 || (src != nil && len(src) != 6) {
 		return fmt.Errorf("packet %d: MAC addresses must be 6 bytes: %w", i, ErrInvalidParameter)
 	}
-	copy(buf[0:6], dst)
+	// Array copies: fixed-size moves instead of calls to memmove.
+	*(*[6]byte)(buf[0:6]) = [6]byte(dst)
 	if src != nil {
-		copy(buf[6:12], src)
+		*(*[6]byte)(buf[6:12]) = [6]byte(src)
 	} else {
-		clear(buf[6:12])
+		*(*[6]byte)(buf[6:12]) = [6]byte{}
 	}
 	binary.BigEndian.PutUint16(buf[12:14], 0x0800)
 	b.grow(i, EthHeaderLen)
@@ -492,17 +515,23 @@ func (b *Burst) SetIPv4Header(i, payloadLen int, proto uint8, src, dst netip.Add
 	if !src.Is4() || !dst.Is4() || payloadLen < 0 || payloadLen > 65535-IPv4HeaderLen {
 		return fmt.Errorf("packet %d: IPv4 header needs IPv4 addresses and a payload ≤ 65515 bytes: %w", i, ErrInvalidParameter)
 	}
-	h := buf[EthHeaderLen : EthHeaderLen+IPv4HeaderLen]
-	h[0], h[1] = 0x45, 0
-	binary.BigEndian.PutUint16(h[2:], uint16(IPv4HeaderLen+payloadLen))
-	binary.BigEndian.PutUint16(h[4:], 0)
-	binary.BigEndian.PutUint16(h[6:], 0x4000)
-	h[8], h[9] = 64, proto
-	h[10], h[11] = 0, 0
 	s4, d4 := src.As4(), dst.As4()
-	copy(h[12:16], s4[:])
-	copy(h[16:20], d4[:])
-	binary.BigEndian.PutUint16(h[10:], IPv4Checksum(h))
+	sa, da := binary.BigEndian.Uint32(s4[:]), binary.BigEndian.Uint32(d4[:])
+	total := uint32(IPv4HeaderLen + payloadLen)
+	// The header is five 32-bit words, and its checksum is computed from the values that go
+	// into them instead of reading the written bytes back: the same 16-bit one's-complement
+	// sum IPv4Checksum takes over the header (RFC 1071), of 0x4500, the total length, the
+	// zero identification, 0x4000 (don't fragment), TTL<<8|protocol and the address halves.
+	sum := 0x4500 + total + 0x4000 + (64<<8 | uint32(proto)) + sa>>16 + sa&0xffff + da>>16 + da&0xffff
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	h := buf[EthHeaderLen : EthHeaderLen+IPv4HeaderLen]
+	binary.BigEndian.PutUint32(h[0:], 0x45<<24|total)
+	binary.BigEndian.PutUint32(h[4:], 0x4000)
+	binary.BigEndian.PutUint32(h[8:], 64<<24|uint32(proto)<<16|uint32(^uint16(sum)))
+	binary.BigEndian.PutUint32(h[12:], sa)
+	binary.BigEndian.PutUint32(h[16:], da)
 	b.grow(i, EthHeaderLen+IPv4HeaderLen)
 	return nil
 }
@@ -540,23 +569,21 @@ func isIPv6(buf []byte) bool {
 // header). Over IPv4 the checksum is 0 (none), which IPv4 permits; over IPv6, where it is
 // mandatory, SetUDPPayload computes it.
 func (b *Burst) SetUDPHeader(i, payloadLen int, srcPort, dstPort uint16) error {
+	buf := b.buf0(i)
 	l3 := IPv4HeaderLen
-	if buf := b.SegmentBuffer(0, i); isIPv6(buf) {
+	if isIPv6(buf) {
 		l3 = IPv6HeaderLen
 	}
-	buf, err := b.headerRoom(i, EthHeaderLen+l3+UDPHeaderLen)
-	if err != nil {
-		return err
+	end := EthHeaderLen + l3 + UDPHeaderLen
+	if !b.raw || len(buf) < end {
+		return b.headerRoomErr(i, end)
 	}
 	if payloadLen < 0 || payloadLen > 65535-UDPHeaderLen {
 		return fmt.Errorf("packet %d: UDP payload %d out of range: %w", i, payloadLen, ErrInvalidParameter)
 	}
-	h := buf[EthHeaderLen+l3 : EthHeaderLen+l3+UDPHeaderLen]
-	binary.BigEndian.PutUint16(h[0:], srcPort)
-	binary.BigEndian.PutUint16(h[2:], dstPort)
-	binary.BigEndian.PutUint16(h[4:], uint16(UDPHeaderLen+payloadLen))
-	binary.BigEndian.PutUint16(h[6:], 0)
-	b.grow(i, EthHeaderLen+l3+UDPHeaderLen)
+	// Ports, length and a zero checksum in one 8-byte store.
+	binary.BigEndian.PutUint64(buf[end-UDPHeaderLen:end], uint64(srcPort)<<48|uint64(dstPort)<<32|uint64(UDPHeaderLen+payloadLen)<<16)
+	b.grow(i, end)
 	return nil
 }
 
