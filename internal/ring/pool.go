@@ -163,10 +163,27 @@ func (p *Pool) PutBulk(idx []uint32) {
 	for spins := 0; ; spins = backoff(spins) {
 		// Link the batch privately (the depths depend on the head this attempt splices
 		// onto), then splice it on top.
+		//
+		// The links are plain stores outside the race detector (release.StoreUint64 is a
+		// call per link, most of this loop's cost): these indices are this thread's until
+		// the compare-and-swap publishes them, and that CAS is a full barrier the compiler
+		// and the CPU keep every earlier store ahead of. The only thread that can read them
+		// meanwhile is a GetBulk walking from a stale head, whose own CAS then fails and
+		// discards what it read (a word-sized store does not tear where uint64 is a machine
+		// word; where it is not, a torn index is caught by the walk's bounds check and the
+		// failed CAS). Under the race detector the stores are atomic so that it can check
+		// the rest, as publish does in ring.go.
 		h := p.head.Load()
 		d := p.depth(h)
-		for i := uint32(0); i+1 < k; i++ {
-			release.StoreUint64(&p.link[idx[i]], uint64(d+k-i)<<32|uint64(idx[i+1]+1))
+		if raceEnabled {
+			for i := uint32(0); i+1 < k; i++ {
+				release.StoreUint64(&p.link[idx[i]], uint64(d+k-i)<<32|uint64(idx[i+1]+1))
+			}
+		} else {
+			link := p.link
+			for i := uint32(0); i+1 < k; i++ {
+				link[idx[i]] = uint64(d+k-i)<<32 | uint64(idx[i+1]+1)
+			}
 		}
 		release.StoreUint64(&p.link[idx[k-1]], uint64(d+1)<<32|uint64(uint32(h)))
 		if p.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(idx[0]+1)) {
