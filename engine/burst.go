@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
-	"math/bits"
 	"net"
 	"net/netip"
 
@@ -205,24 +204,35 @@ func (b *Burst) AppendSegments(offs []uint64, lens []uint32, flowID uint32, tsNa
 // per packet). src must have as many segments as b.
 func (b *Burst) AppendPackets(src *Burst, tsNanos int64) int {
 	i, n := b.n, src.n
+	// append(x, make(...)...) extends in place (the compiler clears the new elements without
+	// allocating the temporary).
+	b.flow = append(b.flow[:i], make([]uint32, n)...)
+	b.freed = append(b.freed[:i], make([]uint8, n)...)
+	b.ts = append(b.ts[:i], make([]int64, n)...)
 	total := 0
 	for s := 0; s < b.nsegs; s++ {
 		d, from := &b.segs[s], &src.segs[s]
 		d.off = append(d.off[:i], from.off[:n]...)
 		lens := from.len[:n]
 		d.len = append(d.len[:i], lens...)
+		if s == 0 {
+			ts := b.ts[i:]
+			ts = ts[:len(lens)]
+			for k, l := range lens {
+				ts[k] = tsNanos
+				total += int(l)
+			}
+			continue
+		}
 		for _, l := range lens {
 			total += int(l)
 		}
 	}
-	// append(x, make(...)...) extends in place (the compiler clears the new elements without
-	// allocating the temporary).
-	b.flow = append(b.flow[:i], make([]uint32, n)...)
-	b.freed = append(b.freed[:i], make([]uint8, n)...)
-	b.ts = append(b.ts[:i], make([]int64, n)...)
-	ts := b.ts[i:]
-	for k := range ts {
-		ts[k] = tsNanos
+	if b.nsegs == 0 {
+		ts := b.ts[i:]
+		for k := range ts {
+			ts[k] = tsNanos
+		}
 	}
 	b.n += n
 	return total
@@ -707,29 +717,33 @@ func (b *Burst) FreePackets() {
 			b.FreeAllSegment(s)
 			continue
 		}
-		bs := uint64(r.BufSize)
-		shift := -1 // a shift instead of a division for power-of-two buffer sizes
-		if bs&(bs-1) == 0 {
-			shift = bits.TrailingZeros64(bs)
-		}
 		bit := uint8(1) << s
-		k := 0
-		for i, o := range seg.off[:b.n] {
-			if b.freed[i]&bit != 0 {
-				continue
-			}
-			b.freed[i] |= bit
-			if shift >= 0 {
-				idx[k] = uint32(o >> shift)
+		for start := 0; start < b.n; start += len(idx) {
+			offs := seg.off[start:min(start+len(idx), b.n)]
+			freed := b.freed[start : start+len(offs)]
+			k := 0
+			// k ≤ i < 64: idx[k&63] is in range without a bounds check.
+			if r.shift >= 0 { // a shift instead of a division for power-of-two buffer sizes
+				sh := uint(r.shift)
+				for i, o := range offs {
+					if f := freed[i]; f&bit == 0 {
+						freed[i] = f | bit
+						idx[k&63] = uint32(o >> sh)
+						k++
+					}
+				}
 			} else {
-				idx[k] = uint32(o / bs)
+				bs := uint64(r.BufSize)
+				for i, o := range offs {
+					if f := freed[i]; f&bit == 0 {
+						freed[i] = f | bit
+						idx[k&63] = uint32(o / bs)
+						k++
+					}
+				}
 			}
-			if k++; k == len(idx) {
-				r.putBulk(idx[:k])
-				k = 0
-			}
+			r.putBulk(idx[:k])
 		}
-		r.putBulk(idx[:k])
 	}
 }
 

@@ -247,11 +247,12 @@ func (q *TxQueue) NewBurst(n int) (*Burst, error) {
 			return nil, ErrNoFreePacketBuffers
 		}
 		off := seg.off[:n]
+		off = off[:len(idx)]
 		bs := uint64(r.BufSize)
 		for j, i := range idx {
 			off[j] = uint64(i) * bs
+			idx[j] = 0 // the length, from now on
 		}
-		clear(idx)
 		seg.off, seg.len = off, idx
 	}
 	b.flow = b.flow[:n]
