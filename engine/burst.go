@@ -450,36 +450,29 @@ func (b *Burst) setLen(s, i, l int) error {
 // SetLen sets one segment length (for engines; no checks).
 func (b *Burst) SetLen(seg, i int, l uint32) { b.segs[seg].len[i] = l }
 
-// buf0 is SegmentBuffer(0, i), for the header helpers that run for every packet.
-func (b *Burst) buf0(i int) []byte {
-	if uint(i) >= uint(b.n) || b.nsegs == 0 {
-		return nil
+// buf0 is SegmentBuffer(0, i) for the header helpers, which run for every packet: small
+// enough to be inlined for regions of power-of-two buffers (no division, no call); ok is
+// false for the others, which take SegmentBuffer.
+func (b *Burst) buf0(i int) (buf []byte, ok bool) {
+	r := b.segs[0].region
+	if uint(i) >= uint(b.n) || r == nil || r.shift < 0 {
+		return nil, false
 	}
-	s := &b.segs[0]
-	r := s.region
-	if r == nil || r.buf == nil {
-		return nil
+	o := b.segs[0].off[i]
+	// The end of o's buffer; beyond len(r.buf) (device memory has none) is no buffer.
+	if end := (o | uint64(r.BufSize-1)) + 1; end <= uint64(len(r.buf)) {
+		return r.buf[o:end:end], true
 	}
-	o := s.off[i]
-	end := o + uint64(r.room(o))
-	return r.buf[o:end:end]
+	return nil, true
 }
 
-// headerRoom is packet i's segment 0 buffer when a header ending at byte end can be written
-// into it.
-func (b *Burst) headerRoom(i, end int) ([]byte, error) {
-	if buf := b.buf0(i); b.raw && len(buf) >= end {
-		return buf, nil
-	}
-	return nil, b.headerRoomErr(i, end)
-}
-
-// headerRoomErr says why headerRoom(i, end) has no buffer.
+// headerRoomErr says why a header helper cannot write a header ending at byte end into
+// packet i.
 func (b *Burst) headerRoomErr(i, end int) error {
 	if !b.raw {
 		return fmt.Errorf("header helpers need a raw stream: %w", ErrNotSupported)
 	}
-	buf := b.buf0(i)
+	buf := b.SegmentBuffer(0, i)
 	if buf == nil {
 		return fmt.Errorf("packet %d: no CPU-addressable segment 0: %w", i, ErrInvalidParameter)
 	}
@@ -495,9 +488,12 @@ func (b *Burst) grow(i, end int) {
 // SetEthHeader writes packet i's Ethernet header: dst, src (zero when nil) and EtherType
 // IPv4, and extends segment 0 to cover it.
 func (b *Burst) SetEthHeader(i int, dst, src net.HardwareAddr) error {
-	buf, err := b.headerRoom(i, EthHeaderLen)
-	if err != nil {
-		return err
+	buf, ok := b.buf0(i)
+	if !ok {
+		buf = b.SegmentBuffer(0, i)
+	}
+	if !b.raw || len(buf) < EthHeaderLen {
+		return b.headerRoomErr(i, EthHeaderLen)
 	}
 	if len(dst) != 6 || (src != nil && len(src) != 6) {
 		return fmt.Errorf("packet %d: MAC addresses must be 6 bytes: %w", i, ErrInvalidParameter)
@@ -518,9 +514,12 @@ func (b *Burst) SetEthHeader(i int, dst, src net.HardwareAddr) error {
 // total length 20+payloadLen (payloadLen excludes the IPv4 header, as upstream documents),
 // TTL 64, don't-fragment, the protocol, addresses in network order and the header checksum.
 func (b *Burst) SetIPv4Header(i, payloadLen int, proto uint8, src, dst netip.Addr) error {
-	buf, err := b.headerRoom(i, EthHeaderLen+IPv4HeaderLen)
-	if err != nil {
-		return err
+	buf, ok := b.buf0(i)
+	if !ok {
+		buf = b.SegmentBuffer(0, i)
+	}
+	if !b.raw || len(buf) < EthHeaderLen+IPv4HeaderLen {
+		return b.headerRoomErr(i, EthHeaderLen+IPv4HeaderLen)
 	}
 	if !src.Is4() || !dst.Is4() || payloadLen < 0 || payloadLen > 65535-IPv4HeaderLen {
 		return fmt.Errorf("packet %d: IPv4 header needs IPv4 addresses and a payload ≤ 65515 bytes: %w", i, ErrInvalidParameter)
@@ -550,9 +549,12 @@ func (b *Burst) SetIPv4Header(i, payloadLen int, proto uint8, src, dst netip.Add
 // EtherType to IPv6): version 6, traffic class and flow label 0, payload length payloadLen,
 // next header proto, hop limit 64, the addresses. Call it after SetEthHeader.
 func (b *Burst) SetIPv6Header(i, payloadLen int, proto uint8, src, dst netip.Addr) error {
-	buf, err := b.headerRoom(i, EthHeaderLen+IPv6HeaderLen)
-	if err != nil {
-		return err
+	buf, ok := b.buf0(i)
+	if !ok {
+		buf = b.SegmentBuffer(0, i)
+	}
+	if !b.raw || len(buf) < EthHeaderLen+IPv6HeaderLen {
+		return b.headerRoomErr(i, EthHeaderLen+IPv6HeaderLen)
 	}
 	if !src.Is6() || src.Is4In6() || !dst.Is6() || dst.Is4In6() || payloadLen < 0 || payloadLen > 65535 {
 		return fmt.Errorf("packet %d: IPv6 header needs IPv6 addresses and a payload ≤ 65535 bytes: %w", i, ErrInvalidParameter)
@@ -579,7 +581,10 @@ func isIPv6(buf []byte) bool {
 // header). Over IPv4 the checksum is 0 (none), which IPv4 permits; over IPv6, where it is
 // mandatory, SetUDPPayload computes it.
 func (b *Burst) SetUDPHeader(i, payloadLen int, srcPort, dstPort uint16) error {
-	buf := b.buf0(i)
+	buf, ok := b.buf0(i)
+	if !ok {
+		buf = b.SegmentBuffer(0, i)
+	}
 	l3 := IPv4HeaderLen
 	if isIPv6(buf) {
 		l3 = IPv6HeaderLen

@@ -7,7 +7,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
+
+	"github.com/daqiri-go/daqiri/config"
 )
 
 // TestAppendPackets moves a two-segment TX burst with random lengths onto an RX burst that
@@ -160,10 +163,10 @@ func refHeaders(dst, src net.HardwareAddr, payloadLen int, proto uint8, s4, d4 n
 // the order of the helpers' errors: a socket stream, a bad index, a buffer too small.
 func TestHeaderHelpersRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(rand.Uint64(), 19))
-	reg := testRegion(t, "d", 8, 64)
-	q := testTxQueue(t, true, reg)
+	// Power-of-two buffers take the helpers' inlined path, others SegmentBuffer.
+	qs := []*TxQueue{testTxQueue(t, true, testRegion(t, "d", 8, 64)), testTxQueue(t, true, testRegion(t, "d100", 8, 100))}
 	for round := 0; round < 2000; round++ {
-		b, err := q.NewBurst(1)
+		b, err := qs[round%2].NewBurst(1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,6 +255,39 @@ func TestHeaderHelpersRandom(t *testing.T) {
 	} {
 		if !errors.Is(err, ErrNotSupported) {
 			t.Errorf("socket stream %s: %v, want ErrNotSupported", name, err)
+		}
+	}
+}
+
+// TestHeaderHelpersDeviceMemory: on a region without a CPU view the helpers refuse, for
+// power-of-two buffers (the inlined path) and others alike, and nothing is written.
+func TestHeaderHelpersDeviceMemory(t *testing.T) {
+	for _, size := range []int{64, 100} {
+		r, err := NewRegion(&config.MemoryRegion{Name: "gpu", Kind: config.KindDevice, NumBufs: 4, BufSize: size}, devMem{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := testTxQueue(t, true, r).NewBurst(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s4 := netip.MustParseAddr("10.0.0.1")
+		for name, err := range map[string]error{
+			"eth":  b.SetEthHeader(1, net.HardwareAddr{1, 2, 3, 4, 5, 6}, nil),
+			"ipv4": b.SetIPv4Header(1, 8, 17, s4, s4),
+			"ipv6": b.SetIPv6Header(1, 8, 17, netip.IPv6Loopback(), netip.IPv6Loopback()),
+			"udp":  b.SetUDPHeader(1, 0, 1, 2),
+		} {
+			if !errors.Is(err, ErrInvalidParameter) || !strings.Contains(err.Error(), "CPU-addressable") {
+				t.Errorf("buffer size %d, %s on device memory: %v", size, name, err)
+			}
+		}
+		if b.PacketLen(1) != 0 {
+			t.Errorf("buffer size %d: packet grew to %d bytes", size, b.PacketLen(1))
+		}
+		b.Free()
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
