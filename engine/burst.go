@@ -51,17 +51,17 @@ type Burst struct {
 	freed       []uint8 // per packet: bit s set once segment s went back to its region
 	// hash and hashed: the NIC's RSS hash per packet, for engines whose device reports one
 	// (mlx5); empty for the others, so bursts of engines without hashes pay nothing.
-	hash    []uint32
-	hashed  []bool
-	conn    uint64
-	flags   Flags
-	raw     bool // raw Ethernet stream: header helpers write Ethernet/IPv4/UDP headers
+	hash   []uint32
+	hashed []bool
+	conn   uint64
+	flags  Flags
+	raw    bool // raw Ethernet stream: header helpers write Ethernet/IPv4/UDP headers
 	// view0 and mask0 are segment 0's region's bytes and BufSize-1 when its buffers are a
 	// power of two and the CPU can address them (view0 nil otherwise), set by Reset: the
 	// header helpers find a packet's buffer from the burst alone, one dependent load fewer
 	// per call than through the region.
-	view0 []byte
-	mask0 uint64
+	view0   []byte
+	mask0   uint64
 	tx      bool
 	meta    *MetaPool
 	reorder *ReorderInfo
