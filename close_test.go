@@ -149,7 +149,8 @@ func TestCloseUnderBurstTraffic(t *testing.T) {
 				}
 			}()
 		}
-		for loops.Load() < 2000 { // let the loop run a little
+		// Let the loops run a little (bounded: a goroutine that failed early stops counting).
+		for deadline := time.Now().Add(10 * time.Second); loops.Load() < 2000 && time.Now().Before(deadline); {
 			time.Sleep(50 * time.Microsecond)
 		}
 		s.Close() // may report buffers still held by the goroutines
