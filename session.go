@@ -358,8 +358,10 @@ func (s *Session) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		// Let calls that were already inside (a Send writing to a socket) finish before the
-		// engines release what they use. Calls are short; bound the wait anyway.
-		for deadline := time.Now().Add(5 * time.Second); s.inflight.Load() > 0 && time.Now().Before(deadline); {
+		// engines release what they use: those admitted by the session's own gate and those
+		// admitted by a queue's (TxBurst, Send, RxBurst). Calls are short; bound the wait
+		// anyway.
+		for deadline := time.Now().Add(5 * time.Second); !s.callsIdle() && time.Now().Before(deadline); {
 			time.Sleep(100 * time.Microsecond)
 		}
 		var errs []error
@@ -393,6 +395,29 @@ func (s *Session) Close() error {
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
+}
+
+// callsIdle reports whether no API call is inside the session: none admitted by enter and
+// none by a queue's EnterCall. Every queue a call can have entered is in its port's current
+// queue set: a deleted queue leaves the set only after its Shut waited for its calls.
+func (s *Session) callsIdle() bool {
+	if s.inflight.Load() > 0 {
+		return false
+	}
+	for _, p := range s.ports {
+		set := p.Queues()
+		for _, q := range set.Rx {
+			if !q.CallsIdle() {
+				return false
+			}
+		}
+		for _, q := range set.Tx {
+			if !q.CallsIdle() {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Ports are the session's ports as engines and services see them (read-only).
@@ -521,19 +546,25 @@ func (s *Session) rxQueue(port, queue int) (*engine.RxQueue, error) {
 // RxBurst takes the next received burst of one queue. It never blocks: when nothing is ready
 // the error is ErrNotReady.
 func (s *Session) RxBurst(port, queue int) (*Burst, error) {
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.leave()
 	q, err := s.rxQueue(port, queue)
 	if err != nil {
 		return nil, err
 	}
-	if !q.Enter() {
-		return nil, fmt.Errorf("port %d rx queue %d: %w", port, queue, ErrQueueDeleted)
+	// One gate for the session and the queue (Close waits for the queue's calls).
+	if !q.EnterCall(&s.closed) {
+		return nil, s.gateErr(port, "rx", queue)
 	}
-	defer q.Leave()
+	defer q.LeaveCall()
 	return s.next(q)
+}
+
+// gateErr says why a queue's EnterCall refused a call: the session is closing, or the
+// queue was deleted.
+func (s *Session) gateErr(port int, dir string, queue int) error {
+	if s.closed.Load() {
+		return fmt.Errorf("session closed: %w", ErrNotReady)
+	}
+	return fmt.Errorf("port %d %s queue %d: %w", port, dir, queue, ErrQueueDeleted)
 }
 
 func (s *Session) next(q *engine.RxQueue) (*Burst, error) {
@@ -641,18 +672,14 @@ func (s *Session) TxAvailable(port, queue, n int) bool {
 // queue's memory regions and zero lengths. Errors: ErrNoFreeBurstBuffers when no burst
 // metadata is free, ErrNoFreePacketBuffers when a region lacks buffers.
 func (s *Session) TxBurst(port, queue, n int) (*Burst, error) {
-	if err := s.enter(); err != nil {
-		return nil, err
-	}
-	defer s.leave()
 	q, err := s.txQueue(port, queue)
 	if err != nil {
 		return nil, err
 	}
-	if !q.Enter() {
-		return nil, fmt.Errorf("port %d tx queue %d: %w", port, queue, ErrQueueDeleted)
+	if !q.EnterCall(&s.closed) {
+		return nil, s.gateErr(port, "tx", queue)
 	}
-	defer q.Leave()
+	defer q.LeaveCall()
 	return q.NewBurst(n)
 }
 
@@ -668,18 +695,14 @@ func (s *Session) Send(b *Burst) error {
 	if !b.IsTx() {
 		return fmt.Errorf("Send of a received burst: %w", ErrInvalidParameter)
 	}
-	if err := s.enter(); err != nil {
-		return err
-	}
-	defer s.leave()
 	q, err := s.txQueue(b.Port(), b.Queue())
 	if err != nil {
 		return err
 	}
-	if !q.Enter() {
-		return fmt.Errorf("port %d tx queue %d: %w", b.Port(), b.Queue(), ErrQueueDeleted)
+	if !q.EnterCall(&s.closed) {
+		return s.gateErr(b.Port(), "tx", b.Queue())
 	}
-	defer q.Leave()
+	defer q.LeaveCall()
 	return s.byPort[b.Port()].Send(b)
 }
 

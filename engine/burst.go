@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
-	"math/bits"
 	"net"
 	"net/netip"
 
@@ -52,11 +51,17 @@ type Burst struct {
 	freed       []uint8 // per packet: bit s set once segment s went back to its region
 	// hash and hashed: the NIC's RSS hash per packet, for engines whose device reports one
 	// (mlx5); empty for the others, so bursts of engines without hashes pay nothing.
-	hash    []uint32
-	hashed  []bool
-	conn    uint64
-	flags   Flags
-	raw     bool // raw Ethernet stream: header helpers write Ethernet/IPv4/UDP headers
+	hash   []uint32
+	hashed []bool
+	conn   uint64
+	flags  Flags
+	raw    bool // raw Ethernet stream: header helpers write Ethernet/IPv4/UDP headers
+	// view0 and mask0 are segment 0's region's bytes and BufSize-1 when its buffers are a
+	// power of two and the CPU can address them (view0 nil otherwise), set by Reset: the
+	// header helpers find a packet's buffer from the burst alone, one dependent load fewer
+	// per call than through the region.
+	view0   []byte
+	mask0   uint64
 	tx      bool
 	meta    *MetaPool
 	reorder *ReorderInfo
@@ -124,6 +129,10 @@ func (b *Burst) Reset(port, queue int, regions []*Region, raw bool, capacity int
 		if s < b.nsegs {
 			b.segs[s].region = regions[s]
 		}
+	}
+	b.view0, b.mask0 = nil, 0
+	if r := b.segs[0].region; r != nil && r.shift >= 0 {
+		b.view0, b.mask0 = r.buf, uint64(r.BufSize-1)
 	}
 }
 
@@ -197,6 +206,57 @@ func (b *Burst) AppendSegments(offs []uint64, lens []uint32, flowID uint32, tsNa
 	b.freed = append(b.freed[:i], 0)
 	b.n++
 	return i
+}
+
+// AppendPackets adds every packet of src at the same offsets and segment lengths, with flow
+// id 0 and receive time tsNanos, and returns the bytes they hold (for engines that hand a TX
+// burst's buffers on unchanged, as the loopback does: one copy per array instead of a call
+// per packet). src must have as many segments as b.
+func (b *Burst) AppendPackets(src *Burst, tsNanos int64) int {
+	i, n := b.n, src.n
+	// append(x, make(...)...) extends in place (the compiler clears the new elements without
+	// allocating the temporary).
+	b.flow = append(b.flow[:i], make([]uint32, n)...)
+	b.freed = append(b.freed[:i], make([]uint8, n)...)
+	b.ts = append(b.ts[:i], make([]int64, n)...)
+	total := 0
+	for s := 0; s < b.nsegs; s++ {
+		d, from := &b.segs[s], &src.segs[s]
+		d.off = append(d.off[:i], from.off[:n]...)
+		lens := from.len[:n]
+		d.len = append(d.len[:i], lens...)
+		if s == 0 {
+			ts := b.ts[i:]
+			ts = ts[:len(lens)]
+			for k, l := range lens {
+				ts[k] = tsNanos
+				total += int(l)
+			}
+			continue
+		}
+		for _, l := range lens {
+			total += int(l)
+		}
+	}
+	if b.nsegs == 0 {
+		ts := b.ts[i:]
+		for k := range ts {
+			ts[k] = tsNanos
+		}
+	}
+	b.n += n
+	return total
+}
+
+// AnyTimestamp reports whether some packet carries a timestamp: on a TX burst, a send time
+// set with SetPacketTxTime (for engines, which then send packet by packet).
+func (b *Burst) AnyTimestamp() bool {
+	for _, t := range b.ts[:b.n] {
+		if t != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Cap is how many packets the burst can hold without growing.
@@ -353,6 +413,19 @@ func (b *Burst) SetRxTimestamp(i int, ns int64) { b.ts[i] = ns }
 
 // SetPacketLengths sets packet i's segment lengths, one per segment.
 func (b *Burst) SetPacketLengths(i int, lens ...int) error {
+	// The one-segment case first, without the loop and the error formatting; anything
+	// else, errors included, takes the general path.
+	if len(lens) == 1 && b.nsegs == 1 && uint(i) < uint(b.n) {
+		s := &b.segs[0]
+		if uint(lens[0]) <= uint(s.region.room(s.off[i])) {
+			s.len[i] = uint32(lens[0])
+			return nil
+		}
+	}
+	return b.setPacketLengths(i, lens)
+}
+
+func (b *Burst) setPacketLengths(i int, lens []int) error {
 	if i < 0 || i >= b.n || len(lens) != b.nsegs {
 		return fmt.Errorf("packet %d of %d with %d lengths for %d segments: %w", i, b.n, len(lens), b.nsegs, ErrInvalidParameter)
 	}
@@ -376,7 +449,7 @@ func (b *Burst) SetAllPacketLengths(lens ...int) error {
 
 func (b *Burst) setLen(s, i, l int) error {
 	r := b.segs[s].region
-	room := r.BufSize - int(b.segs[s].off[i]-r.bufStart(b.segs[s].off[i]))
+	room := r.room(b.segs[s].off[i])
 	if l < 0 || l > room {
 		return fmt.Errorf("segment %d of packet %d: length %d exceeds the %d-byte buffer of region %s: %w", s, i, l, room, r.Name, ErrInvalidParameter)
 	}
@@ -387,18 +460,29 @@ func (b *Burst) setLen(s, i, l int) error {
 // SetLen sets one segment length (for engines; no checks).
 func (b *Burst) SetLen(seg, i int, l uint32) { b.segs[seg].len[i] = l }
 
-func (b *Burst) headerRoom(i, end int) ([]byte, error) {
+// buf0 is SegmentBuffer(0, i) for the header helpers, which run for every packet: small
+// enough to be inlined for CPU-addressable regions of power-of-two buffers (no division, no
+// call, no load through the region); ok is false for the others, which take SegmentBuffer.
+func (b *Burst) buf0(i int) (buf []byte, ok bool) {
+	if uint(i) >= uint(b.n) || b.view0 == nil {
+		return nil, false
+	}
+	o := b.segs[0].off[i]
+	end := (o | b.mask0) + 1 // the end of o's buffer
+	return b.view0[o:end:end], true
+}
+
+// headerRoomErr says why a header helper cannot write a header ending at byte end into
+// packet i.
+func (b *Burst) headerRoomErr(i, end int) error {
 	if !b.raw {
-		return nil, fmt.Errorf("header helpers need a raw stream: %w", ErrNotSupported)
+		return fmt.Errorf("header helpers need a raw stream: %w", ErrNotSupported)
 	}
 	buf := b.SegmentBuffer(0, i)
 	if buf == nil {
-		return nil, fmt.Errorf("packet %d: no CPU-addressable segment 0: %w", i, ErrInvalidParameter)
+		return fmt.Errorf("packet %d: no CPU-addressable segment 0: %w", i, ErrInvalidParameter)
 	}
-	if len(buf) < end {
-		return nil, fmt.Errorf("packet %d: header ends at byte %d, buffer holds %d: %w", i, end, len(buf), ErrInvalidParameter)
-	}
-	return buf, nil
+	return fmt.Errorf("packet %d: header ends at byte %d, buffer holds %d: %w", i, end, len(buf), ErrInvalidParameter)
 }
 
 func (b *Burst) grow(i, end int) {
@@ -410,18 +494,22 @@ func (b *Burst) grow(i, end int) {
 // SetEthHeader writes packet i's Ethernet header: dst, src (zero when nil) and EtherType
 // IPv4, and extends segment 0 to cover it.
 func (b *Burst) SetEthHeader(i int, dst, src net.HardwareAddr) error {
-	buf, err := b.headerRoom(i, EthHeaderLen)
-	if err != nil {
-		return err
+	buf, ok := b.buf0(i)
+	if !ok {
+		buf = b.SegmentBuffer(0, i)
+	}
+	if !b.raw || len(buf) < EthHeaderLen {
+		return b.headerRoomErr(i, EthHeaderLen)
 	}
 	if len(dst) != 6 || (src != nil && len(src) != 6) {
 		return fmt.Errorf("packet %d: MAC addresses must be 6 bytes: %w", i, ErrInvalidParameter)
 	}
-	copy(buf[0:6], dst)
+	// Array copies: fixed-size moves instead of calls to memmove.
+	*(*[6]byte)(buf[0:6]) = [6]byte(dst)
 	if src != nil {
-		copy(buf[6:12], src)
+		*(*[6]byte)(buf[6:12]) = [6]byte(src)
 	} else {
-		clear(buf[6:12])
+		*(*[6]byte)(buf[6:12]) = [6]byte{}
 	}
 	binary.BigEndian.PutUint16(buf[12:14], 0x0800)
 	b.grow(i, EthHeaderLen)
@@ -432,24 +520,33 @@ func (b *Burst) SetEthHeader(i int, dst, src net.HardwareAddr) error {
 // total length 20+payloadLen (payloadLen excludes the IPv4 header, as upstream documents),
 // TTL 64, don't-fragment, the protocol, addresses in network order and the header checksum.
 func (b *Burst) SetIPv4Header(i, payloadLen int, proto uint8, src, dst netip.Addr) error {
-	buf, err := b.headerRoom(i, EthHeaderLen+IPv4HeaderLen)
-	if err != nil {
-		return err
+	buf, ok := b.buf0(i)
+	if !ok {
+		buf = b.SegmentBuffer(0, i)
+	}
+	if !b.raw || len(buf) < EthHeaderLen+IPv4HeaderLen {
+		return b.headerRoomErr(i, EthHeaderLen+IPv4HeaderLen)
 	}
 	if !src.Is4() || !dst.Is4() || payloadLen < 0 || payloadLen > 65535-IPv4HeaderLen {
 		return fmt.Errorf("packet %d: IPv4 header needs IPv4 addresses and a payload ≤ 65515 bytes: %w", i, ErrInvalidParameter)
 	}
-	h := buf[EthHeaderLen : EthHeaderLen+IPv4HeaderLen]
-	h[0], h[1] = 0x45, 0
-	binary.BigEndian.PutUint16(h[2:], uint16(IPv4HeaderLen+payloadLen))
-	binary.BigEndian.PutUint16(h[4:], 0)
-	binary.BigEndian.PutUint16(h[6:], 0x4000)
-	h[8], h[9] = 64, proto
-	h[10], h[11] = 0, 0
 	s4, d4 := src.As4(), dst.As4()
-	copy(h[12:16], s4[:])
-	copy(h[16:20], d4[:])
-	binary.BigEndian.PutUint16(h[10:], IPv4Checksum(h))
+	sa, da := binary.BigEndian.Uint32(s4[:]), binary.BigEndian.Uint32(d4[:])
+	total := uint32(IPv4HeaderLen + payloadLen)
+	// The header is five 32-bit words, and its checksum is computed from the values that go
+	// into them instead of reading the written bytes back: the same 16-bit one's-complement
+	// sum IPv4Checksum takes over the header (RFC 1071), of 0x4500, the total length, the
+	// zero identification, 0x4000 (don't fragment), TTL<<8|protocol and the address halves.
+	sum := 0x4500 + total + 0x4000 + (64<<8 | uint32(proto)) + sa>>16 + sa&0xffff + da>>16 + da&0xffff
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	h := buf[EthHeaderLen : EthHeaderLen+IPv4HeaderLen]
+	binary.BigEndian.PutUint32(h[0:], 0x45<<24|total)
+	binary.BigEndian.PutUint32(h[4:], 0x4000)
+	binary.BigEndian.PutUint32(h[8:], 64<<24|uint32(proto)<<16|uint32(^uint16(sum)))
+	binary.BigEndian.PutUint32(h[12:], sa)
+	binary.BigEndian.PutUint32(h[16:], da)
 	b.grow(i, EthHeaderLen+IPv4HeaderLen)
 	return nil
 }
@@ -458,9 +555,12 @@ func (b *Burst) SetIPv4Header(i, payloadLen int, proto uint8, src, dst netip.Add
 // EtherType to IPv6): version 6, traffic class and flow label 0, payload length payloadLen,
 // next header proto, hop limit 64, the addresses. Call it after SetEthHeader.
 func (b *Burst) SetIPv6Header(i, payloadLen int, proto uint8, src, dst netip.Addr) error {
-	buf, err := b.headerRoom(i, EthHeaderLen+IPv6HeaderLen)
-	if err != nil {
-		return err
+	buf, ok := b.buf0(i)
+	if !ok {
+		buf = b.SegmentBuffer(0, i)
+	}
+	if !b.raw || len(buf) < EthHeaderLen+IPv6HeaderLen {
+		return b.headerRoomErr(i, EthHeaderLen+IPv6HeaderLen)
 	}
 	if !src.Is6() || src.Is4In6() || !dst.Is6() || dst.Is4In6() || payloadLen < 0 || payloadLen > 65535 {
 		return fmt.Errorf("packet %d: IPv6 header needs IPv6 addresses and a payload ≤ 65535 bytes: %w", i, ErrInvalidParameter)
@@ -487,23 +587,24 @@ func isIPv6(buf []byte) bool {
 // header). Over IPv4 the checksum is 0 (none), which IPv4 permits; over IPv6, where it is
 // mandatory, SetUDPPayload computes it.
 func (b *Burst) SetUDPHeader(i, payloadLen int, srcPort, dstPort uint16) error {
+	buf, ok := b.buf0(i)
+	if !ok {
+		buf = b.SegmentBuffer(0, i)
+	}
 	l3 := IPv4HeaderLen
-	if buf := b.SegmentBuffer(0, i); isIPv6(buf) {
+	if isIPv6(buf) {
 		l3 = IPv6HeaderLen
 	}
-	buf, err := b.headerRoom(i, EthHeaderLen+l3+UDPHeaderLen)
-	if err != nil {
-		return err
+	end := EthHeaderLen + l3 + UDPHeaderLen
+	if !b.raw || len(buf) < end {
+		return b.headerRoomErr(i, end)
 	}
 	if payloadLen < 0 || payloadLen > 65535-UDPHeaderLen {
 		return fmt.Errorf("packet %d: UDP payload %d out of range: %w", i, payloadLen, ErrInvalidParameter)
 	}
-	h := buf[EthHeaderLen+l3 : EthHeaderLen+l3+UDPHeaderLen]
-	binary.BigEndian.PutUint16(h[0:], srcPort)
-	binary.BigEndian.PutUint16(h[2:], dstPort)
-	binary.BigEndian.PutUint16(h[4:], uint16(UDPHeaderLen+payloadLen))
-	binary.BigEndian.PutUint16(h[6:], 0)
-	b.grow(i, EthHeaderLen+l3+UDPHeaderLen)
+	// Ports, length and a zero checksum in one 8-byte store.
+	binary.BigEndian.PutUint64(buf[end-UDPHeaderLen:end], uint64(srcPort)<<48|uint64(dstPort)<<32|uint64(UDPHeaderLen+payloadLen)<<16)
+	b.grow(i, end)
 	return nil
 }
 
@@ -627,29 +728,33 @@ func (b *Burst) FreePackets() {
 			b.FreeAllSegment(s)
 			continue
 		}
-		bs := uint64(r.BufSize)
-		shift := -1 // a shift instead of a division for power-of-two buffer sizes
-		if bs&(bs-1) == 0 {
-			shift = bits.TrailingZeros64(bs)
-		}
 		bit := uint8(1) << s
-		k := 0
-		for i, o := range seg.off[:b.n] {
-			if b.freed[i]&bit != 0 {
-				continue
-			}
-			b.freed[i] |= bit
-			if shift >= 0 {
-				idx[k] = uint32(o >> shift)
+		for start := 0; start < b.n; start += len(idx) {
+			offs := seg.off[start:min(start+len(idx), b.n)]
+			freed := b.freed[start : start+len(offs)]
+			k := 0
+			// k ≤ i < 64: idx[k&63] is in range without a bounds check.
+			if r.shift >= 0 { // a shift instead of a division for power-of-two buffer sizes
+				sh := uint(r.shift)
+				for i, o := range offs {
+					if f := freed[i]; f&bit == 0 {
+						freed[i] = f | bit
+						idx[k&63] = uint32(o >> sh)
+						k++
+					}
+				}
 			} else {
-				idx[k] = uint32(o / bs)
+				bs := uint64(r.BufSize)
+				for i, o := range offs {
+					if f := freed[i]; f&bit == 0 {
+						freed[i] = f | bit
+						idx[k&63] = uint32(o / bs)
+						k++
+					}
+				}
 			}
-			if k++; k == len(idx) {
-				r.putBulk(idx[:k])
-				k = 0
-			}
+			r.putBulk(idx[:k])
 		}
-		r.putBulk(idx[:k])
 	}
 }
 

@@ -122,7 +122,7 @@ func (q *RxQueue) Deliver(b *Burst) bool {
 		q.Intercept(b)
 		return true
 	}
-	return q.DeliverDirect(b)
+	return q.enqueue(b) // already inside the gate: no second pass through it
 }
 
 // DeliverDirect puts a burst on the application ring, bypassing Intercept.
@@ -137,6 +137,11 @@ func (q *RxQueue) DeliverDirect(b *Burst) bool {
 		return false
 	}
 	defer q.gate.leave()
+	return q.enqueue(b)
+}
+
+// enqueue puts a burst on the application ring, inside the queue's gate.
+func (q *RxQueue) enqueue(b *Burst) bool {
 	n := b.Len()
 	if n == 0 {
 		b.Free()
@@ -242,11 +247,12 @@ func (q *TxQueue) NewBurst(n int) (*Burst, error) {
 			return nil, ErrNoFreePacketBuffers
 		}
 		off := seg.off[:n]
+		off = off[:len(idx)]
 		bs := uint64(r.BufSize)
 		for j, i := range idx {
 			off[j] = uint64(i) * bs
+			idx[j] = 0 // the length, from now on
 		}
-		clear(idx)
 		seg.off, seg.len = off, idx
 	}
 	b.flow = b.flow[:n]

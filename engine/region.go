@@ -76,6 +76,14 @@ func (r *Region) bufStart(off uint64) uint64 {
 	return off - off%uint64(r.BufSize)
 }
 
+// room is how many bytes the buffer that holds byte off has from off to its end.
+func (r *Region) room(off uint64) int {
+	if r.shift >= 0 {
+		return r.BufSize - int(off&uint64(r.BufSize-1))
+	}
+	return r.BufSize - int(off%uint64(r.BufSize))
+}
+
 // Memory is the region's backing store.
 func (r *Region) Memory() Memory { return r.mem }
 

@@ -34,10 +34,36 @@ type QueueManager interface {
 
 // gate admits users of a queue until it is closed, and lets the closer wait for the ones
 // inside: deletion never races a delivery, poll or send that already looked the queue up.
+//
+// Application calls that look up one queue (TxBurst, Send, RxBurst) enter with enterOpen,
+// which also checks the session's closed flag and counts them apart (calls): that is the
+// session's gate and the queue's in one read-modify-write, and the session's Close waits for
+// calls to leave with idle, without waiting for an engine's deliveries, which it stops
+// later.
 type gate struct {
 	closed atomic.Bool
 	users  atomic.Int64
+	_      [56]byte     // calls on a line of their own: deliveries and calls come from different threads
+	calls  atomic.Int64 // application calls inside (enterOpen)
 }
+
+// enterOpen admits an application call unless the gate or the session (sessionClosed) is
+// closed; every true must be paired with leaveCall. Both flags are read after the count is
+// raised, and the closers set their flag before reading the count (sequentially consistent
+// atomics on both sides), so either the call sees the flag or the closer sees the call.
+func (g *gate) enterOpen(sessionClosed *atomic.Bool) bool {
+	g.calls.Add(1)
+	if g.closed.Load() || sessionClosed.Load() {
+		g.calls.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (g *gate) leaveCall() { g.calls.Add(-1) }
+
+// idle reports whether no application call is inside.
+func (g *gate) idle() bool { return g.calls.Load() == 0 }
 
 // enter admits a user unless the gate is closed; every true must be paired with leave.
 func (g *gate) enter() bool {
@@ -57,7 +83,7 @@ func (g *gate) shut(bound time.Duration) error {
 		return ErrQueueDeleted
 	}
 	deadline := time.Now().Add(bound)
-	for i := 0; g.users.Load() > 0; i++ {
+	for i := 0; g.users.Load() > 0 || g.calls.Load() > 0; i++ {
 		if time.Now().After(deadline) {
 			return errors.New("queue still in use after " + bound.String())
 		}
@@ -79,6 +105,17 @@ func (q *RxQueue) Enter() bool { return q.gate.enter() }
 // Leave ends what Enter began.
 func (q *RxQueue) Leave() { q.gate.leave() }
 
+// EnterCall admits an application call (RxBurst) unless the queue is deleted or
+// sessionClosed is set: the session's and the queue's gate in one read-modify-write. Pair
+// with LeaveCall. The session's Close sets its flag, then waits for CallsIdle.
+func (q *RxQueue) EnterCall(sessionClosed *atomic.Bool) bool { return q.gate.enterOpen(sessionClosed) }
+
+// LeaveCall ends what EnterCall began.
+func (q *RxQueue) LeaveCall() { q.gate.leaveCall() }
+
+// CallsIdle reports whether no application call admitted by EnterCall is inside.
+func (q *RxQueue) CallsIdle() bool { return q.gate.idle() }
+
 // Deleted reports whether the queue was deleted.
 func (q *RxQueue) Deleted() bool { return q.gate.closed.Load() }
 
@@ -99,6 +136,17 @@ func (q *TxQueue) Enter() bool { return q.gate.enter() }
 
 // Leave ends what Enter began.
 func (q *TxQueue) Leave() { q.gate.leave() }
+
+// EnterCall admits an application call (TxBurst, Send) unless the queue is deleted or
+// sessionClosed is set: the session's and the queue's gate in one read-modify-write. Pair
+// with LeaveCall. The session's Close sets its flag, then waits for CallsIdle.
+func (q *TxQueue) EnterCall(sessionClosed *atomic.Bool) bool { return q.gate.enterOpen(sessionClosed) }
+
+// LeaveCall ends what EnterCall began.
+func (q *TxQueue) LeaveCall() { q.gate.leaveCall() }
+
+// CallsIdle reports whether no application call admitted by EnterCall is inside.
+func (q *TxQueue) CallsIdle() bool { return q.gate.idle() }
 
 // Deleted reports whether the queue was deleted.
 func (q *TxQueue) Deleted() bool { return q.gate.closed.Load() }

@@ -25,7 +25,7 @@ import (
 type Engine struct {
 	env    *engine.Env
 	meta   *engine.MetaPool // RX bursts that point at TX buffers
-	ports  map[int]*engine.Port
+	ports  []*engine.Port   // by port id; nil for ports of other engines
 	pacers map[*engine.TxQueue]*pacer
 	closed atomic.Bool
 }
@@ -52,8 +52,11 @@ func Open(ctx context.Context, env *engine.Env) (engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{env: env, meta: m, ports: map[int]*engine.Port{}, pacers: map[*engine.TxQueue]*pacer{}}
+	e := &Engine{env: env, meta: m, pacers: map[*engine.TxQueue]*pacer{}}
 	for _, p := range env.Ports {
+		if p.ID >= len(e.ports) {
+			e.ports = append(e.ports, make([]*engine.Port, p.ID+1-len(e.ports))...)
+		}
 		e.ports[p.ID] = p
 		for _, q := range p.Tx {
 			if q.Config.PacingMbps > 0 {
@@ -68,24 +71,41 @@ func Open(ctx context.Context, env *engine.Env) (engine.Engine, error) {
 }
 
 // target is the RX queue a TX queue loops to: the live RX queue at the TX queue's position
-// among the live TX queues, or the first live RX queue (nil when none).
-func target(p *engine.Port, tq *engine.TxQueue) *engine.RxQueue {
+// among the live TX queues, or the first live RX queue (nil when none). It also finds the TX
+// queue by id among the live ones (nil when none). It walks the queue set in place: Send runs
+// it for every burst.
+func target(p *engine.Port, id int) (*engine.TxQueue, *engine.RxQueue) {
 	set := p.Queues()
-	rx := set.LiveRx()
-	if len(rx) == 0 {
-		return nil
-	}
+	var tq *engine.TxQueue
 	pos := 0
-	for _, q := range set.LiveTx() {
-		if q == tq {
+	for _, q := range set.Tx {
+		if q.Deleted() {
+			continue
+		}
+		if q.ID == id {
+			tq = q
 			break
 		}
 		pos++
 	}
-	if pos < len(rx) {
-		return rx[pos]
+	if tq == nil {
+		return nil, nil
 	}
-	return rx[0]
+	var first *engine.RxQueue
+	k := 0
+	for _, q := range set.Rx {
+		if q.Deleted() {
+			continue
+		}
+		if k == pos {
+			return tq, q
+		}
+		if first == nil {
+			first = q
+		}
+		k++
+	}
+	return tq, first
 }
 
 // AddRxQueue adds a loopback target: the session has published it, and target finds it.
@@ -125,34 +145,52 @@ func (e *Engine) Send(b *engine.Burst) error {
 	if e.closed.Load() {
 		return fmt.Errorf("loopback closed: %w", engine.ErrNotReady)
 	}
-	p := e.ports[b.Port()]
+	var p *engine.Port
+	if id := b.Port(); id >= 0 && id < len(e.ports) {
+		p = e.ports[id]
+	}
 	if p == nil {
 		return fmt.Errorf("port %d is not a loopback port: %w", b.Port(), engine.ErrInvalidParameter)
 	}
-	var tq *engine.TxQueue
-	for _, q := range p.Queues().LiveTx() {
-		if q.ID == b.Queue() {
-			tq = q
-		}
-	}
+	tq, rq := target(p, b.Queue())
 	if tq == nil {
 		return fmt.Errorf("port %d has no tx queue %d: %w", b.Port(), b.Queue(), engine.ErrInvalidParameter)
 	}
-	rq := target(p, tq)
 	n := b.Len()
 	if rq == nil {
 		tq.Stats.Drop(engine.DropNotConnected, n)
 		b.Free()
 		return nil
 	}
-	rb, err := e.meta.Get(p.ID, rq.ID, regions(b), p.Raw, n)
+	var segRegions [config.MaxSegments]*engine.Region
+	rs := segRegions[:b.NumSegments()]
+	for s := range rs {
+		rs[s] = b.SegmentRegion(s)
+	}
+	rb, err := e.meta.Get(p.ID, rq.ID, rs, p.Raw, n)
 	if err != nil {
 		rq.Stats.Drop(engine.DropNoBurstBuffers, n)
 		tq.Stats.Add(n, b.TotalBytes())
 		b.Free()
 		return nil
 	}
-	pc := e.pacers[tq]
+	var bytes int
+	if pc := e.pacers[tq]; pc != nil || b.AnyTimestamp() {
+		bytes = e.sendTimed(b, rb, pc)
+	} else {
+		// Nothing to wait for: the whole burst comes back at once, at one time. The RX
+		// timestamp is when the packets came back, CLOCK_REALTIME nanoseconds.
+		bytes = rb.AppendPackets(b, time.Now().UnixNano())
+	}
+	tq.Stats.Add(n, bytes)
+	b.FreeMeta() // the packets now belong to rb
+	rq.Deliver(rb)
+	return nil
+}
+
+// sendTimed moves b's packets to rb one by one, each after its send time (SetPacketTxTime)
+// and its turn under the queue's pacing (pc, nil without), and returns their bytes.
+func (e *Engine) sendTimed(b, rb *engine.Burst, pc *pacer) int {
 	if pc != nil {
 		// A sender that was away for over a millisecond restarts the schedule (idle time
 		// earns no credit); shorter gaps and any lateness inside a burst are caught up.
@@ -167,7 +205,7 @@ func (e *Engine) Send(b *engine.Burst) error {
 	// The RX timestamp is when the packet came back: CLOCK_REALTIME nanoseconds, read again
 	// only after a scheduled wait.
 	rxAt := time.Now().UnixNano()
-	for i := 0; i < n; i++ {
+	for i := 0; i < b.Len(); i++ {
 		if at, err := b.RxTimestamp(i); err == nil {
 			waitUntil(float64(at))
 			rxAt = time.Now().UnixNano()
@@ -183,18 +221,7 @@ func (e *Engine) Send(b *engine.Burst) error {
 		}
 		rb.AppendSegments(offs[:b.NumSegments()], lens[:b.NumSegments()], 0, rxAt)
 	}
-	tq.Stats.Add(n, b.TotalBytes())
-	b.FreeMeta() // the packets now belong to rb
-	rq.Deliver(rb)
-	return nil
-}
-
-func regions(b *engine.Burst) []*engine.Region {
-	rs := make([]*engine.Region, b.NumSegments())
-	for s := range rs {
-		rs[s] = b.SegmentRegion(s)
-	}
-	return rs
+	return b.TotalBytes()
 }
 
 // Close stops accepting bursts. RX bursts still queued are freed by the session.

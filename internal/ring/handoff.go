@@ -13,7 +13,7 @@ import (
 // not usable; call NewHandoff.
 type Handoff[T any] struct {
 	_   [gap]byte
-	enq uint32 // written by the producer only (release.StoreUint32), loaded atomically
+	enq uint32 // written by the producer only (storeRelease32), loaded atomically
 	_   [gap - 4]byte
 	deq uint32 // written by the consumer only
 	_   [gap - 4]byte

@@ -23,7 +23,7 @@ import (
 type Pool struct {
 	head atomic.Uint64 // tag<<32 | (index+1); index+1 == 0 means empty
 	// link is depth<<32 | (next index+1) for each free index. It is loaded with sync/atomic
-	// and stored with release.StoreUint64: the head's compare-and-swap that follows every
+	// and stored with storeRelease64: the head's compare-and-swap that follows every
 	// store is a full barrier already, so an exchange per link would only add its cost.
 	link []uint64
 	n    int
@@ -162,6 +162,12 @@ func (p *Pool) PutBulk(idx []uint32) {
 	for spins := 0; ; spins = backoff(spins) {
 		// Link the batch privately (the depths depend on the head this attempt splices
 		// onto), then splice it on top.
+		//
+		// The links are release stores (plain MOVs on amd64, inlined): these indices are
+		// this thread's until the compare-and-swap publishes them, and that CAS is a full
+		// barrier the compiler and the CPU keep every earlier store ahead of. The only thread
+		// that can read them meanwhile is a GetBulk walking from a stale head, whose own CAS
+		// then fails and discards what it read.
 		h := p.head.Load()
 		d := p.depth(h)
 		for i := uint32(0); i+1 < k; i++ {

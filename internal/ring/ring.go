@@ -124,9 +124,26 @@ func (r *Ring[T]) Enqueue(v T) bool {
 	if r.h != nil {
 		return r.h.Enqueue(v)
 	}
-	var one [1]T
-	one[0] = v
-	return r.enqueue(one[:], true) == 1
+	// One slot: claim's loop for want == 1, without the slice and the loop over slots (a
+	// metadata pool takes and returns one burst per call, several times per burst).
+	for {
+		pos := atomic.LoadUint32(&r.enq)
+		s := &r.slots[pos&r.mask]
+		if d := int32(atomic.LoadUint32(&s.seq) - pos); d != 0 {
+			if d > 0 || atomic.LoadUint32(&r.enq) != pos {
+				continue // another producer moved past pos: look again
+			}
+			return false // the slot still holds last lap's value: full
+		}
+		if r.sp {
+			storeRelease32(&r.enq, pos+1)
+		} else if !atomic.CompareAndSwapUint32(&r.enq, pos, pos+1) {
+			continue
+		}
+		s.v = v
+		storeRelease32(&s.seq, pos+1)
+		return true
+	}
 }
 
 // EnqueueBulk adds all of vs or none of them.
@@ -140,11 +157,29 @@ func (r *Ring[T]) Dequeue() (v T, ok bool) {
 	if r.h != nil {
 		return r.h.Dequeue()
 	}
-	var one [1]T
-	if r.dequeue(one[:], true) == 1 {
-		return one[0], true
+	// One slot, as in Enqueue.
+	for {
+		pos := atomic.LoadUint32(&r.deq)
+		s := &r.slots[pos&r.mask]
+		if d := int32(atomic.LoadUint32(&s.seq) - (pos + 1)); d != 0 {
+			if d > 0 || atomic.LoadUint32(&r.deq) != pos {
+				continue // another consumer moved past pos: look again
+			}
+			return v, false // not filled yet: empty
+		}
+		if r.sc {
+			storeRelease32(&r.deq, pos+1)
+		} else if !atomic.CompareAndSwapUint32(&r.deq, pos, pos+1) {
+			continue
+		}
+		v = s.v
+		if r.clear {
+			var zero T
+			s.v = zero // do not keep the value reachable from the ring
+		}
+		storeRelease32(&s.seq, pos+r.size)
+		return v, true
 	}
-	return v, false
 }
 
 // DequeueBulk fills all of dst or takes nothing, and reports which.

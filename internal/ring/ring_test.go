@@ -64,19 +64,25 @@ func TestRingBulkAllOrNothing(t *testing.T) {
 }
 
 // TestRingConcurrent checks that with several producers and consumers every value is delivered
-// exactly once, for every mode and for single and bulk operations.
+// exactly once, for every mode and for single and bulk operations (calls: Enqueue and Dequeue,
+// whose one-slot paths are their own code, instead of bulk calls of one).
 func TestRingConcurrent(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		mode       Mode
 		prod, cons int
 		bulk       int
+		calls      bool
 	}{
-		{"spsc-single", SPSC, 1, 1, 1},
-		{"spsc-bulk8", SPSC, 1, 1, 8},
-		{"mpmc-single-4p4c", MPMC, 4, 4, 1},
-		{"mpmc-bulk32-3p2c", MPMC, 3, 2, 32},
-		{"mpsc-bulk8", MPSC, 3, 1, 8},
+		{"spsc-single", SPSC, 1, 1, 1, false},
+		{"spsc-bulk8", SPSC, 1, 1, 8, false},
+		{"mpmc-single-4p4c", MPMC, 4, 4, 1, false},
+		{"mpmc-bulk32-3p2c", MPMC, 3, 2, 32, false},
+		{"mpsc-bulk8", MPSC, 3, 1, 8, false},
+		{"mpmc-calls-4p4c", MPMC, 4, 4, 1, true},
+		{"mpsc-calls-3p", MPSC, 3, 1, 1, true},
+		{"spmc-calls-3c", SPMC, 1, 3, 1, true},
+		{"spsc-calls", SPSC, 1, 1, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, _ := New[uint64](64+rand.IntN(64), tc.mode)
@@ -92,6 +98,11 @@ func TestRingConcurrent(t *testing.T) {
 					for i := 0; i < perProducer; i += tc.bulk {
 						for j := range buf {
 							buf[j] = uint64(p*perProducer + i + j)
+						}
+						if tc.calls {
+							for !r.Enqueue(buf[0]) {
+							}
+							continue
 						}
 						for !r.EnqueueBulk(buf) {
 						}
@@ -113,7 +124,14 @@ func TestRingConcurrent(t *testing.T) {
 						if done {
 							return
 						}
-						n := r.DequeueBurst(buf)
+						var n int
+						if tc.calls {
+							if v, ok := r.Dequeue(); ok {
+								buf[0], n = v, 1
+							}
+						} else {
+							n = r.DequeueBurst(buf)
+						}
 						mu.Lock()
 						for _, v := range buf[:n] {
 							seen[v]++
