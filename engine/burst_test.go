@@ -6,7 +6,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/hugepage"
@@ -280,5 +283,59 @@ func TestFreePacketsBulk(t *testing.T) {
 		for i := range seen {
 			r.Put(i)
 		}
+	}
+}
+
+// TestRxQueueConcurrentPollers: bursts delivered by one thread and taken by several goroutines
+// polling the same queue reach exactly one of them each, and none is lost.
+func TestRxQueueConcurrentPollers(t *testing.T) {
+	const bursts = 20000
+	r := testRegion(t, "rx", 64, 64)
+	meta, _ := NewMetaPool("rx", 32, 1, false)
+	q, err := NewRxQueue(&Port{Name: "p"}, 0, &config.Queue{ID: 0, BatchSize: 1}, []*Region{r}, meta, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var seen sync.Map
+	var taken, dup atomic.Int64
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			for taken.Load() < bursts && time.Now().Before(deadline) {
+				b, ok := q.Next()
+				if !ok {
+					continue
+				}
+				ts, _ := b.RxTimestamp(0)
+				if _, loaded := seen.LoadOrStore(ts, true); loaded {
+					dup.Add(1)
+				}
+				taken.Add(1)
+				b.Free()
+			}
+		})
+	}
+	for i := 1; i <= bursts && time.Now().Before(deadline); {
+		b, err := q.NewBurst()
+		if err != nil {
+			continue // every burst is out with a poller: wait for one to come back
+		}
+		idx, ok := r.Get()
+		if !ok {
+			b.Free()
+			continue
+		}
+		b.Append(uint64(idx)*64, 60, 0, int64(i))
+		if q.Deliver(b) {
+			i++
+		}
+	}
+	wg.Wait()
+	if dup.Load() != 0 || taken.Load() != bursts {
+		t.Fatalf("%d bursts taken of %d, %d taken twice", taken.Load(), bursts, dup.Load())
+	}
+	if r.Available() != 64 {
+		t.Fatalf("%d of 64 buffers back", r.Available())
 	}
 }

@@ -73,8 +73,12 @@ type RxQueue struct {
 }
 
 // NewRxQueue wires a receive queue to its metadata pool; the ring holds up to ringSize bursts.
+//
+// The ring takes several consumers: nothing stops an application from polling one queue from
+// two goroutines (RxBurst, RxBurstAny, RxBurstPort), and with a single-consumer ring two
+// pollers could both take the same burst. It costs a compare-and-swap per burst taken.
 func NewRxQueue(p *Port, index int, qc *config.Queue, regions []*Region, meta *MetaPool, ringSize int) (*RxQueue, error) {
-	r, err := ring.New[*Burst](ringSize, ring.MPSC)
+	r, err := ring.New[*Burst](ringSize, ring.MPMC)
 	if err != nil {
 		return nil, err
 	}
