@@ -44,21 +44,12 @@ func runDistinct(ptxFile string, ptx []byte, sizes, batches []int, pairs [][2]co
 	name, _ := dev.Name()
 	fmt.Printf("GPU 0: %s; L2 %d KiB, persisting set-aside up to %d KiB, access window up to %d KiB; kernels %s\n",
 		name, l2>>10, maxPersist>>10, maxWindow>>10, map[bool]string{true: "embedded", false: ptxFile}[ptx == nil])
-	ks, err := reorder.LoadKernels(dev, ptx)
+	rg, err := newRig(dev, ptx, true)
 	if err != nil {
 		return err
 	}
-	defer ks.Close()
-	s, err := dev.NewStream(true)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	tm, err := newTimer(dev, s, true)
-	if err != nil {
-		return err
-	}
-	defer tm.close()
+	defer rg.close()
+	ks, s, tm := rg.ks, rg.s, rg.tm
 
 	fmt.Printf("us per batch (queued timing, GPU time only); traffic = bytes read + written per second / the copy's timed the same way; distinct = %d batches in turn\n", k)
 	fmt.Printf("%-12s %5s %6s | %7s %7s %7s | %7s %7s %7s | %7s %7s %7s | %6s %6s %6s | %6s\n", "kernel", "pkt", "batch",

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/daqiri-go/daqiri/cudart"
+	"github.com/daqiri-go/daqiri/reorder"
 )
 
 // gatePTX is a kernel that holds its stream until the host writes a nonzero word at flag (in
@@ -79,6 +80,34 @@ func newTimer(dev *cudart.Device, s *cudart.Stream, queued bool) (*timer, error)
 	}
 	return t, nil
 }
+
+// rig is what every mode times with: the kernels, a non-blocking stream, and its timer.
+type rig struct {
+	ks *reorder.Kernels
+	s  *cudart.Stream
+	tm *timer
+}
+
+func newRig(dev *cudart.Device, ptx []byte, queued bool) (*rig, error) {
+	ks, err := reorder.LoadKernels(dev, ptx)
+	if err != nil {
+		return nil, err
+	}
+	s, err := dev.NewStream(true)
+	if err != nil {
+		ks.Close()
+		return nil, err
+	}
+	tm, err := newTimer(dev, s, queued)
+	if err != nil {
+		s.Close()
+		ks.Close()
+		return nil, err
+	}
+	return &rig{ks: ks, s: s, tm: tm}, nil
+}
+
+func (r *rig) close() error { return errors.Join(r.tm.close(), r.s.Close(), r.ks.Close()) }
 
 func (t *timer) close() error {
 	if t.mod == nil {

@@ -211,11 +211,12 @@ func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, upstreamFile
 	defer dev.Close()
 	name, _ := dev.Name()
 	fmt.Printf("GPU 0: %s, driver CUDA %d.%d\n", name, d.Version()/1000, d.Version()%1000/10)
-	ks, err := reorder.LoadKernels(dev, ptx)
+	rg, err := newRig(dev, ptx, queued)
 	if err != nil {
 		return err
 	}
-	defer ks.Close()
+	defer rg.close()
+	ks, s, tm := rg.ks, rg.s, rg.tm
 	var up *upstreamKernel
 	if upstreamFile != "" {
 		if up, err = loadUpstream(dev, upstreamFile); err != nil {
@@ -226,16 +227,6 @@ func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, upstreamFile
 	} else {
 		fmt.Println("upstream kernel: not given (-upstream; bench/reorder/upstream.sh builds it): ours against the device copy only")
 	}
-	s, err := dev.NewStream(true)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	tm, err := newTimer(dev, s, queued)
-	if err != nil {
-		return err
-	}
-	defer tm.close()
 	timing := "launch"
 	if queued {
 		timing = "queued"

@@ -100,21 +100,12 @@ func runVariants(varPTX, basePTX, finalPTX string, sizes, batches []int, targetM
 	if err != nil {
 		return err
 	}
-	ks, err := reorder.LoadKernels(dev, fb)
+	rg, err := newRig(dev, fb, true)
 	if err != nil {
 		return err
 	}
-	defer ks.Close()
-	s, err := dev.NewStream(true)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	tm, err := newTimer(dev, s, true)
-	if err != nil {
-		return err
-	}
-	defer tm.close()
+	defer rg.close()
+	ks, s, tm := rg.ks, rg.s, rg.tm
 
 	pairs := [][2]config.DataType{{"int4", "fp16"}, {"int4", "bf16"}, {"int8", "fp32"}, {"int16", "fp64"}, {"int4", "fp32"}}
 	var vars []*variant
