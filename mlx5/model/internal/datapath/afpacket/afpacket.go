@@ -43,6 +43,18 @@ func Open(ifname string) (*Socket, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("afpacket: bind to %s: %w", ifname, err)
 	}
+	// A bridged port is a cable: the frames a peer sends in a burst must not be dropped
+	// because this process was descheduled for a moment. The default receive buffer (about
+	// 200 KiB of skb truesize, some 60 full frames) overflowed on a loaded 2-core CI machine
+	// and lost the tail of a 256-frame burst; 8 MiB holds thousands. SO_RCVBUFFORCE needs
+	// CAP_NET_ADMIN, which a bridge run as root has; without it SO_RCVBUF takes what
+	// net.core.rmem_max allows.
+	const bufBytes = 8 << 20
+	for _, opt := range [][2]int{{unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}, {unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}} {
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, opt[0], bufBytes) != nil {
+			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, opt[1], bufBytes)
+		}
+	}
 	mreq := unix.PacketMreq{Ifindex: int32(ifi.Index), Type: unix.PACKET_MR_PROMISC}
 	if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mreq); err != nil {
 		unix.Close(fd)
@@ -69,10 +81,33 @@ func (s *Socket) Send(frame []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err := unix.Write(fd, frame); err != nil {
+	// ENOBUFS means the device's queue is full for now: wait for it a little (bounded), as a
+	// NIC's transmit queue would, instead of dropping the frame.
+	for try := 0; ; try++ {
+		_, err := unix.Write(fd, frame)
+		if err == nil {
+			return nil
+		}
+		if (errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.EAGAIN)) && try < 100 {
+			time.Sleep(100 * time.Microsecond)
+			continue
+		}
 		return fmt.Errorf("afpacket: send %d bytes on %s: %w", len(frame), s.ifname, err)
 	}
-	return nil
+}
+
+// Drops is the number of frames the kernel dropped for this socket because its receive
+// buffer was full, since the last call (PACKET_STATISTICS resets on read).
+func (s *Socket) Drops() (uint32, error) {
+	fd, err := s.get()
+	if err != nil {
+		return 0, err
+	}
+	st, err := unix.GetsockoptTpacketStats(fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
+	if err != nil {
+		return 0, fmt.Errorf("afpacket: statistics of %s: %w", s.ifname, err)
+	}
+	return st.Drops, nil
 }
 
 // Recv waits up to timeout for a frame the interface received and copies it into buf;
