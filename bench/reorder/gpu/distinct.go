@@ -29,11 +29,7 @@ import (
 )
 
 func runDistinct(ptxFile string, ptx []byte, sizes, batches []int, pairs [][2]config.DataType, k, persistMB, targetMB int) error {
-	d, err := cudart.Open()
-	if err != nil {
-		return err
-	}
-	dev, err := d.Device(0)
+	_, dev, err := openGPU0()
 	if err != nil {
 		return err
 	}

@@ -81,6 +81,16 @@ func newTimer(dev *cudart.Device, s *cudart.Stream, queued bool) (*timer, error)
 	return t, nil
 }
 
+// openGPU0 loads the driver and opens GPU 0, which every mode measures on.
+func openGPU0() (*cudart.Driver, *cudart.Device, error) {
+	d, err := cudart.Open()
+	if err != nil {
+		return nil, nil, err
+	}
+	dev, err := d.Device(0)
+	return d, dev, err
+}
+
 // rig is what every mode times with: the kernels, a non-blocking stream, and its timer.
 type rig struct {
 	ks *reorder.Kernels

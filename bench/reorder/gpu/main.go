@@ -200,11 +200,7 @@ func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, upstreamFile
 			return err
 		}
 	}
-	d, err := cudart.Open()
-	if err != nil {
-		return err
-	}
-	dev, err := d.Device(0)
+	d, dev, err := openGPU0()
 	if err != nil {
 		return err
 	}
@@ -530,11 +526,7 @@ func runPlans(sizes []int, batches int, ptxFile, jsonOut string) error {
 			return err
 		}
 	}
-	d, err := cudart.Open()
-	if err != nil {
-		return err
-	}
-	dev, err := d.Device(0)
+	d, dev, err := openGPU0()
 	if err != nil {
 		return err
 	}

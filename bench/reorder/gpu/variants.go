@@ -45,11 +45,7 @@ func oldShape(outLen, slots, sms int) (spb, threads uint32) {
 }
 
 func runVariants(varPTX, basePTX, finalPTX string, sizes, batches []int, targetMB int) error {
-	d, err := cudart.Open()
-	if err != nil {
-		return err
-	}
-	dev, err := d.Device(0)
+	_, dev, err := openGPU0()
 	if err != nil {
 		return err
 	}
