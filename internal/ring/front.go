@@ -145,8 +145,8 @@ func (f *Front) GetBurst(dst []uint32) int {
 	return k
 }
 
-// Get takes one index from the pool (one compare-and-swap, as cheap as the cache's lock),
-// or from the cache when the pool has none.
+// Get takes one index from the pool (one compare-and-swap, as cheap as taking the cache's
+// lock), or from the cache when the pool has none.
 func (f *Front) Get() (uint32, bool) {
 	if idx, ok := f.p.Get(); ok {
 		return idx, true
@@ -161,7 +161,15 @@ func (f *Front) Get() (uint32, bool) {
 		return idx, ok
 	}
 	idx := f.stack[n-1]
-	f.unlock(n - 1)
+	n--
+	// The pool ran dry while the cache holds buffers (bulk frees land in the cache): hand
+	// half of them to the pool, so that the next single gets find one there instead of
+	// waiting for the cache's lock each time.
+	if k := (n + 1) / 2; k > 0 {
+		f.p.PutBulk(f.stack[n-k : n])
+		n -= k
+	}
+	f.unlock(n)
 	return idx, true
 }
 
