@@ -35,6 +35,10 @@ type Front struct {
 const (
 	frontHeld   = 1
 	frontSealed = 2
+	// frontMin is the smallest bulk get or put that uses the cache: for fewer indices the
+	// pool's walk is short, and its one compare-and-swap is cheaper than the cache's lock
+	// and release (a burst of one packet was ~3 % slower through the cache).
+	frontMin = 4
 )
 
 // NewFront returns a front cache of size indices (2..the pool's size) for p. All of the
@@ -90,20 +94,28 @@ func (f *Front) refill(n, need int) int {
 // GetBulk fills all of dst or takes nothing; it fails only when the pool and the cache
 // together hold fewer than len(dst).
 func (f *Front) GetBulk(dst []uint32) bool {
+	if len(dst) < frontMin {
+		return f.getBulkPool(dst)
+	}
 	if n, ok := f.tryLock(); ok {
 		if len(dst) <= len(f.stack) {
 			if n = f.refill(n, len(dst)); n >= len(dst) {
-				copy(dst, f.stack[n-len(dst):n])
+				move(dst, f.stack[n-len(dst):n])
 				f.unlock(n - len(dst))
 				return true
 			}
 		}
 		return f.drainGet(n, dst)
 	}
+	return f.getBulkPool(dst)
+}
+
+// getBulkPool is GetBulk from the pool, with the cache as the fallback.
+func (f *Front) getBulkPool(dst []uint32) bool {
 	if f.p.GetBulk(dst) {
 		return true
 	}
-	// Too few in the pool; the cache, held by another thread a moment ago, may have the rest.
+	// Too few in the pool; the cache may hold the rest (it may be held by another thread).
 	n, ok := f.lock()
 	if !ok {
 		return f.p.GetBulk(dst) // sealed: everything is in the pool
@@ -135,7 +147,7 @@ func (f *Front) GetBurst(dst []uint32) int {
 	}
 	n = f.refill(n, min(len(dst)-k, len(f.stack)))
 	t := min(n, len(dst)-k)
-	copy(dst[k:k+t], f.stack[n-t:n])
+	move(dst[k:k+t], f.stack[n-t:n])
 	n -= t
 	k += t
 	if k < len(dst) {
@@ -174,8 +186,12 @@ func (f *Front) Get() (uint32, bool) {
 }
 
 // PutBulk returns several indices: into the cache when it is free (spilling its upper half
-// to the pool when they do not fit), else straight to the pool.
+// to the pool when they do not fit), else, and for fewer than frontMin, straight to the pool.
 func (f *Front) PutBulk(idx []uint32) {
+	if len(idx) < frontMin {
+		f.p.PutBulk(idx)
+		return
+	}
 	n, ok := f.tryLock()
 	if !ok {
 		f.p.PutBulk(idx)
@@ -192,8 +208,21 @@ func (f *Front) PutBulk(idx []uint32) {
 			return
 		}
 	}
-	copy(f.stack[n:], idx)
+	move(f.stack[n:], idx)
 	f.unlock(n + len(idx))
+}
+
+// move copies src to dst: a few indices with a loop, more with copy, whose call to memmove
+// costs more than the loop for a burst of one packet.
+func move(dst, src []uint32) {
+	if len(src) <= 8 {
+		dst = dst[:len(src)]
+		for i, x := range src {
+			dst[i] = x
+		}
+		return
+	}
+	copy(dst, src)
 }
 
 // Available is the number of free indices, pool and cache (a snapshot; while another thread
