@@ -61,11 +61,15 @@ func NewRegion(rc *config.MemoryRegion, mem Memory) (*Region, error) {
 		return nil, fmt.Errorf("memory region %s: %w", rc.Name, err)
 	}
 	r.pool = p
-	// Half the buffers at most, 512 at most: room for several bursts of a large batch.
-	if size := min(rc.NumBufs/2, 512); size >= 2 {
-		if r.front, err = p.NewFront(size); err != nil {
-			return nil, fmt.Errorf("memory region %s: %w", rc.Name, err)
-		}
+	// Half the buffers at most, 512 at most: room for several bursts of a large batch. A
+	// region of fewer than 4 buffers gets a front without a cache (every call to the pool),
+	// so that every region has one and the calls through it stay small enough to inline.
+	size := min(rc.NumBufs/2, 512)
+	if size < 2 {
+		size = 0
+	}
+	if r.front, err = p.NewFront(size); err != nil {
+		return nil, fmt.Errorf("memory region %s: %w", rc.Name, err)
 	}
 	return r, nil
 }
@@ -117,36 +121,16 @@ func (r *Region) Addr(off uint64) uintptr { return r.mem.Addr() + uintptr(off) }
 
 // Available is the number of free buffers (a snapshot; exact while no other thread takes or
 // returns buffers).
-func (r *Region) Available() int {
-	if r.front != nil {
-		return r.front.Available()
-	}
-	return r.pool.Available()
-}
+func (r *Region) Available() int { return r.front.Available() }
 
 // Get takes a free buffer.
-func (r *Region) Get() (uint32, bool) {
-	if r.front != nil {
-		return r.front.Get()
-	}
-	return r.pool.Get()
-}
+func (r *Region) Get() (uint32, bool) { return r.front.Get() }
 
 // GetBulk takes len(dst) buffers or none.
-func (r *Region) GetBulk(dst []uint32) bool {
-	if r.front != nil {
-		return r.front.GetBulk(dst)
-	}
-	return r.pool.GetBulk(dst)
-}
+func (r *Region) GetBulk(dst []uint32) bool { return r.front.GetBulk(dst) }
 
 // GetBurst takes up to len(dst) buffers and returns how many.
-func (r *Region) GetBurst(dst []uint32) int {
-	if r.front != nil {
-		return r.front.GetBurst(dst)
-	}
-	return r.pool.GetBurst(dst)
-}
+func (r *Region) GetBurst(dst []uint32) int { return r.front.GetBurst(dst) }
 
 // Put returns a buffer that has a single owner.
 func (r *Region) Put(idx uint32) {
@@ -197,11 +181,7 @@ func (r *Region) release(off uint64) {
 
 // putBulk returns buffers with a single owner each.
 func (r *Region) putBulk(idx []uint32) {
-	if r.front != nil {
-		r.front.PutBulk(idx)
-	} else {
-		r.pool.PutBulk(idx)
-	}
+	r.front.PutBulk(idx)
 	r.returned()
 }
 
@@ -246,9 +226,7 @@ func (r *Region) dropOwner(off uint64) (idx uint32, last bool) {
 // buffers were not returned.
 func (r *Region) Close() error {
 	r.closing.Store(true) // before counting: a buffer returned meanwhile sees it
-	if r.front != nil {
-		r.front.Seal() // the cached buffers into the pool, and every later return too
-	}
+	r.front.Seal()        // the cached buffers into the pool, and every later return too
 	if out := r.NumBufs - r.pool.Available(); out != 0 {
 		return fmt.Errorf("memory region %s: %d of %d buffers not returned; the memory is released when the last of them is freed", r.Name, out, r.NumBufs)
 	}

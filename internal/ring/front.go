@@ -41,12 +41,17 @@ const (
 	frontMin = 4
 )
 
-// NewFront returns a front cache of size indices (2..the pool's size) for p. All of the
-// pool's traffic that should use the cache goes through the Front; single Put and Get may
-// still be called on the pool directly.
+// NewFront returns a front cache of size indices (2..the pool's size) for p; size 0 gives a
+// front without a cache (sealed from the start: every operation goes to the pool), so that
+// a pool too small to share has the same front as the others. All of the pool's traffic
+// that should use the cache goes through the Front; single Put and Get may still be called
+// on the pool directly.
 func (p *Pool) NewFront(size int) (*Front, error) {
+	if size == 0 {
+		return &Front{p: p, word: frontSealed}, nil
+	}
 	if size < 2 || size > p.n {
-		return nil, fmt.Errorf("ring: front cache size %d out of range 2..%d (the pool's size)", size, p.n)
+		return nil, fmt.Errorf("ring: front cache size %d out of range 2..%d (the pool's size), or 0", size, p.n)
 	}
 	return &Front{p: p, stack: make([]uint32, size)}, nil
 }
@@ -94,8 +99,8 @@ func (f *Front) refill(n, need int) int {
 // GetBulk fills all of dst or takes nothing; it fails only when the pool and the cache
 // together hold fewer than len(dst).
 func (f *Front) GetBulk(dst []uint32) bool {
-	if len(dst) < frontMin {
-		return f.getBulkPool(dst)
+	if len(dst) < frontMin && f.p.GetBulk(dst) {
+		return true
 	}
 	if n, ok := f.tryLock(); ok {
 		if len(dst) <= len(f.stack) {
