@@ -60,8 +60,12 @@ type Burst struct {
 	// power of two and the CPU can address them (view0 nil otherwise), set by Reset: the
 	// header helpers find a packet's buffer from the burst alone, one dependent load fewer
 	// per call than through the region.
-	view0   []byte
-	mask0   uint64
+	view0 []byte
+	mask0 uint64
+	// room1 is the buffer size when the burst has one segment and its region's buffers are
+	// a power of two (0 otherwise), set by Reset: SetPacketLengths checks a length against
+	// it without a dependent load through the region.
+	room1   uint64
 	tx      bool
 	meta    *MetaPool
 	reorder *ReorderInfo
@@ -130,9 +134,12 @@ func (b *Burst) Reset(port, queue int, regions []*Region, raw bool, capacity int
 			b.segs[s].region = regions[s]
 		}
 	}
-	b.view0, b.mask0 = nil, 0
+	b.view0, b.mask0, b.room1 = nil, 0, 0
 	if r := b.segs[0].region; r != nil && r.shift >= 0 {
 		b.view0, b.mask0 = r.buf, uint64(r.BufSize-1)
+		if b.nsegs == 1 {
+			b.room1 = uint64(r.BufSize)
+		}
 	}
 }
 
@@ -413,11 +420,13 @@ func (b *Burst) SetRxTimestamp(i int, ns int64) { b.ts[i] = ns }
 
 // SetPacketLengths sets packet i's segment lengths, one per segment.
 func (b *Burst) SetPacketLengths(i int, lens ...int) error {
-	// The one-segment case first, without the loop and the error formatting; anything
-	// else, errors included, takes the general path.
-	if len(lens) == 1 && b.nsegs == 1 && uint(i) < uint(b.n) {
+	// The one-segment case of power-of-two buffers first, without the loop, the error
+	// formatting and a load through the region (room1); anything else, errors included,
+	// takes the general path. (It cannot be inlined into the caller's loop: any call left in
+	// the function, even the general path's, costs more than the compiler's inlining budget.)
+	if len(lens) == 1 && b.room1 != 0 && uint(i) < uint(b.n) {
 		s := &b.segs[0]
-		if uint(lens[0]) <= uint(s.region.room(s.off[i])) {
+		if uint(lens[0]) <= uint(b.room1-s.off[i]&(b.room1-1)) {
 			s.len[i] = uint32(lens[0])
 			return nil
 		}

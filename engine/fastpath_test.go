@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -114,7 +115,7 @@ func TestSetPacketLengthsRoom(t *testing.T) {
 			if err := b.SetPacketLengths(i, room); err != nil || b.SegmentLen(0, i) != room {
 				t.Fatalf("size %d, packet at %d: length %d (the room) refused: %v", size, o, room, err)
 			}
-			for _, bad := range []int{room + 1, -1} {
+			for _, bad := range []int{room + 1, -1, math.MinInt, math.MaxInt, size + 1<<32} {
 				if err := b.SetPacketLengths(i, bad); !errors.Is(err, ErrInvalidParameter) || b.SegmentLen(0, i) != room {
 					t.Fatalf("size %d, packet at %d: length %d: %v, length now %d", size, o, bad, err, b.SegmentLen(0, i))
 				}
@@ -127,6 +128,24 @@ func TestSetPacketLengthsRoom(t *testing.T) {
 		}
 		if err := b.SetPacketLengths(0, 1, 1); !errors.Is(err, ErrInvalidParameter) {
 			t.Fatalf("two lengths for one segment: %v", err)
+		}
+		b.FreeMeta()
+		// The same metadata as a two-segment burst: one length is refused (the one-segment
+		// fast path must not carry over from the earlier Reset), two are checked each
+		// against its own buffer.
+		b, err = meta.Get(0, 0, []*Region{reg, reg}, true, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.AppendSegments([]uint64{uint64(idx) * uint64(size), uint64(idx)*uint64(size) + uint64(size-2)}, []uint32{0, 0}, 0, 0)
+		if err := b.SetPacketLengths(0, 1); !errors.Is(err, ErrInvalidParameter) {
+			t.Fatalf("one length for two segments: %v", err)
+		}
+		if err := b.SetPacketLengths(0, size, 3); !errors.Is(err, ErrInvalidParameter) {
+			t.Fatalf("second segment's length beyond its buffer: %v", err)
+		}
+		if err := b.SetPacketLengths(0, size, 2); err != nil || b.PacketLen(0) != size+2 {
+			t.Fatalf("two segments at their rooms: %v, length %d", err, b.PacketLen(0))
 		}
 		b.FreeMeta()
 		reg.Put(idx)

@@ -28,6 +28,10 @@ type Region struct {
 	mem  Memory
 	buf  []byte
 	pool *ring.Pool
+	// front caches free buffers in front of pool for the bulk gets and puts of whichever
+	// thread builds a TX burst or frees a burst (see ring.Front): a bulk get from the pool
+	// walks a dependent load per buffer, from the cache it is a copy. Close seals it.
+	front *ring.Front
 	// shift is log2(BufSize) when BufSize is a power of two, else -1: the offset → buffer
 	// index division runs several times per packet, and a 64-bit divide costs tens of cycles.
 	shift int8
@@ -57,6 +61,16 @@ func NewRegion(rc *config.MemoryRegion, mem Memory) (*Region, error) {
 		return nil, fmt.Errorf("memory region %s: %w", rc.Name, err)
 	}
 	r.pool = p
+	// Half the buffers at most, 512 at most: room for several bursts of a large batch. A
+	// region of fewer than 4 buffers gets a front without a cache (every call to the pool),
+	// so that every region has one and the calls through it stay small enough to inline.
+	size := min(rc.NumBufs/2, 512)
+	if size < 2 {
+		size = 0
+	}
+	if r.front, err = p.NewFront(size); err != nil {
+		return nil, fmt.Errorf("memory region %s: %w", rc.Name, err)
+	}
 	return r, nil
 }
 
@@ -105,17 +119,18 @@ func (r *Region) Buf(idx uint32) []byte {
 // Addr is the address of byte off of the region.
 func (r *Region) Addr(off uint64) uintptr { return r.mem.Addr() + uintptr(off) }
 
-// Available is the number of free buffers (a snapshot).
-func (r *Region) Available() int { return r.pool.Available() }
+// Available is the number of free buffers (a snapshot; exact while no other thread takes or
+// returns buffers).
+func (r *Region) Available() int { return r.front.Available() }
 
 // Get takes a free buffer.
-func (r *Region) Get() (uint32, bool) { return r.pool.Get() }
+func (r *Region) Get() (uint32, bool) { return r.front.Get() }
 
 // GetBulk takes len(dst) buffers or none.
-func (r *Region) GetBulk(dst []uint32) bool { return r.pool.GetBulk(dst) }
+func (r *Region) GetBulk(dst []uint32) bool { return r.front.GetBulk(dst) }
 
 // GetBurst takes up to len(dst) buffers and returns how many.
-func (r *Region) GetBurst(dst []uint32) int { return r.pool.GetBurst(dst) }
+func (r *Region) GetBurst(dst []uint32) int { return r.front.GetBurst(dst) }
 
 // Put returns a buffer that has a single owner.
 func (r *Region) Put(idx uint32) {
@@ -152,8 +167,7 @@ func (r *Region) ReleaseBulk(offs []uint64, scratch []uint32) []uint32 {
 			scratch = append(scratch, idx)
 		}
 	}
-	r.pool.PutBulk(scratch)
-	r.returned()
+	r.putBulk(scratch)
 	return scratch
 }
 
@@ -167,12 +181,14 @@ func (r *Region) release(off uint64) {
 
 // putBulk returns buffers with a single owner each.
 func (r *Region) putBulk(idx []uint32) {
-	r.pool.PutBulk(idx)
+	r.front.PutBulk(idx)
 	r.returned()
 }
 
 // returned runs after buffers went back to the pool: once a closed region has every buffer
-// back, its memory is released.
+// back, its memory is released. Buffers in the front cache do not count as back; Close seals
+// the cache (into the pool) before it counts, and after that every buffer returns to the
+// pool itself.
 func (r *Region) returned() {
 	if r.closing.Load() && r.pool.Available() == r.NumBufs {
 		r.unmap()
@@ -210,6 +226,7 @@ func (r *Region) dropOwner(off uint64) (idx uint32, last bool) {
 // buffers were not returned.
 func (r *Region) Close() error {
 	r.closing.Store(true) // before counting: a buffer returned meanwhile sees it
+	r.front.Seal()        // the cached buffers into the pool, and every later return too
 	if out := r.NumBufs - r.pool.Available(); out != 0 {
 		return fmt.Errorf("memory region %s: %d of %d buffers not returned; the memory is released when the last of them is freed", r.Name, out, r.NumBufs)
 	}

@@ -3,6 +3,9 @@ package engine
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/hugepage"
 )
 
 // TestReleaseBulk returns random subsets of a region's buffers in bulk, some of them shared
@@ -82,5 +85,63 @@ func TestReleaseBulk(t *testing.T) {
 	}
 	for i := range seen {
 		plain.Put(i)
+	}
+}
+
+// TestRegionFrontClose: buffers a burst frees sit in the region's front cache, yet Available
+// counts them, Close finds every one of them back (and unmaps), and a region closed with
+// buffers outstanding unmaps when the last comes back through the bulk path.
+func TestRegionFrontClose(t *testing.T) {
+	const n, size = 64, 128
+	m, err := hugepage.Map(n*size, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRegion(&config.MemoryRegion{Name: "front", Kind: config.KindHost, NumBufs: n, BufSize: size}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := make([]uint32, 16)
+	for round := 0; round < 10; round++ {
+		if !r.GetBulk(idx) {
+			t.Fatalf("round %d: GetBulk(16) failed with %d available", round, r.Available())
+		}
+		if r.Available() != n-16 {
+			t.Fatalf("round %d: %d available with 16 out, want %d", round, r.Available(), n-16)
+		}
+		r.putBulk(idx)
+	}
+	if r.front.Cached() == 0 {
+		t.Fatal("bulk puts did not go to the front cache")
+	}
+	if r.Available() != n {
+		t.Fatalf("%d of %d available after every buffer came back", r.Available(), n)
+	}
+	// Every buffer, in one get: the cache's and the pool's together.
+	all := make([]uint32, n)
+	if !r.GetBulk(all) {
+		t.Fatal("GetBulk of every buffer failed while the cache held some")
+	}
+	seen := map[uint32]bool{}
+	for _, i := range all {
+		if seen[i] {
+			t.Fatalf("buffer %d handed out twice", i)
+		}
+		seen[i] = true
+	}
+	if _, ok := r.Get(); ok {
+		t.Fatal("Get succeeded on an exhausted region")
+	}
+	r.putBulk(all[:n-1])
+	// One buffer out: Close refuses to unmap, and the last buffer's return does it.
+	if err := r.Close(); err == nil || r.Unmapped() {
+		t.Fatalf("Close with one buffer out: err %v, unmapped %v", err, r.Unmapped())
+	}
+	if r.front.Cached() != 0 {
+		t.Fatalf("Close left %d buffers in the front cache", r.front.Cached())
+	}
+	r.putBulk(all[n-1:])
+	if !r.Unmapped() {
+		t.Fatal("the last buffer's return did not unmap the closed region")
 	}
 }
