@@ -27,7 +27,7 @@ type Front struct {
 	// the release as for any lock).
 	// It comes first for the 64-bit alignment sync/atomic needs on 32-bit platforms.
 	word  uint64
-	_     [56]byte // word has its line: the fields below are read by every holder
+	_     [gap - 8]byte // word has its block: the fields below are read by every holder
 	p     *Pool
 	stack []uint32
 }
