@@ -247,3 +247,28 @@ func TestFrontNoAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per get/put pair", a)
 	}
 }
+
+// TestFrontGetMostRecent: a single Get returns the buffer freed last (the top of the cache),
+// not an older one from the pool: the buffer the caller then writes is the one most likely
+// still in the CPU's caches.
+func TestFrontGetMostRecent(t *testing.T) {
+	p, _ := NewPool(64)
+	f, err := p.NewFront(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]uint32, 8)
+	if !f.GetBulk(got) {
+		t.Fatal("GetBulk of 8 from 64 failed")
+	}
+	f.PutBulk(got)
+	for i := len(got) - 1; i >= 0; i-- {
+		idx, ok := f.Get()
+		if !ok || idx != got[i] {
+			t.Fatalf("Get = %d, %v; want %d, the last freed", idx, ok, got[i])
+		}
+	}
+	if f.Available() != 64-len(got) {
+		t.Fatalf("Available %d, want %d", f.Available(), 64-len(got))
+	}
+}
