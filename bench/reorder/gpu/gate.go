@@ -126,6 +126,15 @@ func (t *timer) close() error {
 	return errors.Join(t.flag.Close(), t.mod.Close())
 }
 
+// timeWarm runs enqueue once untimed (first launches load code and fault pages in), then
+// times iters rounds of it.
+func (t *timer) timeWarm(iters int, enqueue func(int) error) (time.Duration, error) {
+	if err := enqueue(0); err != nil {
+		return 0, err
+	}
+	return t.time(iters, enqueue)
+}
+
 // time returns the GPU time of iters rounds of enqueue, each of which queues one round on t.s.
 func (t *timer) time(iters int, enqueue func(int) error) (time.Duration, error) {
 	if !t.queued {

@@ -341,10 +341,7 @@ func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, upstreamFile
 			bytes := ppb * size
 			iters := max(3, min(2000, targetMB<<20/bytes))
 			cp := func(int) error { return dev.CopyDtoDAsync(out.Ptr(), src.Ptr(), bytes, s) }
-			if err := cp(0); err != nil {
-				return err
-			}
-			tc, err := tm.time(iters, cp)
+			tc, err := tm.timeWarm(iters, cp)
 			if err != nil {
 				return err
 			}
@@ -358,10 +355,7 @@ func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, upstreamFile
 				res := result{Kernel: c.name, PacketBytes: size, Batch: ppb, InBytes: bytes, OutBytes: outBytes, Iters: iters, Timing: timing,
 					CopyMicros: micros(tc, iters)}
 				fill := func(int) error { return dev.MemsetAsync(out.Ptr(), 0, outBytes, s) }
-				if err := fill(0); err != nil {
-					return err
-				}
-				tf, err := tm.time(iters, fill)
+				tf, err := tm.timeWarm(iters, fill)
 				if err != nil {
 					return err
 				}
@@ -395,10 +389,7 @@ func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, upstreamFile
 				}
 				var ours []time.Duration
 				for _, launch := range launches {
-					if err := launch(0); err != nil {
-						return err
-					}
-					t, err := tm.time(iters, launch)
+					t, err := tm.timeWarm(iters, launch)
 					if err != nil {
 						return err
 					}
@@ -428,10 +419,7 @@ func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, upstreamFile
 						diff = strconv.Itoa(n)
 					}
 					launch := func(int) error { return up.launch(ua) }
-					if err := launch(0); err != nil {
-						return err
-					}
-					tu, err := tm.time(iters, launch)
+					tu, err := tm.timeWarm(iters, launch)
 					if err != nil {
 						return err
 					}

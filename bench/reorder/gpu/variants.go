@@ -294,15 +294,13 @@ func runVariants(varPTX, basePTX, finalPTX string, sizes, batches []int, targetM
 		bytes := batch * size
 		iters := max(3, min(2000, targetMB<<20/bytes))
 		cp := func(int) error { return dev.CopyDtoDAsync(out.Ptr(), src.Ptr(), bytes, s) }
-		cp(0)
-		tc, err := tm.time(iters, cp)
+		tc, err := tm.timeWarm(iters, cp)
 		if err != nil {
 			return err
 		}
 		outBytes := batch * c.OutputLen(size)
 		fill := func(int) error { return dev.MemsetAsync(out.Ptr(), 0, outBytes, s) }
-		fill(0)
-		tf, err := tm.time(iters, fill)
+		tf, err := tm.timeWarm(iters, fill)
 		if err != nil {
 			return err
 		}
@@ -322,10 +320,7 @@ func runVariants(varPTX, basePTX, finalPTX string, sizes, batches []int, targetM
 				return err
 			}
 			l := func(int) error { return f() }
-			if err := l(0); err != nil {
-				return err
-			}
-			t, err := tm.time(iters, l)
+			t, err := tm.timeWarm(iters, l)
 			if err != nil {
 				return err
 			}
