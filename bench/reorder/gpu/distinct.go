@@ -77,21 +77,12 @@ func runDistinct(ptxFile string, ptx []byte, sizes, batches []int, pairs [][2]co
 
 func distinctCell(dev *cudart.Device, ks *reorder.Kernels, s *cudart.Stream, tm *timer, r *rand.Rand, size, ppb, buf, inLen, maxOut int,
 	pairs [][2]config.DataType, convs []reorder.Conversion, k, persist, maxWindow, targetMB int) error {
-	src, err := dev.AllocDevice(k * inLen)
+	mems, free, err := allocAll(dev, k*inLen, k*maxOut, 8*ppb)
 	if err != nil {
 		return err
 	}
-	defer src.Close()
-	out, err := dev.AllocDevice(k * maxOut)
-	if err != nil {
-		return err
-	}
-	defer out.Close()
-	table, err := dev.AllocDevice(8 * ppb)
-	if err != nil {
-		return err
-	}
-	defer table.Close()
+	defer free()
+	src, out, table := mems[0], mems[1], mems[2]
 	// Random payloads in every batch; one slot table (offsets from a batch's base) for all.
 	img := make([]byte, k*inLen)
 	for i := 0; i+8 <= len(img); i += 8 {

@@ -91,6 +91,24 @@ func openGPU0() (*cudart.Driver, *cudart.Device, error) {
 	return d, dev, err
 }
 
+// allocAll allocates one device buffer per size, all or none; free releases them.
+func allocAll(dev *cudart.Device, sizes ...int) (mems []*cudart.DeviceMem, free func(), err error) {
+	free = func() {
+		for _, m := range mems {
+			m.Close()
+		}
+	}
+	for _, n := range sizes {
+		m, err := dev.AllocDevice(n)
+		if err != nil {
+			free()
+			return nil, nil, err
+		}
+		mems = append(mems, m)
+	}
+	return mems, free, nil
+}
+
 // rig is what every mode times with: the kernels, a non-blocking stream, and its timer.
 type rig struct {
 	ks *reorder.Kernels

@@ -254,39 +254,21 @@ func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, upstreamFile
 		maxOut = max(maxOut, c.c.OutputLen(maxSize))
 	}
 	srcLen := maxBatch * (maxSize + headroom)
-	src, err := dev.AllocDevice(srcLen)
+	// Upstream's inputs (ptrs): a device array of packet pointers, in arrival order, and the
+	// word its kernel writes the batch number to. tableStage: where plans stage larger slot
+	// tables by a copy on a second stream.
+	mems, free, err := allocAll(dev, srcLen, maxBatch*maxOut, 8*maxBatch, 8*maxBatch+8, 8*maxBatch)
 	if err != nil {
 		return err
 	}
-	defer src.Close()
-	out, err := dev.AllocDevice(maxBatch * maxOut)
-	if err != nil {
-		return err
-	}
-	defer out.Close()
-	tableDev, err := dev.AllocDevice(8 * maxBatch)
-	if err != nil {
-		return err
-	}
-	defer tableDev.Close()
+	defer free()
+	src, out, tableDev, ptrs, tableStage := mems[0], mems[1], mems[2], mems[3], mems[4]
+	batchID := ptrs.Ptr() + cudart.DevicePtr(8*maxBatch)
 	tableHost, err := dev.AllocHostPinned(8 * maxBatch)
 	if err != nil {
 		return err
 	}
 	defer tableHost.Close()
-	// Upstream's inputs: a device array of packet pointers, in arrival order, and the word
-	// its kernel writes the batch number to.
-	ptrs, err := dev.AllocDevice(8*maxBatch + 8)
-	if err != nil {
-		return err
-	}
-	defer ptrs.Close()
-	batchID := ptrs.Ptr() + cudart.DevicePtr(8*maxBatch)
-	tableStage, err := dev.AllocDevice(8 * maxBatch)
-	if err != nil {
-		return err
-	}
-	defer tableStage.Close()
 	s2, err := dev.NewStream(true)
 	if err != nil {
 		return err

@@ -132,21 +132,12 @@ func runVariants(varPTX, basePTX, finalPTX string, sizes, batches []int, targetM
 	}
 	maxBatch = max(maxBatch, 1024)
 	srcLen := maxBatch * (maxSize + headroom)
-	src, err := dev.AllocDevice(srcLen + 65536)
+	mems, free, err := allocAll(dev, srcLen+65536, maxBatch*maxSize*16, 8*maxBatch)
 	if err != nil {
 		return err
 	}
-	defer src.Close()
-	out, err := dev.AllocDevice(maxBatch * maxSize * 16)
-	if err != nil {
-		return err
-	}
-	defer out.Close()
-	table, err := dev.AllocDevice(8 * maxBatch)
-	if err != nil {
-		return err
-	}
-	defer table.Close()
+	defer free()
+	src, out, table := mems[0], mems[1], mems[2]
 	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	img := make([]byte, srcLen)
 	for i := 0; i+8 <= len(img); i += 8 {
