@@ -7,6 +7,7 @@
 package dma
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -51,15 +52,7 @@ func (s *Space) Map(iova uint64, mem []byte, perm Perm) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, _ := slices.BinarySearchFunc(s.maps, iova, func(m mapping, v uint64) int {
-		switch {
-		case m.iova < v:
-			return -1
-		case m.iova > v:
-			return 1
-		}
-		return 0
-	})
+	i, _ := slices.BinarySearchFunc(s.maps, iova, byIOVA)
 	if i > 0 {
 		if p := s.maps[i-1]; p.iova+uint64(len(p.mem)) > iova {
 			return fmt.Errorf("dma: mapping at %#x overlaps the one at %#x", iova, p.iova)
@@ -111,15 +104,7 @@ func (s *Space) Slice(iova uint64, n int, perm Perm) ([]byte, error) {
 // find returns the index of the mapping that starts at or below iova (the only one that can
 // hold it: mappings do not overlap), -1 for none. Called with mu held.
 func (s *Space) find(iova uint64) int {
-	i, found := slices.BinarySearchFunc(s.maps, iova, func(m mapping, v uint64) int {
-		switch {
-		case m.iova < v:
-			return -1
-		case m.iova > v:
-			return 1
-		}
-		return 0
-	})
+	i, found := slices.BinarySearchFunc(s.maps, iova, byIOVA)
 	if !found {
 		i--
 	}
@@ -215,3 +200,7 @@ func (p Perm) String() string {
 	}
 	return fmt.Sprintf("perm(%d)", uint8(p))
 }
+
+// byIOVA orders a mapping against an address by where the mapping starts, for binary searches
+// of the sorted mappings.
+func byIOVA(m mapping, iova uint64) int { return cmp.Compare(m.iova, iova) }
