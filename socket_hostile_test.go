@@ -153,16 +153,7 @@ func TestTCPMaxConnectionsConfigured(t *testing.T) {
 // socket has nothing more to wake the worker with.
 func TestTCPStallResumes(t *testing.T) {
 	const frames = 64
-	port := testutil.FreePort(t, "tcp")
-	cfg := pairConfig(config.ProtoTCP, port, 2048, 1, 0)
-	cfg.Interfaces, cfg.MemoryRegions = cfg.Interfaces[:1], cfg.MemoryRegions[:2]
-	cfg.MemoryRegions[0].NumBufs = 8
-	s := mustOpen(t, cfg)
-	c, err := net.DialTimeout("tcp4", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)).String(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	s, c := tcpServer(t, 2048, 1, 0, func(cfg *config.Config) { cfg.MemoryRegions[0].NumBufs = 8 })
 	var stream []byte
 	for i := 0; i < frames; i++ {
 		stream = binary.BigEndian.AppendUint32(stream, 4)
@@ -193,25 +184,8 @@ func TestTCPStallResumes(t *testing.T) {
 // application frees its bursts.
 func TestTCPMetadataStallResumes(t *testing.T) {
 	const frames, size, meta = 200, 8192, 4
-	port := testutil.FreePort(t, "tcp")
-	cfg := pairConfig(config.ProtoTCP, port, 9000, 1, 0)
-	cfg.Interfaces, cfg.MemoryRegions = cfg.Interfaces[:1], cfg.MemoryRegions[:2]
-	cfg.RxMetaBuffers = meta
-	s := mustOpen(t, cfg)
-	c, err := net.DialTimeout("tcp4", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)).String(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	var stream []byte
-	for i := 0; i < frames; i++ {
-		stream = binary.BigEndian.AppendUint32(stream, size)
-		p := make([]byte, size)
-		binary.BigEndian.PutUint32(p, uint32(i))
-		p[size-1] = byte(i)
-		stream = append(stream, p...)
-	}
-	go c.Write(stream) // the server may read it only as bursts are freed
+	s, c := tcpServer(t, 9000, 1, 0, func(cfg *config.Config) { cfg.RxMetaBuffers = meta })
+	go c.Write(numberedFrames(frames, size)) // the server may read it only as bursts are freed
 	var held []*daqiri.Burst
 	for len(held) < meta {
 		held = append(held, waitBurst(t, s, 0, 5*time.Second))
@@ -244,23 +218,8 @@ func TestTCPMetadataStallResumes(t *testing.T) {
 // buffers to the pool while they are still in the cache (issue 18).
 func TestTCPBurstBytes(t *testing.T) {
 	const frames, size = 40, 64000
-	port := testutil.FreePort(t, "tcp")
-	cfg := pairConfig(config.ProtoTCP, port, 65536, 256, 500000)
-	cfg.Interfaces, cfg.MemoryRegions = cfg.Interfaces[:1], cfg.MemoryRegions[:2]
-	s := mustOpen(t, cfg)
-	c, err := net.DialTimeout("tcp4", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)).String(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	var stream []byte
-	for i := 0; i < frames; i++ {
-		stream = binary.BigEndian.AppendUint32(stream, size)
-		p := make([]byte, size)
-		binary.BigEndian.PutUint32(p, uint32(i))
-		stream = append(stream, p...)
-	}
-	go c.Write(stream)
+	s, c := tcpServer(t, 65536, 256, 500000, nil)
+	go c.Write(numberedFrames(frames, size))
 	most := (256<<10)/size + 1
 	for next := 0; next < frames; {
 		b := waitBurst(t, s, 0, 5*time.Second)
@@ -275,4 +234,38 @@ func TestTCPBurstBytes(t *testing.T) {
 		}
 		b.Free()
 	}
+}
+
+// tcpServer opens a session whose one TCP server (pairConfig's first interface and its two
+// regions, with buffers of bufSize; tweak, if set, adjusts the configuration first) listens
+// on a free loopback port, and dials it. The connection closes with the test.
+func tcpServer(t *testing.T, bufSize, batch, timeoutUs int, tweak func(*config.Config)) (*daqiri.Session, net.Conn) {
+	t.Helper()
+	port := testutil.FreePort(t, "tcp")
+	cfg := pairConfig(config.ProtoTCP, port, bufSize, batch, timeoutUs)
+	cfg.Interfaces, cfg.MemoryRegions = cfg.Interfaces[:1], cfg.MemoryRegions[:2]
+	if tweak != nil {
+		tweak(cfg)
+	}
+	s := mustOpen(t, cfg)
+	c, err := net.DialTimeout("tcp4", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)).String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return s, c
+}
+
+// numberedFrames is a TCP stream of n length-prefixed frames of size bytes, frame i carrying
+// i in its first four bytes and byte(i) in its last.
+func numberedFrames(n, size int) []byte {
+	var stream []byte
+	for i := range n {
+		stream = binary.BigEndian.AppendUint32(stream, uint32(size))
+		p := make([]byte, size)
+		binary.BigEndian.PutUint32(p, uint32(i))
+		p[size-1] = byte(i)
+		stream = append(stream, p...)
+	}
+	return stream
 }
