@@ -2,6 +2,7 @@ package daqiri_test
 
 import (
 	"encoding/binary"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -268,4 +269,50 @@ func numberedFrames(n, size int) []byte {
 		stream = append(stream, p...)
 	}
 	return stream
+}
+
+// TestTCPStreamTail: after a fast stream (reads of 256 KiB and more raise the connection's
+// SO_RCVLOWAT, issue 18) a tail far below the mark still arrives: frames of random sizes,
+// bursts of a few MiB written at once, each followed by a few small frames and a pause.
+func TestTCPStreamTail(t *testing.T) {
+	s, c := tcpServer(t, 65536, 64, 0, func(cfg *config.Config) { cfg.MemoryRegions[0].NumBufs = 1024 })
+	r := rand.New(rand.NewPCG(rand.Uint64(), 5))
+	next := 0
+	for round := 0; round < 6; round++ {
+		var stream []byte
+		var sizes []int
+		add := func(size int) {
+			stream = binary.BigEndian.AppendUint32(stream, uint32(size))
+			p := make([]byte, size)
+			binary.BigEndian.PutUint32(p, uint32(next+len(sizes)))
+			p[size-1] = byte(next + len(sizes))
+			stream = append(stream, p...)
+			sizes = append(sizes, size)
+		}
+		for len(stream) < 2<<20+r.IntN(2<<20) {
+			add(4 + r.IntN(65536-4))
+		}
+		for k := 1 + r.IntN(3); k > 0; k-- {
+			add(4 + r.IntN(200))
+		}
+		if _, err := c.Write(stream); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < len(sizes); {
+			b := waitBurst(t, s, 0, 5*time.Second)
+			for j := 0; j < b.Len(); j, i = j+1, i+1 {
+				p := b.Packet(j)
+				if i >= len(sizes) || len(p) != sizes[i] || binary.BigEndian.Uint32(p) != uint32(next+i) || p[len(p)-1] != byte(next+i) {
+					t.Fatalf("round %d: packet %d of %d: %d bytes carrying %d", round, i, len(sizes), len(p), binary.BigEndian.Uint32(p))
+				}
+			}
+			b.Free()
+		}
+		next += len(sizes)
+		time.Sleep(time.Duration(r.IntN(3)) * time.Millisecond)
+	}
+	rx, _ := s.Stats().Totals()
+	if rx.Dropped != 0 {
+		t.Fatalf("%d frames dropped", rx.Dropped)
+	}
 }

@@ -38,6 +38,7 @@ type framer struct {
 	dst     []byte // the frame's buffer; nil when the frame is discarded
 	id      uint32 // alloc's name for dst
 	prev    int    // length of the last frame emitted; -1 before the first
+	taken   uint64 // bytes read from the socket so far
 
 	iov   [][]byte
 	hdrs  [maxAhead][FrameHeaderLen]byte
@@ -164,6 +165,7 @@ func (f *framer) pump(io frameIO, budget int) (pumpResult, error) {
 		}
 		f.iov = iov
 		n, err := io.read(iov)
+		f.taken += uint64(n)
 		if errors.Is(err, sockio.ErrTimeout) {
 			f.dropBets(io, 0)
 			return pumpDry, nil

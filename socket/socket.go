@@ -79,6 +79,7 @@ type endpoint struct {
 	// TCP
 	ln     *sockio.TCPListener
 	poller *sockio.Poller       // the receive worker's epoll set (see tcpserve.go)
+	raised int                  // connections with a raised SO_RCVLOWAT (the worker's own; see tcpserve.go)
 	def    atomic.Pointer[conn] // default TX connection
 	regMu  sync.Mutex
 	reg    map[uint64]*conn // connections handed to the worker, not yet taken over by it

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/internal/sockio"
 	"github.com/daqiri-go/daqiri/internal/testutil"
 	"github.com/daqiri-go/daqiri/internal/testutil/enginetest"
 	"github.com/daqiri-go/daqiri/internal/testutil/regiontest"
@@ -161,3 +164,58 @@ type deviceMem struct{}
 func (deviceMem) Bytes() []byte { return nil }
 func (deviceMem) Addr() uintptr { return 1 << 40 }
 func (deviceMem) Close() error  { return nil }
+
+// TestPace: a serve that took streamLowat bytes or more raises the connection's SO_RCVLOWAT
+// to streamLowat (and counts it on the endpoint, which then keeps its waits to lowatCheck);
+// one that took less lowers it to 1 again.
+func TestPace(t *testing.T) {
+	o := sockio.Options{PollTimeout: 50 * time.Millisecond}
+	l, err := sockio.ListenTCP(netip.MustParseAddrPort("127.0.0.1:0"), 1, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer testutil.CloseOK(t, l)
+	c, err := sockio.DialTCP(netip.AddrPort{}, l.LocalAddr(), time.Second, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer testutil.CloseOK(t, c)
+	s, _, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer testutil.CloseOK(t, s)
+	ep := &endpoint{}
+	rc := &rxConn{c: &conn{tcp: s}}
+	mark := func() int {
+		v, err := s.SockoptInt(unix.SOL_SOCKET, unix.SO_RCVLOWAT)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	r := rand.New(rand.NewPCG(rand.Uint64(), 4))
+	for i, step := range []struct {
+		n      uint64
+		raised bool
+	}{
+		{uint64(r.IntN(streamLowat)), false},
+		{streamLowat + uint64(r.IntN(1<<20)), true},
+		{streamLowat, true},
+		{uint64(r.IntN(streamLowat)), false},
+		{streamLowat + uint64(r.IntN(1<<20)), true},
+	} {
+		before := time.Now()
+		ep.pace(rc, step.n)
+		want, count := 1, 0
+		if step.raised {
+			want, count = streamLowat, 1
+			if rc.served.Before(before) {
+				t.Fatalf("step %d: served %v, before the call at %v", i, rc.served, before)
+			}
+		}
+		if rc.raised != step.raised || ep.raised != count || mark() != want {
+			t.Fatalf("step %d (%d bytes): raised %v, endpoint count %d, SO_RCVLOWAT %d; want %v, %d, %d", i, step.n, rc.raised, ep.raised, mark(), step.raised, count, want)
+		}
+	}
+}

@@ -15,8 +15,9 @@ import (
 // socket with bytes left stays ready, so a reader may stop early (for fairness, or for want
 // of buffers) without losing a wakeup.
 type Poller struct {
-	fd  int
-	evs []unix.EpollEvent
+	fd       int
+	evs      []unix.EpollEvent
+	noPwait2 bool // the kernel answered ENOSYS to epoll_pwait2
 }
 
 // PollEvent is one ready socket, by the token it was added with.
@@ -55,19 +56,17 @@ func (p *Poller) Remove(fd int) error {
 }
 
 // Wait blocks until a watched socket is ready or d passes, and fills out with the ready ones.
+// d is kept to the microsecond where the kernel has epoll_pwait2 (Linux 5.11); older kernels
+// round it up to the millisecond.
 func (p *Poller) Wait(out []PollEvent, d time.Duration) (int, error) {
-	ms := int(d / time.Millisecond)
-	if d > 0 && ms == 0 {
-		ms = 1
-	}
 	k := min(len(out), len(p.evs))
 	for {
-		n, err := unix.EpollWait(p.fd, p.evs[:k], ms)
+		n, err := p.wait(k, d)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("epoll_wait: %w", err)
+			return 0, err
 		}
 		for i := 0; i < n; i++ {
 			e := &p.evs[i]
@@ -75,6 +74,31 @@ func (p *Poller) Wait(out []PollEvent, d time.Duration) (int, error) {
 		}
 		return n, nil
 	}
+}
+
+// wait is one epoll_pwait2, or epoll_wait once the kernel has said it lacks epoll_pwait2.
+func (p *Poller) wait(k int, d time.Duration) (int, error) {
+	if !p.noPwait2 {
+		ts := unix.NsecToTimespec(int64(max(d, 0)))
+		n, _, errno := unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(p.fd), uintptr(unsafe.Pointer(&p.evs[0])), uintptr(k), uintptr(unsafe.Pointer(&ts)), 0, 0)
+		switch errno {
+		case 0:
+			return int(n), nil
+		case unix.ENOSYS:
+			p.noPwait2 = true
+		default:
+			return 0, fmt.Errorf("epoll_pwait2: %w", errno)
+		}
+	}
+	ms := int(d / time.Millisecond)
+	if d > 0 && time.Duration(ms)*time.Millisecond < d {
+		ms++
+	}
+	n, err := unix.EpollWait(p.fd, p.evs[:k], ms)
+	if err != nil {
+		return 0, fmt.Errorf("epoll_wait: %w", err)
+	}
+	return n, nil
 }
 
 // Close releases the epoll instance.
@@ -85,6 +109,18 @@ func (p *Poller) Close() error {
 	err := unix.Close(p.fd)
 	p.fd = -1
 	return err
+}
+
+// SetRecvLowat sets SO_RCVLOWAT: the socket reports readable only once n bytes are queued,
+// or the peer closed, or the receive window has all but closed (linux net/ipv4/tcp.c,
+// tcp_set_rcvlowat; include/net/tcp.h, tcp_epollin_ready), so the kernel wakes the reader
+// once per n bytes instead of once per segment. A read without waiting still returns whatever
+// is queued. The kernel caps n at half the largest receive buffer.
+func (c *TCPConn) SetRecvLowat(n int) error {
+	if err := unix.SetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_RCVLOWAT, max(n, 1)); err != nil {
+		return fmt.Errorf("SO_RCVLOWAT %d: %w", n, err)
+	}
+	return nil
 }
 
 // SetNonblock makes calls on the socket return at once instead of waiting (for listeners

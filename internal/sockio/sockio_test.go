@@ -350,3 +350,95 @@ func TestTCP(t *testing.T) {
 		t.Fatal("dialled a closed port")
 	}
 }
+
+// tcpPair is a connected client and accepted server connection on loopback.
+func tcpPair(t *testing.T) (client, server *TCPConn) {
+	t.Helper()
+	o := Options{PollTimeout: 50 * time.Millisecond}
+	l, err := ListenTCP(loopback, 4, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer testutil.CloseOK(t, l)
+	c, err := DialTCP(netip.AddrPort{}, l.LocalAddr(), time.Second, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	s, _, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return c, s
+}
+
+// TestRecvLowat: with SO_RCVLOWAT at n the poller stays quiet while fewer bytes are queued
+// (its wait runs out), reports the socket once n are, a read without waiting takes what is
+// queued even below n, and the peer's close wakes it whatever is queued.
+func TestRecvLowat(t *testing.T) {
+	c, s := tcpPair(t)
+	p, err := NewPoller(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer testutil.CloseOK(t, p)
+	if err := p.Add(s.FD(), 7); err != nil {
+		t.Fatal(err)
+	}
+	const lowat = 64 << 10
+	if err := s.SetRecvLowat(lowat); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(rand.Uint64(), 3))
+	first := testutil.RandBytes(1 + r.IntN(lowat/2))
+	if _, err := c.Writev([][]byte{first}); err != nil {
+		t.Fatal(err)
+	}
+	evs := make([]PollEvent, 4)
+	// Loopback delivers within the write; the bytes are queued before the wait starts.
+	const d = 300 * time.Microsecond
+	start := time.Now()
+	if n, err := p.Wait(evs, d); err != nil || n != 0 {
+		t.Fatalf("Wait with %d of %d bytes queued: %d events, %v", len(first), lowat, n, err)
+	}
+	if took := time.Since(start); took < d {
+		t.Fatalf("Wait(%v) returned after %v", d, took)
+	}
+	rest := testutil.RandBytes(lowat - len(first) + r.IntN(1000))
+	if _, err := c.Writev([][]byte{rest}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := p.Wait(evs, 5*time.Second); err != nil || n != 1 || evs[0].Token != 7 {
+		t.Fatalf("Wait with %d of %d bytes queued: %d events %v, %v", len(first)+len(rest), lowat, n, evs[:n], err)
+	}
+	want := append(append([]byte(nil), first...), rest...)
+	got := make([]byte, len(want))
+	for off := 0; off < len(want); {
+		n, err := s.ReadNow([][]byte{got[off:]})
+		if err != nil {
+			t.Fatalf("ReadNow at %d of %d: %v", off, len(want), err)
+		}
+		off += n
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("bytes differ")
+	}
+	// A few bytes below the mark, then the peer closes: readable at once, bytes then EOF.
+	tail := testutil.RandBytes(1 + r.IntN(100))
+	if _, err := c.Writev([][]byte{tail}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.ReadNow([][]byte{got[:len(tail)+10]}); err != nil || !bytes.Equal(got[:n], tail) {
+		t.Fatalf("ReadNow below the mark: %d bytes, %v", n, err)
+	}
+	if err := c.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := p.Wait(evs, 5*time.Second); err != nil || n != 1 {
+		t.Fatalf("Wait after the peer's shutdown: %d events, %v", n, err)
+	}
+	if _, err := s.ReadNow([][]byte{got[:1]}); err != io.EOF {
+		t.Fatalf("ReadNow after the peer's shutdown: %v", err)
+	}
+}

@@ -79,11 +79,11 @@ func TestWindowHelp(t *testing.T) {
 	}
 }
 
-// TestSocketBurst: socket TX bursts keep batch_size packets while they fit 512 KiB (8000-byte
-// messages: 64), and fewer, never none, when they do not (64000-byte messages: 8).
+// TestSocketBurst: socket TX bursts keep batch_size packets while they fit 1 MiB (8000-byte
+// messages: 64), and fewer, never none, when they do not (64000-byte messages: 16).
 func TestSocketBurst(t *testing.T) {
 	for _, c := range []struct{ batch, frame, want int }{
-		{64, 8000, 64}, {64, 64000, 8}, {64, 1 << 20, 1}, {1, 100, 1}, {256, 1000, 256}, {64, 0, 64},
+		{64, 8000, 64}, {64, 64000, 16}, {64, 1 << 20, 1}, {64, 2 << 20, 1}, {1, 100, 1}, {256, 1000, 256}, {64, 0, 64},
 	} {
 		if got := socketBurst(c.batch, c.frame); got != c.want {
 			t.Errorf("socketBurst(%d, %d) = %d, want %d", c.batch, c.frame, got, c.want)
