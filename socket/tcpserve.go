@@ -44,7 +44,8 @@ const tcpBurstBytes = 256 << 10
 // left waiting for more: a raised connection not served for lowatCheck is read anyway,
 // and a read that finds less than streamLowat (the stream slowed below ~20 Gb/s, or
 // stopped) lowers the mark to 1 again. So the last bytes of a fast stream wait at most
-// about lowatCheck; slower streams never raise it.
+// about lowatCheck (a millisecond where the poller cannot wait less: kernels before 5.11);
+// slower streams never raise it.
 const (
 	streamLowat = 256 << 10
 	lowatCheck  = 100 * time.Microsecond

@@ -17,7 +17,7 @@ import (
 type Poller struct {
 	fd       int
 	evs      []unix.EpollEvent
-	noPwait2 bool // the kernel answered ENOSYS to epoll_pwait2
+	noPwait2 bool // epoll_pwait2 was refused (ENOSYS, EPERM): epoll_wait from then on
 }
 
 // PollEvent is one ready socket, by the token it was added with.
@@ -56,8 +56,8 @@ func (p *Poller) Remove(fd int) error {
 }
 
 // Wait blocks until a watched socket is ready or d passes, and fills out with the ready ones.
-// d is kept to the microsecond where the kernel has epoll_pwait2 (Linux 5.11); older kernels
-// round it up to the millisecond.
+// d is kept to the microsecond where the kernel has epoll_pwait2 (Linux 5.11) and lets the
+// process call it; otherwise it is rounded up to the millisecond.
 func (p *Poller) Wait(out []PollEvent, d time.Duration) (int, error) {
 	k := min(len(out), len(p.evs))
 	for {
@@ -76,7 +76,7 @@ func (p *Poller) Wait(out []PollEvent, d time.Duration) (int, error) {
 	}
 }
 
-// wait is one epoll_pwait2, or epoll_wait once the kernel has said it lacks epoll_pwait2.
+// wait is one epoll_pwait2, or epoll_wait once the kernel has refused epoll_pwait2.
 func (p *Poller) wait(k int, d time.Duration) (int, error) {
 	if !p.noPwait2 {
 		ts := unix.NsecToTimespec(int64(max(d, 0)))
@@ -84,7 +84,9 @@ func (p *Poller) wait(k int, d time.Duration) (int, error) {
 		switch errno {
 		case 0:
 			return int(n), nil
-		case unix.ENOSYS:
+		case unix.ENOSYS, unix.EPERM:
+			// Too old a kernel, or a seccomp filter that does not know the call (container
+			// runtimes' default profiles answer EPERM to system calls they do not list).
 			p.noPwait2 = true
 		default:
 			return 0, fmt.Errorf("epoll_pwait2: %w", errno)

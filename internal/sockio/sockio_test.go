@@ -442,3 +442,37 @@ func TestRecvLowat(t *testing.T) {
 		t.Fatalf("ReadNow after the peer's shutdown: %v", err)
 	}
 }
+
+// TestPollerWaits: both ways of waiting (epoll_pwait2, and epoll_wait where that is refused)
+// run out no sooner than asked (a sub-millisecond wait included) and report a socket that
+// becomes readable.
+func TestPollerWaits(t *testing.T) {
+	for _, old := range []bool{false, true} {
+		c, s := tcpPair(t)
+		p, err := NewPoller(4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.noPwait2 = old
+		if err := p.Add(s.FD(), 3); err != nil {
+			t.Fatal(err)
+		}
+		evs := make([]PollEvent, 4)
+		for _, d := range []time.Duration{0, 200 * time.Microsecond, 1500 * time.Microsecond} {
+			start := time.Now()
+			if n, err := p.Wait(evs, d); err != nil || n != 0 {
+				t.Fatalf("epoll_wait only %v: Wait(%v) on a quiet socket: %d events, %v", old, d, n, err)
+			}
+			if took := time.Since(start); took < d {
+				t.Fatalf("epoll_wait only %v: Wait(%v) returned after %v", old, d, took)
+			}
+		}
+		if _, err := c.Writev([][]byte{{1}}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := p.Wait(evs, 5*time.Second); err != nil || n != 1 || evs[0].Token != 3 {
+			t.Fatalf("epoll_wait only %v: Wait on a readable socket: %d events %v, %v", old, n, evs[:n], err)
+		}
+		testutil.CloseOK(t, p)
+	}
+}
