@@ -259,21 +259,9 @@ func TestIPv6(t *testing.T) {
 	if got != 4 {
 		t.Fatalf("%d of 4 datagrams over ::1", got)
 	}
-	l, err := ListenTCP(netip.MustParseAddrPort("[::1]:0"), 4, o)
-	if err != nil {
-		t.Fatal(err)
+	if _, sc := tcpPair(t, netip.MustParseAddrPort("[::1]:0")); !sc.RemoteAddr().Addr().Is6() {
+		t.Fatalf("accepted from %v", sc.RemoteAddr())
 	}
-	defer testutil.CloseOK(t, l)
-	c, err := DialTCP(netip.AddrPort{}, l.LocalAddr(), time.Second, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer testutil.CloseOK(t, c)
-	sc, peer, err := l.Accept()
-	if err != nil || !peer.Addr().Is6() {
-		t.Fatalf("accept: %v from %v", err, peer)
-	}
-	defer testutil.CloseOK(t, sc)
 }
 
 // TestTCP connects, writes scattered buffers and reads them back whole and scattered, then
@@ -351,11 +339,12 @@ func TestTCP(t *testing.T) {
 	}
 }
 
-// tcpPair is a connected client and accepted server connection on loopback.
-func tcpPair(t *testing.T) (client, server *TCPConn) {
+// tcpPair is a connected client and the server's accepted connection, listening on local;
+// both close with the test.
+func tcpPair(t *testing.T, local netip.AddrPort) (client, server *TCPConn) {
 	t.Helper()
 	o := Options{PollTimeout: 50 * time.Millisecond}
-	l, err := ListenTCP(loopback, 4, o)
+	l, err := ListenTCP(local, 4, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +366,7 @@ func tcpPair(t *testing.T) (client, server *TCPConn) {
 // (its wait runs out), reports the socket once n are, a read without waiting takes what is
 // queued even below n, and the peer's close wakes it whatever is queued.
 func TestRecvLowat(t *testing.T) {
-	c, s := tcpPair(t)
+	c, s := tcpPair(t, loopback)
 	p, err := NewPoller(4)
 	if err != nil {
 		t.Fatal(err)
@@ -448,7 +437,7 @@ func TestRecvLowat(t *testing.T) {
 // becomes readable.
 func TestPollerWaits(t *testing.T) {
 	for _, old := range []bool{false, true} {
-		c, s := tcpPair(t)
+		c, s := tcpPair(t, loopback)
 		p, err := NewPoller(4)
 		if err != nil {
 			t.Fatal(err)
