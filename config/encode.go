@@ -2,6 +2,7 @@ package config
 
 import (
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -52,7 +53,29 @@ func (e *encoder) block() *yaml.Node {
 }
 
 func (e *encoder) scalar(tag, v string) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: v}
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: v}
+	if tag == "!!str" && needsQuotes(v) {
+		// yaml.v3 would write a multi-line string as a literal block, and for one that
+		// starts with a space it gets the block's indentation indicator wrong inside a
+		// sequence (the fuzzer found a flow name " 0\nb_decap" that way): its output did
+		// not parse. A double-quoted scalar escapes every such character.
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	return n
+}
+
+// needsQuotes reports whether a string holds a line break or another control character, or
+// starts or ends with white space.
+func needsQuotes(v string) bool {
+	if v != strings.TrimSpace(v) {
+		return true
+	}
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f || r == 0x85 || r == 0x2028 || r == 0x2029 {
+			return true
+		}
+	}
+	return false
 }
 func (e *encoder) bool(b bool) *yaml.Node { return e.scalar("!!bool", strconv.FormatBool(b)) }
 
