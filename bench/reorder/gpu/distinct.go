@@ -53,18 +53,16 @@ func runDistinct(ptxFile string, ptx []byte, sizes, batches []int, pairs [][2]co
 	fmt.Printf("%-12s %5s %6s | %7s %7s %7s | %7s %7s %7s | %7s %7s %7s | %6s %6s %6s | %6s\n", "", "", "",
 		"same", "dist", "persist", "same", "dist", "persist", "same", "dist", "persist", "same", "dist", "persist", "same")
 	r := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	convs, err := conversions(pairs)
+	if err != nil {
+		return err
+	}
 	for _, size := range sizes {
 		for _, ppb := range batches {
 			buf := size + headroom
 			inLen := ppb * buf
 			maxOut := 0
-			var convs []reorder.Conversion
-			for _, p := range pairs {
-				c, err := reorder.NewConversion(&config.DataTypes{Input: p[0], Output: p[1], Endianness: config.EndianNetwork})
-				if err != nil {
-					return err
-				}
-				convs = append(convs, c)
+			for _, c := range convs {
 				maxOut = max(maxOut, ppb*c.OutputLen(size))
 			}
 			if err := distinctCell(dev, ks, s, tm, r, size, ppb, buf, inLen, maxOut, pairs, convs, k, persistMB<<20, maxWindow, targetMB); err != nil {

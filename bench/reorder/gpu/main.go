@@ -192,6 +192,19 @@ func convPairs(s string) [][2]config.DataType {
 	return v
 }
 
+// conversions builds the conversion of each (input, output) pair, network byte order.
+func conversions(pairs [][2]config.DataType) ([]reorder.Conversion, error) {
+	var cs []reorder.Conversion
+	for _, p := range pairs {
+		c, err := reorder.NewConversion(&config.DataTypes{Input: p[0], Output: p[1], Endianness: config.EndianNetwork})
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	return cs, nil
+}
+
 func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, upstreamFile, jsonOut string, targetMB int, queued bool) error {
 	var ptx []byte
 	if ptxFile != "" {
@@ -234,12 +247,12 @@ func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, upstreamFile
 	}
 	var convs []cv
 	convs = append(convs, cv{"copy", reorder.Conversion{}})
-	for _, p := range pairs {
-		c, err := reorder.NewConversion(&config.DataTypes{Input: p[0], Output: p[1], Endianness: config.EndianNetwork})
-		if err != nil {
-			return err
-		}
-		convs = append(convs, cv{fmt.Sprintf("%s->%s", p[0], p[1]), c})
+	cs, err := conversions(pairs)
+	if err != nil {
+		return err
+	}
+	for i, p := range pairs {
+		convs = append(convs, cv{fmt.Sprintf("%s->%s", p[0], p[1]), cs[i]})
 	}
 	maxSize, maxBatch, minBatch := 0, 0, batches[0]
 	for _, z := range sizes {

@@ -206,13 +206,9 @@ func runVariants(varPTX, basePTX, finalPTX string, sizes, batches []int, targetM
 	}
 
 	fmt.Printf("variants: %d configurations; checks at 1024 slots (random lengths, missing slots) against variant 0\n", len(vars))
-	var convs []reorder.Conversion
-	for _, p := range pairs {
-		c, err := reorder.NewConversion(&config.DataTypes{Input: p[0], Output: p[1], Endianness: config.EndianNetwork})
-		if err != nil {
-			return err
-		}
-		convs = append(convs, c)
+	convs, err := conversions(pairs)
+	if err != nil {
+		return err
 	}
 	bad := map[*variant]bool{}
 	for _, c := range convs {
