@@ -123,6 +123,16 @@ func (ep *endpoint) tcpServe() {
 	// their staging buffers already, with nothing left on the socket to wake the poller: they
 	// are retried on every round until they get through.
 	var waiting, retry []*rxConn
+	var stalled bool
+	// serveNoting serves a connection and notes one that stopped for want of buffers.
+	serveNoting := func(rc *rxConn) {
+		if ep.serve(rc, live) {
+			stalled = true
+			if !slices.Contains(waiting, rc) {
+				waiting = append(waiting, rc)
+			}
+		}
+	}
 	for !ep.stopped() {
 		wait := ep.waitFor(live)
 		if len(waiting) > 0 {
@@ -137,7 +147,7 @@ func (ep *endpoint) tcpServe() {
 			ep.sleep(10 * time.Millisecond)
 			continue
 		}
-		stalled := false
+		stalled = false
 		retry, waiting = append(retry[:0], waiting...), waiting[:0]
 		for _, rc := range retry {
 			if live[rc.c.id] == rc && ep.serve(rc, live) {
@@ -159,23 +169,15 @@ func (ep *endpoint) tcpServe() {
 				rc = ep.newRxConn(c)
 				live[c.id] = rc
 			}
-			if ep.serve(rc, live) {
-				stalled = true
-				if !slices.Contains(waiting, rc) {
-					waiting = append(waiting, rc)
-				}
-			}
+			serveNoting(rc)
 		}
 		var now time.Time
 		if ep.raised > 0 {
 			now = time.Now()
 		}
 		for _, rc := range live {
-			if rc.raised && now.Sub(rc.served) >= lowatCheck && ep.serve(rc, live) {
-				stalled = true
-				if !slices.Contains(waiting, rc) {
-					waiting = append(waiting, rc)
-				}
+			if rc.raised && now.Sub(rc.served) >= lowatCheck {
+				serveNoting(rc)
 			}
 			if rc.x != nil && rc.x.remaining() <= 0 {
 				rc.x.flush()
