@@ -6,7 +6,7 @@ FUZZTIME ?= 60s
 # Extra flags for every run. `make test` bounds minimisation (-fuzzminimizetime): a run whose
 # time ends while the fuzzer minimises a new input fails with "context deadline exceeded".
 FUZZFLAGS ?=
-FUZZ_TARGETS := ./config:FuzzParse ./socket:FuzzFramer ./flow:FuzzClassify ./reorder:FuzzReadField ./vfiouser:FuzzParse
+FUZZ_TARGETS := ./config:FuzzParse ./socket:FuzzFramer ./flow:FuzzClassify ./reorder:FuzzReadField ./mlx5/model/vfiouser:FuzzParse
 
 # Go's fuzzer can still end a run with "context deadline exceeded" and nothing found when its
 # time runs out in the middle of its own bookkeeping (minimising, or a worker's last batch on

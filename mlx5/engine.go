@@ -61,10 +61,10 @@ import (
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/mlx5/channel"
 	"github.com/daqiri-go/daqiri/mlx5/channel/devx"
-	"github.com/daqiri-go/daqiri/mlx5/channel/modelch"
 	"github.com/daqiri-go/daqiri/mlx5/channel/trace"
 	"github.com/daqiri-go/daqiri/mlx5/channel/vfioch"
 	"github.com/daqiri-go/daqiri/mlx5/model"
+	"github.com/daqiri-go/daqiri/mlx5/model/modelch"
 	"github.com/daqiri-go/daqiri/mlx5/model/vfiomodel"
 )
 

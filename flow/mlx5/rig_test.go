@@ -8,8 +8,8 @@ import (
 
 	"github.com/daqiri-go/daqiri/flow"
 	"github.com/daqiri-go/daqiri/mlx5/channel"
-	"github.com/daqiri-go/daqiri/mlx5/channel/modelch"
 	"github.com/daqiri-go/daqiri/mlx5/model"
+	"github.com/daqiri-go/daqiri/mlx5/model/modelch"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 

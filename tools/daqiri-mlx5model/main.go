@@ -54,7 +54,7 @@ import (
 
 	"github.com/daqiri-go/daqiri/mlx5/model"
 	"github.com/daqiri-go/daqiri/mlx5/model/pcidev"
-	"github.com/daqiri-go/daqiri/vfiouser"
+	"github.com/daqiri-go/daqiri/mlx5/model/vfiouser"
 )
 
 func main() {

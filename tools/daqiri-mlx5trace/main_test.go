@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/daqiri-go/daqiri/mlx5/channel/modelch"
 	"github.com/daqiri-go/daqiri/mlx5/channel/trace"
 	"github.com/daqiri-go/daqiri/mlx5/model"
+	"github.com/daqiri-go/daqiri/mlx5/model/modelch"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 

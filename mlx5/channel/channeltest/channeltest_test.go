@@ -6,9 +6,9 @@ import (
 	"github.com/daqiri-go/daqiri/mlx5/channel"
 	"github.com/daqiri-go/daqiri/mlx5/channel/channeltest"
 	"github.com/daqiri-go/daqiri/mlx5/channel/devx"
-	"github.com/daqiri-go/daqiri/mlx5/channel/modelch"
 	"github.com/daqiri-go/daqiri/mlx5/channel/trace"
 	"github.com/daqiri-go/daqiri/mlx5/model"
+	"github.com/daqiri-go/daqiri/mlx5/model/modelch"
 	"github.com/daqiri-go/daqiri/verbs"
 )
 

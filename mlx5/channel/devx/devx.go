@@ -28,7 +28,7 @@ package devx
 import (
 	"errors"
 	"fmt"
-	"github.com/daqiri-go/daqiri/mlx5/channel/internal/live"
+	"github.com/daqiri-go/daqiri/mlx5/internal/live"
 	"sync"
 
 	"golang.org/x/sys/unix"

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/daqiri-go/daqiri/mlx5/channel/internal/live"
+	"github.com/daqiri-go/daqiri/mlx5/internal/live"
 	"log/slog"
 	"math/bits"
 	"net"

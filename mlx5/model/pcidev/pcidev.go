@@ -29,8 +29,8 @@ import (
 	"syscall"
 
 	"github.com/daqiri-go/daqiri/mlx5/model"
+	"github.com/daqiri-go/daqiri/mlx5/model/vfiouser"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
-	"github.com/daqiri-go/daqiri/vfiouser"
 )
 
 // Options configure a Device.

@@ -13,9 +13,9 @@ import (
 
 	"github.com/daqiri-go/daqiri/internal/testutil"
 	"github.com/daqiri-go/daqiri/mlx5/model"
+	"github.com/daqiri-go/daqiri/mlx5/model/vfiouser"
+	"github.com/daqiri-go/daqiri/mlx5/model/vfiouser/vfiousertest"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
-	"github.com/daqiri-go/daqiri/vfiouser"
-	"github.com/daqiri-go/daqiri/vfiouser/vfiousertest"
 )
 
 // serve starts a vfio-user session on d and returns the negotiated client; cleanup ends

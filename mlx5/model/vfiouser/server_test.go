@@ -15,8 +15,8 @@ import (
 	"testing"
 
 	"github.com/daqiri-go/daqiri/internal/testutil"
-	"github.com/daqiri-go/daqiri/vfiouser"
-	"github.com/daqiri-go/daqiri/vfiouser/vfiousertest"
+	"github.com/daqiri-go/daqiri/mlx5/model/vfiouser"
+	"github.com/daqiri-go/daqiri/mlx5/model/vfiouser/vfiousertest"
 )
 
 // fakeDev is a device with a 4 KiB read/write BAR0, a 256-byte config space that is read

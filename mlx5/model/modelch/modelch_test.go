@@ -6,8 +6,8 @@ import (
 
 	"github.com/daqiri-go/daqiri/hugepage"
 	"github.com/daqiri-go/daqiri/mlx5/channel"
-	"github.com/daqiri-go/daqiri/mlx5/channel/modelch"
 	"github.com/daqiri-go/daqiri/mlx5/model"
+	"github.com/daqiri-go/daqiri/mlx5/model/modelch"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/daqiri-go/daqiri/vfiouser"
+	"github.com/daqiri-go/daqiri/mlx5/model/vfiouser"
 	"golang.org/x/sys/unix"
 )
 
