@@ -18,6 +18,8 @@ import (
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/hugepage"
+	"github.com/daqiri-go/daqiri/mlx5"
+	"github.com/daqiri-go/daqiri/mlx5/channel"
 	"github.com/daqiri-go/daqiri/reorder"
 )
 
@@ -40,6 +42,14 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 // otel.GetMeterProvider() for the same.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(o *options) { o.meter = mp }
+}
+
+// WithMLX5Fabric gives the mlx5 engine a fabric for the addresses it claims: the ConnectX
+// device model's ports (model:N, vfio+model:N) through &modelch.Fabric{} from package
+// mlx5/model/modelch, or a test double of the user's. Without it the library links no model,
+// and a model address is refused with the key path.
+func WithMLX5Fabric(f channel.Fabric) Option {
+	return withEngine(config.EngineMLX5, mlx5.OpenWith(f))
 }
 
 // withEngine opens engine name with open instead of the built-in one (for tests, which stand

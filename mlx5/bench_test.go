@@ -56,7 +56,7 @@ func benchRX(b *testing.B, size, queues int, comp bool) {
 	cfg := benchRxConfig(queues)
 	ports := enginetest.Ports(b, cfg)
 	e := openBench(b, cfg, ports, options{striding: -1, compression: comp})
-	dev := e.models[0]
+	dev := modelOf(e, 0)
 	r := rand.New(rand.NewPCG(1, 2))
 	frames := make([][]byte, queues)
 	for q := range frames {
@@ -118,7 +118,7 @@ func report(b *testing.B, spent time.Duration, packets int) {
 
 func openBench(b *testing.B, cfg *config.Config, ports []*engine.Port, opts options) *Engine {
 	b.Helper()
-	e, err := open(b.Context(), &engine.Env{Config: cfg, Ports: ports, Log: discard()}, opts)
+	e, err := open(b.Context(), &engine.Env{Config: cfg, Ports: ports, Log: discard()}, withModel(opts))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func BenchmarkTX(b *testing.B) {
 			e.w.Stop() // no completion worker: the benchmark polls
 			tq := ports[0].Tx[0]
 			t := e.ports[0].txqs[0]
-			dev := e.models[0]
+			dev := modelOf(e, 0)
 			r := rand.New(rand.NewPCG(3, 4))
 			f := udpFrame(r, 0, size-4)
 			const round = 64 * 64

@@ -134,7 +134,7 @@ func TestBridgeVeth(t *testing.T) {
 		up = len(recv()) > 0
 	}
 	if !up {
-		t.Fatalf("no probe from the peer arrived (model counters %+v)", e.models[0].Counters())
+		t.Fatalf("no probe from the peer arrived (model counters %+v)", modelOf(e, 0).Counters())
 	}
 	peerSend(7999, "not-for-any-flow")
 	var want []string

@@ -6,18 +6,25 @@
 //
 // # Ports
 //
-// An interface whose address is `model:N` runs on port N of the ConnectX device model in this
-// process: ports 0↔1, 2↔3, … are cabled back to back when both are configured, `loopback: hw`
-// loops every model port's transmit into its own receive (upstream's hardware loopback), and
-// `model:N@IFNAME` bridges port N to the Linux netdev IFNAME (AF_PACKET; root), and
-// `vfio+model:N` drives model port N through the VFIO command-queue transport
-// (mlx5/channel/vfioch over mlx5/model/vfiomodel) instead of the in-process Exec. Per port the
+// An interface's address is a PCI address or an RDMA device name, opened through DevX
+// (mlx5/channel/devx over the kernel's mlx5_ib); that path has run against NVIDIA's mlx5_ib
+// in a VM with the device model as the PCI function, never on a ConnectX (none is reachable
+// from this project). The engine knows nothing else: addresses a channel.Fabric claims get
+// their channels from it (OpenWith; daqiri.WithMLX5Fabric). The ConnectX device model's
+// fabric, mlx5/model/modelch.Fabric, gives `model:N` (the model in process), `model:N@IFNAME`
+// (bridged to a netdev) and `vfio+model:N` (the model behind the VFIO command-queue
+// transport); the tools and tests wire it in, the library does not link it. Per port the
 // engine creates a PD, a transport domain, a TIS, a UAR page, a Q counter (the NIC's
 // out-of-buffer drops), one memory key per memory region (the region registered as a UMEM),
-// and for each queue a CQ and an RQ or SQ. PCI addresses and RDMA device names need the DevX
-// transport (mlx5/channel/devx over the kernel's mlx5_ib); that path has never run on a
-// ConnectX (none is reachable from this project), and its timestamps lack the clock
-// information page the model's init segment stands in for.
+// and for each queue a CQ and an RQ or SQ.
+//
+// What the engine needs from a device it asks of the device, as on hardware: the clock through
+// the channel (channel.Clock: the kernel's clock information page on DevX; the init
+// segment's timers read through BAR0 on VFIO and the model), drops through QUERY_Q_COUNTER
+// (out of buffer), QUERY_VPORT_COUNTER (receive errors, the traffic Close waits to settle)
+// and flow counters on the drop rules and on the isolation miss (frames passed to the
+// kernel), and the physical port's discards where the transport can read them
+// (channel.PortDiscards).
 //
 // # Receive
 //
@@ -32,7 +39,9 @@
 // striding gets a cyclic RQ with one buffer of each region per WQE as a scatter list.
 // CQE compression is on (basic layout; mini-CQEs carry checksum and stride index on striding
 // RQs, hash and length on cyclic ones); DAQIRI_MLX5_CQE_COMPRESSION=0 turns it off.
-// Hardware timestamps (the RQ in real-time format) are in b.RxTimestamp.
+// Hardware timestamps are in b.RxTimestamp as Unix ns: the RQs stamp real time where the
+// device can (cmd_hca_cap rq_ts_format), else the free-running timer, converted with the
+// channel's timebase, renewed every second by the workers.
 //
 // # Transmit
 //
@@ -53,19 +62,13 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/mlx5/channel"
 	"github.com/daqiri-go/daqiri/mlx5/channel/devx"
 	"github.com/daqiri-go/daqiri/mlx5/channel/trace"
-	"github.com/daqiri-go/daqiri/mlx5/channel/vfioch"
-	"github.com/daqiri-go/daqiri/mlx5/model"
-	"github.com/daqiri-go/daqiri/mlx5/model/modelch"
-	"github.com/daqiri-go/daqiri/mlx5/model/vfiomodel"
 )
 
 // Engine serves a session's mlx5 ports.
@@ -78,12 +81,9 @@ type Engine struct {
 	opts   options
 	fence  atomic.Uint32 // the target of barrier's atomic operation
 
-	// models are the model devices of this engine's model ports, by port number, and the
-	// goroutines that run them.
-	models    map[int]*model.Device
-	vfs       map[int]*vfiomodel.Function // the VFIO functions of vfio+model:N ports
-	runCancel context.CancelFunc
-	runWG     sync.WaitGroup
+	// stopFabric stops the devices of the fabric's ports (model ports), after every channel
+	// is closed; nil without fabric ports.
+	stopFabric func()
 }
 
 // options are the engine's tunables (environment, as upstream's DAQIRI_IBV_* variables).
@@ -91,8 +91,9 @@ type options struct {
 	striding    int   // -1 auto, 0 off, 1 forced
 	compression bool  // CQE compression
 	rxCQLog     uint8 // tests: RX CQs of this log size instead of one CQE per posted buffer
-	freeRunning bool  // tests: stamp with the free-running timer as a device without real time
 	strides     int   // strides per striding-RQ WQE (0: stridesPerWQE)
+	// fabric gives the channels of the addresses it claims (the device model's ports).
+	fabric channel.Fabric
 }
 
 func optionsFromEnv() options {
@@ -114,42 +115,26 @@ func optionsFromEnv() options {
 
 var _ engine.Engine = (*Engine)(nil)
 
-// Address is a parsed interface address of the mlx5 engine.
-type Address struct {
-	Model  bool   // a model port
-	VFIO   bool   // vfio+model:N: the model port driven through the VFIO command-queue transport
-	Port   int    // the model port number
-	Bridge string // model:N@IFNAME: the netdev the port is bridged to
-	Device string // a PCI address or RDMA device name (DevX)
-}
-
-// ParseAddress parses an mlx5 interface address: model:N, model:N@IFNAME, a PCI address or
-// an RDMA device name.
-func ParseAddress(s string) (Address, error) {
-	vfio := false
-	if rest, ok := strings.CutPrefix(s, "vfio+"); ok && strings.HasPrefix(rest, "model:") {
-		s, vfio = rest, true
-	}
-	if rest, ok := strings.CutPrefix(s, "model:"); ok {
-		num, bridge, hasBridge := strings.Cut(rest, "@")
-		n, err := strconv.Atoi(num)
-		if err != nil || n < 0 || n > 1023 {
-			return Address{}, fmt.Errorf("model port %q is not a number from 0 to 1023", num)
-		}
-		if hasBridge && !config.IsNetdevName(bridge) {
-			return Address{}, fmt.Errorf("model:%d@%q: not a Linux netdev name", n, bridge)
-		}
-		return Address{Model: true, VFIO: vfio, Port: n, Bridge: bridge}, nil
-	}
-	if s == "" {
-		return Address{}, errors.New("empty address")
-	}
-	return Address{Device: s}, nil
-}
-
-// Open starts the mlx5 ports of env.
+// Open starts the mlx5 ports of env over DevX: each interface address is a PCI address or an
+// RDMA device name.
 func Open(ctx context.Context, env *engine.Env) (engine.Engine, error) {
 	return open(ctx, env, optionsFromEnv())
+}
+
+// OpenWith is Open with a fabric that gives the channels of the addresses it claims (the
+// device model's ports: mlx5/model/modelch.Fabric); other addresses go to DevX.
+func OpenWith(f channel.Fabric) engine.Opener {
+	return func(ctx context.Context, env *engine.Env) (engine.Engine, error) {
+		o := optionsFromEnv()
+		o.fabric = f
+		return open(ctx, env, o)
+	}
+}
+
+// modelAddress reports whether an address names a port of the device model, which a program
+// without a fabric cannot open (for a clear error instead of DevX's "no such device").
+func modelAddress(a string) bool {
+	return strings.HasPrefix(a, "model:") || strings.HasPrefix(a, "vfio+model:")
 }
 
 func open(ctx context.Context, env *engine.Env, opts options) (*Engine, error) {
@@ -159,108 +144,79 @@ func open(ctx context.Context, env *engine.Env, opts options) (*Engine, error) {
 	case s < stridesPerWQE || s > maxStridesPerWQE || s&(s-1) != 0:
 		return nil, fmt.Errorf("DAQIRI_MLX5_STRIDES=%d: strides per WQE must be a power of two from %d to %d: %w", s, stridesPerWQE, maxStridesPerWQE, engine.ErrInvalidParameter)
 	}
-	e := &Engine{env: env, w: engine.NewWorkers(env.Log), byID: map[int]*port{}, opts: opts, models: map[int]*model.Device{}, vfs: map[int]*vfiomodel.Function{}}
-	addrs := make([]Address, len(env.Ports))
+	e := &Engine{env: env, w: engine.NewWorkers(env.Log), byID: map[int]*port{}, opts: opts}
+	addrErr := func(i int, err error) error {
+		p := env.Ports[i]
+		return env.Config.Errorf(p.Path()+".address", "interface %s: %w", p.Name, err)
+	}
+	var fports []channel.FabricPort
+	var fidx []int
 	for i, p := range env.Ports {
-		a, err := ParseAddress(p.Config.Address)
+		a := p.Config.Address
+		switch {
+		case opts.fabric != nil && opts.fabric.Claims(a):
+			fports = append(fports, channel.FabricPort{Name: p.Name, Path: p.Path(), Address: a})
+			fidx = append(fidx, i)
+		case modelAddress(a):
+			return nil, addrErr(i, fmt.Errorf("%s is a port of the ConnectX device model, which this program does not link (open the session with daqiri.WithMLX5Fabric(&modelch.Fabric{}), as daqiri-bench does): %w", a, engine.ErrNotSupported))
+		case a == "":
+			return nil, addrErr(i, errors.New("empty address"))
+		}
+	}
+	chans := make([]channel.Channel, len(env.Ports))
+	// unused closes the channels no port took yet (an Open that failed half way).
+	unused := func() {
+		for i, c := range chans {
+			if c != nil {
+				c.Close()
+				chans[i] = nil
+			}
+		}
+	}
+	if len(fports) > 0 {
+		cs, stop, err := opts.fabric.Open(ctx, fports, channel.FabricOptions{HWLoopback: env.Config.Loopback == "hw", Log: env.Log})
 		if err != nil {
-			return nil, env.Config.Errorf(p.Path()+".address", "interface %s: %v", p.Name, err)
-		}
-		if !a.Model {
-			addrs[i] = a
-			continue
-		}
-		if _, dup := e.models[a.Port]; dup {
-			return nil, env.Config.Errorf(p.Path()+".address", "interface %s: model port %d is used by two interfaces", p.Name, a.Port)
-		}
-		addrs[i] = a
-		mc := model.Config{MAC: modelMAC(a.Port), Realtime: true}
-		if a.VFIO {
-			// The model behind a VFIO-shaped function (BAR region, IOVA map, MSI-X), for the
-			// command-queue transport; the device itself is cabled and run as any model port.
-			f := vfiomodel.New(mc, fmt.Sprintf("vfio+model:%d", a.Port), nil)
-			e.vfs[a.Port] = f
-			e.models[a.Port] = f.Device()
-			continue
-		}
-		e.models[a.Port] = model.New(mc)
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	e.runCancel = cancel
-	hwLoop := env.Config.Loopback == "hw"
-	for i, a := range addrs {
-		if !a.Model {
-			continue
-		}
-		dev := e.models[a.Port]
-		switch {
-		case hwLoop:
-			dev.Cable(dev)
-		case a.Bridge != "":
-			if _, err := net.InterfaceByName(a.Bridge); err != nil {
-				e.shutdown()
-				return nil, env.Config.Errorf(env.Ports[i].Path()+".address", "interface %s: bridge model port %d to %s: %v", env.Ports[i].Name, a.Port, a.Bridge, err)
+			if fe := (*channel.FabricError)(nil); errors.As(err, &fe) && fe.Port >= 0 && fe.Port < len(fidx) {
+				return nil, addrErr(fidx[fe.Port], fe.Err)
 			}
-			e.runWG.Add(1)
-			go func() {
-				defer e.runWG.Done()
-				if err := dev.Bridge(runCtx, a.Bridge); err != nil && runCtx.Err() == nil {
-					env.Log.Error("mlx5 model bridge stopped", "port", a.Port, "netdev", a.Bridge, "err", err)
-				}
-			}()
-		default:
-			if peer := e.models[a.Port^1]; peer != nil && a.Port&1 == 0 {
-				dev.Cable(peer)
-			}
+			return nil, err
+		}
+		e.stopFabric = stop
+		for j, c := range cs {
+			chans[fidx[j]] = c
 		}
 	}
 	for i, p := range env.Ports {
-		a := addrs[i]
-		var base channel.Channel
-		var err error
-		switch {
-		case a.VFIO:
-			base, err = vfioch.Open(e.vfs[a.Port], vfioch.Options{Name: fmt.Sprintf("vfio+model:%d", a.Port), Log: env.Log})
-		case a.Model:
-			base, err = modelch.Open(e.models[a.Port], fmt.Sprintf("model:%d", a.Port))
-		default:
+		base := chans[i]
+		chans[i] = nil
+		if base == nil {
 			// A ConnectX through the kernel's mlx5_ib: DevX (never run on hardware yet).
-			base, err = devx.Open(a.Device)
-		}
-		if err != nil {
-			e.closePorts()
-			e.shutdown()
-			return nil, env.Config.Errorf(p.Path()+".address", "interface %s: %v", p.Name, err)
+			var err error
+			if base, err = devx.Open(p.Config.Address); err != nil {
+				unused()
+				e.closePorts()
+				e.shutdown()
+				return nil, addrErr(i, err)
+			}
 		}
 		// DAQIRI_MLX5_TRACE=path records every command from here on (mlx5/channel/trace).
 		ch, err := trace.WrapEnv(base)
 		if err != nil {
 			base.Close()
+			unused()
 			e.closePorts()
 			e.shutdown()
 			return nil, err
 		}
-		var dev *model.Device
-		if a.Model {
-			dev = e.models[a.Port]
-		}
-		pt, err := e.openPort(p, ch, dev)
-		if err == nil {
-			if h, ok := base.(interface{ Health() error }); ok {
-				pt.healthFn = h.Health
-			}
-		}
+		pt, err := e.openPort(p, ch, base)
 		if err != nil {
+			unused()
 			e.closePorts()
 			e.shutdown()
 			return nil, err
 		}
 		e.ports = append(e.ports, pt)
 		e.byID[p.ID] = pt
-	}
-	for _, dev := range e.models {
-		e.runWG.Add(1)
-		go func() { defer e.runWG.Done(); dev.Run(runCtx) }()
 	}
 	for _, pt := range e.ports {
 		pt.start()
@@ -275,11 +231,6 @@ func (e *Engine) closePorts() {
 		q.destroy()
 	}
 	e.ports = nil
-}
-
-// modelMAC is model port n's address: 02:da:51:00:00:nn (locally administered).
-func modelMAC(n int) net.HardwareAddr {
-	return net.HardwareAddr{0x02, 0xda, 0x51, 0, byte(n >> 8), byte(n)}
 }
 
 // MACAddr implements engine.MACer.
@@ -350,12 +301,11 @@ func (e *Engine) Close() error {
 				r.busy.Store(false)
 			}
 		}
-		// A model port may still hold frames in its input: quiet means its counters
-		// stopped moving too.
+		// A port may still hold frames in its input: quiet means the vport's traffic
+		// counters stopped moving too.
 		var sum uint64
-		for _, d := range e.models {
-			c := d.Counters()
-			sum += c.RXPackets + c.RXOutOfBuffer + c.RXSteeringMiss + c.RXDropRule + c.RXNotReady + c.RXErrors + c.TXPackets
+		for _, pt := range e.ports {
+			sum += pt.trafficSum()
 		}
 		if n > 0 || sum != last {
 			quiet, last = now(), sum
@@ -376,12 +326,12 @@ func (e *Engine) Close() error {
 	return errors.Join(errs...)
 }
 
-// shutdown stops the model devices.
+// shutdown stops the fabric's devices.
 func (e *Engine) shutdown() {
-	if e.runCancel != nil {
-		e.runCancel()
+	if e.stopFabric != nil {
+		e.stopFabric()
+		e.stopFabric = nil
 	}
-	e.runWG.Wait()
 }
 
 // now is the wall clock in ns, for burst timeouts.

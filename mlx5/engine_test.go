@@ -17,6 +17,8 @@ import (
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/internal/testutil/enginetest"
+	"github.com/daqiri-go/daqiri/mlx5/model"
+	"github.com/daqiri-go/daqiri/mlx5/model/modelch"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
@@ -154,7 +156,7 @@ func enginetestPorts(t *testing.T, cfg *config.Config) []*engine.Port {
 // openPorts opens the engine on ports without a cleanup Close (the test closes it).
 func openPorts(t *testing.T, cfg *config.Config, ports []*engine.Port) *Engine {
 	t.Helper()
-	e, err := open(context.Background(), &engine.Env{Config: cfg, Ports: ports, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, options{striding: -1, compression: true})
+	e, err := open(context.Background(), &engine.Env{Config: cfg, Ports: ports, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, withModel(options{striding: -1, compression: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +166,7 @@ func openPorts(t *testing.T, cfg *config.Config, ports []*engine.Port) *Engine {
 func openTest(t *testing.T, cfg *config.Config, opts options) (*Engine, []*engine.Port) {
 	t.Helper()
 	ports := enginetest.Ports(t, cfg)
-	e, err := open(context.Background(), &engine.Env{Config: cfg, Ports: ports, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, opts)
+	e, err := open(context.Background(), &engine.Env{Config: cfg, Ports: ports, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, withModel(opts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +211,7 @@ func TestTwoPortsStriding(t *testing.T) {
 				e.ports[1].countOutOfBuffer()
 				r := e.ports[1].rxqs[0]
 				t.Logf("held %v consumed %v pc %d ci %d slotGrp %v avail %d", r.held, r.consumed, r.pc, r.ci, r.slotGrp, ports[1].Rx[0].Regions[0].Available())
-				t.Fatalf("received %d of %d; rx stats %+v; model:0 %+v; model:1 %+v", got, n, ports[1].Rx[0].Stats.Snapshot(), e.models[0].Counters(), e.models[1].Counters())
+				t.Fatalf("received %d of %d; rx stats %+v; model:0 %+v; model:1 %+v", got, n, ports[1].Rx[0].Stats.Snapshot(), modelOf(e, 0).Counters(), modelOf(e, 1).Counters())
 			}
 			waitTx(t, ports[0].Tx[0], n)
 		})
@@ -281,40 +283,34 @@ func TestStridesOption(t *testing.T) {
 	for _, n := range []int{256, 1000, 1 << 17} {
 		cfg := pairConfig(1, 1024, 2048, false)
 		ports := enginetest.Ports(t, cfg)
-		if _, err := open(context.Background(), &engine.Env{Config: cfg, Ports: ports, Log: discard()}, options{striding: -1, strides: n}); !errors.Is(err, engine.ErrInvalidParameter) {
+		if _, err := open(context.Background(), &engine.Env{Config: cfg, Ports: ports, Log: discard()}, withModel(options{striding: -1, strides: n})); !errors.Is(err, engine.ErrInvalidParameter) {
 			t.Errorf("%d strides per WQE: %v, want ErrInvalidParameter", n, err)
 		}
 	}
 }
 
-// TestAddresses: model:N, model:N@IFNAME, PCI addresses and RDMA device names are parsed;
-// malformed model addresses are refused with the reason.
-func TestAddresses(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want Address
-		err  string
-	}{
-		{"model:0", Address{Model: true}, ""},
-		{"model:3@veth1", Address{Model: true, Port: 3, Bridge: "veth1"}, ""},
-		{"vfio+model:2", Address{Model: true, VFIO: true, Port: 2}, ""},
-		{"0000:3b:00.0", Address{Device: "0000:3b:00.0"}, ""},
-		{"mlx5_0", Address{Device: "mlx5_0"}, ""},
-		{"model:x", Address{}, "not a number"},
-		{"model:-1", Address{}, "not a number"},
-		{"model:1@a/b", Address{}, "not a Linux netdev name"},
-		{"", Address{}, "empty address"},
-	} {
-		got, err := ParseAddress(c.in)
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("%q: %v, want an error with %q", c.in, err, c.err)
-			}
-			continue
-		}
-		if err != nil || got != c.want {
-			t.Errorf("%q = %+v, %v; want %+v", c.in, got, err, c.want)
-		}
+// withModel gives opts the device model's fabric when it has none: model:N ports in tests.
+func withModel(opts options) options {
+	if opts.fabric == nil {
+		opts.fabric = &modelch.Fabric{}
+	}
+	return opts
+}
+
+// modelOf is the model behind port n of an engine opened with withModel.
+func modelOf(e *Engine, n int) *model.Device {
+	return e.opts.fabric.(*modelch.Fabric).Device(n)
+}
+
+// TestModelPortWithoutFabric: a model address in a program that wired no fabric (the engine
+// alone, as an application that imports only the library) is refused with the key path and
+// what to wire in, before anything opens.
+func TestModelPortWithoutFabric(t *testing.T) {
+	cfg := pairConfig(1, 1024, 2048, false)
+	ports := enginetest.Ports(t, cfg)
+	_, err := open(context.Background(), &engine.Env{Config: cfg, Ports: ports, Log: discard()}, options{striding: -1})
+	if !errors.Is(err, engine.ErrNotSupported) || !strings.Contains(err.Error(), "interfaces[0].address") || !strings.Contains(err.Error(), "WithMLX5Fabric") {
+		t.Fatalf("Open of model ports without a fabric: %v", err)
 	}
 }
 
@@ -326,7 +322,7 @@ func TestDevXAddressWithoutDevice(t *testing.T) {
 	cfg.Engine = "mlx5"
 	cfg.Interfaces[1].Address = "mlx5_99"
 	ports := enginetest.Ports(t, cfg)
-	_, err := open(context.Background(), &engine.Env{Config: cfg, Ports: ports, Log: discard()}, options{striding: -1})
+	_, err := open(context.Background(), &engine.Env{Config: cfg, Ports: ports, Log: discard()}, withModel(options{striding: -1}))
 	if err == nil || !strings.Contains(err.Error(), "interfaces[1].address") || !strings.Contains(err.Error(), "devx") {
 		t.Fatalf("Open on a missing RDMA device: %v", err)
 	}
@@ -352,7 +348,7 @@ func TestVFIOHealthFailure(t *testing.T) {
 	sendFrames(t, e, ports[0].Tx[0], frames, 128, &count)
 	<-done
 	// 0x1: a fatal firmware syndrome (device.h MLX5_HEALTH_SYNDR_FW_ERR).
-	e.models[0].Fail(1)
+	modelOf(e, 0).Fail(1)
 	var err error
 	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 		b, berr := ports[0].Tx[0].NewBurst(1)

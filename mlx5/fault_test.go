@@ -98,7 +98,7 @@ func TestRQStarvation(t *testing.T) {
 	}
 	if got != 200 {
 		x := e.ports[1].rxqs[0]
-		t.Logf("held %v consumed %v pc %d ci %d avail %d dbr % x dirty %v model %+v", x.held, x.consumed, x.pc, x.ci, rq.Regions[0].Available(), x.dbr, x.dirty, e.models[1].Counters())
+		t.Logf("held %v consumed %v pc %d ci %d avail %d dbr % x dirty %v model %+v", x.held, x.consumed, x.pc, x.ci, rq.Regions[0].Available(), x.dbr, x.dirty, modelOf(e, 1).Counters())
 		t.Fatalf("%d of 200 received after the buffers came back", got)
 	}
 }
@@ -324,7 +324,7 @@ func TestFlowRefusedByDevice(t *testing.T) {
 	cfg := pairConfig(2, 1024, 2048, false)
 	ports := enginetestPorts(t, cfg)
 	e := openPorts(t, cfg, ports)
-	e.models[1].Fail(1)
+	modelOf(e, 1).Fail(1)
 	f := config.Flow{Name: "late", Actions: []config.Action{{Type: config.ActionQueue, Queues: []int{1}}}, Match: config.Match{UDPDst: config.PortRange{Lo: 7777, Hi: 7777}}}
 	ids, err := e.AddRxFlows(1, []config.Flow{f})
 	var ce *channel.CommandError

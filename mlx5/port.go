@@ -1,17 +1,17 @@
 package mlx5
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/hugepage"
 	"github.com/daqiri-go/daqiri/mlx5/channel"
-	"github.com/daqiri-go/daqiri/mlx5/model"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
@@ -20,7 +20,6 @@ type port struct {
 	e   *Engine
 	p   *engine.Port
 	ch  channel.Channel
-	dev *model.Device // the model behind a model port (its BAR for the clock); nil otherwise
 	mac net.HardwareAddr
 
 	pd, td, tis uint32
@@ -41,20 +40,27 @@ type port struct {
 	txByID map[int]*txq
 	steer  steering
 
-	seen [5]atomic.Uint64 // NIC drop counters already counted: out of buffer, errors, rules, not ready, TX rules
+	seen   [4]atomic.Uint64 // NIC drop counters already counted: out of buffer, receive errors, drop rules, port discards
+	missed atomic.Uint64    // the steering's miss counter as last read (frames passed to the kernel)
+	// counted is when the workers last read the device's counters (countOutOfBuffer).
+	counted atomic.Int64
 
 	// healthFn reports the device's failure where the transport watches health (the VFIO
 	// command queue: stalled health counter, firmware gone, fatal syndrome); failure holds
 	// the first one seen, after which every send on the port fails with it.
 	healthFn func() error
 	failure  atomic.Pointer[error]
-	// clockOff converts the device's real-time clock to Unix time: unix ns = device ns + off.
-	clockOff int64
-	// freeRunning: the RQs report the free-running timer (the device cannot stamp real
-	// time); ticks convert to ns with freqKHz, and frOff to Unix time.
+	// clock reads the device's timebase (nil: the transport cannot, and the device's real
+	// time is taken as Unix time, as DevX's is); tb is the conversion in force, renewed by
+	// the workers every clockRenew.
+	clock     channel.Clock
+	discards  channel.PortDiscards // nil where the transport cannot read the port's discards
+	tb        atomic.Pointer[channel.Timebase]
+	tbAt      atomic.Int64
+	tbRenewMu sync.Mutex
+	// freeRunning: the RQs and SQs use the free-running timer (the device cannot stamp
+	// real time).
 	freeRunning bool
-	freqKHz     uint64
-	frOff       int64
 }
 
 // create runs a create command and remembers the object for close.
@@ -77,8 +83,15 @@ func (pt *port) exec(in []byte, outLen int) ([]byte, error) {
 	return out, nil
 }
 
-func (e *Engine) openPort(p *engine.Port, ch channel.Channel, dev *model.Device) (_ *port, err error) {
-	pt := &port{e: e, p: p, ch: ch, dev: dev, keys: map[*engine.Region]uint32{}, txByID: map[int]*txq{}}
+// openPort opens interface p on ch; base is the transport under ch's trace wrapper, asked
+// for what the transport alone can do (health, the device's clock).
+func (e *Engine) openPort(p *engine.Port, ch, base channel.Channel) (_ *port, err error) {
+	pt := &port{e: e, p: p, ch: ch, keys: map[*engine.Region]uint32{}, txByID: map[int]*txq{}}
+	if h, ok := base.(interface{ Health() error }); ok {
+		pt.healthFn = h.Health
+	}
+	pt.clock, _ = base.(channel.Clock)
+	pt.discards, _ = base.(channel.PortDiscards)
 	defer func() {
 		if err != nil {
 			pt.closeQueues()
@@ -115,14 +128,8 @@ func (e *Engine) openPort(p *engine.Port, ch channel.Channel, dev *model.Device)
 	if err := pt.queryVport(); err != nil {
 		return nil, err
 	}
-	pt.clockOff = now() - pt.deviceNanos()
 	if err := pt.timestampFormat(); err != nil {
 		return nil, err
-	}
-	if dev != nil && p.Config.RX != nil && p.Config.RX.FlowIsolation {
-		// Frames no flow takes go to the kernel's tables on a real NIC; the model counts
-		// them as steering misses.
-		p.Events.KernelPassed = func() uint64 { return dev.Counters().RXSteeringMiss }
 	}
 	for i, q := range p.Rx {
 		r, err := pt.newRxq(i, q)
@@ -142,6 +149,16 @@ func (e *Engine) openPort(p *engine.Port, ch channel.Channel, dev *model.Device)
 	if len(pt.rxqs) > 0 || p.Config.TX != nil && len(p.Config.TX.Flows) > 0 {
 		if err := pt.openSteering(); err != nil {
 			return nil, err
+		}
+	}
+	if fs, ok := pt.steer.(*flowSteer); ok && p.Config.RX != nil && p.Config.RX.FlowIsolation {
+		// Frames no flow takes go on to the kernel's tables on a ConnectX: the steering's
+		// miss counter counts them (the last value stays readable after Close).
+		p.Events.KernelPassed = func() uint64 {
+			if c, err := fs.Counts(); err == nil {
+				pt.missed.Store(c.Missed)
+			}
+			return pt.missed.Load()
 		}
 	}
 	return pt, nil
@@ -184,25 +201,10 @@ func (pt *port) queryVport() error {
 	return err
 }
 
-// deviceNanos is the device's real-time clock in ns (init segment real_time, seconds<<32 |
-// ns as the PRM's real-time format; mlx5_ifc.h initial_seg).
-func (pt *port) deviceNanos() int64 {
-	if pt.dev == nil {
-		return 0
-	}
-	var b [8]byte
-	if _, err := pt.dev.BAR0().ReadAt(b[:], int64(prm.InitSeg.RealTimeH.ByteOff())); err != nil {
-		return 0
-	}
-	return rtNanos(binary.BigEndian.Uint64(b[:]))
-}
-
-func rtNanos(rt uint64) int64 { return int64(rt>>32)*1e9 + int64(rt&0xffffffff) }
-
-// timestampFormat picks the RQs' timestamp format from the general capabilities: real time
-// when the device can stamp it (cmd_hca_cap rq_ts_format 1 or 2: MLX5_TIMESTAMP_FORMAT_CAP_
-// REAL_TIME, _FREE_RUNNING_AND_REAL_TIME), else the free-running timer, converted with
-// device_frequency_khz and an offset measured now against the init segment's internal timer.
+// timestampFormat picks the RQs' and SQs' timestamp format from the general capabilities:
+// real time when the device can stamp it (cmd_hca_cap rq_ts_format 1 or 2: MLX5_TIMESTAMP_
+// FORMAT_CAP_REAL_TIME, _FREE_RUNNING_AND_REAL_TIME), else the free-running timer; then
+// reads the device's timebase.
 func (pt *port) timestampFormat() error {
 	out := make([]byte, prm.QueryHCACapOut.Capability.End()/8)
 	in := prm.NewCmdIn(prm.CmdOpQueryHCACap, uint16(prm.CapTypeGeneral)<<1|prm.CapOpModCur, 16)
@@ -210,31 +212,56 @@ func (pt *port) timestampFormat() error {
 		return fmt.Errorf("%s: QUERY_HCA_CAP: %w", pt.p.Path(), err)
 	}
 	c := prm.QueryHCACapOut.Capability.Off
-	pt.freqKHz = prm.CmdHCACap.DeviceFrequencyKhz.At(c).Get(out)
-	f := prm.CmdHCACap.RQTSFormat.At(c).Get(out)
-	pt.freeRunning = f == 0 || pt.e.opts.freeRunning
-	if pt.freeRunning && pt.freqKHz == 0 {
-		return fmt.Errorf("%s: the device stamps only its free-running timer and reports no frequency", pt.p.Path())
+	pt.freeRunning = prm.CmdHCACap.RQTSFormat.At(c).Get(out) == 0
+	if err := pt.renewClock(); err != nil {
+		return fmt.Errorf("%s (%s): the device's clock: %w", pt.p.Path(), pt.ch.Name(), err)
 	}
-	if pt.freeRunning && pt.dev != nil {
-		var b [8]byte
-		if _, err := pt.dev.BAR0().ReadAt(b[:], int64(prm.InitSeg.InternalTimerH.ByteOff())); err == nil {
-			pt.frOff = now() - pt.ticksToNanos(binary.BigEndian.Uint64(b[:]))
-		}
+	if pt.freeRunning && pt.tb.Load().Timer.Mult == 0 {
+		return fmt.Errorf("%s (%s): the device stamps only its free-running timer, and the transport gives no way to convert it", pt.p.Path(), pt.ch.Name())
 	}
 	return nil
 }
 
-func (pt *port) ticksToNanos(t uint64) int64 {
-	return int64(t/pt.freqKHz*1e6 + t%pt.freqKHz*1e6/pt.freqKHz)
+// clockRenew is how often the workers read the timebase again: it follows the device's
+// clock adjustments (DevX: the kernel's PTP steering) and keeps the free-running reference
+// far inside the counter's wrap.
+const clockRenew = int64(time.Second)
+
+// renewClock reads the device's timebase. Without a Clock the real-time offset is 0: the
+// device's real-time clock is the host's (DevX, where the kernel keeps it so).
+func (pt *port) renewClock() error {
+	tb := channel.Timebase{}
+	if pt.clock != nil {
+		var err error
+		if tb, err = pt.clock.Timebase(); err != nil {
+			return err
+		}
+	}
+	pt.tb.Store(&tb)
+	pt.tbAt.Store(now())
+	return nil
+}
+
+// maybeRenewClock renews the timebase when it is older than clockRenew (workers, now and
+// then); a failed read keeps the last one.
+func (pt *port) maybeRenewClock(t int64) {
+	if t-pt.tbAt.Load() < clockRenew || !pt.tbRenewMu.TryLock() {
+		return
+	}
+	defer pt.tbRenewMu.Unlock()
+	if err := pt.renewClock(); err != nil {
+		pt.tbAt.Store(t) // not again for a while
+		pt.e.env.Log.Warn("mlx5: reading the device's clock failed; timestamps keep the last conversion", "interface", pt.p.Name, "err", err)
+	}
 }
 
 // rxTime converts a CQE timestamp to Unix ns.
 func (pt *port) rxTime(ts uint64) int64 {
+	tb := pt.tb.Load()
 	if pt.freeRunning {
-		return pt.ticksToNanos(ts) + pt.frOff
+		return tb.Timer.Nanos(ts)
 	}
-	return rtNanos(ts) + pt.clockOff
+	return tb.RealTime(ts)
 }
 
 // regionKey registers region r with the device (once per port) and returns the lkey of a
@@ -361,7 +388,12 @@ func (pt *port) work(rs []*rxq, ts []*txq) {
 		}
 		if round&1023 == 0 {
 			pt.checkHealth()
-			pt.countOutOfBuffer()
+			if last := pt.counted.Load(); t-last >= countEvery && pt.counted.CompareAndSwap(last, t) {
+				// Each read is a few device commands: often enough for live drop counts,
+				// rarely enough to cost the datapath nothing.
+				pt.countOutOfBuffer()
+			}
+			pt.maybeRenewClock(t)
 			for _, r := range rs {
 				if !r.overran && r.overrun() {
 					// The device completes nothing more on this queue; Close counts
@@ -380,40 +412,92 @@ func (pt *port) work(rs []*rxq, ts []*txq) {
 	}
 }
 
+// countEvery is how often the workers read the device's drop counters.
+const countEvery = int64(10 * time.Millisecond)
+
 // countOutOfBuffer adds the NIC's receive drops since the last call to the first RX queue's
-// counters: the Q counter's out_of_buffer (frames an RQ had no WQE for; it covers all the
-// port's RQs), and on a model port also what the port dropped before any RQ — its input
-// backlog overflowing (the physical port's discards on a real NIC), errors and drop rules —
-// from the model's port counters.
+// counters, all read from the device as on hardware: the Q counter's out_of_buffer (frames
+// an RQ had no WQE for; it covers all the port's RQs; QUERY_Q_COUNTER), the vport's
+// received_errors (QUERY_VPORT_COUNTER), and the flow counter on the port's drop rules
+// (QUERY_FLOW_COUNTER).
 func (pt *port) countOutOfBuffer() {
-	if pt.dev != nil && len(pt.txqs) > 0 {
-		// Frames a TX flow rule dropped completed their WQEs; the NIC counts them.
-		pt.dropDelta(&pt.txqs[0].q.Stats, &pt.seen[4], pt.dev.Counters().TXDropRule, engine.DropFiltered)
-	}
 	if len(pt.rxqs) == 0 {
 		return
 	}
 	q := &pt.rxqs[0].q.Stats
-	if pt.dev != nil {
-		c := pt.dev.Counters()
-		pt.dropDelta(q, &pt.seen[0], c.RXOutOfBuffer, engine.DropNoPacketBuffers)
-		pt.dropDelta(q, &pt.seen[1], c.RXErrors, engine.DropMalformed)
-		pt.dropDelta(q, &pt.seen[2], c.RXDropRule, engine.DropFiltered)
-		pt.dropDelta(q, &pt.seen[3], c.RXNotReady, engine.DropOther)
-		return
+	in := prm.NewCmdIn(prm.CmdOpQueryQCounter, 0, 0x20)
+	prm.QueryQCounterIn.CounterSetID.Set(in, uint64(pt.qctr))
+	out := make([]byte, prm.QueryQCounterOut.OutOfBuffer.End()/8)
+	if err := pt.qctrObj.Query(in, out); err == nil {
+		pt.dropDelta(q, &pt.seen[0], prm.QueryQCounterOut.OutOfBuffer.Get(out), engine.DropNoPacketBuffers)
+	}
+	if v, err := pt.vportCounters(); err == nil {
+		pt.dropDelta(q, &pt.seen[1], v.rxErrors, engine.DropMalformed)
+	}
+	if fs, ok := pt.steer.(*flowSteer); ok {
+		if c, err := fs.Counts(); err == nil {
+			pt.dropDelta(q, &pt.seen[2], c.Dropped, engine.DropFiltered)
+		}
+	}
+	if pt.discards != nil {
+		if n, err := pt.discards.RXDiscards(); err == nil {
+			pt.dropDelta(q, &pt.seen[3], n, engine.DropNoPacketBuffers)
+		}
+	}
+}
+
+// vportCounts is what the engine reads of QUERY_VPORT_COUNTER.
+type vportCounts struct {
+	rxPackets, txPackets, rxErrors uint64
+}
+
+// vportCounters reads the vport's traffic counters (a DevX general command, and a command
+// every driver of the function may run).
+func (pt *port) vportCounters() (vportCounts, error) {
+	o := prm.QueryVportCounterOut
+	out, err := pt.exec(prm.NewCmdIn(prm.CmdOpQueryVportCounter, 0, 0x20), int(o.TransmittedEthMulticast.End()/8))
+	if err != nil {
+		return vportCounts{}, err
+	}
+	tc := prm.TrafficCounter
+	pk := func(f prm.Field) uint64 { return tc.Packets.At(f.Off).Get(out) }
+	return vportCounts{
+		rxPackets: pk(o.ReceivedEthUnicast) + pk(o.ReceivedEthMulticast) + pk(o.ReceivedEthBroadcast),
+		txPackets: pk(o.TransmittedEthUnicast) + pk(o.TransmittedEthMulticast) + pk(o.TransmittedEthBroadcast),
+		rxErrors:  pk(o.ReceivedErrors),
+	}, nil
+}
+
+// trafficSum is a sum of the port's moving counters, for Close to tell when the port went
+// quiet; 0 when the device does not answer.
+func (pt *port) trafficSum() uint64 {
+	v, err := pt.vportCounters()
+	if err != nil {
+		return 0
+	}
+	sum := v.rxPackets + v.txPackets + v.rxErrors
+	if pt.discards != nil {
+		if n, err := pt.discards.RXDiscards(); err == nil {
+			sum += n
+		}
+	}
+	if fs, ok := pt.steer.(*flowSteer); ok {
+		if c, err := fs.Counts(); err == nil {
+			sum += c.Dropped + c.Missed
+		}
 	}
 	in := prm.NewCmdIn(prm.CmdOpQueryQCounter, 0, 0x20)
 	prm.QueryQCounterIn.CounterSetID.Set(in, uint64(pt.qctr))
 	out := make([]byte, prm.QueryQCounterOut.OutOfBuffer.End()/8)
-	if err := pt.qctrObj.Query(in, out); err != nil {
-		return
+	if pt.qctrObj != nil && pt.qctrObj.Query(in, out) == nil {
+		sum += prm.QueryQCounterOut.OutOfBuffer.Get(out)
 	}
-	pt.dropDelta(q, &pt.seen[0], prm.QueryQCounterOut.OutOfBuffer.Get(out), engine.DropNoPacketBuffers)
+	return sum
 }
 
 // reconcile runs at close, once everything that arrived has been read: a CQ that overran
-// completed nothing more, and on a model port the packets the NIC received beyond the
-// completions read are counted dropped (reason other) on the queues whose CQ overran.
+// completed nothing more, so the packets the vport received beyond the completions read are
+// counted dropped (reason other) on the queues whose CQ overran.
 func (pt *port) reconcile() {
 	pt.countOutOfBuffer()
 	var bad []*rxq
@@ -426,15 +510,20 @@ func (pt *port) reconcile() {
 			bad = append(bad, r)
 		}
 	}
-	if pt.dev == nil || len(bad) == 0 {
+	if len(bad) == 0 {
+		return
+	}
+	v, err := pt.vportCounters()
+	if err != nil {
+		pt.e.env.Log.Warn("mlx5: cannot count what the overrun CQ lost", "interface", pt.p.Name, "err", err)
 		return
 	}
 	var read uint64
 	for _, r := range pt.rxqs {
 		read += r.packets
 	}
-	if nic := pt.dev.Counters().RXPackets; nic > read {
-		bad[0].q.Stats.Drop(engine.DropOther, int(nic-read))
+	if v.rxPackets > read {
+		bad[0].q.Stats.Drop(engine.DropOther, int(v.rxPackets-read))
 	}
 }
 

@@ -388,12 +388,11 @@ func (t *txq) postSend(b *engine.Burst, i int, signal bool) []byte {
 func (t *txq) postWait(at int64) {
 	start := t.pc
 	t.ctrl(start, prm.WQEOpWait, prm.WaitOpModTime, 3, false)
-	dev := max(at-t.pt.clockOff, 0)
-	rt := uint64(dev/1e9)<<32 | uint64(dev%1e9)
+	tb := t.pt.tb.Load()
+	rt := tb.DeviceTime(at)
 	if t.pt.freeRunning {
 		// The SQ's clock is the free-running timer: the time in its ticks.
-		ns := uint64(max(at-t.pt.frOff, 0))
-		rt = ns/1e6*t.pt.freqKHz + ns%1e6*t.pt.freqKHz/1e6
+		rt = tb.Timer.Ticks(at)
 	}
 	seg1, seg2 := t.seg(start, 1), t.seg(start, 2)
 	clear(seg1)

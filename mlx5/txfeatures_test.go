@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/mlx5/model/modelch"
 )
 
 // receiveN takes n packets from q (bounded) and returns their arrival times (the CQE
@@ -49,7 +50,7 @@ func TestAccurateSend(t *testing.T) {
 // converted (a device that cannot stamp real time).
 func accurateSend(t *testing.T, freeRunning bool) {
 	cfg := pairConfig(1, 1024, 2048, false)
-	e, ports := openTest(t, cfg, options{striding: -1, compression: true, freeRunning: freeRunning})
+	e, ports := openTest(t, cfg, options{striding: -1, compression: true, fabric: &modelch.Fabric{TimerOnly: freeRunning}})
 	tq, rq := ports[0].Tx[0], ports[1].Rx[0]
 	r := rand.New(rand.NewPCG(13, 14))
 	const n = 5

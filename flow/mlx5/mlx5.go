@@ -151,6 +151,13 @@ type Steering struct {
 	dropAll bool
 	tx      *txTable
 	closed  bool
+	// dropCounter counts the frames every drop entry drops; missCounter, under isolation,
+	// the frames no rule took (a catch-all entry that counts and forwards to missTable, an
+	// empty table, so they miss exactly where they missed before). Flow counter ids, 0
+	// until created.
+	dropCounter, missCounter uint32
+	dropCtr, missCtr         channel.Object
+	missEntry                channel.Object
 }
 
 // slot is one installed rule: its entries and their groups.
@@ -218,6 +225,9 @@ func (s *Steering) build() error {
 		return fmt.Errorf("flow/mlx5: RX flow table: %w", err)
 	}
 	s.table = t
+	if err := s.openCounters(); err != nil {
+		return err
+	}
 	for i, r := range s.p.Rules {
 		sl, err := s.install(i, 0, r)
 		if err != nil {
@@ -229,6 +239,8 @@ func (s *Steering) build() error {
 		if err := s.installDefault(); err != nil {
 			return err
 		}
+	} else if err := s.installMiss(); err != nil {
+		return err
 	}
 	detach, err := s.ch.AttachRoot(t.ID())
 	if err != nil {
@@ -323,11 +335,15 @@ func (s *Steering) createRQT(queues []int) (channel.Object, error) {
 const tableLevel = 16
 
 func (s *Steering) createTable(typ uint8, logSize uint64) (channel.Object, error) {
+	return s.createTableAt(typ, logSize, tableLevel)
+}
+
+func (s *Steering) createTableAt(typ uint8, logSize, level uint64) (channel.Object, error) {
 	in := prm.NewCmdIn(prm.CmdOpCreateFlowTable, 0, int(prm.CreateFlowTableIn.FlowTableContext.End()/8))
 	prm.CreateFlowTableIn.TableType.Set(in, uint64(typ))
 	ctx := prm.CreateFlowTableIn.FlowTableContext.Off
 	prm.FlowTableContext.LogSize.At(ctx).Set(in, logSize)
-	prm.FlowTableContext.Level.At(ctx).Set(in, tableLevel)
+	prm.FlowTableContext.Level.At(ctx).Set(in, level)
 	o, _, err := s.create(in, outBytes(prm.CreateFlowTableOut.TableID))
 	return o, err
 }
@@ -371,26 +387,52 @@ type entry struct {
 	hasTIR   bool
 	reformat uint32
 	vlan     uint32
+	// nextTable forwards to another flow table (the miss counter's entry) instead of a TIR.
+	nextTable    uint32
+	hasNextTable bool
+	// counter is a flow counter the entry counts in (action COUNT), 0 for none.
+	counter uint32
 }
 
 func (e *entry) bytes() []byte {
 	fc := prm.FlowContext
 	cb := prm.SetFTEIn.FlowContext.Off
-	in := prm.NewCmdIn(prm.CmdOpSetFlowTableEntry, 0, int(fc.Destination.At(cb).End()/8))
+	// The destination list holds the destinations, then the flow counters, one
+	// dest_format_struct-sized slot each (mlx5_ifc.h flow_context destination[]).
+	slots := uint32(1)
+	if e.counter != 0 {
+		slots++
+	}
+	in := prm.NewCmdIn(prm.CmdOpSetFlowTableEntry, 0, int(cb+fc.Destination.Off+slots*prm.DestEntryBits)/8)
 	prm.SetFTEIn.TableType.Set(in, uint64(e.typ))
 	prm.SetFTEIn.TableID.Set(in, uint64(e.table))
 	prm.SetFTEIn.FlowIndex.Set(in, uint64(e.index))
 	fc.GroupID.At(cb).Set(in, uint64(e.group))
-	fc.Action.At(cb).Set(in, uint64(e.action))
+	action := e.action
+	if e.counter != 0 {
+		action |= prm.FlowActionCount
+	}
+	fc.Action.At(cb).Set(in, uint64(action))
 	fc.FlowTag.At(cb).Set(in, uint64(e.tag))
 	fc.PacketReformatID.At(cb).Set(in, uint64(e.reformat))
 	fc.PushVLAN.At(cb).Set(in, uint64(e.vlan))
 	copy(fc.MatchValue.At(cb).Slice(in), e.m.value)
-	if e.hasTIR {
-		fc.DestinationListSize.At(cb).Set(in, 1)
-		d := cb + fc.Destination.Off
+	nd := uint32(0)
+	d := cb + fc.Destination.Off
+	switch {
+	case e.hasTIR && e.action&prm.FlowActionDrop == 0:
 		prm.DestFormatStruct.DestinationType.At(d).Set(in, prm.FlowDestTIR)
 		prm.DestFormatStruct.DestinationID.At(d).Set(in, uint64(e.tir))
+		nd = 1
+	case e.hasNextTable:
+		prm.DestFormatStruct.DestinationType.At(d).Set(in, prm.FlowDestFlowTable)
+		prm.DestFormatStruct.DestinationID.At(d).Set(in, uint64(e.nextTable))
+		nd = 1
+	}
+	fc.DestinationListSize.At(cb).Set(in, uint64(nd))
+	if e.counter != 0 {
+		fc.FlowCounterListSize.At(cb).Set(in, 1)
+		prm.FlowCounterList.FlowCounterID.At(d+nd*prm.DestEntryBits).Set(in, uint64(e.counter))
 	}
 	return in
 }
@@ -437,6 +479,9 @@ func (s *Steering) writeEntries(sl *slot, base uint32, modify bool) error {
 		}
 		e := &entry{table: s.table.ID(), typ: prm.FlowTableNICRX, index: base + uint32(i), group: sl.groups[gi].ID(),
 			m: m, action: s.rxAction(sl.rule), tag: sl.rule.FlowID & 0xffffff, tir: sl.tir, hasTIR: !s.dropAll}
+		if e.action&prm.FlowActionDrop != 0 {
+			e.counter = s.dropCounter
+		}
 		if m.v6 {
 			e.tir = sl.tir6
 		}
@@ -448,7 +493,7 @@ func (s *Steering) writeEntries(sl *slot, base uint32, modify bool) error {
 			// Modify the existing entry: set_fte_in op_mod 1, which the kernel's devx.c
 			// (devx_is_obj_modify_cmd) takes as DEVX_OBJ_MODIFY of the entry's object.
 			prm.SetFTEIn.OpMod.Set(in, 1)
-			prm.SetFTEIn.ModifyEnableMask.Set(in, 1<<prm.SetFTEModifyAction|1<<prm.SetFTEModifyDestList)
+			prm.SetFTEIn.ModifyEnableMask.Set(in, 1<<prm.SetFTEModifyAction|1<<prm.SetFTEModifyDestList|1<<prm.SetFTEModifyCounters)
 			if err := sl.entries[i].Modify(in, make([]byte, 16)); err != nil {
 				return err
 			}
@@ -708,6 +753,10 @@ func (s *Steering) teardown() error {
 	if s.def != nil {
 		errs = append(errs, s.remove(s.def))
 		s.def = nil
+	}
+	if s.missEntry != nil {
+		errs = append(errs, s.missEntry.Destroy())
+		s.missEntry = nil
 	}
 	for _, o := range slices.Backward(s.objs) {
 		errs = append(errs, o.Destroy())

@@ -16,6 +16,7 @@ import (
 	"github.com/daqiri-go/daqiri/mlx5/channel"
 	"github.com/daqiri-go/daqiri/mlx5/channel/devx"
 	"github.com/daqiri-go/daqiri/mlx5/channel/trace"
+	"github.com/daqiri-go/daqiri/mlx5/model/modelch"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
@@ -246,7 +247,7 @@ func openTraced(t *testing.T, address, dir string) (*daqiri.Session, error, func
 	if err != nil {
 		return nil, fmt.Errorf("engine configuration: %w", err), records
 	}
-	sess, err := daqiri.Open(context.Background(), cfg)
+	sess, err := daqiri.Open(context.Background(), cfg, daqiri.WithMLX5Fabric(&modelch.Fabric{}))
 	return sess, err, records
 }
 

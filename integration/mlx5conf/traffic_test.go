@@ -14,6 +14,7 @@ import (
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/integration/vm/guest"
+	"github.com/daqiri-go/daqiri/mlx5/model/modelch"
 )
 
 // Part (c)'s traffic: with the model's port cabled to itself (the host starts the server
@@ -252,7 +253,7 @@ func TestMoveTrafficOnModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := daqiri.Open(context.Background(), cfg)
+	sess, err := daqiri.Open(context.Background(), cfg, daqiri.WithMLX5Fabric(&modelch.Fabric{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/integration/vm"
+	"github.com/daqiri-go/daqiri/mlx5/model/modelch"
 )
 
 // Part (c) with two ports: the engine opens the two bridged functions (MACs macPortA and
@@ -58,7 +59,7 @@ func runTwoPorts(t *testing.T, s *stageSet, devs []string) {
 		s.fail("two-port engine opened", fmt.Sprintf("engine configuration: %v", err))
 		return
 	}
-	sess, err := daqiri.Open(context.Background(), cfg)
+	sess, err := daqiri.Open(context.Background(), cfg, daqiri.WithMLX5Fabric(&modelch.Fabric{}))
 	if err != nil {
 		s.fail("two-port engine opened", describe(err))
 		return

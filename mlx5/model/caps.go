@@ -42,6 +42,12 @@ const maxFTLevel = 63
 // DCBX/ETS, PCAM/MCAM/QCAM (so no PTP pins, FW tracer, resource dump, extended PTYS),
 // the extended striding-RQ stride range, general objects and the UMR and KLM paths.
 func defaultCaps(cfg Config) map[prm.CapType]*capPages {
+	// rq_ts_format/sq_ts_format: 2 is free-running and real time, 0 free-running only
+	// (mlx5_ifc.h MLX5_TIMESTAMP_FORMAT_CAP_*).
+	tsFormat := uint64(2)
+	if cfg.TimerOnly {
+		tsFormat = 0
+	}
 	g := prm.CmdHCACap
 	gen := []capVal{
 		{g.PortType, prm.PortTypeEth}, {g.NumPorts, 1},
@@ -56,7 +62,7 @@ func defaultCaps(cfg Config) map[prm.CapType]*capPages {
 		{g.CQECompressionMaxNum, 64}, {g.StridingRQ, 1}, {g.CQOi, 1}, {g.CQModeration, 1},
 		{g.CQPeriodStartFromCQE, 1}, {g.UAR4k, 1}, {g.LogUARPageSz, 0}, {g.NumOfUarsPerPage, 1},
 		{g.Bf, 1}, {g.LogBfRegSize, 9}, {g.LogPgSz, 12}, {g.CmdifChecksum, 0},
-		{g.DeviceFrequencyKhz, uint64(cfg.FreqKHz)}, {g.RQTSFormat, 2}, {g.SQTSFormat, 2},
+		{g.DeviceFrequencyKhz, uint64(cfg.FreqKHz)}, {g.RQTSFormat, tsFormat}, {g.SQTSFormat, tsFormat},
 		{g.UMEMUID0, 1}, {g.LogMaxUctx, 8}, {g.ReleaseAllPages, 1}, {g.FastTeardown, 1},
 		{g.ForceTeardown, 1}, {g.EndPad, 1}, {g.LogMaxStrideSzRQ, 13}, {g.LogMinStrideSzRQ, 6},
 		{g.LogMaxStrideSzSQ, 13}, {g.LogMinStrideSzSQ, 6}, {g.MaxWQESzSQ, 1024},

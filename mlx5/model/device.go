@@ -46,6 +46,10 @@ type Config struct {
 	// Realtime makes the device clock follow the host's monotonic clock from New, for
 	// free-running use; otherwise the clock moves only by Advance (deterministic mode).
 	Realtime bool
+	// TimerOnly makes the device a ConnectX without a real-time clock: cmd_hca_cap
+	// rq_ts_format and sq_ts_format 0 (free-running timer only), so drivers stamp and wait in
+	// internal-timer ticks.
+	TimerOnly bool
 }
 
 func (c Config) withDefaults() Config {

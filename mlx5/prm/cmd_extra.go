@@ -69,6 +69,7 @@ const (
 	SetFTEModifyAction   = 0x0 // C: MLX5_SET_FTE_MODIFY_ENABLE_MASK_ACTION
 	SetFTEModifyFlowTag  = 0x1 // C: MLX5_SET_FTE_MODIFY_ENABLE_MASK_FLOW_TAG
 	SetFTEModifyDestList = 0x2 // C: MLX5_SET_FTE_MODIFY_ENABLE_MASK_DESTINATION_LIST
+	SetFTEModifyCounters = 0x3 // C: MLX5_SET_FTE_MODIFY_ENABLE_MASK_FLOW_COUNTERS
 )
 
 // ModifyFlowTableMissTableID is MODIFY_FLOW_TABLE's modify_field_select bit for the miss

@@ -17,6 +17,7 @@ import (
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/internal/osthread"
 	"github.com/daqiri-go/daqiri/internal/tty"
+	"github.com/daqiri-go/daqiri/mlx5/model/modelch"
 )
 
 // defaultWindow bounds the packets in flight when neither --window nor bench.window says:
@@ -143,7 +144,7 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 	if o.mode != "both" {
 		window = 0 // the receiver is in another process: nothing to measure in flight
 	}
-	s, err := daqiri.Open(ctx, cfg)
+	s, err := daqiri.Open(ctx, cfg, daqiri.WithMLX5Fabric(&modelch.Fabric{}))
 	if err != nil {
 		return nil, err
 	}

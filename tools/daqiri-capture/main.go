@@ -37,6 +37,7 @@ import (
 
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/mlx5/model/modelch"
 )
 
 func main() {
@@ -162,7 +163,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	s, err := daqiri.Open(ctx, cfg)
+	s, err := daqiri.Open(ctx, cfg, daqiri.WithMLX5Fabric(&modelch.Fabric{}))
 	if err != nil {
 		fmt.Fprintln(stderr, "daqiri-capture:", err)
 		return 1

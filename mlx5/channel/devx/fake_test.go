@@ -23,7 +23,10 @@ type fakeKernel struct {
 	nextID  uint32
 	bfFails error
 	closed  bool
+	clock   verbs.MLX5ClockInfo
 }
+
+func (k *fakeKernel) ClockInfo() (verbs.MLX5ClockInfo, error) { return k.clock, nil }
 
 func (k *fakeKernel) device() string { return "mlx5_9" }
 

@@ -19,6 +19,8 @@ type kernel interface {
 	// deletes both.
 	RootRule(table kobj) (release func() error, err error)
 	AllocPP(ctx []byte, dedicated bool) (kpp, error)
+	// ClockInfo reads the kernel's clock information page (mlx5dv_get_clock_info).
+	ClockInfo() (verbs.MLX5ClockInfo, error)
 	Close() error
 }
 
@@ -54,6 +56,9 @@ func (k verbsKernel) QueryEQN(v uint32) (uint32, error) {
 	return k.d.QueryEQN(v)
 }
 func (k verbsKernel) Close() error { return k.d.Close() }
+func (k verbsKernel) ClockInfo() (verbs.MLX5ClockInfo, error) {
+	return k.d.ClockInfo()
+}
 
 func (k verbsKernel) CreateObj(in, out []byte) (kobj, error) {
 	o, err := k.d.CreateObj(in, out)

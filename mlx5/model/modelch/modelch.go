@@ -424,3 +424,34 @@ func (c *Channel) Close() error {
 	c.unmapPages()
 	return errors.Join(errs...)
 }
+
+var _ channel.Clock = (*Channel)(nil)
+
+// Timebase implements channel.Clock from the model's init segment read through its BAR0, as
+// the VFIO transport reads a real function's.
+func (c *Channel) Timebase() (channel.Timebase, error) {
+	if c.isClosed() {
+		return channel.Timebase{}, channel.ErrClosed
+	}
+	bar := c.dev.BAR0()
+	return channel.InitSegTimebase(c, func(off int) uint32 {
+		var b [4]byte
+		if _, err := bar.ReadAt(b[:], int64(off)); err != nil {
+			return 0
+		}
+		return binary.BigEndian.Uint32(b[:])
+	})
+}
+
+var _ channel.PortDiscards = (*Channel)(nil)
+
+// RXDiscards implements channel.PortDiscards: the frames the model's port dropped before its
+// steering (its input full, the physical port's discards on a ConnectX) or steered to an RQ
+// that was not ready (inferred: a ConnectX drops those silently).
+func (c *Channel) RXDiscards() (uint64, error) {
+	if c.isClosed() {
+		return 0, channel.ErrClosed
+	}
+	n := c.dev.Counters()
+	return n.RXInputDrops + n.RXNotReady, nil
+}

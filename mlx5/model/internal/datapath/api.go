@@ -455,6 +455,9 @@ type Counters struct {
 	// RXOutOfBuffer: frames dropped because the RQ they were steered to had no WQE
 	// (Q counter out_of_buffer; DPDK reports it as rx_out_of_buffer).
 	RXOutOfBuffer uint64
+	// RXInputDrops: the part of RXOutOfBuffer that the port's full input refused before
+	// steering (a ConnectX's physical port discards, ethtool rx_discards_phy).
+	RXInputDrops uint64
 	// RXSteeringMiss: frames no rule took and the root's miss dropped (vport
 	// rx_discards_phy on real hardware counts more; the model counts only this).
 	RXSteeringMiss uint64

@@ -102,6 +102,7 @@ func (n *NIC) Counters(clear bool) Counters {
 	c := n.stats
 	n.inMu.Lock()
 	c.RXOutOfBuffer += n.inDrops
+	c.RXInputDrops = n.inDrops
 	if clear {
 		n.stats = Counters{}
 		n.inDrops = 0
