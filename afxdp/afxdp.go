@@ -96,8 +96,7 @@ type port struct {
 
 	mu      sync.Mutex                 // flows and configuration
 	table   atomic.Pointer[flow.Table] // Go copy for frames without metadata
-	nStatic int
-	slotOf  map[uint32]int // dynamic flow id → slot
+	slots   *flow.Slots                // run-time flows in the rule slots after the configured ones
 	txRules []*flow.TxRule
 	xdpCnt  [xdp.MaxQueues + 1][3]uint64
 }
@@ -185,7 +184,7 @@ func (e *Engine) checkRegion(path string, rs []*engine.Region, rx bool, mtu int,
 func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 	cfg := e.env.Config
 	path := p.Path()
-	pt = &port{e: e, p: p, slotOf: map[uint32]int{}}
+	pt = &port{e: e, p: p}
 	self := pt // the named result is nil after `return nil, err`
 	defer func() {
 		if err != nil {
@@ -328,7 +327,7 @@ func (e *Engine) openPort(p *engine.Port) (pt *port, err error) {
 		e.env.Log.Info("xdp: zero-copy bind not offered by the driver; AF_XDP runs in copy mode", "interface", p.Name, "netdev", p.Config.Address)
 	}
 	e.env.Log.Info("xdp port up", "interface", p.Name, "netdev", p.Config.Address, "xdp", pt.mode, "afxdp", mode, "jumbo", pt.jumbo,
-		"nic_rx_queues", pt.nicRx, "rx_queues", len(p.Rx), "tx_queues", len(p.Tx), "flows", pt.nStatic)
+		"nic_rx_queues", pt.nicRx, "rx_queues", len(p.Rx), "tx_queues", len(p.Tx), "flows", len(pt.table.Load().Slots))
 	return pt, nil
 }
 

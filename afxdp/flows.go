@@ -57,7 +57,7 @@ func (pt *port) compileFlows() error {
 			return cfg.Errorf(pt.p.Path()+".rx.flows", "%v", err)
 		}
 	}
-	pt.nStatic = len(tb.Slots)
+	pt.slots = flow.NewSlots(len(tb.Slots), xdp.MaxRules)
 	pt.table.Store(tb)
 	if tx := pt.p.Config.TX; tx != nil {
 		for i := range tx.Flows {
@@ -162,18 +162,11 @@ func (e *Engine) AddRxFlows(portID int, flows []config.Flow) ([]uint32, error) {
 		old := pt.table.Load()
 		tb := *old
 		tb.Slots = append([]*flow.Rule(nil), old.Slots...)
-		slot := -1
-		for s := pt.nStatic; s < len(tb.Slots); s++ {
-			if tb.Slots[s] == nil {
-				slot = s
-				break
-			}
+		slot, err := pt.slots.Free()
+		if err != nil {
+			return ids, fmt.Errorf("port %d: %w: %w", portID, err, engine.ErrNoSpaceAvailable)
 		}
-		if slot < 0 {
-			if len(tb.Slots) >= xdp.MaxRules {
-				return ids, fmt.Errorf("port %d: all %d flow slots are in use: %w", portID, xdp.MaxRules, engine.ErrNoSpaceAvailable)
-			}
-			slot = len(tb.Slots)
+		for len(tb.Slots) <= slot {
 			tb.Slots = append(tb.Slots, nil)
 		}
 		tb.Slots[slot] = r
@@ -193,7 +186,7 @@ func (e *Engine) AddRxFlows(portID int, flows []config.Flow) ([]uint32, error) {
 			return ids, err
 		}
 		pt.table.Store(&tb)
-		pt.slotOf[id] = slot
+		pt.slots.Take(slot, id)
 		e.flowIDs[id] = pt
 		ids[i] = id
 	}
@@ -213,7 +206,7 @@ func (e *Engine) DeleteFlow(id uint32) error {
 	}
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
-	slot := pt.slotOf[id]
+	slot, _ := pt.slots.Slot(id)
 	if err := pt.prog.ClearRule(slot); err != nil {
 		return err
 	}
@@ -226,7 +219,7 @@ func (e *Engine) DeleteFlow(id uint32) error {
 		return err
 	}
 	pt.table.Store(&tb)
-	delete(pt.slotOf, id)
+	pt.slots.Release(id)
 	delete(e.flowIDs, id)
 	return nil
 }

@@ -21,10 +21,8 @@ type steering interface {
 // flowSteer is flow/mlx5's steering with the port's rule slots.
 type flowSteer struct {
 	*flowmlx5.Steering
-	mu      sync.Mutex
-	nStatic int
-	slots   map[uint32]int // dynamic flow id → slot
-	used    []bool
+	mu    sync.Mutex
+	slots *flow.Slots // run-time flows in the slots after the configured ones
 }
 
 // catchAll is the fallback: a direct TIR on the first RX queue and a root table whose one
@@ -78,7 +76,7 @@ func (pt *port) openSteering() error {
 	s, err := flowmlx5.New(pt.ch, params)
 	switch {
 	case err == nil:
-		pt.steer = &flowSteer{Steering: s, nStatic: len(params.Rules), slots: map[uint32]int{}}
+		pt.steer = &flowSteer{Steering: s, slots: flow.NewSlots(len(params.Rules), flowmlx5.MaxRules)}
 		return nil
 	case !errors.Is(err, errors.ErrUnsupported):
 		return fmt.Errorf("%s: flows: %w", pt.p.Path(), err)
@@ -178,18 +176,9 @@ func (e *Engine) AddRxFlows(portID int, flows []config.Flow) ([]uint32, error) {
 		if err := flowmlx5.Check(r); err != nil {
 			return ids, fmt.Errorf("port %d flow %d (%q): %v: %w", portID, i, f.Name, err, engine.ErrInvalidParameter)
 		}
-		slot := -1
-		for s := fs.nStatic; s < flowmlx5.MaxRules; s++ {
-			if s-fs.nStatic >= len(fs.used) {
-				fs.used = append(fs.used, false)
-			}
-			if !fs.used[s-fs.nStatic] {
-				slot = s
-				break
-			}
-		}
-		if slot < 0 {
-			return ids, fmt.Errorf("port %d: all %d flow slots are in use: %w", portID, flowmlx5.MaxRules, engine.ErrNoSpaceAvailable)
+		slot, err := fs.slots.Free()
+		if err != nil {
+			return ids, fmt.Errorf("port %d: %w: %w", portID, err, engine.ErrNoSpaceAvailable)
 		}
 		id := uint32(slot + 1<<20) // dynamic ids above the static ones' usual range
 		r.FlowID = id
@@ -198,8 +187,7 @@ func (e *Engine) AddRxFlows(portID int, flows []config.Flow) ([]uint32, error) {
 			// chain beside the engine's status.
 			return ids, fmt.Errorf("port %d flow %d (%q): the device refused it: %w: %w", portID, i, f.Name, engine.ErrInvalidParameter, err)
 		}
-		fs.used[slot-fs.nStatic] = true
-		fs.slots[id] = slot
+		fs.slots.Take(slot, id)
 		ids[i] = id
 	}
 	return ids, nil
@@ -213,12 +201,11 @@ func (e *Engine) DeleteFlow(id uint32) error {
 			continue
 		}
 		fs.mu.Lock()
-		slot, ok := fs.slots[id]
+		slot, ok := fs.slots.Slot(id)
 		if ok {
 			err := fs.Clear(slot)
 			if err == nil {
-				delete(fs.slots, id)
-				fs.used[slot-fs.nStatic] = false
+				fs.slots.Release(id)
 			}
 			fs.mu.Unlock()
 			return err
