@@ -54,7 +54,9 @@ type port struct {
 	// time is taken as Unix time, as DevX's is); tb is the conversion in force, renewed by
 	// the workers every clockRenew.
 	clock     channel.Clock
-	discards  channel.PortDiscards // nil where the transport cannot read the port's discards
+	// noPPCNT: the transport refused ACCESS_REG PPCNT (DevX: the kernel owns the port
+	// registers), so the port's discards are not read again.
+	noPPCNT atomic.Bool
 	tb        atomic.Pointer[channel.Timebase]
 	tbAt      atomic.Int64
 	tbRenewMu sync.Mutex
@@ -91,7 +93,6 @@ func (e *Engine) openPort(p *engine.Port, ch, base channel.Channel) (_ *port, er
 		pt.healthFn = h.Health
 	}
 	pt.clock, _ = base.(channel.Clock)
-	pt.discards, _ = base.(channel.PortDiscards)
 	defer func() {
 		if err != nil {
 			pt.closeQueues()
@@ -439,11 +440,33 @@ func (pt *port) countOutOfBuffer() {
 			pt.dropDelta(q, &pt.seen[2], c.Dropped, engine.DropFiltered)
 		}
 	}
-	if pt.discards != nil {
-		if n, err := pt.discards.RXDiscards(); err == nil {
-			pt.dropDelta(q, &pt.seen[3], n, engine.DropNoPacketBuffers)
-		}
+	if n, ok := pt.portDiscards(); ok {
+		pt.dropDelta(q, &pt.seen[3], n, engine.DropNoPacketBuffers)
 	}
+}
+
+// portDiscards reads the physical port's receive discards: PPCNT's RFC 2863 group,
+// if_in_discards (ethtool rx_discards_phy), through ACCESS_REG, which a driver that owns the
+// function may run (VFIO, the model); DevX may not, and then the port's discards stay the
+// kernel's to report.
+func (pt *port) portDiscards() (uint64, bool) {
+	if pt.noPPCNT.Load() {
+		return 0, false
+	}
+	p := prm.PPCNT
+	base := prm.AccessRegisterIn.RegisterData.Off
+	in := prm.NewCmdIn(prm.CmdOpAccessReg, prm.AccessRegRead, int(p.CounterSet.At(base).End()/8))
+	prm.AccessRegisterIn.RegisterID.Set(in, prm.RegPPCNT)
+	p.LocalPort.At(base).Set(in, 1)
+	p.Grp.At(base).Set(in, prm.PPCNTRFC2863Group)
+	out := make([]byte, prm.AccessRegisterOut.RegisterData.Off/8+p.CounterSet.End()/8)
+	if err := pt.ch.Exec(in, out); err != nil {
+		pt.noPPCNT.Store(true)
+		pt.e.env.Log.Debug("mlx5: the port's discards are not readable here", "interface", pt.p.Name, "err", err)
+		return 0, false
+	}
+	ob := prm.AccessRegisterOut.RegisterData.Off
+	return p.IfInDiscardsHigh.At(ob).Get(out)<<32 | p.IfInDiscardsHigh.At(ob+32).Get(out), true
 }
 
 // vportCounts is what the engine reads of QUERY_VPORT_COUNTER.
@@ -476,10 +499,8 @@ func (pt *port) trafficSum() uint64 {
 		return 0
 	}
 	sum := v.rxPackets + v.txPackets + v.rxErrors
-	if pt.discards != nil {
-		if n, err := pt.discards.RXDiscards(); err == nil {
-			sum += n
-		}
+	if n, ok := pt.portDiscards(); ok {
+		sum += n
 	}
 	if fs, ok := pt.steer.(*flowSteer); ok {
 		if c, err := fs.Counts(); err == nil {

@@ -172,12 +172,3 @@ func InitSegTimebase(ch Channel, read32 func(off int) uint32) (Timebase, error) 
 	}
 	return tb, nil
 }
-
-// PortDiscards is a channel that reads the physical port's receive discards: frames the port
-// dropped before any steering, because the NIC's receive buffer was full (ethtool's
-// rx_discards_phy, from the PPCNT register, which only the driver that owns the function
-// reads, through ACCESS_REG; DevX user space may not). The engine counts them as drops of
-// the port's first RX queue, so that a run accounts for every frame that reached the port.
-type PortDiscards interface {
-	RXDiscards() (uint64, error)
-}

@@ -292,13 +292,19 @@ func (d *Device) regPPCNT(r *regAccess) error {
 	grp := r.get(p.Grp)
 	r.set(p.Grp, grp)
 	r.set(p.PrioTC, r.get(p.PrioTC))
-	if grp != prm.PPCNTIEEE8023Group {
-		return nil
-	}
 	n := d.dp().Counters(false)
 	set64 := func(hi prm.Field, v uint64) {
 		r.set(hi, v>>32)
 		r.set(hi.At(32), v&0xffffffff)
+	}
+	if grp == prm.PPCNTRFC2863Group {
+		// if_in_discards: what the port's full input refused, and frames steered to an RQ
+		// that was not ready (inferred: a ConnectX drops those without a CQE).
+		set64(p.IfInDiscardsHigh, n.RXInputDrops+n.RXNotReady)
+		return nil
+	}
+	if grp != prm.PPCNTIEEE8023Group {
+		return nil
 	}
 	set64(p.AFramesTransmittedOKHigh, n.TXPackets)
 	set64(p.AFramesReceivedOKHigh, n.RXPackets)

@@ -88,6 +88,7 @@ const EthLinkMode100GBaseCR4 = 20 // C: MLX5E_100GBASE_CR4
 // is the one the model fills.
 const (
 	PPCNTIEEE8023Group = 0x0 // C: MLX5_IEEE_802_3_COUNTERS_GROUP
+	PPCNTRFC2863Group  = 0x1 // C: MLX5_RFC_2863_COUNTERS_GROUP
 )
 
 // PTYS is the port type and speed register (mlx5_ifc.h ptys_reg).
@@ -190,6 +191,9 @@ var PPCNT = struct {
 	AFramesReceivedOKHigh    Field
 	AOctetsTransmittedOKHigh Field
 	AOctetsReceivedOKHigh    Field
+	// IfInDiscardsHigh is the RFC 2863 group's if_in_discards: frames the port dropped
+	// before any steering, its receive buffer full (ethtool rx_discards_phy, en_stats.c).
+	IfInDiscardsHigh Field
 }{
 	LocalPort:                ifcField("ppcnt_reg", "local_port", 0x8, 8),
 	PNAT:                     ifcField("ppcnt_reg", "pnat", 0x10, 2),
@@ -201,6 +205,7 @@ var PPCNT = struct {
 	AFramesReceivedOKHigh:    ifcField("ppcnt_reg", "counter_set.eth_802_3_cntrs_grp_data_layout.a_frames_received_ok_high", 0x80, 32),
 	AOctetsTransmittedOKHigh: ifcField("ppcnt_reg", "counter_set.eth_802_3_cntrs_grp_data_layout.a_octets_transmitted_ok_high", 0x140, 32),
 	AOctetsReceivedOKHigh:    ifcField("ppcnt_reg", "counter_set.eth_802_3_cntrs_grp_data_layout.a_octets_received_ok_high", 0x180, 32),
+	IfInDiscardsHigh:         ifcField("ppcnt_reg", "counter_set.eth_2863_cntrs_grp_data_layout.if_in_discards_high", 0xc0, 32),
 }
 
 // NodeDescBytes is the size of the node description register: mlx5_ib's struct

@@ -442,16 +442,3 @@ func (c *Channel) Timebase() (channel.Timebase, error) {
 		return binary.BigEndian.Uint32(b[:])
 	})
 }
-
-var _ channel.PortDiscards = (*Channel)(nil)
-
-// RXDiscards implements channel.PortDiscards: the frames the model's port dropped before its
-// steering (its input full, the physical port's discards on a ConnectX) or steered to an RQ
-// that was not ready (inferred: a ConnectX drops those silently).
-func (c *Channel) RXDiscards() (uint64, error) {
-	if c.isClosed() {
-		return 0, channel.ErrClosed
-	}
-	n := c.dev.Counters()
-	return n.RXInputDrops + n.RXNotReady, nil
-}
