@@ -53,10 +53,10 @@ type port struct {
 	// clock reads the device's timebase (nil: the transport cannot, and the device's real
 	// time is taken as Unix time, as DevX's is); tb is the conversion in force, renewed by
 	// the workers every clockRenew.
-	clock     channel.Clock
+	clock channel.Clock
 	// noPPCNT: the transport refused ACCESS_REG PPCNT (DevX: the kernel owns the port
 	// registers), so the port's discards are not read again.
-	noPPCNT atomic.Bool
+	noPPCNT   atomic.Bool
 	tb        atomic.Pointer[channel.Timebase]
 	tbAt      atomic.Int64
 	tbRenewMu sync.Mutex
