@@ -62,7 +62,7 @@ func defaultCaps(cfg Config) map[prm.CapType]*capPages {
 		{g.CQECompressionMaxNum, 64}, {g.StridingRQ, 1}, {g.CQOi, 1}, {g.CQModeration, 1},
 		{g.CQPeriodStartFromCQE, 1}, {g.UAR4k, 1}, {g.LogUARPageSz, 0}, {g.NumOfUarsPerPage, 1},
 		{g.Bf, 1}, {g.LogBfRegSize, 9}, {g.LogPgSz, 12}, {g.CmdifChecksum, 0},
-		{g.DeviceFrequencyKhz, uint64(cfg.FreqKHz)}, {g.RQTSFormat, tsFormat}, {g.SQTSFormat, tsFormat},
+		{g.DeviceFrequencyKhz, uint64(cfg.FreqKHz)}, {g.RQTSFormat, tsFormat}, {g.SQTSFormat, tsFormat}, {g.McamReg, 1},
 		{g.UMEMUID0, 1}, {g.LogMaxUctx, 8}, {g.ReleaseAllPages, 1}, {g.FastTeardown, 1},
 		{g.ForceTeardown, 1}, {g.EndPad, 1}, {g.LogMaxStrideSzRQ, 13}, {g.LogMinStrideSzRQ, 6},
 		{g.LogMaxStrideSzSQ, 13}, {g.LogMinStrideSzSQ, 6}, {g.MaxWQESzSQ, 1024},

@@ -297,6 +297,24 @@ type clock struct {
 	start    time.Time
 	offset   time.Duration
 	freqKHz  uint32
+	// rtOffset is what the driver set or stepped the real-time clock by (MTUTC), apart from
+	// the free-running timer, which nothing sets.
+	rtOffset time.Duration
+}
+
+// setRealTime sets the real-time clock to t (ns in the PRM's sense: seconds*1e9+ns).
+func (c *clock) setRealTime(t int64) {
+	now := c.now()
+	c.mu.Lock()
+	c.rtOffset = time.Duration(t) - now
+	c.mu.Unlock()
+}
+
+// stepRealTime moves the real-time clock by d.
+func (c *clock) stepRealTime(d time.Duration) {
+	c.mu.Lock()
+	c.rtOffset += d
+	c.mu.Unlock()
 }
 
 func newClock(realtime bool, freqKHz uint32) *clock {
@@ -329,7 +347,10 @@ func (c *clock) FreeRunning() uint64 {
 // nanoseconds in the lower (DPDK mlx5_txpp.c and rdma-core read it so). The model's epoch is
 // the device's reset.
 func (c *clock) RealTime() uint64 {
-	ns := uint64(c.now())
+	c.mu.Lock()
+	off := c.rtOffset
+	c.mu.Unlock()
+	ns := uint64(max(c.now()+off, 0))
 	return ns/1e9<<32 | ns%1e9
 }
 

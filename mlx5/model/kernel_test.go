@@ -190,12 +190,25 @@ func TestKernelProbeSequence(t *testing.T) {
 		t.Fatal("not an Ethernet function with offloads and NIC flow tables")
 	}
 	for _, f := range []prm.Field{g.IpoibEnhancedOffloads, g.Pg, g.Atomic, g.RoCE, g.VportGroupManager, g.EswitchManager,
-		g.VectorCalc, g.Debug, g.PcamReg, g.McamReg, g.QcamReg, g.DeviceMemory, g.EventCap, g.IPsecOffload, g.Shampo,
+		g.VectorCalc, g.Debug, g.PcamReg, g.QcamReg, g.DeviceMemory, g.EventCap, g.IPsecOffload, g.Shampo,
 		g.GeneralObjTypes, g.AdvVirtualization, g.DriverVersion, g.SWOwnerID, g.Dcbx, g.Fpga, g.Pps,
 		g.PortModuleEvent, g.GeneralNotificationEvent, g.TempWarnEvent, g.MaxNumOfMonitorCounters,
 		g.VnicEnvQueueCounters, g.NICReceiveSteeringDiscard, g.UmrPtrRlky, g.DCT} {
 		if get(gen, f) != 0 {
 			t.Errorf("%s is on: a feature the model does not implement", f.Name)
+		}
+	}
+	// fw.c mlx5_query_hca_caps: with mcam_reg, MCAM for the access-register groups 0, 1
+	// and 2 (feature group 0); the model has MTUTC, so that lib/clock.c sets its real-time
+	// clock.
+	if get(gen, g.McamReg) == 0 {
+		t.Fatal("mcam_reg is off: mlx5_core would not set the real-time clock")
+	}
+	rd := prm.AccessRegisterIn.RegisterData.Off
+	for grp := 0; grp < 3; grp++ {
+		out := k.exec("ACCESS_REG MCAM", in(prm.CmdOpAccessReg, prm.AccessRegRead, 16+72, prm.AccessRegisterIn.RegisterID, prm.RegMCAM, prm.MCAM.AccessRegGroup.At(rd), grp), 16+72)
+		if grp == 0 && get(out, prm.MCAM.MTUTC.At(prm.AccessRegisterOut.RegisterData.Off)) != 1 {
+			t.Fatal("MCAM group 0 has no MTUTC")
 		}
 	}
 	eth := k.capPage(prm.CapTypeEthernetOffloads, prm.CapOpModCur)

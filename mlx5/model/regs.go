@@ -1,6 +1,8 @@
 package model
 
 import (
+	"time"
+
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
@@ -88,6 +90,10 @@ func (d *Device) accessReg(c *cmd) error {
 		return d.regPPCNT(r)
 	case prm.RegNodeDesc:
 		return d.regNodeDesc(r)
+	case prm.RegMCAM:
+		return d.regMCAM(r)
+	case prm.RegMTUTC:
+		return d.regMTUTC(r)
 	}
 	return fail(prm.StatusBadParamErr, SyndromeNotModelled, "ACCESS_REG: register %#x is not modelled", id)
 }
@@ -395,4 +401,55 @@ func (d *Device) portChange(was, now bool) {
 	if e := d.subscriber(prm.EventTypePortChange); e != nil {
 		d.post(e, prm.EventTypePortChange, sub, func(b []byte) { prm.EQEPortState.Port.Set(b, localPort<<4) })
 	}
+}
+
+// regMCAM is the management capabilities register, read only: in group 0 the model has MTUTC
+// and lets the driver modify its real-time clock (ptpcyc2realtime_modify), which is what
+// mlx5_core needs to set that clock from CLOCK_REALTIME at init (lib/clock.c
+// mlx5_set_mtutc, mlx5_modify_mtutc_allowed); every other register and feature bit is 0.
+func (d *Device) regMCAM(r *regAccess) error {
+	m := prm.MCAM
+	if err := r.need(m.PTPCyc2RealtimeModify); err != nil {
+		return err
+	}
+	if r.write {
+		return badParam("ACCESS_REG MCAM: a read-only register")
+	}
+	fg, ag := r.get(m.FeatureGroup), r.get(m.AccessRegGroup)
+	r.set(m.FeatureGroup, fg)
+	r.set(m.AccessRegGroup, ag)
+	if ag == 0 {
+		r.set(m.MTUTC, 1)
+	}
+	if fg == 0 {
+		r.set(m.PTPCyc2RealtimeModify, 1)
+	}
+	return nil
+}
+
+// regMTUTC sets (SET_TIME_IMMEDIATE) or steps (ADJUST_TIME, ns) the real-time clock; a
+// frequency adjustment is accepted and not modelled (the model's clocks follow the host's).
+// The free-running timer is never touched, as on a ConnectX.
+func (d *Device) regMTUTC(r *regAccess) error {
+	m := prm.MTUTC
+	if err := r.need(m.TimeAdjustment); err != nil {
+		return err
+	}
+	if !r.write {
+		return badParam("ACCESS_REG MTUTC: a write-only register")
+	}
+	switch op := r.get(m.Operation); op {
+	case prm.MTUTCSetTimeImmediate:
+		ns := r.get(m.UTCNsec)
+		if ns >= 1e9 {
+			return badParam("ACCESS_REG MTUTC: utc_nsec %d is not below 1e9", ns)
+		}
+		d.clock.setRealTime(int64(r.get(m.UTCSec))*1e9 + int64(ns))
+	case prm.MTUTCAdjustTime:
+		d.clock.stepRealTime(time.Duration(int32(r.get(m.TimeAdjustment))))
+	case prm.MTUTCAdjustFreqUTC:
+	default:
+		return badParam("ACCESS_REG MTUTC: operation %d", op)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package model_test
 import (
 	"net"
 	"testing"
+	"time"
 
 	"github.com/daqiri-go/daqiri/mlx5/model"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
@@ -271,4 +272,49 @@ func TestPortChangeEvents(t *testing.T) {
 	}
 	r.d.Cable(r.d)
 	want(prm.PortChangeActive)
+}
+
+// TestRealTimeClockRegisters: MCAM says MTUTC exists and the real-time clock may be modified
+// (what mlx5_core checks before setting it at init); MTUTC SET_TIME_IMMEDIATE sets the
+// real-time clock the init segment reports, ADJUST_TIME steps it, the free-running timer is
+// not touched; a bad operation, nanoseconds ≥ 1e9 and a read are refused.
+func TestRealTimeClockRegisters(t *testing.T) {
+	r := newReady(t, model.Config{Realtime: true})
+	m, u := prm.MCAM, prm.MTUTC
+	caps := mustReg(t, r, prm.RegMCAM, false, 72)
+	if get(caps, m.MTUTC) != 1 || get(caps, m.PTPCyc2RealtimeModify) != 1 {
+		t.Fatalf("MCAM group 0: mtutc %d, ptpcyc2realtime_modify %d", get(caps, m.MTUTC), get(caps, m.PTPCyc2RealtimeModify))
+	}
+	if other := mustReg(t, r, prm.RegMCAM, false, 72, m.AccessRegGroup, 1, m.FeatureGroup, 1); get(other, m.MTUTC) != 0 || get(other, m.PTPCyc2RealtimeModify) != 0 {
+		t.Fatal("MCAM group 1 claims group 0's bits")
+	}
+	read := func(h, l prm.Field) int64 {
+		var b [8]byte
+		r.d.BAR0().ReadAt(b[:4], int64(h.ByteOff()))
+		r.d.BAR0().ReadAt(b[4:], int64(l.ByteOff()))
+		v := uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 | uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
+		if h == prm.InitSeg.RealTimeH {
+			return int64(v>>32)*1e9 + int64(v&0xffffffff)
+		}
+		return int64(v)
+	}
+	timer0 := read(prm.InitSeg.InternalTimerH, prm.InitSeg.InternalTimerL)
+	want := time.Now().UnixNano()
+	mustReg(t, r, prm.RegMTUTC, true, 28, u.Operation, prm.MTUTCSetTimeImmediate, u.UTCSec, uint64(want/1e9), u.UTCNsec, uint64(want%1e9))
+	if got := read(prm.InitSeg.RealTimeH, prm.InitSeg.RealTimeL); got < want || got > want+int64(time.Second) {
+		t.Fatalf("real time after SET_TIME_IMMEDIATE to %d: %d", want, got)
+	}
+	before := read(prm.InitSeg.RealTimeH, prm.InitSeg.RealTimeL)
+	step := int32(-20000)
+	adj := uint64(uint32(step))
+	mustReg(t, r, prm.RegMTUTC, true, 28, u.Operation, prm.MTUTCAdjustTime, u.TimeAdjustment, adj)
+	if after := read(prm.InitSeg.RealTimeH, prm.InitSeg.RealTimeL); after > before+int64(time.Second)-20000 || after < before-20000-int64(time.Second) {
+		t.Fatalf("ADJUST_TIME -20 µs: %d → %d", before, after)
+	}
+	if timer := read(prm.InitSeg.InternalTimerH, prm.InitSeg.InternalTimerL); timer < timer0 || timer > timer0+int64(10*time.Second) {
+		t.Fatalf("the free-running timer moved from %d to %d with the real-time clock", timer0, timer)
+	}
+	wantRegStatus(t, r, prm.StatusBadParamErr, prm.RegMTUTC, true, 28, u.Operation, 7)
+	wantRegStatus(t, r, prm.StatusBadParamErr, prm.RegMTUTC, true, 28, u.Operation, prm.MTUTCSetTimeImmediate, u.UTCNsec, 1_000_000_000)
+	wantRegStatus(t, r, prm.StatusBadParamErr, prm.RegMTUTC, false, 28)
 }

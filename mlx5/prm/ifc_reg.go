@@ -208,6 +208,44 @@ var PPCNT = struct {
 	IfInDiscardsHigh:         ifcField("ppcnt_reg", "counter_set.eth_2863_cntrs_grp_data_layout.if_in_discards_high", 0xc0, 32),
 }
 
+// MCAM is the management capabilities register (mlx5_ifc.h mcam_reg): which management
+// registers and features the device has, by group. The fields below are group 0's.
+var MCAM = struct {
+	FeatureGroup          Field
+	AccessRegGroup        Field
+	MTUTC                 Field // the MTUTC register exists (the driver may set the real-time clock)
+	PTPCyc2RealtimeModify Field // the real-time clock may be modified (set, adjusted)
+}{
+	FeatureGroup:          ifcField("mcam_reg", "feature_group", 0x8, 8),
+	AccessRegGroup:        ifcField("mcam_reg", "access_reg_group", 0x18, 8),
+	MTUTC:                 ifcField("mcam_reg", "mng_access_reg_cap_mask.access_regs.mtutc", 0x6a, 1),
+	PTPCyc2RealtimeModify: ifcField("mcam_reg", "mng_feature_cap_mask.enhanced_features.ptpcyc2realtime_modify", 0x1ab, 1),
+}
+
+// MTUTC is the management UTC register (mlx5_ifc.h mtutc_reg): the driver sets, steps or
+// slews the device's real-time clock with it (lib/clock.c: at init from CLOCK_REALTIME, then
+// as PTP adjusts the PHC).
+var MTUTC = struct {
+	Operation      Field
+	FreqAdjustment Field
+	UTCSec         Field
+	UTCNsec        Field
+	TimeAdjustment Field
+}{
+	Operation:      ifcField("mtutc_reg", "operation", 0x1c, 4),
+	FreqAdjustment: ifcField("mtutc_reg", "freq_adjustment", 0x20, 32),
+	UTCSec:         ifcField("mtutc_reg", "utc_sec", 0x80, 32),
+	UTCNsec:        ifcField("mtutc_reg", "utc_nsec", 0xa2, 30),
+	TimeAdjustment: ifcField("mtutc_reg", "time_adjustment", 0xc0, 32),
+}
+
+// MTUTC operations (mlx5_ifc.h enum).
+const (
+	MTUTCSetTimeImmediate = 0x1 // C: MLX5_MTUTC_OPERATION_SET_TIME_IMMEDIATE
+	MTUTCAdjustTime       = 0x2 // C: MLX5_MTUTC_OPERATION_ADJUST_TIME
+	MTUTCAdjustFreqUTC    = 0x3 // C: MLX5_MTUTC_OPERATION_ADJUST_FREQ_UTC
+)
+
 // NodeDescBytes is the size of the node description register: mlx5_ib's struct
 // mlx5_reg_node_desc, IB_DEVICE_NODE_DESC_MAX (64) bytes of text (drivers/infiniband/hw/mlx5
 // main.c; no mlx5_ifc.h layout, so not probed).
