@@ -494,24 +494,25 @@ func (pt *port) vportCounters() (vportCounts, error) {
 // trafficSum is a sum of the port's moving counters, for Close to tell when the port went
 // quiet; 0 when the device does not answer.
 func (pt *port) trafficSum() uint64 {
-	v, err := pt.vportCounters()
-	if err != nil {
-		return 0
+	// The same commands in the same order as countOutOfBuffer: Q counter, vport, flow
+	// counters, PPCNT.
+	var sum uint64
+	in := prm.NewCmdIn(prm.CmdOpQueryQCounter, 0, 0x20)
+	prm.QueryQCounterIn.CounterSetID.Set(in, uint64(pt.qctr))
+	out := make([]byte, prm.QueryQCounterOut.OutOfBuffer.End()/8)
+	if pt.qctrObj != nil && pt.qctrObj.Query(in, out) == nil {
+		sum += prm.QueryQCounterOut.OutOfBuffer.Get(out)
 	}
-	sum := v.rxPackets + v.txPackets + v.rxErrors
-	if n, ok := pt.portDiscards(); ok {
-		sum += n
+	if v, err := pt.vportCounters(); err == nil {
+		sum += v.rxPackets + v.txPackets + v.rxErrors
 	}
 	if fs, ok := pt.steer.(*flowSteer); ok {
 		if c, err := fs.Counts(); err == nil {
 			sum += c.Dropped + c.Missed
 		}
 	}
-	in := prm.NewCmdIn(prm.CmdOpQueryQCounter, 0, 0x20)
-	prm.QueryQCounterIn.CounterSetID.Set(in, uint64(pt.qctr))
-	out := make([]byte, prm.QueryQCounterOut.OutOfBuffer.End()/8)
-	if pt.qctrObj != nil && pt.qctrObj.Query(in, out) == nil {
-		sum += prm.QueryQCounterOut.OutOfBuffer.Get(out)
+	if n, ok := pt.portDiscards(); ok {
+		sum += n
 	}
 	return sum
 }

@@ -49,10 +49,15 @@ var engineStages = []string{
 	"engine QUERY_NIC_VPORT_CONTEXT", "engine MODIFY_NIC_VPORT_CONTEXT", "engine QUERY_HCA_CAP",
 	"engine umem_reg", "engine CREATE_MKEY",
 	"engine CREATE_CQ", "engine CREATE_RQ", "engine MODIFY_RQ", "engine CREATE_SQ", "engine MODIFY_SQ",
-	"engine CREATE_TIR", "engine CREATE_FLOW_TABLE", "engine CREATE_FLOW_GROUP", "engine SET_FLOW_TABLE_ENTRY",
-	"engine attach_root",
+	"engine CREATE_TIR", "engine CREATE_FLOW_TABLE", "engine ALLOC_FLOW_COUNTER", "engine CREATE_FLOW_GROUP",
+	"engine SET_FLOW_TABLE_ENTRY", "engine attach_root",
 	stageEngineOpened,
 	stageTrafficSent, stageTrafficReceived, // traffic_test.go: the port's wire looped back
+	// The NIC's counters, read by the workers and while Close waits for the port to go
+	// quiet: out of buffer, the vport's traffic and errors, the drop rules' flow counter,
+	// the physical port's discards (PPCNT through ACCESS_REG, which DevX refuses: the
+	// kernel owns the port registers).
+	"engine QUERY_Q_COUNTER", "engine QUERY_VPORT_COUNTER", "engine QUERY_FLOW_COUNTER", "engine ACCESS_REG",
 	"engine QUERY_CQ", // the overflow check of the RX CQ while the engine drains at Close
 	stageEngineClosed,
 }

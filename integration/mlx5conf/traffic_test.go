@@ -34,6 +34,13 @@ const (
 	trafficTimeout = 60 * time.Second
 	trafficMinLen  = 60
 	trafficMaxLen  = 1500
+	// stampBound is how far a received frame's RxTimestamp may lie outside the guest's
+	// CLOCK_REALTIME read before the first send and after its receive. The device's clocks
+	// run on the host (the model's server), set and scaled by the guest's mlx5_core: MTUTC
+	// from CLOCK_REALTIME for real-time stamps, the clock information page for free-running
+	// ones; the bound leaves room for the TCG guest's clock against the host's. At 38f58a0
+	// the engine put DevX real-time stamps ~56 years late.
+	stampBound = 500 * time.Millisecond
 )
 
 // trafficMagic marks the engine's test frames (after the UDP header) so that frames the
@@ -97,6 +104,9 @@ type trafficResult struct {
 	sent, received, foreign int
 	txDropped, rxDropped    uint64
 	elapsed                 time.Duration
+	// stampSlack is the smallest distance of an RxTimestamp inside its window (negative:
+	// outside it by that much).
+	stampSlack time.Duration
 }
 
 // moveTraffic sends frames to dst (random lengths and payloads from seed) on port txPort
@@ -142,6 +152,22 @@ func moveTraffic(sess *daqiri.Session, txPort, rxPort int, dst net.HardwareAddr,
 				case !bytes.Equal(p, frames[seq]):
 					b.Free()
 					return fmt.Errorf("frame %d: received %d bytes that differ from the %d sent (first difference at byte %d)", seq, len(p), len(frames[seq]), firstDiff(p, frames[seq]))
+				}
+				ts, err := b.RxTimestamp(i)
+				if err != nil {
+					b.Free()
+					return fmt.Errorf("frame %d: no RX timestamp: %w", seq, err)
+				}
+				lo, hi := start.UnixNano(), time.Now().UnixNano()
+				slack := time.Duration(min(ts-lo, hi-ts))
+				if res.received == 0 || slack < res.stampSlack {
+					res.stampSlack = slack
+				}
+				if ts < lo-int64(stampBound) || ts > hi+int64(stampBound) {
+					b.Free()
+					return fmt.Errorf("frame %d stamped %s, outside the guest's clock window [%s, %s] ± %v (%v off)", seq,
+						time.Unix(0, ts).UTC().Format(time.RFC3339Nano), time.Unix(0, lo).UTC().Format(time.RFC3339Nano),
+						time.Unix(0, hi).UTC().Format(time.RFC3339Nano), stampBound, time.Duration(max(lo-ts, ts-hi)))
 				}
 				seen[seq] = true
 				res.received++

@@ -76,7 +76,7 @@ func runTwoPorts(t *testing.T, s *stageSet, devs []string) {
 			s.fail(d.stage, err.Error())
 			break
 		}
-		s.ok(d.stage, fmt.Sprintf("%d frames of %d..%d bytes intact in %v (%d other frames)", res.received, trafficMinLen, trafficMaxLen, res.elapsed.Round(time.Millisecond), res.foreign))
+		s.ok(d.stage, fmt.Sprintf("%d frames of %d..%d bytes intact in %v (%d other frames), RX timestamps within the guest clock's window (closest %v)", res.received, trafficMinLen, trafficMaxLen, res.elapsed.Round(time.Millisecond), res.foreign, res.stampSlack.Round(time.Microsecond)))
 	}
 	if err := sess.Close(); err != nil {
 		s.fail("two-port engine closed", describe(err))

@@ -103,8 +103,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	verbose := fs.Bool("v", false, "also log vfio-user session events and refused messages")
 	loopback := fs.Bool("loopback", false, "cable the port to itself (link up, what it sends it receives)")
 	bridge := fs.String("bridge", "", "connect the port to this host netdev (AF_PACKET; needs CAP_NET_RAW)")
+	timerOnly := fs.Bool("timer-only", false, "a device without a real-time clock: it stamps CQEs with its free-running timer only (cmd_hca_cap rq_ts_format 0)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: daqiri-mlx5model -socket PATH [-mac MAC] [-log FILE] [-v] [-loopback | -bridge IFNAME]")
+		fmt.Fprintln(stderr, "usage: daqiri-mlx5model -socket PATH [-mac MAC] [-log FILE] [-v] [-loopback | -bridge IFNAME] [-timer-only]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -165,7 +166,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var counters counterLog
 	var dev *pcidev.Device
 	dev = pcidev.New(pcidev.Options{
-		Model: model.Config{MAC: hw},
+		Model: model.Config{MAC: hw, TimerOnly: *timerOnly},
 		Run:   true,
 		Wire:  wire,
 		OnCommand: func(c pcidev.Command) {
