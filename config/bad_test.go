@@ -407,8 +407,11 @@ func TestBadMemoryRegions(t *testing.T) {
 			[]string{"memory_regions[2].num_bufs: must be > 0, got 0"}},
 		{"buf_size negative", rawBase, []string{"buf_size: 2097152", "buf_size: -5 #!"},
 			[]string{"memory_regions[2].buf_size: must be > 0, got -5"}},
-		{"too big", rawBase, []string{"    - name: out_mr\n      kind: host\n      affinity: 0\n      num_bufs: 4\n", "    - name: out_mr #!\n      kind: host\n      affinity: 0\n      num_bufs: 2000000000\n"},
-			[]string{"memory_regions[2]: num_bufs × buf_size = 2000000000 × 2097152 exceeds"}},
+		{"too big", rawBase, []string{"    - name: out_mr\n      kind: host\n      affinity: 0\n      num_bufs: 4\n      buf_size: 2097152\n", "    - name: out_mr #!\n      kind: host\n      affinity: 0\n      num_bufs: 16777216\n      buf_size: 8388609\n"},
+			[]string{"memory_regions[2]: num_bufs × buf_size = 16777216 × 8388609 exceeds"}},
+		// Issue 30 item 2: 2^31−1 buffers fit the YAML integer but not the pool's link array.
+		{"num_bufs beyond the pool", rawBase, []string{"      num_bufs: 4\n", "      num_bufs: 2147483647 #!\n"},
+			[]string{"memory_regions[2].num_bufs: must be ≤ 16777216 (2^24"}},
 		// Issue 19 item 6: the value written, not a clamped one, and the bound crossed.
 		{"num_bufs beyond int32", rawBase, []string{"      num_bufs: 4\n", "      num_bufs: 100000000000 #!\n"},
 			[]string{"memory_regions[2].num_bufs: must be ≤ 2147483647, got 100000000000"}},

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math/bits"
 	"strings"
 )
 
@@ -8,7 +9,16 @@ import (
 const (
 	MaxMetaBuffers = 1 << 20 // rx_meta_buffers / tx_meta_buffers
 	MaxRegionBytes = 1 << 46 // num_bufs × buf_size of one memory region (64 TiB)
-	MaxFlexOffset  = 28      // largest flex item offset (bytes after the UDP header)
+	// MaxNumBufs bounds a region's num_bufs (16 Mi buffers). The buffer pool links its free
+	// buffers through an array of one 8-byte word per buffer, written whole at Open: at
+	// 2^31−1 buffers that is 16 GiB touched before the first packet, and the process is
+	// killed for memory instead of getting an error. 2^24 costs at most 128 MiB per region
+	// and still holds 2^24 × 9 KiB jumbo buffers (144 GiB) in one region.
+	MaxNumBufs = 1 << 24
+	// MaxBufSize bounds buf_size (the YAML integer type's range, stated for configs built
+	// in code too).
+	MaxBufSize    = 1<<31 - 1
+	MaxFlexOffset = 28 // largest flex item offset (bytes after the UDP header)
 
 	MaxSocketPayload = 1 << 30 // max_payload_size of TCP and RoCE endpoints
 
@@ -75,6 +85,9 @@ type validator struct {
 	proto   Protocol        // protocol of the first socket endpoint
 	protoAt string
 	failed  []string // key paths whose YAML could not be decoded (Parse only)
+	// runtime: the region or queue is added to an open session (CheckMemoryRegion,
+	// CheckQueue), where cpu_core is optional and poll_mode direct is refused.
+	runtime bool
 }
 
 // broken reports whether decoding failed at or under path: references into such a part
@@ -144,37 +157,54 @@ func (v *validator) run() {
 
 func (v *validator) memoryRegions() {
 	for i := range v.c.MemoryRegions {
-		mr := &v.c.MemoryRegions[i]
-		p := indexPath("memory_regions", i)
-		switch {
-		case mr.Name == "":
-			v.errf(p+".name", "a memory region needs a name")
-		case v.regions[mr.Name] != nil:
-			v.errf(p+".name", "duplicate memory region name %q", mr.Name)
-		default:
-			v.regions[mr.Name] = mr
-		}
-		switch mr.Kind {
-		case KindHost, KindHostPinned, KindHuge, KindDevice:
-		case "":
-			v.errf(p+".kind", "a memory region needs kind (host, host_pinned, huge or device)")
-		default:
-			v.errf(p+".kind", "unknown memory kind %q (valid: host, host_pinned, huge, device)", mr.Kind)
-		}
-		if mr.Affinity < 0 {
-			v.errf(p+".affinity", "must be ≥ 0, got %d", mr.Affinity)
-		}
-		if mr.Access&^(AccessLocal|AccessRDMARead|AccessRDMAWrite) != 0 {
-			v.errf(p+".access", "invalid access mask %#x (local=1, rdma_write=2, rdma_read=4)", uint8(mr.Access))
-		}
-		if mr.NumBufs <= 0 {
-			v.errf(p+".num_bufs", "must be > 0, got %d", mr.NumBufs)
-		}
-		if mr.BufSize <= 0 {
-			v.errf(p+".buf_size", "must be > 0, got %d", mr.BufSize)
-		}
-		if mr.NumBufs > 0 && mr.BufSize > 0 && (mr.NumBufs > MaxRegionBytes/mr.BufSize) {
-			v.errf(p, "num_bufs × buf_size = %d × %d exceeds %d bytes", mr.NumBufs, mr.BufSize, int64(MaxRegionBytes))
+		v.region(indexPath("memory_regions", i), &v.c.MemoryRegions[i])
+	}
+}
+
+// region checks one memory region at key path p and records its name in v.regions. Open
+// (through Validate) and Session.AddMemoryRegion (through CheckMemoryRegion) both check a
+// region here.
+func (v *validator) region(p string, mr *MemoryRegion) {
+	switch {
+	case mr.Name == "":
+		v.errf(p+".name", "a memory region needs a name")
+	case v.regions[mr.Name] != nil:
+		v.errf(p+".name", "duplicate memory region name %q", mr.Name)
+	default:
+		v.regions[mr.Name] = mr
+	}
+	switch mr.Kind {
+	case KindHost, KindHostPinned, KindHuge, KindDevice:
+	case "":
+		v.errf(p+".kind", "a memory region needs kind (host, host_pinned, huge or device)")
+	default:
+		v.errf(p+".kind", "unknown memory kind %q (valid: host, host_pinned, huge, device)", mr.Kind)
+	}
+	if mr.Affinity < 0 {
+		v.errf(p+".affinity", "must be ≥ 0, got %d", mr.Affinity)
+	}
+	if mr.Access&^(AccessLocal|AccessRDMARead|AccessRDMAWrite) != 0 {
+		v.errf(p+".access", "invalid access mask %#x (local=1, rdma_write=2, rdma_read=4)", uint8(mr.Access))
+	}
+	numOK := mr.NumBufs > 0 && mr.NumBufs <= MaxNumBufs
+	switch {
+	case mr.NumBufs <= 0:
+		v.errf(p+".num_bufs", "must be > 0, got %d", mr.NumBufs)
+	case mr.NumBufs > MaxNumBufs:
+		v.errf(p+".num_bufs", "must be ≤ %d (2^24: the buffer pool keeps a link word per buffer), got %d", MaxNumBufs, mr.NumBufs)
+	}
+	sizeOK := mr.BufSize > 0 && mr.BufSize <= MaxBufSize
+	switch {
+	case mr.BufSize <= 0:
+		v.errf(p+".buf_size", "must be > 0, got %d", mr.BufSize)
+	case mr.BufSize > MaxBufSize:
+		v.errf(p+".buf_size", "must be ≤ %d, got %d", MaxBufSize, mr.BufSize)
+	}
+	// Both factors are bounded above, but the product is taken in 128 bits so that the
+	// check stays right whatever the bounds become.
+	if numOK && sizeOK {
+		if hi, lo := bits.Mul64(uint64(mr.NumBufs), uint64(mr.BufSize)); hi != 0 || lo > MaxRegionBytes {
+			v.errf(p, "num_bufs × buf_size = %d × %d exceeds %d bytes (2^46)", mr.NumBufs, mr.BufSize, int64(MaxRegionBytes))
 		}
 	}
 }

@@ -221,88 +221,100 @@ func (v *validator) endpoint(path string, e Endpoint) {
 
 // queues checks the queues of one direction.
 func (v *validator) queues(base string, qs []Queue, isTX bool, engine string, proto Protocol) {
-	c := v.c
 	ids := map[int]bool{}
 	names := map[string]bool{}
 	for k := range qs {
-		q := &qs[k]
-		p := indexPath(base, k)
-		switch {
-		case q.Name == "":
-			v.errf(p+".name", "a queue needs a name")
-		case names[q.Name]:
-			v.errf(p+".name", "duplicate queue name %q", q.Name)
-		default:
-			names[q.Name] = true
+		v.queue(indexPath(base, k), &qs[k], isTX, engine, proto, ids, names)
+	}
+}
+
+// queue checks one queue at key path p; ids and names are those its direction has taken so
+// far (it adds its own). Open (through Validate) and Session.AddRxQueue/AddTxQueue (through
+// CheckQueue, with v.runtime set) both check a queue here.
+func (v *validator) queue(p string, q *Queue, isTX bool, engine string, proto Protocol, ids map[int]bool, names map[string]bool) {
+	c := v.c
+	switch {
+	case q.Name == "":
+		v.errf(p+".name", "a queue needs a name")
+	case names[q.Name]:
+		v.errf(p+".name", "duplicate queue name %q", q.Name)
+	default:
+		names[q.Name] = true
+	}
+	switch {
+	case q.ID < 0 || q.ID > 65535:
+		v.errf(p+".id", "must be between 0 and 65535, got %d", q.ID)
+	case ids[q.ID] && v.runtime:
+		v.errf(p+".id", "duplicate queue id %d: a live queue of this direction has it", q.ID)
+	case ids[q.ID]:
+		v.errf(p+".id", "duplicate queue id %d", q.ID)
+	default:
+		ids[q.ID] = true
+	}
+	corePH := c.isPlaceholder(p + ".cpu_core")
+	switch q.PollMode {
+	case PollIndirect, "":
+		if q.CPUCore == "" && v.runtime {
+			// A run-time queue's worker need not be pinned.
+		} else if q.CPUCore == "" && !corePH {
+			v.errf(p+".cpu_core", "a queue with poll_mode indirect needs cpu_core (the core of its worker thread)")
+		} else if _, ok := q.Core(); !ok && !corePH {
+			v.errf(p+".cpu_core", "must be a CPU core number, got %q", q.CPUCore)
 		}
 		switch {
-		case q.ID < 0 || q.ID > 65535:
-			v.errf(p+".id", "must be between 0 and 65535, got %d", q.ID)
-		case ids[q.ID]:
-			v.errf(p+".id", "duplicate queue id %d", q.ID)
+		case q.BatchSize == 0 && !v.given(p+".batch_size"):
+			v.errf(p+".batch_size", "a queue with poll_mode indirect needs batch_size")
+		case q.BatchSize <= 0:
+			v.errf(p+".batch_size", "must be > 0, got %d", q.BatchSize)
+		case q.BatchSize > MaxBatchSize:
+			v.errf(p+".batch_size", "must be ≤ %d, got %d", MaxBatchSize, q.BatchSize)
 		default:
-			ids[q.ID] = true
-		}
-		corePH := c.isPlaceholder(p + ".cpu_core")
-		switch q.PollMode {
-		case PollIndirect, "":
-			if q.CPUCore == "" && !corePH {
-				v.errf(p+".cpu_core", "a queue with poll_mode indirect needs cpu_core (the core of its worker thread)")
-			} else if _, ok := q.Core(); !ok && !corePH {
-				v.errf(p+".cpu_core", "must be a CPU core number, got %q", q.CPUCore)
-			}
-			switch {
-			case q.BatchSize == 0 && !v.given(p+".batch_size"):
-				v.errf(p+".batch_size", "a queue with poll_mode indirect needs batch_size")
-			case q.BatchSize <= 0:
-				v.errf(p+".batch_size", "must be > 0, got %d", q.BatchSize)
-			case q.BatchSize > MaxBatchSize:
-				v.errf(p+".batch_size", "must be ≤ %d, got %d", MaxBatchSize, q.BatchSize)
-			default:
-				for _, name := range q.MemoryRegions {
-					if mr := v.regions[name]; mr != nil && mr.NumBufs > 0 && q.BatchSize > mr.NumBufs {
-						v.warnf(p+".batch_size", "batch_size %d exceeds the %d buffers of memory region %s: a burst never holds more than %d packets", q.BatchSize, mr.NumBufs, name, mr.NumBufs)
-						break
-					}
+			for _, name := range q.MemoryRegions {
+				if mr := v.regions[name]; mr != nil && mr.NumBufs > 0 && q.BatchSize > mr.NumBufs {
+					v.warnf(p+".batch_size", "batch_size %d exceeds the %d buffers of memory region %s: a burst never holds more than %d packets", q.BatchSize, mr.NumBufs, name, mr.NumBufs)
+					break
 				}
 			}
-		case PollDirect:
-			if q.CPUCore != "" || corePH {
-				v.errf(p+".cpu_core", "a queue with poll_mode direct has no cpu_core: the caller polls it")
-			}
-			if q.BatchSize != 0 || v.given(p+".batch_size") {
-				v.errf(p+".batch_size", "a queue with poll_mode direct has no batch_size")
-			}
-			if q.TimeoutUs != 0 || v.given(p+".timeout_us") {
-				v.errf(p+".timeout_us", "a queue with poll_mode direct has no timeout_us")
-			}
-			if engine != "" && !engineCanDirect(engine) {
-				v.errf(p+".poll_mode", "poll_mode direct needs engine xdp or mlx5; this interface resolves to engine %s", engine)
-			}
-		default:
-			v.errf(p+".poll_mode", "invalid poll_mode %q (valid: indirect, direct)", q.PollMode)
 		}
-		if q.TimeoutUs < 0 || q.TimeoutUs > MaxTimeoutUs {
-			v.errf(p+".timeout_us", "must be between 0 and %d (one hour), got %d", MaxTimeoutUs, q.TimeoutUs)
-		} else if isTX && q.TimeoutUs > 0 && q.PollMode != PollDirect {
-			v.warnf(p+".timeout_us", "timeout_us applies to RX queues only; it is ignored on a TX queue")
+	case PollDirect:
+		if v.runtime {
+			v.errf(p+".poll_mode", "run-time queues are indirect (poll_mode direct is set up at Open)")
 		}
-		if !isTX && len(q.Offloads) > 0 {
-			v.errf(p+".offloads", "offloads apply to TX queues only")
+		if q.CPUCore != "" || corePH {
+			v.errf(p+".cpu_core", "a queue with poll_mode direct has no cpu_core: the caller polls it")
 		}
-		for j, o := range q.Offloads {
-			if o != "tx_eth_src" {
-				v.errf(indexPath(p+".offloads", j), "unknown offload %q (the only one is tx_eth_src)", o)
-			}
+		if q.BatchSize != 0 || v.given(p+".batch_size") {
+			v.errf(p+".batch_size", "a queue with poll_mode direct has no batch_size")
 		}
-		switch {
-		case q.PacingMbps < 0:
-			v.errf(p+".pacing_mbps", "must be ≥ 0, got %d", q.PacingMbps)
-		case !isTX && q.PacingMbps > 0:
-			v.errf(p+".pacing_mbps", "pacing_mbps applies to TX queues only")
+		if q.TimeoutUs != 0 || v.given(p+".timeout_us") {
+			v.errf(p+".timeout_us", "a queue with poll_mode direct has no timeout_us")
 		}
-		v.queueRegions(p, q, proto)
+		if engine != "" && !engineCanDirect(engine) {
+			v.errf(p+".poll_mode", "poll_mode direct needs engine xdp or mlx5; this interface resolves to engine %s", engine)
+		}
+	default:
+		v.errf(p+".poll_mode", "invalid poll_mode %q (valid: indirect, direct)", q.PollMode)
 	}
+	if q.TimeoutUs < 0 || q.TimeoutUs > MaxTimeoutUs {
+		v.errf(p+".timeout_us", "must be between 0 and %d (one hour), got %d", MaxTimeoutUs, q.TimeoutUs)
+	} else if isTX && q.TimeoutUs > 0 && q.PollMode != PollDirect {
+		v.warnf(p+".timeout_us", "timeout_us applies to RX queues only; it is ignored on a TX queue")
+	}
+	if !isTX && len(q.Offloads) > 0 {
+		v.errf(p+".offloads", "offloads apply to TX queues only")
+	}
+	for j, o := range q.Offloads {
+		if o != "tx_eth_src" {
+			v.errf(indexPath(p+".offloads", j), "unknown offload %q (the only one is tx_eth_src)", o)
+		}
+	}
+	switch {
+	case q.PacingMbps < 0:
+		v.errf(p+".pacing_mbps", "must be ≥ 0, got %d", q.PacingMbps)
+	case !isTX && q.PacingMbps > 0:
+		v.errf(p+".pacing_mbps", "pacing_mbps applies to TX queues only")
+	}
+	v.queueRegions(p, q, proto)
 }
 
 // queueRegions checks a queue's memory_regions.

@@ -50,6 +50,11 @@ func NewRegion(rc *config.MemoryRegion, mem Memory) (*Region, error) {
 	if rc.BufSize > 0 && rc.BufSize&(rc.BufSize-1) == 0 {
 		r.shift = int8(bits.TrailingZeros(uint(rc.BufSize)))
 	}
+	// config.CheckMemoryRegion bounds both; a caller that skipped it must not get a product
+	// that wrapped around (a short region whose Packet slices past its end).
+	if hi, lo := bits.Mul64(uint64(rc.NumBufs), uint64(rc.BufSize)); rc.NumBufs <= 0 || rc.BufSize <= 0 || hi != 0 || lo > config.MaxRegionBytes {
+		return nil, fmt.Errorf("memory region %s: num_bufs × buf_size = %d × %d: both must be > 0 and the product ≤ %d", rc.Name, rc.NumBufs, rc.BufSize, int64(config.MaxRegionBytes))
+	}
 	if b := mem.Bytes(); b != nil {
 		if len(b) < rc.NumBufs*rc.BufSize {
 			return nil, fmt.Errorf("memory region %s: %d bytes mapped, %d needed", rc.Name, len(b), rc.NumBufs*rc.BufSize)
