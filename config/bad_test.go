@@ -816,6 +816,13 @@ func TestBadReorder(t *testing.T) {
 			[]string{"interfaces[0].rx.reorder_configs[0].cyclic_sequence.epoch: cyclic_sequence needs epoch"}},
 		{"epoch width 0", rawBase, []string{ppbMethod, ppbMethod + "          cyclic_sequence:\n            epoch: {bit_offset: 544, bit_width: 0} #!\n"},
 			[]string{"interfaces[0].rx.reorder_configs[0].cyclic_sequence.epoch.bit_width: must be between 1 and 32, got 0"}},
+		// Issue 30 item 6: an epoch sharing bits with the sequence (or batch) number.
+		{"epoch overlaps sequence_number", rawBase, []string{ppbMethod, ppbMethod + "          cyclic_sequence:\n            epoch: {bit_offset: 540, bit_width: 8} #!\n"},
+			[]string{"interfaces[0].rx.reorder_configs[0].cyclic_sequence.epoch.bit_offset: epoch bits 540..547 overlap the sequence_number bits 512..543; the epoch must be a field of its own"}},
+		{"epoch overlaps batch_number", rawBase, []string{ppbMethod, sbnMethod + "          cyclic_sequence:\n            epoch: {bit_offset: 140, bit_width: 6} #!\n"},
+			[]string{"interfaces[0].rx.reorder_configs[0].cyclic_sequence.epoch.bit_offset: epoch bits 140..145 overlap the batch_number bits 144..145"}},
+		{"epoch inside sequence_number", rawBase, []string{ppbMethod, ppbMethod + "          cyclic_sequence:\n            epoch: {bit_offset: 520, bit_width: 4} #!\n"},
+			[]string{"interfaces[0].rx.reorder_configs[0].cyclic_sequence.epoch.bit_offset: epoch bits 520..523 overlap the sequence_number bits 512..543"}},
 		{"epoch too wide", rawBase, []string{ppbMethod, ppbMethod + "          cyclic_sequence:\n            epoch: {bit_offset: 544, bit_width: 12} #!\n"},
 			[]string{"interfaces[0].rx.reorder_configs[0].cyclic_sequence.epoch.bit_width: 12 epoch bits and 22 batch-number bits make a 34-bit batch key; at most 32"}},
 		{"ppb does not divide", rawBase, []string{"packets_per_batch: 1024", "packets_per_batch: 1000 #!"},

@@ -77,6 +77,25 @@ func (v *validator) reorders(base string, rx *RxConfig) {
 				if batchBits >= 0 && batchBits+c.Epoch.Width > 32 {
 					v.errf(ep+".bit_width", "%d epoch bits and %d batch-number bits make a %d-bit batch key; at most 32", c.Epoch.Width, batchBits, batchBits+c.Epoch.Width)
 				}
+				// The epoch tells one wrap of the sequence from the next, so it must be a field
+				// of its own: bits shared with the sequence (or batch) number change with every
+				// packet and would split one cycle's batch across epochs.
+				fields := []struct {
+					name string
+					f    BitField
+				}{{"sequence_number", r.Method.Seq}}
+				if r.Method.Kind == MethodSeqBatchNumber {
+					fields = append(fields, struct {
+						name string
+						f    BitField
+					}{"batch_number", r.Method.Batch})
+				}
+				for _, o := range fields {
+					if o.f.Width > 0 && o.f.Offset >= 0 && c.Epoch.Overlaps(o.f) {
+						v.errf(ep+".bit_offset", "epoch bits %d..%d overlap the %s bits %d..%d; the epoch must be a field of its own",
+							c.Epoch.Offset, c.Epoch.Offset+c.Epoch.Width-1, o.name, o.f.Offset, o.f.Offset+o.f.Width-1)
+					}
+				}
 			}
 		}
 
