@@ -95,9 +95,10 @@ func (s *Session) runtimeQueue(p *engine.Port, dir string, index int, qc *config
 }
 
 // AddRxQueue adds a receive queue to an open port (xdp, socket and loopback engines). The
-// queue is indirect: qc needs an id unused by the port's live RX queues, batch_size, the
-// names of existing memory regions and optionally cpu_core and timeout_us. An id of a deleted
-// queue may be reused. The engine decides what reaches the queue (xdp: flows added with its
+// queue is indirect: qc needs a name and an id unused by the port's live RX queues,
+// batch_size, the names of existing memory regions and optionally cpu_core and timeout_us,
+// checked by the rules Open applies to rx.queues (Config.CheckQueue), with the key path the
+// queue takes in the error. The name and id of a deleted queue may be reused. The engine decides what reaches the queue (xdp: flows added with its
 // id; socket: the endpoint's traffic when the endpoint has no live RX queue; loopback: the TX
 // queue at the same position). Errors wrap ErrInvalidParameter or ErrNotSupported.
 func (s *Session) AddRxQueue(port int, qc config.Queue) error {
@@ -214,7 +215,8 @@ func (s *Session) DeleteTxQueue(port, id int) error {
 }
 
 // AddMemoryRegion allocates a memory region on an open session for queues added later
-// (config keys as in memory_regions). With rc.Unowned set, mem is the application's memory,
+// (config keys as in memory_regions, checked by the rules Open applies with
+// config.CheckMemoryRegion, the key path memory_regions[N] in the error). With rc.Unowned set, mem is the application's memory,
 // checked as WithRegionMemory's; otherwise mem must be nil and the library allocates.
 func (s *Session) AddMemoryRegion(rc config.MemoryRegion, mem engine.Memory) error {
 	if err := s.enter(); err != nil {
