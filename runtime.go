@@ -2,7 +2,6 @@ package daqiri
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/daqiri-go/daqiri/config"
@@ -227,7 +226,11 @@ func (s *Session) AddMemoryRegion(rc config.MemoryRegion, mem engine.Memory) err
 	defer s.qmu.Unlock()
 	// The key path is the position the region takes among the session's regions.
 	path := fmt.Sprintf("memory_regions[%d]", len(s.regions))
-	if err := config.CheckMemoryRegion(path, &rc, slices.Collect(maps.Keys(s.regions))); err != nil {
+	existing := make([]config.MemoryRegion, 0, len(s.regions))
+	for _, r := range s.regions {
+		existing = append(existing, config.MemoryRegion{Name: r.Name, Kind: r.Kind, NumBufs: r.NumBufs, BufSize: r.BufSize})
+	}
+	if err := config.CheckMemoryRegion(path, &rc, existing); err != nil {
 		return fmt.Errorf("memory region %q: %w: %w", rc.Name, err, ErrInvalidParameter)
 	}
 	if mem != nil && !rc.Unowned {

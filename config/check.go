@@ -1,16 +1,20 @@
 package config
 
 // CheckMemoryRegion checks one memory region by the rules Validate applies to every
-// memory_regions[] item (name, kind, affinity, access, num_bufs, buf_size and their product),
-// with path as the region's key path in errors. taken are the names of the regions that
-// exist already. Session.AddMemoryRegion uses it, so that a region added at run time is held
-// to what Open holds a configured one to. The error is an Errors list (nil when none).
-func CheckMemoryRegion(path string, mr *MemoryRegion, taken []string) error {
+// memory_regions[] item (name, kind, affinity, access, num_bufs, buf_size and their product)
+// and to all of them together (MaxTotalBufs), with path as the region's key path in errors.
+// existing are the regions there are already. Session.AddMemoryRegion uses it, so that a
+// region added at run time is held to what Open holds a configured one to. The error is an
+// Errors list (nil when none).
+func CheckMemoryRegion(path string, mr *MemoryRegion, existing []MemoryRegion) error {
 	v := &validator{c: &Config{}, regions: map[string]*MemoryRegion{}, runtime: true}
-	for _, name := range taken {
-		v.regions[name] = &MemoryRegion{Name: name}
+	for i := range existing {
+		v.regions[existing[i].Name] = &existing[i]
 	}
 	v.region(path, mr)
+	if len(v.errs) == 0 {
+		v.totalBufs(path, mr.NumBufs)
+	}
 	return v.result()
 }
 

@@ -15,6 +15,10 @@ const (
 	// killed for memory instead of getting an error. 2^24 costs at most 128 MiB per region
 	// and still holds 2^24 × 9 KiB jumbo buffers (144 GiB) in one region.
 	MaxNumBufs = 1 << 24
+	// MaxTotalBufs bounds the buffers of all memory regions together (64 Mi: 512 MiB of
+	// pool links), those added at run time included, for the same reason: a configuration
+	// of many regions at MaxNumBufs each would still exhaust memory at Open.
+	MaxTotalBufs = 1 << 26
 	// MaxBufSize bounds buf_size (the YAML integer type's range, stated for configs built
 	// in code too).
 	MaxBufSize    = 1<<31 - 1
@@ -158,6 +162,25 @@ func (v *validator) run() {
 func (v *validator) memoryRegions() {
 	for i := range v.c.MemoryRegions {
 		v.region(indexPath("memory_regions", i), &v.c.MemoryRegions[i])
+	}
+	v.totalBufs("memory_regions", 0)
+}
+
+// totalBufs bounds the buffers of all regions together (MaxTotalBufs); v.regions holds them
+// all, plus the one added at path when added is not 0 (CheckMemoryRegion).
+func (v *validator) totalBufs(path string, added int) {
+	total := 0
+	for _, mr := range v.regions {
+		if mr.NumBufs > 0 && mr.NumBufs <= MaxNumBufs { // each bounded: the sum cannot overflow
+			total += mr.NumBufs
+		}
+	}
+	if total > MaxTotalBufs {
+		if added > 0 {
+			v.errf(path+".num_bufs", "%d more buffers make %d in all regions; at most %d (2^26: the pools keep a link word per buffer)", added, total, MaxTotalBufs)
+		} else {
+			v.errf(path, "the memory regions hold %d buffers together; at most %d (2^26: the pools keep a link word per buffer)", total, MaxTotalBufs)
+		}
 	}
 }
 
