@@ -254,11 +254,13 @@ func (v *validator) queue(p string, q *Queue, isTX bool, engine string, proto Pr
 	corePH := c.isPlaceholder(p + ".cpu_core")
 	switch q.PollMode {
 	case PollIndirect, "":
-		if q.CPUCore == "" && v.runtime {
+		_, coreOK := q.Core()
+		switch {
+		case q.CPUCore == "" && v.runtime:
 			// A run-time queue's worker need not be pinned.
-		} else if q.CPUCore == "" && !corePH {
+		case q.CPUCore == "" && !corePH:
 			v.errf(p+".cpu_core", "a queue with poll_mode indirect needs cpu_core (the core of its worker thread)")
-		} else if _, ok := q.Core(); !ok && !corePH {
+		case !coreOK && !corePH:
 			v.errf(p+".cpu_core", "must be a CPU core number, got %q", q.CPUCore)
 		}
 		switch {
