@@ -90,4 +90,38 @@ func TestRegionReleasedAfterLateFree(t *testing.T) {
 	if mapped(t, addr) {
 		t.Fatalf("region still mapped after its last buffer came back")
 	}
+	// Issue 30 item 7: a second Close after the burst was freed does not repeat the first
+	// Close's count.
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close after the held burst was freed: %v", err)
+	}
+}
+
+// TestSecondCloseCountsNow (issue 30 item 7): a second Close while buffers are still held
+// reports what is held then (two bursts held at the first Close, one freed since), not the
+// first Close's count.
+func TestSecondCloseCountsNow(t *testing.T) {
+	cfg := pairConfig(config.ProtoUDP, testutil.FreePort(t, "udp"), 2048, 16, 0)
+	s, err := daqiri.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, _ := s.Port("client")
+	var bs [2]*daqiri.Burst
+	for i := range bs {
+		if bs[i], err = s.TxBurst(cli, 0, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err == nil || !strings.Contains(err.Error(), "2 of 1024 buffers not returned") {
+		t.Fatalf("Close with two bursts held: %v", err)
+	}
+	bs[0].Free()
+	if err := s.Close(); err == nil || !strings.Contains(err.Error(), "1 of 1024 buffers not returned") || strings.Contains(err.Error(), "2 of") {
+		t.Fatalf("second Close with one burst held: %v", err)
+	}
+	bs[1].Free()
+	if err := s.Close(); err != nil {
+		t.Fatalf("third Close with nothing held: %v", err)
+	}
 }

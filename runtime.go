@@ -75,49 +75,39 @@ func (s *Session) queueManager(port int) (*engine.Port, engine.QueueManager, err
 	return p, qm, nil
 }
 
-// runtimeQueue checks a queue configuration given at run time and resolves its regions.
-func (s *Session) runtimeQueue(p *engine.Port, dir string, qc *config.Queue, taken func(id int) bool) ([]*engine.Region, error) {
-	bad := func(format string, args ...any) ([]*engine.Region, error) {
-		return nil, fmt.Errorf("port %d (%s) %s queue %q (id %d): %s: %w", p.ID, p.Name, dir, qc.Name, qc.ID, fmt.Sprintf(format, args...), ErrInvalidParameter)
+// runtimeQueue checks a queue configuration given at run time by the rules Open applies
+// (config.CheckQueue: the key path it would have, interfaces[port].rx.queues[index], is in
+// the error) and resolves its regions. live are the port's live queues of the direction.
+func (s *Session) runtimeQueue(p *engine.Port, dir string, index int, qc *config.Queue, live []*config.Queue) ([]*engine.Region, error) {
+	regions := make(map[string]*config.MemoryRegion, len(s.regions))
+	for name, r := range s.regions {
+		regions[name] = &config.MemoryRegion{Name: r.Name, Kind: r.Kind, NumBufs: r.NumBufs, BufSize: r.BufSize}
 	}
-	switch {
-	case qc.ID < 0 || qc.ID > 65535:
-		return bad("id must be 0..65535")
-	case taken(qc.ID):
-		return bad("a live %s queue has this id", dir)
-	case qc.PollMode == config.PollDirect:
-		return bad("run-time queues are indirect (poll_mode direct is set up at Open)")
-	case qc.BatchSize <= 0:
-		return bad("batch_size must be > 0, got %d", qc.BatchSize)
-	case len(qc.MemoryRegions) < 1 || len(qc.MemoryRegions) > config.MaxSegments:
-		return bad("needs 1 to %d memory regions, got %d", config.MaxSegments, len(qc.MemoryRegions))
+	if err := s.cfg.CheckQueue(p.ID, index, dir == "tx", qc, live, regions); err != nil {
+		return nil, fmt.Errorf("port %d (%s) %s queue %q (id %d): %w: %w", p.ID, p.Name, dir, qc.Name, qc.ID, err, ErrInvalidParameter)
 	}
-	if _, ok := qc.Core(); !ok && qc.CPUCore != "" {
-		return bad("cpu_core %q is not a core number", qc.CPUCore)
-	}
-	var rs []*engine.Region
+	rs := make([]*engine.Region, 0, len(qc.MemoryRegions))
 	for _, name := range qc.MemoryRegions {
-		r := s.regions[name]
-		if r == nil {
-			return bad("memory region %q does not exist in the session", name)
-		}
-		rs = append(rs, r)
+		rs = append(rs, s.regions[name])
 	}
 	return rs, nil
 }
 
 // AddRxQueue adds a receive queue to an open port (xdp, socket and loopback engines). The
-// queue is indirect: qc needs an id unused by the port's live RX queues, batch_size, the
-// names of existing memory regions and optionally cpu_core and timeout_us. An id of a deleted
-// queue may be reused. The engine decides what reaches the queue (xdp: flows added with its
+// queue is indirect: qc needs a name and an id unused by the port's live RX queues,
+// batch_size, the names of existing memory regions and optionally cpu_core and timeout_us,
+// checked by the rules Open applies to rx.queues (Config.CheckQueue), with the key path the
+// queue takes in the error. The name and id of a deleted queue may be reused. The engine decides what reaches the queue (xdp: flows added with its
 // id; socket: the endpoint's traffic when the endpoint has no live RX queue; loopback: the TX
 // queue at the same position). Errors wrap ErrInvalidParameter or ErrNotSupported.
 func (s *Session) AddRxQueue(port int, qc config.Queue) error {
 	return s.queueOp(port, func(p *engine.Port, qm engine.QueueManager) error {
 		set := p.Queues()
-		rs, err := s.runtimeQueue(p, "rx", &qc, func(id int) bool {
-			return slices.ContainsFunc(set.LiveRx(), func(q *engine.RxQueue) bool { return q.ID == id })
-		})
+		var live []*config.Queue
+		for _, q := range set.LiveRx() {
+			live = append(live, q.Config)
+		}
+		rs, err := s.runtimeQueue(p, "rx", len(set.Rx), &qc, live)
 		if err != nil {
 			return err
 		}
@@ -177,9 +167,11 @@ func (s *Session) DeleteRxQueue(port, id int) error {
 func (s *Session) AddTxQueue(port int, qc config.Queue) error {
 	return s.queueOp(port, func(p *engine.Port, qm engine.QueueManager) error {
 		set := p.Queues()
-		rs, err := s.runtimeQueue(p, "tx", &qc, func(id int) bool {
-			return slices.ContainsFunc(set.LiveTx(), func(q *engine.TxQueue) bool { return q.ID == id })
-		})
+		var live []*config.Queue
+		for _, q := range set.LiveTx() {
+			live = append(live, q.Config)
+		}
+		rs, err := s.runtimeQueue(p, "tx", len(set.Tx), &qc, live)
 		if err != nil {
 			return err
 		}
@@ -222,7 +214,8 @@ func (s *Session) DeleteTxQueue(port, id int) error {
 }
 
 // AddMemoryRegion allocates a memory region on an open session for queues added later
-// (config keys as in memory_regions). With rc.Unowned set, mem is the application's memory,
+// (config keys as in memory_regions, checked by the rules Open applies with
+// config.CheckMemoryRegion, the key path memory_regions[N] in the error). With rc.Unowned set, mem is the application's memory,
 // checked as WithRegionMemory's; otherwise mem must be nil and the library allocates.
 func (s *Session) AddMemoryRegion(rc config.MemoryRegion, mem engine.Memory) error {
 	if err := s.enter(); err != nil {
@@ -231,32 +224,26 @@ func (s *Session) AddMemoryRegion(rc config.MemoryRegion, mem engine.Memory) err
 	defer s.leave()
 	s.qmu.Lock()
 	defer s.qmu.Unlock()
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("memory region %q: %s: %w", rc.Name, fmt.Sprintf(format, args...), ErrInvalidParameter)
+	// The key path is the position the region takes among the session's regions.
+	path := fmt.Sprintf("memory_regions[%d]", len(s.regions))
+	existing := make([]config.MemoryRegion, 0, len(s.regions))
+	for _, r := range s.regions {
+		existing = append(existing, config.MemoryRegion{Name: r.Name, Kind: r.Kind, NumBufs: r.NumBufs, BufSize: r.BufSize})
 	}
-	switch {
-	case rc.Name == "":
-		return bad("a region needs a name")
-	case s.regions[rc.Name] != nil:
-		return bad("a region of this name exists")
-	case rc.NumBufs <= 0 || rc.BufSize <= 0 || int64(rc.NumBufs)*int64(rc.BufSize) > 1<<46:
-		return bad("num_bufs %d × buf_size %d: both > 0, product ≤ 2^46", rc.NumBufs, rc.BufSize)
-	case mem != nil && !rc.Unowned:
-		return bad("memory given for a region the library owns (set Unowned, YAML owned: false)")
+	if err := config.CheckMemoryRegion(path, &rc, existing); err != nil {
+		return fmt.Errorf("memory region %q: %w: %w", rc.Name, err, ErrInvalidParameter)
 	}
-	switch rc.Kind {
-	case config.KindHost, config.KindHuge, config.KindHostPinned, config.KindDevice:
-	default:
-		return bad("unknown kind %q", rc.Kind)
+	if mem != nil && !rc.Unowned {
+		return fmt.Errorf("memory region %q: memory given for a region the library owns (set Unowned, YAML owned: false): %w", rc.Name, ErrInvalidParameter)
 	}
 	var err error
 	if rc.Unowned {
-		mem, err = s.appMemory(&rc, "memory_regions["+rc.Name+"]", mem)
-	} else {
-		mem, err = allocMemory(&rc, -1)
-	}
-	if err != nil {
-		return err
+		if mem, err = s.appMemory(&rc, "memory_regions["+rc.Name+"]", mem); err != nil {
+			return err
+		}
+	} else if mem, err = allocMemory(&rc, -1); err != nil {
+		// As Open says it: the region, not only the mmap that failed.
+		return fmt.Errorf("%s: memory region %s (%s, %d × %d bytes): %w", path, rc.Name, rc.Kind, rc.NumBufs, rc.BufSize, err)
 	}
 	r, err := engine.NewRegion(&rc, mem)
 	if err != nil {

@@ -55,9 +55,9 @@ func TestRuntimeQueues(t *testing.T) {
 		qc   config.Queue
 		want string
 	}{
-		{config.Queue{Name: "dup", ID: 0, BatchSize: 8, MemoryRegions: []string{"rx2"}}, "a live rx queue has this id"},
-		{config.Queue{Name: "nobatch", ID: 5, MemoryRegions: []string{"rx2"}}, "batch_size must be > 0"},
-		{config.Queue{Name: "noregion", ID: 5, BatchSize: 8, MemoryRegions: []string{"nope"}}, `memory region "nope" does not exist`},
+		{config.Queue{Name: "dup", ID: 0, BatchSize: 8, MemoryRegions: []string{"rx2"}}, "interfaces[0].rx.queues[1].id: duplicate queue id 0: a live queue"},
+		{config.Queue{Name: "nobatch", ID: 5, MemoryRegions: []string{"rx2"}}, "interfaces[0].rx.queues[1].batch_size: a queue with poll_mode indirect needs batch_size"},
+		{config.Queue{Name: "noregion", ID: 5, BatchSize: 8, MemoryRegions: []string{"nope"}}, `memory_regions[0]: memory region "nope" is not defined`},
 		{config.Queue{Name: "direct", ID: 5, BatchSize: 8, MemoryRegions: []string{"rx2"}, PollMode: config.PollDirect}, "run-time queues are indirect"},
 	} {
 		if err := s.AddRxQueue(0, c.qc); err == nil || !errors.Is(err, daqiri.ErrInvalidParameter) || !contains(err, c.want) {
@@ -411,4 +411,75 @@ func recvAllQ(t *testing.T, s *daqiri.Session, q, n int) [][]byte {
 		b.Free()
 	}
 	return got
+}
+
+// TestRuntimeRefusesWhatOpenRefuses (issue 30 items 1–3): AddMemoryRegion, AddRxQueue and
+// AddTxQueue check what they are given by the rules Open applies (config.CheckMemoryRegion,
+// Config.CheckQueue), with the key path in the error: sizes that overflowed int64 or the
+// pool, a negative affinity, batch sizes and timeouts out of range, empty and duplicate names.
+func TestRuntimeRefusesWhatOpenRefuses(t *testing.T) {
+	s := mustOpen(t, rtLoopback())
+	for _, c := range []struct {
+		rc   config.MemoryRegion
+		want string
+	}{
+		{config.MemoryRegion{Name: "wrap", Kind: config.KindHost, NumBufs: 4, BufSize: 1<<62 + 16}, "memory_regions[2].buf_size: must be ≤ 2147483647"},
+		{config.MemoryRegion{Name: "wrap0", Kind: config.KindHost, NumBufs: 1 << 33, BufSize: 1 << 31}, "memory_regions[2].num_bufs: must be ≤ 16777216"},
+		{config.MemoryRegion{Name: "tib", Kind: config.KindHost, NumBufs: 1 << 40, BufSize: 1}, "memory_regions[2].num_bufs: must be ≤ 16777216"},
+		{config.MemoryRegion{Name: "links", Kind: config.KindHost, NumBufs: 1<<32 - 2, BufSize: 1}, "memory_regions[2].num_bufs: must be ≤ 16777216"},
+		{config.MemoryRegion{Name: "big", Kind: config.KindHost, NumBufs: 1 << 24, BufSize: 1<<22 + 1}, "memory_regions[2]: num_bufs × buf_size = 16777216 × 4194305 exceeds"},
+		{config.MemoryRegion{Name: "aff", Kind: config.KindHost, Affinity: -5, NumBufs: 4, BufSize: 64}, "memory_regions[2].affinity: must be ≥ 0, got -5"},
+		{config.MemoryRegion{Name: "rx", Kind: config.KindHost, NumBufs: 4, BufSize: 64}, `memory_regions[2].name: duplicate memory region name "rx"`},
+		{config.MemoryRegion{Kind: config.KindHost, NumBufs: 4, BufSize: 64}, "memory_regions[2].name: a memory region needs a name"},
+		{config.MemoryRegion{Name: "nokind", NumBufs: 4, BufSize: 64}, "memory_regions[2].kind: a memory region needs kind"},
+	} {
+		if err := s.AddMemoryRegion(c.rc, nil); !errors.Is(err, daqiri.ErrInvalidParameter) || !contains(err, c.want) {
+			t.Errorf("AddMemoryRegion %s (%d × %d): %v, want %q", c.rc.Name, c.rc.NumBufs, c.rc.BufSize, err, c.want)
+		}
+	}
+	// Within the bounds but beyond the machine: an error naming the region, not a kill.
+	err := s.AddMemoryRegion(config.MemoryRegion{Name: "huge64t", Kind: config.KindHost, NumBufs: 1 << 24, BufSize: 1 << 22}, nil)
+	if err == nil || !contains(err, "memory_regions[2]: memory region huge64t (host, 16777216 × 4194304 bytes)") {
+		t.Errorf("a 64 TiB host region: %v, want an error naming memory_regions[2] and the region", err)
+	}
+	for _, dir := range []string{"rx", "tx"} {
+		add := s.AddRxQueue
+		if dir == "tx" {
+			add = s.AddTxQueue
+		}
+		p := "interfaces[0]." + dir + ".queues[1]"
+		for _, c := range []struct {
+			qc   config.Queue
+			want string
+		}{
+			{config.Queue{Name: "b", ID: 7, BatchSize: 70000}, p + ".batch_size: must be ≤ 65536, got 70000"},
+			{config.Queue{Name: "b", ID: 7, BatchSize: 3e9}, p + ".batch_size: must be ≤ 65536, got 3000000000"},
+			{config.Queue{Name: "t", ID: 7, BatchSize: 8, TimeoutUs: -1}, p + ".timeout_us: must be between 0 and 3600000000 (one hour), got -1"},
+			{config.Queue{Name: "t", ID: 7, BatchSize: 8, TimeoutUs: 1 << 62}, p + ".timeout_us: must be between 0 and 3600000000 (one hour), got 4611686018427387904"},
+			{config.Queue{ID: 7, BatchSize: 8}, p + ".name: a queue needs a name"},
+			{config.Queue{Name: dir[:1] + "0", ID: 7, BatchSize: 8}, p + `.name: duplicate queue name "` + dir[:1] + `0"`},
+			{config.Queue{Name: "c", ID: 7, BatchSize: 8, CPUCore: "x"}, p + `.cpu_core: must be a CPU core number, got "x"`},
+			{config.Queue{Name: "n", ID: 70000, BatchSize: 8}, p + ".id: must be between 0 and 65535, got 70000"},
+		} {
+			c.qc.MemoryRegions = []string{dir} // rtLoopback's regions are named rx and tx
+			if err := add(0, c.qc); !errors.Is(err, daqiri.ErrInvalidParameter) || !contains(err, c.want) {
+				t.Errorf("Add%sQueue %+v: %v, want %q", dir, c.qc, err, c.want)
+			}
+		}
+	}
+	if n := s.NumTxQueues(0); n != 1 || len(s.RxQueueIDs(0)) != 1 {
+		t.Fatalf("refused queues were added: %d tx, rx ids %v", n, s.RxQueueIDs(0))
+	}
+}
+
+// TestOpenRefusesPoolBeyondMemory (issue 30 item 2): 2^31−1 buffers in a configuration built
+// in code is refused by Open with the key path, before any memory is touched (the pool's
+// link array alone would be 16 GiB).
+func TestOpenRefusesPoolBeyondMemory(t *testing.T) {
+	cfg := rtLoopback()
+	cfg.MemoryRegions[1].NumBufs, cfg.MemoryRegions[1].BufSize = 1<<31-1, 1
+	_, err := daqiri.Open(context.Background(), cfg)
+	if err == nil || !contains(err, "memory_regions[1].num_bufs: must be ≤ 16777216") {
+		t.Fatalf("Open with 2^31−1 buffers: %v", err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -86,9 +87,12 @@ type Session struct {
 
 	opened    []sessionHook // hooks whose open succeeded, closed in reverse order
 	closeOnce sync.Once
-	closeErr  error
-	closed    atomic.Bool
-	inflight  atomic.Int64 // API calls in progress; Close waits for them
+	closeErrs []error // what the first Close could not do (engines, unmapping)
+	// heldAtClose are the regions the first Close left mapped because buffers were held;
+	// every Close reports what they still hold.
+	heldAtClose []*engine.Region
+	closed      atomic.Bool
+	inflight    atomic.Int64 // API calls in progress; Close waits for them
 }
 
 // enter admits an API call unless the session is closing; leave ends it.
@@ -398,13 +402,24 @@ func (s *Session) Close() error {
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			if err := s.regions[n].Close(); err != nil {
+			r := s.regions[n]
+			if err := r.Close(); errors.Is(err, engine.ErrBuffersOutstanding) {
+				s.heldAtClose = append(s.heldAtClose, r)
+			} else if err != nil {
 				errs = append(errs, err)
 			}
 		}
-		s.closeErr = errors.Join(errs...)
+		s.closeErrs = errs
 	})
-	return s.closeErr
+	// Buffers held at the first Close are counted as of now: those freed since are not
+	// reported again, and a region whose last buffer came back is not reported at all.
+	errs := slices.Clone(s.closeErrs)
+	for _, r := range s.heldAtClose {
+		if err := r.Outstanding(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // callsIdle reports whether no API call is inside the session: none admitted by enter and

@@ -168,7 +168,9 @@ func (c *captureFile) WriteAtAsync(b *engine.Burst, received time.Time) (*Handle
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.broken != nil {
-			return Status{}, c.broken
+			// Every packet handed over is accounted for: none of these reach a file.
+			st := Status{Failed: b.Len()}
+			return st, failure(st, c.broken)
 		}
 		return c.write(h, b, received)
 	})

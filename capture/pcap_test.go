@@ -488,3 +488,51 @@ func TestPcapSymlinkRefused(t *testing.T) {
 		t.Fatalf("fifo: %v", err)
 	}
 }
+
+// TestRotationFailureCounted (issue 30 item 4): once a rotation has failed (a link planted
+// at the next file's name after the writer opened), every later write counts each of its
+// packets as failed; completed + failed is every packet handed to the writer.
+func TestRotationFailureCounted(t *testing.T) {
+	testutil.NoGoroutineLeak(t)
+	for _, format := range []string{"pcap", "pcapng"} {
+		t.Run(format, func(t *testing.T) {
+			dir := t.TempDir()
+			rot := filepath.Join(dir, "rot."+format)
+			var w interface {
+				Write(*engine.Burst) (Status, error)
+				Close() error
+			}
+			var err error
+			if format == "pcap" {
+				w, err = OpenPcap(rot, PcapOptions{RotateBytes: 1})
+			} else {
+				w, err = OpenPcapng(rot, PcapngOptions{RotateBytes: 1})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			if err := os.Symlink(filepath.Join(dir, "victim"), filepath.Join(dir, "rot.1."+format)); err != nil {
+				t.Fatal(err)
+			}
+			r := regiontest.Host(t, "rx", 8, 2048)
+			meta := metaPool(t, 1, 8)
+			var sum Status
+			for k := 0; k < 3; k++ {
+				b, _ := makeBurst(t, nil, meta, []*engine.Region{r}, [][]int{{100}, {100}, {100}, {100}, {100}, {100}, {100}, {100}}, nil)
+				st, err := w.Write(b)
+				b.Free()
+				if err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
+					t.Errorf("write %d: %v, want the failed rotation", k, err)
+				}
+				if st.Completed+st.Failed != 8 {
+					t.Errorf("write %d: %+v does not account for its 8 packets", k, st)
+				}
+				sum.Add(st)
+			}
+			if sum.Completed != 1 || sum.Failed != 23 {
+				t.Fatalf("24 packets: %+v, want 1 completed (the first file's one record) and 23 failed", sum)
+			}
+		})
+	}
+}

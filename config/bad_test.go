@@ -407,8 +407,11 @@ func TestBadMemoryRegions(t *testing.T) {
 			[]string{"memory_regions[2].num_bufs: must be > 0, got 0"}},
 		{"buf_size negative", rawBase, []string{"buf_size: 2097152", "buf_size: -5 #!"},
 			[]string{"memory_regions[2].buf_size: must be > 0, got -5"}},
-		{"too big", rawBase, []string{"    - name: out_mr\n      kind: host\n      affinity: 0\n      num_bufs: 4\n", "    - name: out_mr #!\n      kind: host\n      affinity: 0\n      num_bufs: 2000000000\n"},
-			[]string{"memory_regions[2]: num_bufs × buf_size = 2000000000 × 2097152 exceeds"}},
+		{"too big", rawBase, []string{"    - name: out_mr\n      kind: host\n      affinity: 0\n      num_bufs: 4\n      buf_size: 2097152\n", "    - name: out_mr #!\n      kind: host\n      affinity: 0\n      num_bufs: 16777216\n      buf_size: 8388609\n"},
+			[]string{"memory_regions[2]: num_bufs × buf_size = 16777216 × 8388609 exceeds"}},
+		// Issue 30 item 2: 2^31−1 buffers fit the YAML integer but not the pool's link array.
+		{"num_bufs beyond the pool", rawBase, []string{"      num_bufs: 4\n", "      num_bufs: 2147483647 #!\n"},
+			[]string{"memory_regions[2].num_bufs: must be ≤ 16777216 (2^24"}},
 		// Issue 19 item 6: the value written, not a clamped one, and the bound crossed.
 		{"num_bufs beyond int32", rawBase, []string{"      num_bufs: 4\n", "      num_bufs: 100000000000 #!\n"},
 			[]string{"memory_regions[2].num_bufs: must be ≤ 2147483647, got 100000000000"}},
@@ -813,6 +816,13 @@ func TestBadReorder(t *testing.T) {
 			[]string{"interfaces[0].rx.reorder_configs[0].cyclic_sequence.epoch: cyclic_sequence needs epoch"}},
 		{"epoch width 0", rawBase, []string{ppbMethod, ppbMethod + "          cyclic_sequence:\n            epoch: {bit_offset: 544, bit_width: 0} #!\n"},
 			[]string{"interfaces[0].rx.reorder_configs[0].cyclic_sequence.epoch.bit_width: must be between 1 and 32, got 0"}},
+		// Issue 30 item 6: an epoch sharing bits with the sequence (or batch) number.
+		{"epoch overlaps sequence_number", rawBase, []string{ppbMethod, ppbMethod + "          cyclic_sequence:\n            epoch: {bit_offset: 540, bit_width: 8} #!\n"},
+			[]string{"interfaces[0].rx.reorder_configs[0].cyclic_sequence.epoch.bit_offset: epoch bits 540..547 overlap the sequence_number bits 512..543; the epoch must be a field of its own"}},
+		{"epoch overlaps batch_number", rawBase, []string{ppbMethod, sbnMethod + "          cyclic_sequence:\n            epoch: {bit_offset: 140, bit_width: 6} #!\n"},
+			[]string{"interfaces[0].rx.reorder_configs[0].cyclic_sequence.epoch.bit_offset: epoch bits 140..145 overlap the batch_number bits 144..145"}},
+		{"epoch inside sequence_number", rawBase, []string{ppbMethod, ppbMethod + "          cyclic_sequence:\n            epoch: {bit_offset: 520, bit_width: 4} #!\n"},
+			[]string{"interfaces[0].rx.reorder_configs[0].cyclic_sequence.epoch.bit_offset: epoch bits 520..523 overlap the sequence_number bits 512..543"}},
 		{"epoch too wide", rawBase, []string{ppbMethod, ppbMethod + "          cyclic_sequence:\n            epoch: {bit_offset: 544, bit_width: 12} #!\n"},
 			[]string{"interfaces[0].rx.reorder_configs[0].cyclic_sequence.epoch.bit_width: 12 epoch bits and 22 batch-number bits make a 34-bit batch key; at most 32"}},
 		{"ppb does not divide", rawBase, []string{"packets_per_batch: 1024", "packets_per_batch: 1000 #!"},

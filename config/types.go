@@ -391,6 +391,11 @@ type BitField struct {
 	Width  int // `bit_width`: 1..32
 }
 
+// Overlaps reports whether f and o share a bit.
+func (f BitField) Overlaps(o BitField) bool {
+	return f.Offset < o.Offset+o.Width && o.Offset < f.Offset+f.Width
+}
+
 // ReorderMethodKind says how packets are grouped into batches.
 type ReorderMethodKind string
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"sync/atomic"
@@ -49,6 +50,11 @@ func NewRegion(rc *config.MemoryRegion, mem Memory) (*Region, error) {
 	r := &Region{Name: rc.Name, Kind: rc.Kind, BufSize: rc.BufSize, NumBufs: rc.NumBufs, mem: mem, shift: -1}
 	if rc.BufSize > 0 && rc.BufSize&(rc.BufSize-1) == 0 {
 		r.shift = int8(bits.TrailingZeros(uint(rc.BufSize)))
+	}
+	// config.CheckMemoryRegion bounds both; a caller that skipped it must not get a product
+	// that wrapped around (a short region whose Packet slices past its end).
+	if hi, lo := bits.Mul64(uint64(rc.NumBufs), uint64(rc.BufSize)); rc.NumBufs <= 0 || rc.BufSize <= 0 || hi != 0 || lo > config.MaxRegionBytes {
+		return nil, fmt.Errorf("memory region %s: num_bufs × buf_size = %d × %d: both must be > 0 and the product ≤ %d", rc.Name, rc.NumBufs, rc.BufSize, int64(config.MaxRegionBytes))
 	}
 	if b := mem.Bytes(); b != nil {
 		if len(b) < rc.NumBufs*rc.BufSize {
@@ -227,8 +233,37 @@ func (r *Region) dropOwner(off uint64) (idx uint32, last bool) {
 func (r *Region) Close() error {
 	r.closing.Store(true) // before counting: a buffer returned meanwhile sees it
 	r.front.Seal()        // the cached buffers into the pool, and every later return too
-	if out := r.NumBufs - r.pool.Available(); out != 0 {
-		return fmt.Errorf("memory region %s: %d of %d buffers not returned; the memory is released when the last of them is freed", r.Name, out, r.NumBufs)
+	if err := r.Outstanding(); err != nil {
+		return err
 	}
 	return r.unmap()
+}
+
+// ErrBuffersOutstanding is matched (errors.Is) by the error Close and Outstanding return
+// while buffers of a closed region are still held.
+var ErrBuffersOutstanding = errors.New("buffers not returned")
+
+// outstandingError says how many buffers of a region are still held.
+type outstandingError struct {
+	region     string
+	out, total int
+}
+
+func (e *outstandingError) Error() string {
+	return fmt.Sprintf("memory region %s: %d of %d buffers not returned; the memory is released when the last of them is freed", e.region, e.out, e.total)
+}
+
+func (e *outstandingError) Is(target error) bool { return target == ErrBuffersOutstanding }
+
+// Outstanding is, for a region Close was called on, the error naming the buffers still
+// held as of now; nil once the last of them came back (the memory is then released). A
+// second Session.Close asks it again instead of repeating the first Close's count.
+func (r *Region) Outstanding() error {
+	if !r.closing.Load() || r.unmapped.Load() {
+		return nil
+	}
+	if out := r.NumBufs - r.pool.Available(); out != 0 {
+		return &outstandingError{region: r.Name, out: out, total: r.NumBufs}
+	}
+	return nil
 }

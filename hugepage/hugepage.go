@@ -18,6 +18,11 @@ import (
 // ErrNotEnough is returned (wrapped) when the system has too few free hugepages.
 var ErrNotEnough = errors.New("not enough free hugepages")
 
+// ErrNoMemory is returned (wrapped) when a host mapping is larger than the memory the system
+// has available (MemAvailable): the mapping is populated at once, and populating more than
+// that gets the process killed for memory instead of an error.
+var ErrNoMemory = errors.New("not enough available memory")
+
 // Mem is one mapping. Its bytes stay valid until Close.
 type Mem struct {
 	b    []byte
@@ -53,6 +58,10 @@ type Info struct {
 	Total    int // HugePages_Total
 	Free     int // HugePages_Free
 	Reserved int // HugePages_Rsvd: promised to mappings but not yet faulted in
+
+	// MemAvailable is the memory, in bytes, the kernel estimates new allocations can get
+	// without swapping (MemAvailable; 0 when the kernel does not report it).
+	MemAvailable int
 }
 
 // Available is the number of hugepages a new mapping can still get.
@@ -91,6 +100,8 @@ func readInfo(path string) (Info, error) {
 			in.Free = n
 		case "HugePages_Rsvd":
 			in.Reserved = n
+		case "MemAvailable":
+			in.MemAvailable = n * 1024 // reported in kB
 		}
 	}
 	if in.PageSize == 0 {
@@ -153,6 +164,12 @@ func MapOnNode(size int, huge bool, node int) (*Mem, error) {
 		flags |= unix.MAP_HUGETLB
 	} else {
 		size = (size + page - 1) / page * page
+		// Checked here rather than left to mmap: with overcommit the mapping succeeds and
+		// populating it gets the process killed. The kernel's own estimate is the bound (a
+		// kernel without hugetlbfs still reports it; without MemAvailable nothing is checked).
+		if in, _ := ReadInfo(); in.MemAvailable > 0 && size > in.MemAvailable {
+			return nil, fmt.Errorf("%w: %d bytes asked, %d available (MemAvailable in /proc/meminfo)", ErrNoMemory, size, in.MemAvailable)
+		}
 	}
 	if node >= 0 {
 		flags &^= unix.MAP_POPULATE // populated below, once the policy is set

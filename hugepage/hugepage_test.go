@@ -17,12 +17,29 @@ func TestReadInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.PageSize != 2<<20 || in.Total != 64 || in.Free != 60 || in.Available() != 56 {
+	if in.PageSize != 2<<20 || in.Total != 64 || in.Free != 60 || in.Available() != 56 || in.MemAvailable != 0 {
 		t.Fatalf("got %+v", in)
+	}
+	os.WriteFile(p, []byte("MemTotal: 1 kB\nMemAvailable: 3 kB\nHugepagesize: 2048 kB\n"), 0o644)
+	if in, err := readInfo(p); err != nil || in.MemAvailable != 3072 {
+		t.Fatalf("MemAvailable: got %+v, %v", in, err)
 	}
 	os.WriteFile(p, []byte("MemTotal: 1 kB\n"), 0o644)
 	if _, err := readInfo(p); err == nil {
 		t.Fatal("meminfo without Hugepagesize accepted")
+	}
+}
+
+// TestMapBeyondAvailable: a host mapping larger than MemAvailable is refused with
+// ErrNoMemory before mmap (issue 30 item 2): populating it would get the process killed.
+func TestMapBeyondAvailable(t *testing.T) {
+	in, _ := ReadInfo()
+	if in.MemAvailable == 0 {
+		testutil.Missing(t, "/proc/meminfo has no MemAvailable line (kernel before 3.14)")
+	}
+	_, err := Map(in.MemAvailable+1<<40, false)
+	if !errors.Is(err, ErrNoMemory) || !strings.Contains(err.Error(), "MemAvailable") {
+		t.Fatalf("want ErrNoMemory naming MemAvailable, got %v", err)
 	}
 }
 

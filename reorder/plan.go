@@ -274,6 +274,11 @@ func newPlan(rc *config.Reorder, q *engine.RxQueue, out *engine.Region, opt Opti
 		if int(p.batchBits)+c.Epoch.Width > 32 {
 			return fail("%d epoch bits and %d batch-number bits make a %d-bit batch key; at most 32", c.Epoch.Width, p.batchBits, int(p.batchBits)+c.Epoch.Width)
 		}
+		// As config's validator: an epoch sharing bits with the sequence (or batch) number
+		// changes within a cycle.
+		if c.Epoch.Overlaps(m.Seq) || (m.Kind == config.MethodSeqBatchNumber && c.Epoch.Overlaps(m.Batch)) {
+			return fail("cyclic_sequence epoch bits %d..%d overlap the sequence or batch number bits", c.Epoch.Offset, c.Epoch.Offset+c.Epoch.Width-1)
+		}
 		p.epoch, p.epochR = true, newFieldReader(c.Epoch)
 		p.minLen = max(p.minLen, p.epochR.need)
 		p.keys <<= uint(c.Epoch.Width)

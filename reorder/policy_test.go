@@ -174,6 +174,11 @@ func TestPolicyBadInput(t *testing.T) {
 		{func(r *config.Reorder) {
 			r.Cyclic = &config.CyclicSequence{Epoch: config.BitField{Offset: 40, Width: 8}}
 		}, "8 epoch bits and 28 batch-number bits make a 36-bit batch key"},
+		// Issue 30 item 6: the epoch inside the 30 sequence bits (0..29).
+		{func(r *config.Reorder) {
+			r.Method.PacketsPerBatch = 1 << 26
+			r.Cyclic = &config.CyclicSequence{Epoch: config.BitField{Offset: 24, Width: 4}}
+		}, "cyclic_sequence epoch bits 24..27 overlap the sequence or batch number bits"},
 	} {
 		rc := base
 		c.mod(&rc)

@@ -2,6 +2,7 @@ package vm
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -89,6 +90,94 @@ func TestQEMUCommand(t *testing.T) {
 	} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("command lacks %q: %s", want, joined)
+		}
+	}
+}
+
+// TestBuildScriptMirror (issue 30 item 8): build-qemu.sh takes the Debian archive from the
+// machine's own apt sources (a fake apt-get answers indextargets here), skips the security
+// archive, lets DAQIRI_QEMU_MIRROR override it, and says so when there is none. The cache
+// holds a finished build, so a script that ignored --print-mirror would print that instead.
+func TestBuildScriptMirror(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "bin")
+	cache := filepath.Join(dir, "cache")
+	qemu := filepath.Join(cache, QEMUCacheVersion, "bin", "qemu-system-x86_64")
+	for _, f := range []struct{ path, body string }{
+		// apt-get indextargets as apt answers it: with lists (Origin and Label known) or
+		// without (LISTS unset: only the sources' own fields).
+		{filepath.Join(fake, "apt-get"), `#!/bin/sh
+[ "$1" = indextargets ] || exit 100
+[ -n "$SOURCES" ] || exit 0
+case "$*" in
+*"Origin: Debian"*) [ -n "$LISTS" ] && echo "http://archive.invalid/debian/" ;;
+*'$(RELEASE)'*) printf 'bookworm-security http://security.invalid/debian-security/\nbookworm-updates http://updates.invalid/debian/\nbookworm http://archive.invalid/debian/\n' ;;
+esac
+exit 0
+`},
+		{qemu, "#!/bin/sh\necho '\"vfio-user-pci\"'\n"},
+	} {
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f.path, []byte(f.body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		env  []string
+		want string
+		ok   bool
+	}{
+		{"lists", []string{"SOURCES=1", "LISTS=1"}, "http://archive.invalid/debian\n", true},
+		{"no lists", []string{"SOURCES=1"}, "http://archive.invalid/debian\n", true},
+		{"override", []string{"SOURCES=1", "LISTS=1", "DAQIRI_QEMU_MIRROR=http://override.invalid/debian"}, "http://override.invalid/debian\n", true},
+		{"no sources", nil, "name no Debian archive; set DAQIRI_QEMU_MIRROR", false},
+	} {
+		cmd := exec.Command("bash", "scripts/build-qemu.sh", "--print-mirror")
+		cmd.Env = append([]string{"PATH=" + fake + ":" + os.Getenv("PATH"), "DAQIRI_QEMU_CACHE=" + cache}, c.env...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		got := stdout.String()
+		if !c.ok {
+			got = stderr.String()
+		}
+		if (err == nil) != c.ok || (c.ok && got != c.want) || (!c.ok && !strings.Contains(got, c.want)) {
+			t.Errorf("%s: err %v, stdout %q, stderr %q; want %q", c.name, err, stdout.String(), stderr.String(), c.want)
+		}
+	}
+}
+
+// TestScriptsNameNoHost (issue 30 item 8): the build and CI scripts name no download host
+// but the upstream source's (github.com): package archives and proxies are whatever the
+// machine is configured with, never a host written into the tree.
+func TestScriptsNameNoHost(t *testing.T) {
+	root := filepath.Join("..", "..")
+	url := regexp.MustCompile(`[a-z+]+://([A-Za-z0-9.-]+)`)
+	var files []string
+	for _, g := range []string{"*.sh", "*/*.sh", "*/*/*.sh", "*/*/*/*.sh", "mk/*.mk", "Makefile", ".ci/*", ".ci/*/*"} {
+		m, _ := filepath.Glob(filepath.Join(root, g))
+		files = append(files, m...)
+	}
+	if len(files) < 3 {
+		t.Fatalf("found only %v: run from integration/vm", files)
+	}
+	for _, f := range files {
+		if st, err := os.Stat(f); err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range url.FindAllSubmatch(b, -1) {
+			switch h := string(m[1]); {
+			case h == "github.com", strings.HasSuffix(h, ".invalid"), h == "localhost", h == "127.0.0.1":
+			default:
+				t.Errorf("%s names the host %s; take it from the machine's configuration instead", f, h)
+			}
 		}
 	}
 }

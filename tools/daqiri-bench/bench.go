@@ -116,6 +116,15 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 			}
 		}
 	}
+	if err := checkPayload("bench.payload_size", sec.PayloadSize); err != nil {
+		return nil, err
+	}
+	if err := checkRate("bench.rate_gbps", sec.RateGbps); err != nil {
+		return nil, err
+	}
+	if sec.Window != nil && *sec.Window < 0 {
+		return nil, fmt.Errorf("bench.window must be ≥ 0 (0: no limit), got %d", *sec.Window)
+	}
 	up, err := readUpstreamSections(cfg)
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -106,7 +107,42 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.duration <= 0 {
 		return nil, fmt.Errorf("--duration must be positive")
 	}
+	if o.metricsLinger < 0 {
+		return nil, fmt.Errorf("--metrics-linger must be ≥ 0, got %v", o.metricsLinger)
+	}
+	if err := checkPayload("--payload", o.payload); err != nil {
+		return nil, err
+	}
+	if err := checkRate("--rate", o.rateGbps); err != nil {
+		return nil, err
+	}
 	return o, nil
+}
+
+// Bounds of --payload and --rate (and of the bench section's payload_size and rate_gbps).
+// maxPayload is the largest message any engine carries (config.MaxSocketPayload, a TCP
+// frame); maxRateGbps is far above any NIC (100 Tb/s) and keeps the pacing interval
+// arithmetic finite.
+const (
+	maxPayload  = config.MaxSocketPayload
+	maxRateGbps = 100_000
+)
+
+// checkPayload refuses a payload size the engines could not send (0 means the default).
+func checkPayload(name string, v int) error {
+	if v < 0 || v > maxPayload {
+		return fmt.Errorf("%s must be between 0 (the default) and %d bytes, got %d", name, maxPayload, v)
+	}
+	return nil
+}
+
+// checkRate refuses a rate that is not a finite number in 0..maxRateGbps: NaN compares
+// false with everything, so an unchecked NaN or a negative rate ran uncapped.
+func checkRate(name string, v float64) error {
+	if math.IsNaN(v) || v < 0 || v > maxRateGbps {
+		return fmt.Errorf("%s must be a number of Gb/s between 0 (uncapped) and %d, got %v", name, maxRateGbps, v)
+	}
+	return nil
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -34,6 +34,42 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestFlagBounds (issue 30 item 5): a negative payload, a negative, NaN or infinite rate
+// and a negative linger are refused (exit 2) while parsing, before any configuration is read
+// or anything opens (the configuration named does not exist: reading it would exit 1); the
+// bench section's payload_size, rate_gbps and window are held to the same bounds.
+func TestFlagBounds(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.yaml")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--payload", "-5"}, "--payload must be between 0 (the default) and 1073741824 bytes, got -5"},
+		{[]string{"--payload", "2000000000"}, "--payload must be between 0"},
+		{[]string{"--rate", "-1"}, "--rate must be a number of Gb/s between 0 (uncapped) and 100000, got -1"},
+		{[]string{"--rate", "NaN"}, "got NaN"},
+		{[]string{"--rate", "+Inf"}, "got +Inf"},
+		{[]string{"--metrics-linger", "-1s"}, "--metrics-linger must be ≥ 0"},
+	} {
+		var out, errb bytes.Buffer
+		if rc := run(append(c.args, "--config", missing), &out, &errb); rc != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: rc %d, stderr %q; want 2 and %q", c.args, rc, errb.String(), c.want)
+		}
+	}
+	for _, c := range []struct{ old, new, want string }{
+		{"payload_size: 8000", "payload_size: 8000\n  rate_gbps: .nan", "bench.rate_gbps must be a number of Gb/s between 0 (uncapped) and 100000, got NaN"},
+		{"payload_size: 8000", "payload_size: -5", "bench.payload_size must be between 0"},
+		{"window: 4096", "window: -1", "bench.window must be ≥ 0"},
+	} {
+		p := filepath.Join(t.TempDir(), "c.yaml")
+		os.WriteFile(p, bytes.Replace(defaultConfig, []byte(c.old), []byte(c.new), 1), 0o644)
+		var out, errb bytes.Buffer
+		if rc := run([]string{"--config", p, "--duration", "1ms", "--quiet"}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%q: rc %d, stderr %q; want 1 and %q", c.new, rc, errb.String(), c.want)
+		}
+	}
+}
+
 // TestShortRunJSON runs the embedded default briefly and checks the JSON result's fields and
 // its accounting.
 func TestShortRunJSON(t *testing.T) {

@@ -25,6 +25,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"sort"
@@ -36,6 +37,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/daqiri-go/daqiri"
+	"github.com/daqiri-go/daqiri/capture"
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/mlx5/model/modelch"
 )
@@ -117,11 +119,32 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	case o.s3Mode != "burst" && o.s3Mode != "packet":
 		return nil, fmt.Errorf("--s3-mode must be burst or packet, not %q", o.s3Mode)
 	}
+	// Bounds, checked before anything opens. NaN compares false with every bound, so it is
+	// named first; a rotation size must come to at least one byte and fit int64.
+	switch {
+	case math.IsNaN(o.rotateMB) || o.rotateMB > maxRotateMB || (o.rotateMB > 0 && o.rotateMB*1e6 < 1):
+		return nil, fmt.Errorf("--rotate-mb must be 0 (no rotation) or between 0.000001 and %d MB, got %v", maxRotateMB, o.rotateMB)
+	case o.snaplen > capture.DefaultSnapLen:
+		return nil, fmt.Errorf("--snaplen must be between 1 and %d (0: the default), got %d", capture.DefaultSnapLen, o.snaplen)
+	case o.s3Inflight > maxS3Inflight:
+		return nil, fmt.Errorf("--s3-inflight must be between 1 and %d, got %d", maxS3Inflight, o.s3Inflight)
+	case o.s3StagedMB > maxS3StagedMB:
+		return nil, fmt.Errorf("--s3-staged-mb must be between 1 and %d, got %d", maxS3StagedMB, o.s3StagedMB)
+	}
 	if _, err := linkType(o.linktype, config.StreamRaw); err != nil {
 		return nil, err
 	}
 	return o, nil
 }
+
+// Upper bounds of the size flags: a rotation size of 1 PB (far past any file system's
+// comfort, well inside int64 bytes), 1024 uploads in flight, 1 TiB staged (the MB count is
+// shifted into bytes, and past 2^43 that would overflow).
+const (
+	maxRotateMB   = 1_000_000_000
+	maxS3Inflight = 1024
+	maxS3StagedMB = 1 << 20
+)
 
 // linkType resolves --linktype for a stream type.
 func linkType(s string, stream config.StreamType) (layers.LinkType, error) {

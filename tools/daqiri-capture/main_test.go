@@ -67,6 +67,13 @@ func TestFlags(t *testing.T) {
 		{[]string{"--config", "c.yaml", "--pcap", "x", "--linktype", "token-ring"}, "--linktype"},
 		{[]string{"--config", "c.yaml", "--pcap", "x", "--offset", "-1"}, "negative"},
 		{[]string{"--config", "c.yaml", "--pcap", "x", "extra"}, "unexpected argument"},
+		// Issue 30 item 5: refused while parsing (c.yaml does not exist: reading it exits 1).
+		{[]string{"--config", "c.yaml", "--pcap", "x", "--rotate-mb", "NaN"}, "--rotate-mb must be 0 (no rotation) or between 0.000001 and 1000000000 MB, got NaN"},
+		{[]string{"--config", "c.yaml", "--pcap", "x", "--rotate-mb", "Inf"}, "--rotate-mb must be 0"},
+		{[]string{"--config", "c.yaml", "--pcap", "x", "--rotate-mb", "1e-9"}, "--rotate-mb must be 0"},
+		{[]string{"--config", "c.yaml", "--pcap", "x", "--snaplen", "300000"}, "--snaplen must be between 1 and 262144"},
+		{[]string{"--config", "c.yaml", "--s3-bucket", "b", "--s3-inflight", "100000"}, "--s3-inflight must be between 1 and 1024"},
+		{[]string{"--config", "c.yaml", "--s3-bucket", "b", "--s3-staged-mb", "9000000000000"}, "--s3-staged-mb must be between 1 and 1048576"},
 	} {
 		var out, errb bytes.Buffer
 		if rc := run(context.Background(), tc.args, &out, &errb); rc != 2 || !strings.Contains(errb.String(), tc.msg) {

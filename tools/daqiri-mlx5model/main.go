@@ -49,6 +49,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -94,6 +95,9 @@ func (l *counterLog) changed(now model.Counters) (string, bool) {
 	return fmt.Sprintf("port counters: %+v", now), true
 }
 
+// maxSocketPath is the longest unix socket path: sun_path's 108 bytes less the NUL.
+const maxSocketPath = 107
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("daqiri-mlx5model", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -119,6 +123,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+	// sun_path holds 108 bytes with the terminating NUL (Linux unix(7)); a longer path
+	// failed only at bind, as "invalid argument", after the statistics were printed.
+	if len(*socket) > maxSocketPath {
+		fmt.Fprintf(stderr, "daqiri-mlx5model: -socket: the path is %d bytes; a unix socket path holds at most %d\n", len(*socket), maxSocketPath)
+		return 2
+	}
 	if *loopback && *bridge != "" {
 		fmt.Fprintln(stderr, "daqiri-mlx5model: -loopback and -bridge are two wires for one port; give one")
 		return 2
@@ -132,6 +142,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	hw, err := net.ParseMAC(*mac)
 	if err != nil || len(hw) != 6 {
 		fmt.Fprintf(stderr, "daqiri-mlx5model: -mac %q: want a 6-byte Ethernet address such as 02:00:00:00:00:01\n", *mac)
+		return 2
+	}
+	// A port's permanent address is a unicast one: the group bit (bit 0 of the first byte)
+	// marks multicast and broadcast addresses, which no port may send from.
+	if hw[0]&1 != 0 || slices.Equal(hw, net.HardwareAddr{0, 0, 0, 0, 0, 0}) {
+		fmt.Fprintf(stderr, "daqiri-mlx5model: -mac %s: a port's address must be unicast and not all zeros (the first byte's lowest bit is the multicast bit)\n", hw)
 		return 2
 	}
 	var logw io.Writer = stderr

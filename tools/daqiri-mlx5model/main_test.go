@@ -25,6 +25,27 @@ func TestUsage(t *testing.T) {
 			t.Errorf("%q: exit %d, want 2 (stderr %q)", args, code, errb.String())
 		}
 	}
+	// Issue 30 item 7: a multicast, broadcast or zero MAC and a socket path too long for
+	// sun_path are usage errors, said before anything is served or printed.
+	long := "/tmp/" + strings.Repeat("s", 195)
+	sock := t.TempDir() + "/m.sock"
+	// Cancelled: a tool that took these would serve nothing and end at once (exit 0).
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-socket", sock, "-mac", "01:00:5e:00:00:01"}, "must be unicast"},
+		{[]string{"-socket", sock, "-mac", "ff:ff:ff:ff:ff:ff"}, "must be unicast"},
+		{[]string{"-socket", sock, "-mac", "00:00:00:00:00:00"}, "not all zeros"},
+		{[]string{"-socket", long}, "the path is 200 bytes; a unix socket path holds at most 107"},
+	} {
+		var out, errb strings.Builder
+		if code := run(ctx, c.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) || out.Len() != 0 {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2, nothing on stdout, and %q", c.args, code, out.String(), errb.String(), c.want)
+		}
+	}
 }
 
 // The tool serves a client through a real socket path: "listening on" first, a command log

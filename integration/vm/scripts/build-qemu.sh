@@ -3,19 +3,24 @@
 # source package and install it into a cache outside the tree, keyed by the source version.
 #
 # Debian 12's qemu is 7.2; the vfio-user client (-device vfio-user-pci) arrived in QEMU 10.1.
-# The Debian registry serves the source of qemu 1:10.2.2+ds-1 from sid; this script fetches it
+# The Debian archive serves the source of qemu 1:10.2.2+ds-1 from sid; this script fetches it
 # with apt-get through a temporary sources list (the machine's apt configuration is not
 # touched), takes meson >= 1.5 and python3-pycotap from sid as arch-all debs unpacked into the
 # temp folder (not installed), installs the remaining build dependencies from the machine's own
 # suite (.ci/apt.d/qemu.txt) and builds only the x86_64 system emulator.
 #
-#   integration/vm/scripts/build-qemu.sh         (or: make qemu)
+#   integration/vm/scripts/build-qemu.sh                (or: make qemu)
+#   integration/vm/scripts/build-qemu.sh --print-mirror (the archive it would use, and exit)
+#
+# The archive is the one the machine's own apt sources name for Debian (what apt-get
+# indextargets reports, one-line and deb822 files alike), so the script works behind whatever
+# mirror or proxy the machine uses; no host is named here.
 #
 # Environment: DAQIRI_QEMU_CACHE (default /var/cache/daqiri/qemu) — the binary lands in
 # $DAQIRI_QEMU_CACHE/<version>/bin/qemu-system-x86_64, its firmware in .../share/qemu.
-# DAQIRI_QEMU_JOBS (default: the number of CPUs), DAQIRI_QEMU_MIRROR (default
-# http://deb.debian.org/debian). Idempotent: a cached build prints its path
-# and exits 0 at once. Run as root (apt-get); the build itself runs under nice.
+# DAQIRI_QEMU_JOBS (default: the number of CPUs), DAQIRI_QEMU_MIRROR (default: the machine's
+# Debian archive, above). Idempotent: a cached build prints its path and exits 0 at once.
+# Run as root (apt-get); the build itself runs under nice.
 set -euo pipefail
 
 VERSION=1:10.2.2+ds-1
@@ -23,11 +28,34 @@ KEY=${VERSION#*:}                 # 10.2.2+ds-1: the cache key has no epoch
 CACHE_ROOT=${DAQIRI_QEMU_CACHE:-/var/cache/daqiri/qemu}
 DEST=$CACHE_ROOT/$KEY
 BIN=$DEST/bin/qemu-system-x86_64
-MIRROR=${DAQIRI_QEMU_MIRROR:-http://deb.debian.org/debian}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
 
 die() { echo "build-qemu: $*" >&2; exit 1; }
+
+# machine_mirror prints the base URL of the Debian archive the machine's apt sources use. The
+# Origin and Label fields come from the Release files of the last apt-get update and single
+# out the archive proper (the security archive's label is Debian-Security); without lists
+# yet, the first source whose suite is not a -security, -updates or -backports one.
+machine_mirror() {
+	local uri
+	uri=$(apt-get indextargets --format '$(REPO_URI)' 'Identifier: Packages' 'Origin: Debian' 'Label: Debian' 2>/dev/null | head -n 1)
+	if [ -z "$uri" ]; then
+		uri=$(apt-get indextargets --format '$(RELEASE) $(REPO_URI)' 'Identifier: Packages' 2>/dev/null |
+			awk '$1 !~ /-(security|updates|backports)$/ { print $2; exit }')
+	fi
+	echo "${uri%/}"
+}
+
+MIRROR=${DAQIRI_QEMU_MIRROR:-}
+if [ -z "$MIRROR" ] && command -v apt-get >/dev/null; then
+	MIRROR=$(machine_mirror)
+fi
+if [ "${1:-}" = --print-mirror ]; then
+	[ -n "$MIRROR" ] || die "the machine's apt sources name no Debian archive; set DAQIRI_QEMU_MIRROR"
+	echo "$MIRROR"
+	exit 0
+fi
 
 # firmware DIR links the guest firmware into DIR (the share/qemu next to the binary, where
 # qemu looks first): the +ds source has no blobs and building the x86 option ROMs needs a
@@ -53,6 +81,7 @@ fi
 start=$(date +%s)
 [ "$(id -u)" = 0 ] || die "needs root to install the build dependencies with apt-get (or install .ci/apt.d/qemu.txt and run as root)"
 command -v apt-get >/dev/null || die "apt-get not found: this script builds from Debian's source package"
+[ -n "$MIRROR" ] || die "the machine's apt sources name no Debian archive (apt-get indextargets found none); set DAQIRI_QEMU_MIRROR to the archive's URL"
 
 # Build dependencies from the machine's own suite.
 mapfile -t deps < <(grep -v -e '^#' -e '^[[:space:]]*$' "$ROOT/.ci/apt.d/qemu.txt")
@@ -84,7 +113,7 @@ EOF
 aptopts=(-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$tmp/apt/etc"
 	-o Dir::State::Lists="$tmp/apt/lists" -o Dir::Cache="$tmp/apt/cache"
 	-o Dir::State::status=/var/lib/dpkg/status -o APT::Sandbox::User=root -q)
-echo "build-qemu: reading sid's package index from $MIRROR (temporary sources list)"
+echo "build-qemu: reading sid's package index from the machine's Debian archive (temporary sources list)"
 apt-get "${aptopts[@]}" update >apt.log 2>&1 || { tail -20 apt.log >&2; die "apt-get update for sid failed (network, or the keyring in /usr/share/keyrings/debian-archive-keyring.gpg)"; }
 
 echo "build-qemu: fetching the source package qemu=$VERSION"

@@ -101,7 +101,12 @@ func (c *conn) readFull(p []byte) error {
 
 // discard skips n payload bytes of a message the server refused to take in.
 func (c *conn) discard(n int64) error {
-	if _, err := io.CopyN(io.Discard, c.c, n); err != nil {
+	if got, err := io.CopyN(io.Discard, c.c, n); err != nil {
+		if errors.Is(err, io.EOF) {
+			// Not a clean disconnect: the stream ended inside a message (io.EOF is kept
+			// for the end of stream at a message boundary).
+			return &fatalError{fmt.Errorf("truncated message: the client closed the socket after %d bytes of a refused %d-byte payload", got, n)}
+		}
 		return &fatalError{fmt.Errorf("skipping a %d-byte payload: %w", n, err)}
 	}
 	return nil

@@ -687,10 +687,13 @@ func TestTruncated(t *testing.T) {
 		b    []byte
 		want string
 	}{
-		"header":     {[]byte{1, 0, 4, 0, 32, 0, 0, 0, 0, 0}, "truncated header"},
-		"payload":    {append(vfiouser.Header{ID: 1, Command: vfiouser.CmdDeviceGetInfo, Size: 32}.Append(nil), 1, 2, 3), "truncated message"},
-		"size < 16":  {vfiouser.Header{ID: 1, Command: vfiouser.CmdVersion, Size: 8}.Append(nil), "smaller than the 16-byte header"},
-		"no message": {nil, ""},
+		"header":    {[]byte{1, 0, 4, 0, 32, 0, 0, 0, 0, 0}, "truncated header"},
+		"payload":   {append(vfiouser.Header{ID: 1, Command: vfiouser.CmdDeviceGetInfo, Size: 32}.Append(nil), 1, 2, 3), "truncated message"},
+		"size < 16": {vfiouser.Header{ID: 1, Command: vfiouser.CmdVersion, Size: 8}.Append(nil), "smaller than the 16-byte header"},
+		// Issue 30 item 7: the end of stream inside an oversized (refused, skipped) payload
+		// is a truncated message, not a clean disconnect.
+		"oversized payload": {append(vfiouser.Header{ID: 1, Command: vfiouser.CmdDeviceGetInfo, Size: 1 << 30}.Append(nil), 1, 2, 3), "truncated message: the client closed the socket after 3 bytes of a refused"},
+		"no message":        {nil, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			testutil.NoGoroutineLeak(t)
