@@ -426,11 +426,8 @@ func (pt *port) countOutOfBuffer() {
 		return
 	}
 	q := &pt.rxqs[0].q.Stats
-	in := prm.NewCmdIn(prm.CmdOpQueryQCounter, 0, 0x20)
-	prm.QueryQCounterIn.CounterSetID.Set(in, uint64(pt.qctr))
-	out := make([]byte, prm.QueryQCounterOut.OutOfBuffer.End()/8)
-	if err := pt.qctrObj.Query(in, out); err == nil {
-		pt.dropDelta(q, &pt.seen[0], prm.QueryQCounterOut.OutOfBuffer.Get(out), engine.DropNoPacketBuffers)
+	if n, ok := pt.outOfBuffer(); ok {
+		pt.dropDelta(q, &pt.seen[0], n, engine.DropNoPacketBuffers)
 	}
 	if v, err := pt.vportCounters(); err == nil {
 		pt.dropDelta(q, &pt.seen[1], v.rxErrors, engine.DropMalformed)
@@ -469,6 +466,21 @@ func (pt *port) portDiscards() (uint64, bool) {
 	return p.IfInDiscardsHigh.At(ob).Get(out)<<32 | p.IfInDiscardsHigh.At(ob+32).Get(out), true
 }
 
+// outOfBuffer reads the port's Q counter: frames its RQs had no WQE for (QUERY_Q_COUNTER
+// through the counter's object, as DevX wants it).
+func (pt *port) outOfBuffer() (uint64, bool) {
+	if pt.qctrObj == nil {
+		return 0, false
+	}
+	in := prm.NewCmdIn(prm.CmdOpQueryQCounter, 0, 0x20)
+	prm.QueryQCounterIn.CounterSetID.Set(in, uint64(pt.qctr))
+	out := make([]byte, prm.QueryQCounterOut.OutOfBuffer.End()/8)
+	if err := pt.qctrObj.Query(in, out); err != nil {
+		return 0, false
+	}
+	return prm.QueryQCounterOut.OutOfBuffer.Get(out), true
+}
+
 // vportCounts is what the engine reads of QUERY_VPORT_COUNTER.
 type vportCounts struct {
 	rxPackets, txPackets, rxErrors uint64
@@ -497,11 +509,8 @@ func (pt *port) trafficSum() uint64 {
 	// The same commands in the same order as countOutOfBuffer: Q counter, vport, flow
 	// counters, PPCNT.
 	var sum uint64
-	in := prm.NewCmdIn(prm.CmdOpQueryQCounter, 0, 0x20)
-	prm.QueryQCounterIn.CounterSetID.Set(in, uint64(pt.qctr))
-	out := make([]byte, prm.QueryQCounterOut.OutOfBuffer.End()/8)
-	if pt.qctrObj != nil && pt.qctrObj.Query(in, out) == nil {
-		sum += prm.QueryQCounterOut.OutOfBuffer.Get(out)
+	if n, ok := pt.outOfBuffer(); ok {
+		sum += n
 	}
 	if v, err := pt.vportCounters(); err == nil {
 		sum += v.rxPackets + v.txPackets + v.rxErrors
