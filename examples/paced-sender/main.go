@@ -183,7 +183,9 @@ func run(ctx context.Context, o options, out io.Writer) (*report, error) {
 	}
 	fmt.Fprintf(out, "received %d: %d before their send time, %d out of order\n", rep.Received, rep.Early, rep.OutOfOrder)
 	if len(rep.Lateness) > 0 {
-		q := func(p float64) time.Duration { return rep.Lateness[min(len(rep.Lateness)-1, int(p*float64(len(rep.Lateness))))] }
+		q := func(p float64) time.Duration {
+			return rep.Lateness[min(len(rep.Lateness)-1, int(p*float64(len(rep.Lateness))))]
+		}
 		fmt.Fprintf(out, "after their send time: median %v, 99th percentile %v, max %v\n", q(0.5), q(0.99), rep.Lateness[len(rep.Lateness)-1])
 	}
 	return rep, nil
