@@ -4,7 +4,7 @@ export CGO_ENABLED := 0
 GOTESTFLAGS ?= -count=1 -timeout 30m
 BIN         ?= bin
 
-.PHONY: all build vet run test fuzz bench-socket bench-ring tools static
+.PHONY: all build vet run test examples fuzz bench-socket bench-ring tools static
 all: build
 
 build:
@@ -22,9 +22,10 @@ run:
 # naming what is missing; CI runs them as root (.ci/run) with CI=true, under which a missing
 # requirement other than a GPU fails the test instead (internal/testutil).
 # Output: one line per package, every skipped test with its reason, the full output of any
-# failure (internal/testsum condenses go test -json). The first run in a fresh clone also
-# builds the S3 test server (versitygw, for capture/s3 and daqiri-capture) into the Go
-# cache: about 80 s once.
+# failure (internal/testsum condenses go test -json). The example programs (examples/) are
+# packages of the module: ./... builds them and runs their tests with the rest. The first
+# run in a fresh clone also builds the S3 test server (versitygw, for capture/s3 and
+# daqiri-capture) into the Go cache: about 80 s once.
 test:
 	$(GO) vet ./...
 	$(GO) build -tags nocuda ./...
@@ -45,6 +46,12 @@ test:
 		$(MAKE) --no-print-directory test-mlx5-conformance; \
 	else echo "== mlx5 conformance: not run, no cached qemu at $(QEMU_CACHED) (make qemu builds it; make test-mlx5-conformance does both; CI=true does both in make test)"; fi
 
+
+# The example programs only (each has a README): build them, run their tests; tests that need
+# a GPU skip, naming it.
+examples:
+	$(GO) build ./examples/...
+	$(GO) test $(GOTESTFLAGS) ./examples/...
 
 tools:
 	@mkdir -p $(BIN)

@@ -139,10 +139,11 @@ func (t *txq) run() {
 
 // wait holds the sender until ns (wall-clock nanoseconds), pushing out what is queued first:
 // sleeping for long waits, spinning for the last stretch so the pacer is accurate.
-func (t *txq) wait(ns float64) {
+func (t *txq) wait(ns int64) {
 	for {
-		now := float64(time.Now().UnixNano())
-		d := ns - now
+		// Integers: a float64 time in nanoseconds since 1970 lies on a 256 ns grid, and a
+		// SetPacketTxTime packet could leave up to 256 ns before its time.
+		d := ns - time.Now().UnixNano()
 		if d <= 0 {
 			return
 		}
@@ -193,10 +194,10 @@ func (t *txq) sendBurst(b *engine.Burst) {
 		}
 		// set_packet_tx_time: the burst's per-packet timestamp slot holds the send time.
 		if at, err := b.RxTimestamp(i); err == nil {
-			t.wait(float64(at))
+			t.wait(at)
 		}
 		if t.mbps > 0 {
-			t.wait(t.next)
+			t.wait(int64(t.next))
 			t.next += float64(n) * 8 * 1e3 / t.mbps
 		}
 		if t.copyTx && n > s.region.BufSize {

@@ -127,6 +127,23 @@ func (e *Engine) DeleteTxQueue(q *engine.TxQueue) error { return nil }
 
 var _ engine.QueueManager = (*Engine)(nil)
 
+// waitUntilNs waits until CLOCK_REALTIME reaches ns (a SetPacketTxTime send time). It
+// compares integers: as a float64, a time in nanoseconds since 1970 lies on a 256 ns grid,
+// and a packet released on that grid could come back up to 256 ns before its time.
+func waitUntilNs(ns int64) {
+	for {
+		d := ns - time.Now().UnixNano()
+		if d <= 0 {
+			return
+		}
+		if d > 200e3 {
+			time.Sleep(time.Duration(d - 100e3))
+		}
+	}
+}
+
+// waitUntil waits until CLOCK_REALTIME reaches ns, a pacing schedule's float time (its
+// 256 ns grid is far finer than pacing needs).
 func waitUntil(ns float64) {
 	for {
 		d := ns - float64(time.Now().UnixNano())
@@ -207,7 +224,7 @@ func (e *Engine) sendTimed(b, rb *engine.Burst, pc *pacer) int {
 	rxAt := time.Now().UnixNano()
 	for i := 0; i < b.Len(); i++ {
 		if at, err := b.RxTimestamp(i); err == nil {
-			waitUntil(float64(at))
+			waitUntilNs(at)
 			rxAt = time.Now().UnixNano()
 		}
 		if pc != nil {

@@ -162,6 +162,42 @@ func TestLoopDrops(t *testing.T) {
 	}
 }
 
+// TestLoopTimedSendNotEarly: no packet comes back stamped before its send time, to the
+// nanosecond. Send times 1 µs apart with random nanoseconds: compared as float64 (a 256 ns
+// grid at today's dates), about half came back up to 256 ns early.
+func TestLoopTimedSendNotEarly(t *testing.T) {
+	e, ports := enginetest.Open(t, loopConfig(1, 1, false, 32), Open)
+	p := ports[0]
+	r := rand.New(rand.NewPCG(rand.Uint64(), 3))
+	early := 0
+	for range 8 {
+		b, _ := fill(t, r, p.Tx[0], 16)
+		base := time.Now().Add(100 * time.Microsecond).UnixNano()
+		ats := make([]int64, b.Len())
+		for i := range ats {
+			ats[i] = base + int64(i)*1000 + r.Int64N(1000)
+			b.SetRxTimestamp(i, ats[i])
+		}
+		if err := e.Send(b); err != nil {
+			t.Fatal(err)
+		}
+		rb, ok := p.Rx[0].Next()
+		if !ok || rb.Len() != len(ats) {
+			t.Fatal("timed burst not looped")
+		}
+		for i, at := range ats {
+			if ts, err := rb.RxTimestamp(i); err != nil || ts < at {
+				early++
+				t.Logf("packet %d: back at %d, %d ns before its send time %d (%v)", i, ts, at-ts, at, err)
+			}
+		}
+		rb.Free()
+	}
+	if early > 0 {
+		t.Fatalf("%d of 128 packets came back before their send time", early)
+	}
+}
+
 // TestLoopTimedSend: a packet given a send time is not delivered before it; a burst after
 // Close is refused with ErrNotReady and stays the caller's.
 func TestLoopTimedSend(t *testing.T) {

@@ -2,6 +2,11 @@
 // text format over HTTP. It is separate from package metrics because the Prometheus client,
 // its protobuf model and net/http's server are heavy to build into every program that
 // imports the library; only the tools (daqiri-bench --metrics-addr) import it.
+//
+// grafana/daqiri.json in this directory is a Grafana dashboard for these metrics (RX/TX
+// rates per interface, packet rates, drops by reason, RX packets per queue; import it and
+// pick the Prometheus data source). Its queries name only metrics and labels this exporter
+// serves: TestGrafanaDashboard checks them against a real scrape.
 package promexport
 
 import (

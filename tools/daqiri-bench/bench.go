@@ -233,6 +233,7 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 	// Let receivers and servers come up before sending.
 	time.Sleep(50 * time.Millisecond)
 	start := time.Now()
+	o.plot.begin(s, start)
 	for _, q := range txqs {
 		txWG.Add(1)
 		pl := plans[q]
@@ -309,6 +310,7 @@ wait:
 	}
 	closed = true
 	st := s.Stats()
+	o.plot.end(time.Since(start).Seconds(), st)
 	res := &result{Seconds: elapsed, PayloadSize: payload, Stats: st, mode: o.mode, SendErrors: sendErrs.n.Load(), SendErrorReasons: sendErrs.snapshot()}
 	if n := rx.batches.Load(); n > 0 {
 		res.Reorder = &reorderResult{Batches: n, Complete: rx.complete.Load(), TimedOut: rx.timedOut.Load(), MissingSlots: rx.missing.Load(), SourcePackets: rx.sources.Load()}

@@ -4,7 +4,7 @@
 //
 //	daqiri-bench [--config FILE] [--duration 10s] [--mode both|tx|rx] [--payload N]
 //	             [--rate GBPS] [--window PACKETS] [--json]
-//	             [--metrics-addr HOST:PORT [--metrics-linger DURATION]]
+//	             [--metrics-addr HOST:PORT [--metrics-linger DURATION]] [--plot FILE.svg]
 //	daqiri-bench --validate FILE
 package main
 
@@ -49,6 +49,8 @@ type options struct {
 	metricsLinger time.Duration
 	modelPorts    string
 	metrics       *metricsServer // set by run when metricsAddr is
+	plotFile      string
+	plot          *plotter // set by run when plotFile is
 }
 
 // optInt is an integer flag that knows whether it was given (its help shows no default:
@@ -93,6 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve the counters in Prometheus text format at http://HOST:PORT/metrics (port 0: any free one)")
 	fs.DurationVar(&o.metricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving the final counters this long after the results (Ctrl-C ends it)")
 	fs.StringVar(&o.modelPorts, "model-ports", "", "run a raw configuration written for ConnectX NICs on the ConnectX device model: `auto` (raw interfaces in order on model:0, model:1, ...; 0↔1 are cabled) or KEY=N[@IFNAME],... with KEY an interface name or address; device/host_pinned regions become host memory and tunnel placeholders are left unset")
+	fs.StringVar(&o.plotFile, "plot", "", "write TX/RX Gb/s and drops over time per interface to this SVG `file` (opens in a browser)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -186,6 +189,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "model-ports:", n)
 		}
 	}
+	if o.plotFile != "" {
+		if o.plot, err = newPlotter(o.plotFile, o.duration); err != nil {
+			fmt.Fprintln(stderr, "daqiri-bench:", err)
+			return 1
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.metrics, err = startMetrics(o, stderr); err != nil {
@@ -195,6 +204,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer o.metrics.stop()
 	res, err := bench(ctx, cfg, o, stderr)
 	if err != nil {
+		o.plot.discard()
 		fmt.Fprintln(stderr, "daqiri-bench:", err)
 		return 1
 	}
@@ -204,6 +214,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		enc.Encode(res)
 	} else {
 		res.table(stdout)
+	}
+	if err := o.plot.close(plotTitle(o, res)); err != nil {
+		fmt.Fprintln(stderr, "daqiri-bench:", err)
+		return 1
 	}
 	o.metrics.wait(ctx, stderr)
 	return 0

@@ -30,3 +30,27 @@ func ExampleOpen() {
 	// vfio+model:0 02:00:00:00:00:01 <nil> 96 pages with firmware
 	// <nil> 0 mappings left
 }
+
+// A ConnectX bound to vfio-pci, driven with no kernel driver at all: OpenPCI takes the
+// function's IOMMU group and BAR, Open brings the firmware up over the command queue. It
+// needs root (or the group's /dev/vfio node), an IOMMU, and the NIC bound to vfio-pci
+// (CheckBound says how when it is not).
+func ExampleOpenPCI() {
+	const bdf = "0000:3b:00.0"
+	if err := vfioch.CheckBound(bdf); err != nil {
+		fmt.Println(err)
+		return
+	}
+	f, err := vfioch.OpenPCI(bdf)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ch, err := vfioch.Open(f, vfioch.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ch.Close()
+	fmt.Println(ch.Name(), ch.MAC())
+}
