@@ -9,6 +9,7 @@ import (
 
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/mlx5/model/modelch"
 )
 
 // The ConnectX device model stands in for a NIC: interfaces at model:0 and model:1 are two
@@ -30,7 +31,7 @@ func ExampleOpen_deviceModel() {
 			{Name: "b", Address: "model:1", RX: &config.RxConfig{Queues: queue("b_rx", "rx")}},
 		},
 	}
-	s, err := daqiri.Open(context.Background(), cfg)
+	s, err := daqiri.Open(context.Background(), cfg, daqiri.WithMLX5Fabric(&modelch.Fabric{}))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -101,7 +102,7 @@ interfaces:
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := daqiri.Open(context.Background(), cfg)
+	s, err := daqiri.Open(context.Background(), cfg, daqiri.WithMLX5Fabric(&modelch.Fabric{}))
 	if err != nil {
 		log.Fatal(err) // e.g. no GPU, no such PCI device, or mlx5_ib not loaded
 	}
@@ -133,7 +134,7 @@ func ExampleOpen_mlx5DevX() {
 			RX: &config.RxConfig{Queues: []config.Queue{{Name: "q0", ID: 0, CPUCore: "2", BatchSize: 256, MemoryRegions: []string{"rx"}}}},
 		}},
 	}
-	s, err := daqiri.Open(context.Background(), cfg)
+	s, err := daqiri.Open(context.Background(), cfg, daqiri.WithMLX5Fabric(&modelch.Fabric{}))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func ExampleSession_RDMAConnect() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := daqiri.Open(context.Background(), cfg)
+	s, err := daqiri.Open(context.Background(), cfg, daqiri.WithMLX5Fabric(&modelch.Fabric{}))
 	if err != nil {
 		log.Fatal(err)
 	}

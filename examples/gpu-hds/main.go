@@ -32,6 +32,7 @@ import (
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/cudart"
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/mlx5/model/modelch"
 )
 
 // hdrSize is the header area: Ethernet, IPv4 and UDP headers (42 bytes) padded to 64, the
@@ -127,7 +128,13 @@ func run(ctx context.Context, o options, out io.Writer) (*summary, error) {
 		ctx, cancel = context.WithTimeout(ctx, o.duration)
 		defer cancel()
 	}
-	s, err := daqiri.Open(ctx, cfg)
+	var opts []daqiri.Option
+	if o.model {
+		// The device model's ports come from its fabric, which only programs that want
+		// them link.
+		opts = append(opts, daqiri.WithMLX5Fabric(&modelch.Fabric{}))
+	}
+	s, err := daqiri.Open(ctx, cfg, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -20,10 +20,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/mlx5/model/modelch"
 )
 
 // appConfig is the application's configuration for the NIC at address: one RX queue, a flow
@@ -126,7 +128,13 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *duration)
 	defer cancel()
-	s, err := daqiri.Open(ctx, appConfig(*address, uint16(*port)))
+	// A production build opens the NIC alone; model:N addresses need the device model's
+	// fabric, which this example wires in so that it also runs without one.
+	var opts []daqiri.Option
+	if strings.HasPrefix(*address, "model:") {
+		opts = append(opts, daqiri.WithMLX5Fabric(&modelch.Fabric{}))
+	}
+	s, err := daqiri.Open(ctx, appConfig(*address, uint16(*port)), opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "model-test:", err)
 		os.Exit(1)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/mlx5/model/modelch"
 )
 
 // testConfig is the application's own configuration with the NIC replaced by model:1, plus
@@ -70,7 +71,7 @@ func feed(t *testing.T, s *daqiri.Session, frames []frame) {
 // checker reports. The last frame of the stream is sent after all the others, through the
 // same queues, so once it has arrived anything that leaked would have too.
 func TestCheckerOnModel(t *testing.T) {
-	s, err := daqiri.Open(context.Background(), testConfig())
+	s, err := daqiri.Open(context.Background(), testConfig(), daqiri.WithMLX5Fabric(&modelch.Fabric{}))
 	if err != nil {
 		t.Fatal(err)
 	}
