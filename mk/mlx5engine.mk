@@ -6,7 +6,12 @@
 #                     compression on and off) and post → doorbell, completion poll (TX), next
 #                     to the same packets through the software loopback engine in the same
 #                     run. ns/op is ns per packet. Results in BENCHMARKS.md.
+#
+# The engine's GPU tests (mlx5/gpu_test.go: the model writing CUDA memory, issue 27) go into
+# the GPU test binaries (`make gpu-test`); run them there with -test.run GPU.
 .PHONY: bench-mlx5
+
+GPU_TEST_PKGS += ./mlx5 ./tools/daqiri-bench
 
 MLX5_BENCHTIME ?= 2000000x
 
