@@ -3,6 +3,7 @@ package mlx5
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/cudart"
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/internal/testutil/enginetest"
 	"github.com/daqiri-go/daqiri/internal/testutil/gputest"
 	"github.com/daqiri-go/daqiri/mlx5/channel"
 	"github.com/daqiri-go/daqiri/mlx5/model/gpudma"
@@ -26,7 +28,7 @@ import (
 // gpu-test` builds them for the GPU host.
 
 // gpuDMABuf opens GPU 0 or skips, and skips when the GPU cannot export DMA-BUFs.
-func gpuDMABuf(t *testing.T) *cudart.Device {
+func gpuDMABuf(t testing.TB) *cudart.Device {
 	t.Helper()
 	dev := gputest.Device(t)
 	in, err := dev.Info()
@@ -40,7 +42,7 @@ func gpuDMABuf(t *testing.T) *cudart.Device {
 }
 
 // gpuAlloc allocates device and host_pinned regions on dev (other kinds: host memory).
-func gpuAlloc(t *testing.T, dev *cudart.Device) func(rc *config.MemoryRegion) engine.Memory {
+func gpuAlloc(t testing.TB, dev *cudart.Device) func(rc *config.MemoryRegion) engine.Memory {
 	return func(rc *config.MemoryRegion) engine.Memory {
 		size := (rc.NumBufs*rc.BufSize + 65535) &^ 65535
 		switch rc.Kind {
@@ -287,4 +289,25 @@ func TestGPUSecondGPU(t *testing.T) {
 	}
 	free1, _, _ := dev0.MemInfo()
 	t.Logf("GPU 0 free memory %d before the run, %d after (the model's copy stream lives on GPU 1 only)", free0, free1)
+}
+
+// BenchmarkGPURX (issue 27 item 3) is BenchmarkRX with the packets in GPU memory: the engine's
+// receive path per packet (poll → burst → free → repost) on a striding RQ over a device or
+// host_pinned region, 1 KiB and 8 KiB frames, the model's writes (through the GPU's copy
+// engine for device memory) done before the timer runs, as bench-mlx5 excludes the model's
+// cost. ns/pkt and Mpps are the engine's rate into GPU memory on one core.
+func BenchmarkGPURX(b *testing.B) {
+	dev := gpuDMABuf(b)
+	for _, kind := range []config.MemoryKind{config.KindDevice, config.KindHostPinned} {
+		for _, size := range []int{1024, 8192} {
+			b.Run(fmt.Sprintf("kind=%s/size=%d", kind, size), func(b *testing.B) {
+				buf := 2048
+				if size > 2048 {
+					buf = 8192
+				}
+				cfg := benchRxConfigKind(1, kind, buf)
+				benchRXOn(b, cfg, enginetest.PortsMem(b, cfg, gpuAlloc(b, dev)), size, 1, true)
+			})
+		}
+	}
 }

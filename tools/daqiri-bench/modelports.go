@@ -36,9 +36,11 @@ import (
 // memory: the model writes device regions through the GPU's copy engine after resolving their
 // DMA-BUF (mlx5/model/gpudma) and host_pinned regions with the CPU, so that the RX queues and
 // the GPU reorder plans run on GPU memory as on a ConnectX — with the model standing in for
-// the NIC. Two exceptions: a device region that only TX queues use becomes host_pinned, since
-// the benchmark's sender writes its packets with the CPU (upstream's fills them on the GPU),
-// and a region whose affinity names a GPU the host lacks becomes host memory. Each change is
+// the NIC. Exceptions: a device region that only TX queues use becomes host_pinned, since
+// the benchmark's sender writes its packets with the CPU (upstream's fills them on the GPU);
+// a device region that feeds a gpu reorder plan becomes host_pinned, since the plan reads
+// sequence numbers with the CPU (package reorder: device-memory sources are not supported
+// yet); and a region whose affinity names a GPU the host lacks becomes host memory. Each change is
 // listed on stderr ("model-ports: ..."), so nobody mistakes what ran.
 func applyModelPorts(cfg *config.Config, spec string) ([]string, error) {
 	return applyModelPortsGPU(cfg, spec, 0)
@@ -146,8 +148,14 @@ func applyModelPortsGPU(cfg *config.Config, spec string, gpus int) ([]string, er
 	if cfg.Loopback == "sw" {
 		return nil, fmt.Errorf("--model-ports: the configuration uses the software loopback (loopback: sw); model ports replace NICs")
 	}
-	rxUse := map[string]bool{}
+	// What each region serves: RX queues, TX queues, reorder outputs, gpu plans' sources.
+	rxUse, txUse, outUse, gpuSrc := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]string{}
 	for _, ifc := range cfg.Interfaces {
+		for _, q := range txQueues(&ifc) {
+			for _, m := range q.MemoryRegions {
+				txUse[m] = true
+			}
+		}
 		if ifc.RX == nil {
 			continue
 		}
@@ -157,8 +165,17 @@ func applyModelPortsGPU(cfg *config.Config, spec string, gpus int) ([]string, er
 			}
 		}
 		for _, r := range ifc.RX.Reorders {
-			if r.Type == config.ReorderGPU && gpus == 0 {
+			outUse[r.MemoryRegion] = true
+			if r.Type != config.ReorderGPU {
+				continue
+			}
+			if gpus == 0 {
 				return nil, fmt.Errorf("--model-ports: reorder plan %s of interface %s runs on a GPU, which needs packets in GPU memory, and this host has no GPU", r.Name, ifc.Name)
+			}
+			for _, q := range ifc.RX.Queues {
+				for _, m := range q.MemoryRegions {
+					gpuSrc[m] = r.Name
+				}
 			}
 		}
 	}
@@ -174,7 +191,10 @@ func applyModelPortsGPU(cfg *config.Config, spec string, gpus int) ([]string, er
 		case mr.Affinity >= gpus:
 			notes = append(notes, fmt.Sprintf("memory region %s: kind %s on GPU %d becomes host (%d GPU(s) here)", mr.Name, mr.Kind, mr.Affinity, gpus))
 			mr.Kind = config.KindHost
-		case mr.Kind == config.KindDevice && !rxUse[mr.Name]:
+		case mr.Kind == config.KindDevice && gpuSrc[mr.Name] != "":
+			notes = append(notes, fmt.Sprintf("memory region %s: kind device becomes host_pinned on GPU %d (it feeds gpu reorder plan %s, which reads sequence numbers with the CPU: device-memory sources are not supported by the plan yet)", mr.Name, mr.Affinity, gpuSrc[mr.Name]))
+			mr.Kind = config.KindHostPinned
+		case mr.Kind == config.KindDevice && txUse[mr.Name] && !rxUse[mr.Name] && !outUse[mr.Name]:
 			notes = append(notes, fmt.Sprintf("memory region %s: kind device becomes host_pinned on GPU %d (TX only: the sender writes packets with the CPU)", mr.Name, mr.Affinity))
 			mr.Kind = config.KindHostPinned
 		default:

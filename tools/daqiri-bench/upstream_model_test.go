@@ -157,6 +157,8 @@ func TestGPUUpstreamExamplesOnModelPorts(t *testing.T) {
 	}
 	files, _ := filepath.Glob("../../config/testdata/upstream/daqiri_bench_raw_*.yaml")
 	apps, _ := filepath.Glob("../../config/testdata/upstream/daqiri_example_*.yaml")
+	// The Spark cross-host pair (each file alone is one host's half) in one file.
+	apps = append(apps, "testdata/spark_xhost_pair.yaml")
 	ran, gpuFiles := 0, 0
 	var names []string
 	for _, f := range append(files, apps...) {
