@@ -8,9 +8,10 @@
 // attaches to the exporter's DMA-BUF and gets bus addresses of the GPU's BAR. The model is
 // code in the host process and has no bus: it must go through the CPU, and device memory
 // (cuMemAlloc) has no CPU mapping that the driver offers on an x86 host with a discrete GPU
-// (the BAR1 mapping GDRCopy makes needs its own kernel module; a DMA-BUF from the NVIDIA
-// driver cannot be mmapped; only coherent platforms such as Grace Hopper give device memory
-// CPU addresses). So every write the model makes into device memory is a copy by the GPU's
+// (the BAR1 mapping GDRCopy makes needs its own kernel module; the NVIDIA driver refuses to
+// mmap a DMA-BUF of a GPU with its own framebuffer, open-gpu-kernel-modules nv-dmabuf.c
+// nv_dma_buf_mmap; only coherent platforms such as Grace Hopper give device memory CPU
+// addresses). So every write the model makes into device memory is a copy by the GPU's
 // copy engine (cuMemcpyHtoDAsync) on a stream the window owns, and the write returns after
 // the stream synchronises: when the model queues the packet's CQE the bytes are in GPU memory,
 // the ordering a NIC's PCIe writes ahead of its CQE give. Reads (a TX gather from device

@@ -4,6 +4,12 @@
 // device's DMA engine reaches memory through the IOMMU. An access outside every mapping is an
 // error the model turns into what hardware would do (a completion with error, an event), never
 // a panic.
+//
+// Besides host memory, a mapping can be a window: memory the host cannot address (GPU memory),
+// which the model reaches by copy (Window; mlx5/model/gpudma copies through the GPU's copy
+// engine). Slice refuses a window's bytes (ErrWindow); Gather, Read and Write copy through it,
+// so a device's reads (TX gathers) and writes (RX scatters) reach it, and queues, which the
+// datapath addresses in place, cannot live in it.
 package dma
 
 import (
