@@ -84,6 +84,7 @@ type funcs struct {
 	cuMemGetInfo, cuMemAlloc, cuMemFree, cuMemHostAlloc, cuMemFreeHost             uintptr
 	cuMemHostRegister, cuMemHostUnregister, cuMemHostGetDevicePointer              uintptr
 	cuPointerSetAttribute, cuPointerGetAttribute, cuMemGetHandleForAddressRange    uintptr
+	cuMemGetAddressRange                                                           uintptr
 	cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpyDtoD                                       uintptr
 	cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuMemcpyDtoDAsync                        uintptr
 	cuMemsetD8, cuMemsetD8Async                                                    uintptr
@@ -124,6 +125,7 @@ func (f *funcs) table() []dynlib.Symbol {
 		{Name: "cuPointerGetAttribute", Addr: &f.cuPointerGetAttribute},
 		// Added in CUDA 11.7: optional so that older drivers still work without DMA-BUF.
 		{Name: "cuMemGetHandleForAddressRange", Addr: &f.cuMemGetHandleForAddressRange, Optional: true},
+		{Name: "cuMemGetAddressRange_v2", Addr: &f.cuMemGetAddressRange},
 		{Name: "cuMemcpyHtoD_v2", Addr: &f.cuMemcpyHtoD},
 		{Name: "cuMemcpyDtoH_v2", Addr: &f.cuMemcpyDtoH},
 		{Name: "cuMemcpyDtoD_v2", Addr: &f.cuMemcpyDtoD},

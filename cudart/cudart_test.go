@@ -288,3 +288,26 @@ func TestAccessPolicyWindowLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestDMABufName: the name ExportDMABuf gives a DMA-BUF parses back, fits the kernel's
+// 32-byte limit, and other names do not parse.
+func TestDMABufName(t *testing.T) {
+	for _, c := range []struct {
+		ord int
+		ptr DevicePtr
+	}{{0, 0x7f0000000000}, {7, 0xffffffffffffffff}, {1, 0x1000}} {
+		n := DMABufName(c.ord, c.ptr)
+		if len(n) >= 32 {
+			t.Errorf("%q is %d bytes; DMA_BUF_NAME_LEN is 32 with the NUL", n, len(n))
+		}
+		ord, ptr, ok := ParseDMABufName(n)
+		if !ok || ord != c.ord || ptr != c.ptr {
+			t.Errorf("ParseDMABufName(%q) = %d, %v, %v", n, ord, ptr, ok)
+		}
+	}
+	for _, bad := range []string{"", "cuda:0", "cuda:-1:0x1000", "cuda:0:0x0", "cuda:0:4096", "cuda:0:0x1000x", "nv:0:0x1000", "cuda:0:0x01000"} {
+		if _, _, ok := ParseDMABufName(bad); ok {
+			t.Errorf("ParseDMABufName(%q) accepted", bad)
+		}
+	}
+}

@@ -300,7 +300,44 @@ func (dev *Device) ExportDMABuf(ptr DevicePtr, size int) (int, error) {
 	if fd[0] < 0 {
 		return -1, fmt.Errorf("cudart: cuMemGetHandleForAddressRange(%v, %d bytes) succeeded but returned fd %d", ptr, size, fd[0])
 	}
+	// The buffer is named after the range it exports, so that an importer in this process
+	// (the ConnectX device model standing in for a NIC) can resolve the fd to the allocation
+	// as a kernel importer resolves it to the exporter's object. Best effort: a kernel
+	// without DMA_BUF_SET_NAME (before 5.7) leaves the buffer unnamed, which registers
+	// with a NIC all the same.
+	setDMABufName(int(fd[0]), DMABufName(dev.ordinal, ptr))
 	return int(fd[0]), nil
+}
+
+// DMABufName is the name ExportDMABuf gives the DMA-BUF of the range at ptr on GPU ordinal
+// (the kernel shows it in the fd's link, /dmabuf:NAME, and its fdinfo). It fits the kernel's
+// 32-byte DMA_BUF_NAME_LEN.
+func DMABufName(ordinal int, ptr DevicePtr) string {
+	return fmt.Sprintf("cuda:%d:%#x", ordinal, uint64(ptr))
+}
+
+// ParseDMABufName parses a DMABufName.
+func ParseDMABufName(name string) (ordinal int, ptr DevicePtr, ok bool) {
+	var p uint64
+	if n, err := fmt.Sscanf(name, "cuda:%d:%v", &ordinal, &p); err != nil || n != 2 || ordinal < 0 || p == 0 || name != DMABufName(ordinal, DevicePtr(p)) {
+		return 0, 0, false
+	}
+	return ordinal, DevicePtr(p), true
+}
+
+// AddressRange is the allocation that holds ptr (cuMemGetAddressRange): its first address and
+// size. An address in no allocation (never allocated, or freed) is an error.
+func (dev *Device) AddressRange(ptr DevicePtr) (base DevicePtr, size int, err error) {
+	if err := dev.bind(); err != nil {
+		return 0, 0, err
+	}
+	defer dev.unbind()
+	var n uint64
+	if err := dev.d.checkf(dynlib.Call(dev.d.f.cuMemGetAddressRange, uintptr(unsafe.Pointer(&base)), uintptr(unsafe.Pointer(&n)), uintptr(ptr)),
+		"cuMemGetAddressRange(%v)", ptr); err != nil {
+		return 0, 0, err
+	}
+	return base, int(n), nil
 }
 
 // MemoryType is a CUmemorytype: where the memory behind an address lives.

@@ -22,7 +22,7 @@ gpu-test:
 	@mkdir -p $(GPU_BIN)
 	@printf '#!/bin/sh\n# Runs every GPU test binary in its package directory (so testdata/ resolves).\n# Usage: sh bin/gpu/run.sh [go test flags, e.g. -test.v -test.run X]\nset -e\ncd "$$(dirname "$$0")/../.."\nroot=$$(pwd)\nrc=0\n' > $(GPU_BIN)/run.sh
 	@set -e; for p in $(sort $(GPU_TEST_PKGS)); do \
-		name=$$(echo "$${p#./}" | tr '/' '_'); \
+		name=$$(echo "$${p#./}" | tr '/' '_'); [ "$$name" = . ] && name=daqiri; \
 		echo "$(GO) test -c -o $(GPU_BIN)/$$name.test $$p"; \
 		$(GO) test -c -o $(GPU_BIN)/$$name.test $$p; \
 		printf 'echo "== %s"; (cd %s && "$$root/%s/%s.test" "$$@") || rc=1\n' "$$p" "$$p" "$(GPU_BIN)" "$$name" >> $(GPU_BIN)/run.sh; \

@@ -24,11 +24,16 @@ import (
 const benchRound = 4096 // packets per fill round, per queue
 
 func benchRxConfig(queues int) *config.Config {
+	return benchRxConfigKind(queues, config.KindHost, 2048)
+}
+
+// benchRxConfigKind is benchRxConfig with regions of kind and buffers of bufSize bytes.
+func benchRxConfigKind(queues int, kind config.MemoryKind, bufSize int) *config.Config {
 	c := &config.Config{Version: 1, StreamType: config.StreamRaw, LogLevel: "error", RxMetaBuffers: 32, TxMetaBuffers: 64}
 	ifc := config.Interface{Name: "rx", Address: "model:0", RX: &config.RxConfig{}}
 	for q := 0; q < queues; q++ {
 		n := fmt.Sprintf("rx%d", q)
-		c.MemoryRegions = append(c.MemoryRegions, config.MemoryRegion{Name: n, Kind: config.KindHost, Access: config.AccessLocal, NumBufs: 2 * benchRound, BufSize: 2048})
+		c.MemoryRegions = append(c.MemoryRegions, config.MemoryRegion{Name: n, Kind: kind, Access: config.AccessLocal, NumBufs: 2 * benchRound, BufSize: bufSize})
 		ifc.RX.Queues = append(ifc.RX.Queues, config.Queue{Name: n, ID: q, PollMode: config.PollDirect, MemoryRegions: []string{n}})
 		if queues > 1 {
 			ifc.RX.Flows = append(ifc.RX.Flows, config.Flow{Name: n, ID: q + 1, Actions: []config.Action{{Type: config.ActionQueue, Queues: []int{q}}},
@@ -54,7 +59,11 @@ func BenchmarkRX(b *testing.B) {
 
 func benchRX(b *testing.B, size, queues int, comp bool) {
 	cfg := benchRxConfig(queues)
-	ports := enginetest.Ports(b, cfg)
+	benchRXOn(b, cfg, enginetest.Ports(b, cfg), size, queues, comp)
+}
+
+// benchRXOn is benchRX on ports built from cfg (GPU regions in GPU benchmarks).
+func benchRXOn(b *testing.B, cfg *config.Config, ports []*engine.Port, size, queues int, comp bool) {
 	e := openBench(b, cfg, ports, options{striding: -1, compression: comp})
 	dev := modelOf(e, 0)
 	r := rand.New(rand.NewPCG(1, 2))

@@ -15,8 +15,11 @@
 // (bridged to a netdev) and `vfio+model:N` (the model behind the VFIO command-queue
 // transport); the tools and tests wire it in, the library does not link it. Per port the
 // engine creates a PD, a transport domain, a TIS, a UAR page, a Q counter (the NIC's
-// out-of-buffer drops), one memory key per memory region (the region registered as a UMEM),
-// and for each queue a CQ and an RQ or SQ.
+// out-of-buffer drops), one memory key per memory region (the region registered as a UMEM:
+// host, huge and host_pinned memory by address; device memory, which has no host address, as
+// a DMA-BUF the memory exports, as upstream's ibverbs engine registers it with
+// ibv_reg_dmabuf_mr — DEVX_UMEM_REG with the fd on DevX, the model resolving the fd on model
+// ports), and for each queue a CQ and an RQ or SQ.
 //
 // What the engine needs from a device it asks of the device, as on hardware: the clock through
 // the channel (channel.Clock: the kernel's clock information page on DevX; the init

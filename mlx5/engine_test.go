@@ -109,6 +109,12 @@ func sendFrames(t *testing.T, e engine.Engine, q *engine.TxQueue, frames [][]byt
 // checking each against the frame its sequence number names, and frees them.
 func receiveAll(t *testing.T, qs []*engine.RxQueue, frames [][]byte, total int, deadline time.Duration, count *atomic.Int64) (got int, perQueue []int) {
 	t.Helper()
+	return receiveWith(t, qs, frames, total, deadline, count, func(b *engine.Burst, s, i int) []byte { return b.Segment(s, i) })
+}
+
+// receiveWith is receiveAll reading each segment with read (a copy back from GPU memory).
+func receiveWith(t *testing.T, qs []*engine.RxQueue, frames [][]byte, total int, deadline time.Duration, count *atomic.Int64, read func(b *engine.Burst, s, i int) []byte) (got int, perQueue []int) {
+	t.Helper()
 	perQueue = make([]int, len(qs))
 	end := time.Now().Add(deadline)
 	for got < total && time.Now().Before(end) {
@@ -122,7 +128,7 @@ func receiveAll(t *testing.T, qs []*engine.RxQueue, frames [][]byte, total int, 
 			for i := 0; i < b.Len(); i++ {
 				var p []byte
 				for s := 0; s < b.NumSegments(); s++ {
-					p = append(p, b.Segment(s, i)...)
+					p = append(p, read(b, s, i)...)
 				}
 				if len(p) < 46 {
 					t.Fatalf("queue %d: %d-byte packet", qi, len(p))

@@ -9,6 +9,9 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/daqiri-go/daqiri/cudart"
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/hugepage"
 	"github.com/daqiri-go/daqiri/mlx5/channel"
@@ -266,26 +269,86 @@ func (pt *port) rxTime(ts uint64) int64 {
 }
 
 // regionKey registers region r with the device (once per port) and returns the lkey of a
-// key over the UMEM at the memory's virtual address, the address WQEs carry.
+// key over the UMEM at the memory's address, the address WQEs carry. Host memory (host,
+// huge, host_pinned: the CPU can address it) registers by address; device memory has no host
+// address and registers as a DMA-BUF the memory exports, as upstream's ibverbs engine
+// registers it with ibv_reg_dmabuf_mr (DEVX_UMEM_REG with the fd on DevX).
 func (pt *port) regionKey(r *engine.Region) (uint32, error) {
 	if k, ok := pt.keys[r]; ok {
 		return k, nil
 	}
-	mem := r.Memory().Bytes()
-	if mem == nil {
-		return 0, fmt.Errorf("%s: memory region %s is device memory: the model transport registers only host memory: %w", pt.p.Path(), r.Name, engine.ErrNotSupported)
-	}
-	um, err := pt.ch.RegisterMemory(mem, channel.AccessLocalWrite)
-	if err != nil {
-		return 0, fmt.Errorf("%s: register memory region %s: %w", pt.p.Path(), r.Name, err)
+	mem := r.Memory()
+	b := mem.Bytes()
+	var um channel.UMEM
+	var start, n uint64
+	if b != nil {
+		var err error
+		if um, err = pt.ch.RegisterMemory(b, channel.AccessLocalWrite); err != nil {
+			return 0, fmt.Errorf("%s: register memory region %s: %w", pt.p.Path(), r.Name, err)
+		}
+		start, n = addrOf(b), uint64(len(b))
+	} else {
+		// The region's bytes in whole pages: DMA-BUF ranges and UMEMs are page granular, and
+		// GPU allocations are rounded up to 64 KiB (gpu.go).
+		n = (uint64(r.NumBufs)*uint64(r.BufSize) + 4095) &^ 4095
+		start = uint64(mem.Addr())
+		reg, ok := pt.ch.(channel.DMABufRegistrar)
+		if !ok {
+			return 0, fmt.Errorf("%s: memory region %s is %s memory, which %s cannot register (no DMA-BUF registration): %w", pt.p.Path(), r.Name, r.Kind, pt.ch.Name(), engine.ErrNotSupported)
+		}
+		fd, off, err := exportDMABuf(mem)
+		if err != nil {
+			return 0, fmt.Errorf("%s: memory region %s is %s memory: exporting it as a DMA-BUF: %w", pt.p.Path(), r.Name, r.Kind, err)
+		}
+		um, err = reg.RegisterDMABuf(fd, off, n, channel.AccessLocalWrite)
+		// The registration holds the buffer itself (the kernel's UMEM a reference to the
+		// DMA-BUF, the model the allocation): the fd is ours to close either way.
+		unix.Close(fd)
+		if err != nil {
+			if errors.Is(err, channel.ErrUnsupported) {
+				err = fmt.Errorf("%w (%w)", err, engine.ErrNotSupported)
+			}
+			return 0, fmt.Errorf("%s: register memory region %s (%s, %d bytes as a DMA-BUF): %w", pt.p.Path(), r.Name, r.Kind, n, err)
+		}
 	}
 	pt.umems = append(pt.umems, um)
-	k, err := pt.umemKey(um.ID(), addrOf(mem), uint64(len(mem)))
+	k, err := pt.umemKey(um.ID(), start, n)
 	if err != nil {
 		return 0, err
 	}
 	pt.keys[r] = k
 	return k, nil
+}
+
+// DMABufMemory is device memory that exports itself as a DMA-BUF for registration with the
+// NIC. cudart device allocations (the `device` regions) are exported directly; another
+// allocator's memory implements this.
+type DMABufMemory interface {
+	engine.Memory
+	// DMABuf returns a new DMA-BUF fd for the memory (the caller closes it) and the offset
+	// of Addr() within it.
+	DMABuf() (fd int, offset uint64, err error)
+}
+
+// exportDMABuf gets a DMA-BUF fd for device memory.
+func exportDMABuf(mem engine.Memory) (int, uint64, error) {
+	switch m := mem.(type) {
+	case DMABufMemory:
+		return m.DMABuf()
+	case *cudart.DeviceMem:
+		fd, err := m.Device().ExportDMABuf(m.Ptr(), m.Size())
+		return fd, 0, err
+	}
+	return -1, 0, fmt.Errorf("%T is neither host memory nor exportable as a DMA-BUF", mem)
+}
+
+// memBase is the address WQEs carry for the first byte of mem: its host address, or the
+// device address of GPU memory (the key over it starts there).
+func memBase(mem engine.Memory) uint64 {
+	if b := mem.Bytes(); b != nil {
+		return addrOf(b)
+	}
+	return uint64(mem.Addr())
 }
 
 // umemKey creates a key over a whole UMEM at virtual address start (MTT mode with

@@ -88,7 +88,7 @@ func (pt *port) newRxq(idx int, q *engine.RxQueue) (*rxq, error) {
 			return nil, err
 		}
 		r.lkeys[s] = k
-		r.bases[s] = addrOf(reg.Memory().Bytes())
+		r.bases[s] = memBase(reg.Memory())
 	}
 	reg := q.Regions[0]
 	bs := reg.BufSize

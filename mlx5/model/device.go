@@ -192,6 +192,10 @@ func (d *Device) reset() {
 // through a container).
 type DMASpace = dma.Space
 
+// DMAWindow is memory the device reaches only by copy (GPU memory), mapped into the DMA
+// space with MapWindow: the model's writes and reads go through it.
+type DMAWindow = dma.Window
+
 // DMAPerm says what the device may do with a mapping, as VFIO_DMA_MAP_FLAG_READ/WRITE say.
 type DMAPerm = dma.Perm
 

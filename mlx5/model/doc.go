@@ -18,6 +18,19 @@
 // does; every address in a command, a context, a WQE or a mailbox is looked up there, and
 // an address outside every mapping is a fault that becomes a PRM error, never a panic.
 //
+// GPU memory: a mapping may be a window (DMAWindow, DMASpace.MapWindow) onto memory the host
+// cannot address. The model writes a CUDA `device` allocation through the GPU's copy engine
+// (cuMemcpyHtoDAsync on a stream of its own, synchronised before the CQE is written), not
+// through a mapping: on an x86 host with a discrete GPU the driver offers no CPU mapping of
+// device memory (the BAR1 mapping needs GDRCopy's kernel module, and the NVIDIA driver refuses
+// to mmap a DMA-BUF of a GPU with its own framebuffer: open-gpu-kernel-modules nv-dmabuf.c
+// nv_dma_buf_mmap), and the model, unlike a ConnectX, has no PCIe bus to write it peer to peer.
+// host_pinned memory is host memory and is written with the CPU. A DMA-BUF fd registered
+// through the in-process channel (modelch RegisterDMABuf) is resolved to the allocation it
+// exports by mlx5/model/gpudma, which also says how; a bad one fails CREATE_UMEM with
+// BAD_PARAM. In every run of this on a GPU host the model stood in for the ConnectX: no NIC
+// wrote GPU memory.
+//
 // Commands reach the firmware model two ways, as on the real device: the command queue in
 // host memory (entries with 16 inline bytes each way, chains of 1 KiB-aligned mailboxes with
 // block numbers and tokens, the ownership bit, the delivery status, and a command-completion

@@ -224,9 +224,16 @@ func (d *Device) createUMEM(c *cmd) error {
 	}
 	// Pages larger than 4 KiB whose pieces are separate mappings (vfio-user: mlx5_vfio.c
 	// registers a UMEM in pages as large as its I/O address alignment allows) are kept in
-	// 4 KiB pieces, as for queue buffers (ioPages).
-	pages, shift, err := d.ioPages(pages, shift, "CREATE_UMEM: MTT entry", dma.Read)
-	if err != nil {
+	// 4 KiB pieces, as for queue buffers (ioPages). Pages in a window (GPU memory registered
+	// by DMA-BUF) are checked whole: a window is one mapping, reached only by copy.
+	var err error
+	if d.space.Window(pages[0]) {
+		for i, pa := range pages {
+			if err := d.space.Check(pa, 1<<shift, dma.Read); err != nil {
+				return fail(prm.StatusBadParamErr, SyndromeBadMemory, "CREATE_UMEM: MTT entry %d: %v", i, err)
+			}
+		}
+	} else if pages, shift, err = d.ioPages(pages, shift, "CREATE_UMEM: MTT entry", dma.Read); err != nil {
 		return err
 	}
 	id, err := d.objs.umems.alloc(c.uid, d.capLimit(prm.CmdHCACap.LogMaxUMEM))
@@ -420,28 +427,49 @@ type keys struct{ d *Device }
 // Translate resolves lkey + addr: the key's index and variant byte must match a key, the
 // range must lie inside it, the access must be allowed (local read for TX gathers, local
 // write for RX scatters), and the bytes must be mapped — within one page of an MTT or UMEM
-// key, or over pages that follow each other in I/O address space.
+// key, or over pages that follow each other in I/O address space. Bytes in a window (GPU
+// memory) come back as a copy for a read and fail a write (Store writes them).
 func (k keys) Translate(lkey uint32, addr uint64, n int, perm dma.Perm) ([]byte, error) {
+	io, err := k.resolve(lkey, addr, n, perm)
+	if err != nil {
+		return nil, err
+	}
+	b, err := k.d.space.Slice(io, n, perm)
+	if err != nil && perm == dma.Read {
+		// A read may run over IOMMU pages that are separate mappings, or lie in a window
+		// (dma.Gather copies).
+		return k.d.space.Gather(io, n, perm)
+	}
+	return b, err
+}
+
+// Store writes p at lkey + addr (an RX scatter), checked as Translate checks a write: into
+// host memory by copy, into a window (GPU memory) through its copy engine.
+func (k keys) Store(lkey uint32, addr uint64, p []byte) error {
+	io, err := k.resolve(lkey, addr, len(p), dma.Write)
+	if err != nil {
+		return err
+	}
+	return k.d.space.Write(io, p)
+}
+
+// resolve is the I/O address of n bytes at lkey + addr, after Translate's checks.
+func (k keys) resolve(lkey uint32, addr uint64, n int, perm dma.Perm) (uint64, error) {
 	d := k.d
 	d.keysMu.RLock()
 	m := d.mkeys[lkey>>8]
 	d.keysMu.RUnlock()
 	if m == nil || m.variant != uint8(lkey) {
-		return nil, fmt.Errorf("mlx5 model: lkey %#x does not exist", lkey)
+		return 0, fmt.Errorf("mlx5 model: lkey %#x does not exist", lkey)
 	}
 	if n < 0 || (!m.any && (addr < m.start || addr-m.start > m.length || uint64(n) > m.length-(addr-m.start))) {
-		return nil, fmt.Errorf("mlx5 model: %d bytes at %#x outside lkey %#x (%#x+%#x)", n, addr, lkey, m.start, m.length)
+		return 0, fmt.Errorf("mlx5 model: %d bytes at %#x outside lkey %#x (%#x+%#x)", n, addr, lkey, m.start, m.length)
 	}
 	if (perm&dma.Write != 0 && !m.lw) || (perm&dma.Read != 0 && !m.lr) {
-		return nil, fmt.Errorf("mlx5 model: lkey %#x does not allow local %v", lkey, perm)
+		return 0, fmt.Errorf("mlx5 model: lkey %#x does not allow local %v", lkey, perm)
 	}
 	if m.mode == prm.MKeyAccessPA {
-		b, err := d.space.Slice(addr, n, perm)
-		if err != nil && perm == dma.Read {
-			// A read may run over IOMMU pages that are separate mappings (dma.Gather).
-			return d.space.Gather(addr, n, perm)
-		}
-		return b, err
+		return addr, nil
 	}
 	off := addr - m.start&^(1<<m.pageShift-1)
 	if m.viaUMEM {
@@ -450,25 +478,21 @@ func (k keys) Translate(lkey uint32, addr uint64, n int, perm dma.Perm) ([]byte,
 	page := off >> m.pageShift
 	in := off & (1<<m.pageShift - 1)
 	if page >= uint64(len(m.pages)) {
-		return nil, fmt.Errorf("mlx5 model: %d bytes at %#x beyond the pages of lkey %#x", n, addr, lkey)
+		return 0, fmt.Errorf("mlx5 model: %d bytes at %#x beyond the pages of lkey %#x", n, addr, lkey)
 	}
 	// A range that runs into the next pages is one slice when those pages follow each other
 	// in I/O address space (registered memory mapped in one piece); the device itself
 	// walks any page list, but Translate hands out one contiguous view.
 	last := (in + uint64(n) - 1) >> m.pageShift
 	if n > 0 && page+last >= uint64(len(m.pages)) {
-		return nil, fmt.Errorf("mlx5 model: %d bytes at %#x run past the pages of lkey %#x", n, addr, lkey)
+		return 0, fmt.Errorf("mlx5 model: %d bytes at %#x run past the pages of lkey %#x", n, addr, lkey)
 	}
 	for i := uint64(1); n > 0 && i <= last; i++ {
 		if m.pages[page+i] != m.pages[page]+i<<m.pageShift {
-			return nil, fmt.Errorf("mlx5 model: %d bytes at %#x cross into a non-adjacent page of lkey %#x (the model serves one contiguous view)", n, addr, lkey)
+			return 0, fmt.Errorf("mlx5 model: %d bytes at %#x cross into a non-adjacent page of lkey %#x (the model serves one contiguous view)", n, addr, lkey)
 		}
 	}
-	b, err := d.space.Slice(m.pages[page]+in, n, perm)
-	if err != nil && perm == dma.Read {
-		return d.space.Gather(m.pages[page]+in, n, perm)
-	}
-	return b, err
+	return m.pages[page] + in, nil
 }
 
 // Q counters (ALLOC/DEALLOC/QUERY_Q_COUNTER): out_of_buffer counts the frames dropped for

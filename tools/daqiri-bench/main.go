@@ -94,7 +94,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.quiet, "quiet", false, "no live progress line")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve the counters in Prometheus text format at http://HOST:PORT/metrics (port 0: any free one)")
 	fs.DurationVar(&o.metricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving the final counters this long after the results (Ctrl-C ends it)")
-	fs.StringVar(&o.modelPorts, "model-ports", "", "run a raw configuration written for ConnectX NICs on the ConnectX device model: `auto` (raw interfaces in order on model:0, model:1, ...; 0↔1 are cabled) or KEY=N[@IFNAME],... with KEY an interface name or address; device/host_pinned regions become host memory and tunnel placeholders are left unset")
+	fs.StringVar(&o.modelPorts, "model-ports", "", "run a raw configuration written for ConnectX NICs on the ConnectX device model: `auto` (raw interfaces in order on model:0, model:1, ...; 0↔1 are cabled) or KEY=N[@IFNAME],... with KEY an interface name or address; device/host_pinned regions stay GPU memory on a GPU host (the model writes them) and become host memory elsewhere, and tunnel placeholders get test values")
 	fs.StringVar(&o.plotFile, "plot", "", "write TX/RX Gb/s and drops over time per interface to this SVG `file` (opens in a browser)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -180,7 +180,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if o.modelPorts != "" {
-		notes, err := applyModelPorts(cfg, o.modelPorts)
+		notes, err := applyModelPortsGPU(cfg, o.modelPorts, gpuCount())
 		if err != nil {
 			fmt.Fprintln(stderr, "daqiri-bench:", err)
 			return 1

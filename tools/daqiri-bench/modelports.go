@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/cudart"
 )
 
 // --model-ports runs a configuration written for ConnectX NICs — upstream's example files,
@@ -28,10 +29,25 @@ import (
 // tunnel fields get fixed documentation values, the same on every interface so that an
 // encap on one port and the decap on its peer agree — outer_eth_src 02:00:00:00:00:0a,
 // outer_eth_dst 02:00:00:00:00:0b, outer_ipv4_src 192.0.2.1, outer_ipv4_dst 192.0.2.2
-// (TEST-NET-1, RFC 5737) — a queue's cpu_core placeholder becomes core 0, and memory regions of kind device or host_pinned become
-// host memory, because the model's DMA reaches host memory only. Each change is listed on
-// stderr ("model-ports: ..."), so nobody mistakes the run for one on a GPU.
+// (TEST-NET-1, RFC 5737) — and a queue's cpu_core placeholder becomes core 0.
+//
+// GPU memory: on a host without a GPU, memory regions of kind device or host_pinned become
+// host memory and GPU reorder plans are refused. On a GPU host (gpus > 0) they stay GPU
+// memory: the model writes device regions through the GPU's copy engine after resolving their
+// DMA-BUF (mlx5/model/gpudma) and host_pinned regions with the CPU, so that the RX queues and
+// the GPU reorder plans run on GPU memory as on a ConnectX — with the model standing in for
+// the NIC. Exceptions: a device region that only TX queues use becomes host_pinned, since
+// the benchmark's sender writes its packets with the CPU (upstream's fills them on the GPU);
+// a device region that feeds a gpu reorder plan becomes host_pinned, since the plan reads
+// sequence numbers with the CPU (package reorder: device-memory sources are not supported
+// yet); and a region whose affinity names a GPU the host lacks becomes host memory. Each change is
+// listed on stderr ("model-ports: ..."), so nobody mistakes what ran.
 func applyModelPorts(cfg *config.Config, spec string) ([]string, error) {
+	return applyModelPortsGPU(cfg, spec, 0)
+}
+
+// applyModelPortsGPU is applyModelPorts on a host with gpus GPUs.
+func applyModelPortsGPU(cfg *config.Config, spec string, gpus int) ([]string, error) {
 	if cfg.StreamType != config.StreamRaw {
 		return nil, fmt.Errorf("--model-ports: stream_type is %q; model ports serve raw streams", cfg.StreamType)
 	}
@@ -132,21 +148,57 @@ func applyModelPorts(cfg *config.Config, spec string) ([]string, error) {
 	if cfg.Loopback == "sw" {
 		return nil, fmt.Errorf("--model-ports: the configuration uses the software loopback (loopback: sw); model ports replace NICs")
 	}
+	// What each region serves: RX queues, TX queues, reorder outputs, gpu plans' sources.
+	rxUse, txUse, outUse, gpuSrc := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]string{}
 	for _, ifc := range cfg.Interfaces {
+		for _, q := range txQueues(&ifc) {
+			for _, m := range q.MemoryRegions {
+				txUse[m] = true
+			}
+		}
 		if ifc.RX == nil {
 			continue
 		}
+		for _, q := range ifc.RX.Queues {
+			for _, m := range q.MemoryRegions {
+				rxUse[m] = true
+			}
+		}
 		for _, r := range ifc.RX.Reorders {
-			if r.Type == config.ReorderGPU {
-				return nil, fmt.Errorf("--model-ports: reorder plan %s of interface %s runs on a GPU, which needs packets in GPU memory; the model reaches host memory only", r.Name, ifc.Name)
+			outUse[r.MemoryRegion] = true
+			if r.Type != config.ReorderGPU {
+				continue
+			}
+			if gpus == 0 {
+				return nil, fmt.Errorf("--model-ports: reorder plan %s of interface %s runs on a GPU, which needs packets in GPU memory, and this host has no GPU", r.Name, ifc.Name)
+			}
+			for _, q := range ifc.RX.Queues {
+				for _, m := range q.MemoryRegions {
+					gpuSrc[m] = r.Name
+				}
 			}
 		}
 	}
 	for i := range cfg.MemoryRegions {
 		mr := &cfg.MemoryRegions[i]
-		if mr.Kind == config.KindDevice || mr.Kind == config.KindHostPinned {
-			notes = append(notes, fmt.Sprintf("memory region %s: kind %s becomes host (the model reaches host memory only)", mr.Name, mr.Kind))
+		if mr.Kind != config.KindDevice && mr.Kind != config.KindHostPinned {
+			continue
+		}
+		switch {
+		case gpus == 0:
+			notes = append(notes, fmt.Sprintf("memory region %s: kind %s becomes host (no GPU on this host)", mr.Name, mr.Kind))
 			mr.Kind = config.KindHost
+		case mr.Affinity >= gpus:
+			notes = append(notes, fmt.Sprintf("memory region %s: kind %s on GPU %d becomes host (%d GPU(s) here)", mr.Name, mr.Kind, mr.Affinity, gpus))
+			mr.Kind = config.KindHost
+		case mr.Kind == config.KindDevice && gpuSrc[mr.Name] != "":
+			notes = append(notes, fmt.Sprintf("memory region %s: kind device becomes host_pinned on GPU %d (it feeds gpu reorder plan %s, which reads sequence numbers with the CPU: device-memory sources are not supported by the plan yet)", mr.Name, mr.Affinity, gpuSrc[mr.Name]))
+			mr.Kind = config.KindHostPinned
+		case mr.Kind == config.KindDevice && txUse[mr.Name] && !rxUse[mr.Name] && !outUse[mr.Name]:
+			notes = append(notes, fmt.Sprintf("memory region %s: kind device becomes host_pinned on GPU %d (TX only: the sender writes packets with the CPU)", mr.Name, mr.Affinity))
+			mr.Kind = config.KindHostPinned
+		default:
+			notes = append(notes, fmt.Sprintf("memory region %s: %s memory on GPU %d, written by the device model (no NIC)", mr.Name, mr.Kind, mr.Affinity))
 		}
 	}
 	return notes, nil
@@ -178,4 +230,17 @@ func txQueues(ifc *config.Interface) []config.Queue {
 		return nil
 	}
 	return ifc.TX.Queues
+}
+
+// gpuCount is the number of CUDA GPUs this process sees (0 without a driver or a GPU).
+func gpuCount() int {
+	d, err := cudart.Open()
+	if err != nil {
+		return 0
+	}
+	n, err := d.DeviceCount()
+	if err != nil {
+		return 0
+	}
+	return n
 }

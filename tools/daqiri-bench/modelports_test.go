@@ -130,3 +130,63 @@ func TestApplyModelPorts(t *testing.T) {
 		t.Errorf("socket stream: %v", err)
 	}
 }
+
+// TestApplyModelPortsGPUHost (issue 27): on a host with GPUs, RX regions keep their GPU kind
+// (the model writes them), a TX-only device region becomes host_pinned (the sender writes
+// with the CPU), a device region feeding a gpu reorder plan becomes host_pinned (the plan
+// reads sequence numbers with the CPU) while the plan's output stays device memory, a region
+// on a GPU the host lacks becomes host memory, and gpu plans are accepted; each change is a
+// note.
+func TestApplyModelPortsGPUHost(t *testing.T) {
+	c, err := config.Parse([]byte(twoPortsYAML), "two.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes, err := applyModelPortsGPU(c, "auto", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]config.MemoryKind{}
+	for _, mr := range c.MemoryRegions {
+		kinds[mr.Name] = mr.Kind
+	}
+	if kinds["tx"] != config.KindHostPinned || kinds["rx"] != config.KindHostPinned {
+		t.Fatalf("kinds %v, want tx host_pinned (TX only), rx host_pinned (kept)", kinds)
+	}
+	if !strings.Contains(strings.Join(notes, "\n"), "TX only") {
+		t.Fatalf("notes %q do not explain the TX region", notes)
+	}
+	up, err := config.LoadFile("../../config/testdata/upstream/daqiri_bench_raw_tx_rx_reorder_seq_1024.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := applyModelPorts(up, "auto"); err == nil || !strings.Contains(err.Error(), "no GPU") {
+		t.Fatalf("a gpu plan without a GPU: %v", err)
+	}
+	up, _ = config.LoadFile("../../config/testdata/upstream/daqiri_bench_raw_tx_rx_reorder_seq_1024.yaml")
+	notes, err = applyModelPortsGPU(up, "auto", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mr := range up.MemoryRegions {
+		kinds[mr.Name] = mr.Kind
+	}
+	if kinds["Data_RX_GPU"] != config.KindHostPinned || kinds["Reorder_RX_GPU"] != config.KindDevice {
+		t.Fatalf("kinds %v: want the plan's source host_pinned and its output device", kinds)
+	}
+	if !strings.Contains(strings.Join(notes, "\n"), "reads sequence numbers with the CPU") {
+		t.Fatalf("notes %q", notes)
+	}
+	up, _ = config.LoadFile("../../config/testdata/upstream/daqiri_bench_raw_tx_rx.yaml")
+	for i := range up.MemoryRegions {
+		up.MemoryRegions[i].Affinity = 1
+	}
+	if _, err := applyModelPortsGPU(up, "auto", 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, mr := range up.MemoryRegions {
+		if mr.Kind != config.KindHost {
+			t.Fatalf("region %s on GPU 1 of a one-GPU host: kind %s, want host", mr.Name, mr.Kind)
+		}
+	}
+}

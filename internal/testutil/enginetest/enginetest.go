@@ -21,12 +21,25 @@ import (
 // closed, if the test registered its Close later, as cleanups run in reverse).
 func Ports(t testing.TB, cfg *config.Config) []*engine.Port {
 	t.Helper()
+	return PortsMem(t, cfg, nil)
+}
+
+// PortsMem is Ports with the memory of each region from alloc where it returns non-nil (GPU
+// memory in GPU tests); the region closes it at cleanup.
+func PortsMem(t testing.TB, cfg *config.Config, alloc func(rc *config.MemoryRegion) engine.Memory) []*engine.Port {
+	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	regions := map[string]*engine.Region{}
 	for i := range cfg.MemoryRegions {
 		rc := &cfg.MemoryRegions[i]
+		if alloc != nil {
+			if m := alloc(rc); m != nil {
+				regions[rc.Name] = regiontest.With(t, rc, m)
+				continue
+			}
+		}
 		regions[rc.Name] = regiontest.New(t, rc)
 	}
 	rxN, txN := cfg.RxMetaBuffers, cfg.TxMetaBuffers

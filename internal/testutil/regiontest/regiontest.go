@@ -26,6 +26,12 @@ func New(t testing.TB, rc *config.MemoryRegion) *engine.Region {
 	if err != nil {
 		t.Fatalf("region %s: %v", rc.Name, err)
 	}
+	return With(t, rc, mem)
+}
+
+// With is New over mem (GPU memory in GPU tests), which the region closes at cleanup.
+func With(t testing.TB, rc *config.MemoryRegion, mem engine.Memory) *engine.Region {
+	t.Helper()
 	r, err := engine.NewRegion(rc, mem)
 	if err != nil {
 		mem.Close()

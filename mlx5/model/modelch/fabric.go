@@ -28,6 +28,9 @@ type Fabric struct {
 	// TimerOnly makes every model stamp only its free-running timer, as a device without
 	// a real-time clock (cmd_hca_cap rq_ts_format and sq_ts_format 0).
 	TimerOnly bool
+	// DMABuf resolves the DMA-BUF fds registered on the ports (GPU memory); nil gives each
+	// channel its own gpudma.Importer (CUDA exports).
+	DMABuf DMABufImporter
 
 	mu   sync.Mutex
 	devs map[int]*model.Device
@@ -150,7 +153,12 @@ func (f *Fabric) Open(ctx context.Context, ports []channel.FabricPort, opts chan
 		if a.VFIO {
 			ch, err = vfioch.Open(vfs[a.Port], vfioch.Options{Name: ports[i].Address, Log: opts.Log})
 		} else {
-			ch, err = Open(devs[a.Port], ports[i].Address)
+			var mc *Channel
+			mc, err = Open(devs[a.Port], ports[i].Address)
+			if err == nil {
+				mc.imp = f.DMABuf
+				ch = mc
+			}
 		}
 		if err != nil {
 			return nil, nil, &channel.FabricError{Port: i, Err: err}

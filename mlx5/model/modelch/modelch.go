@@ -9,7 +9,11 @@
 // Memory the engine registers is mapped into the model's DMA space at I/O address = its
 // virtual address (the identity mapping DevX UMEMs and the PA keys the engine creates over
 // them rely on), then registered with CREATE_UMEM over pages as large as the address and
-// length allow.
+// length allow. GPU memory comes as a DMA-BUF fd (RegisterDMABuf, as DevX's DEVX_UMEM_REG
+// takes one): the channel's importer (mlx5/model/gpudma unless the Fabric gives another)
+// resolves it to the CUDA allocation, which is mapped as a window — reached by the GPU's copy
+// engine, since the model has no PCIe bus to write it over — at the allocation's device
+// address, and registered the same way.
 package modelch
 
 import (
@@ -24,8 +28,15 @@ import (
 	"github.com/daqiri-go/daqiri/hugepage"
 	"github.com/daqiri-go/daqiri/mlx5/channel"
 	"github.com/daqiri-go/daqiri/mlx5/model"
+	"github.com/daqiri-go/daqiri/mlx5/model/gpudma"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
+
+// DMABufImporter resolves the DMA-BUF fds registered through a channel to memory the model
+// reaches (gpudma.Importer for CUDA exports; tests give their own).
+type DMABufImporter interface {
+	Import(fd int, offset, length uint64) (gpudma.Buffer, error)
+}
 
 // Channel is one model function opened as a channel.Channel.
 type Channel struct {
@@ -38,6 +49,10 @@ type Channel struct {
 	live  live.Set[releaser]
 	pages *hugepage.Mem // firmware pages and the EQ ring, mapped at their addresses
 	eqn   uint32
+	// imp resolves DMA-BUF fds; own is the importer the channel made itself (nil until the
+	// first RegisterDMABuf without one given), closed with the channel.
+	imp DMABufImporter
+	own *gpudma.Importer
 }
 
 type releaser interface{ release() error }
@@ -269,15 +284,25 @@ func (c *Channel) RegisterMemory(mem []byte, access channel.Access) (channel.UME
 	if err := c.dev.DMA().Map(addr, mem, perm); err != nil {
 		return nil, fmt.Errorf("%s: %w", c.name, err)
 	}
+	um, err := c.createUMEM(addr, uint64(len(mem)))
+	if err != nil {
+		c.dev.DMA().Unmap(addr)
+		return nil, err
+	}
+	c.track(um)
+	return um, nil
+}
+
+// createUMEM registers the n bytes mapped at addr with CREATE_UMEM.
+func (c *Channel) createUMEM(addr, size uint64) (*umemH, error) {
 	// Pages as large as both the address and the length allow (at least the 4 KiB adapter
 	// page: the device addresses memory in pages; mlx5_ifc.h umem log_page_size counts from
 	// the adapter page shift).
-	shift := min(bits.TrailingZeros64(addr), bits.TrailingZeros64(uint64(len(mem))), 30)
+	shift := min(bits.TrailingZeros64(addr), bits.TrailingZeros64(size), 30)
 	if shift < prm.AdapterPageShift {
-		c.dev.DMA().Unmap(addr)
-		return nil, fmt.Errorf("%s: memory at %#x of %d bytes is not in whole 4 KiB pages", c.name, addr, len(mem))
+		return nil, fmt.Errorf("%s: memory at %#x of %d bytes is not in whole 4 KiB pages", c.name, addr, size)
 	}
-	n := len(mem) >> shift
+	n := int(size >> shift)
 	base := prm.CreateUMEMIn.UMEM.Off
 	u := prm.UMEM
 	in := prm.NewCmdIn(prm.CmdOpCreateUMEM, 0, int(u.Mtt.At(base).ByteOff())+8*n)
@@ -288,10 +313,51 @@ func (c *Channel) RegisterMemory(mem []byte, access channel.Access) (channel.UME
 	}
 	out := make([]byte, 16)
 	if err := c.exec(in, out); err != nil {
-		c.dev.DMA().Unmap(addr)
 		return nil, err
 	}
-	um := &umemH{c: c, id: uint32(prm.CreateUMEMOut.UMEMID.Get(out)), addr: addr}
+	return &umemH{c: c, id: uint32(prm.CreateUMEMOut.UMEMID.Get(out)), addr: addr}, nil
+}
+
+var _ channel.DMABufRegistrar = (*Channel)(nil)
+
+// RegisterDMABuf implements channel.DMABufRegistrar: the importer resolves length bytes at
+// offset of DMA-BUF fd to the allocation it exports, which is mapped as a window at its
+// device address and registered with CREATE_UMEM. An fd the importer refuses (not a DMA-BUF,
+// an allocation freed, a range outside the buffer) fails as CREATE_UMEM with BAD_PARAM, the
+// status a device gives for memory it cannot reach. The fd is not kept: the caller may close
+// it once the call returns, as after DEVX_UMEM_REG.
+func (c *Channel) RegisterDMABuf(fd int, offset, length uint64, access channel.Access) (channel.UMEM, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, channel.ErrClosed
+	}
+	imp := c.imp
+	if imp == nil {
+		c.own = gpudma.New()
+		c.imp, imp = c.own, c.own
+	}
+	c.mu.Unlock()
+	refuse := func(format string, args ...any) error {
+		return &channel.CommandError{Opcode: uint16(prm.CmdOpCreateUMEM), Status: uint8(prm.StatusBadParamErr),
+			Syndrome: uint32(model.SyndromeBadMemory), Name: prm.CmdOpCreateUMEM.String(), Detail: fmt.Sprintf(format, args...)}
+	}
+	buf, err := imp.Import(fd, offset, length)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.name, refuse("%v", err))
+	}
+	perm := model.DMARead
+	if access&(channel.AccessLocalWrite|channel.AccessRemoteWrite) != 0 {
+		perm |= model.DMAWrite
+	}
+	if err := c.dev.DMA().MapWindow(buf.IOVA, buf.Size, buf.Window, perm); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.name, refuse("DMA-BUF fd %d (%s): %v", fd, buf.What, err))
+	}
+	um, err := c.createUMEM(buf.IOVA, buf.Size)
+	if err != nil {
+		c.dev.DMA().Unmap(buf.IOVA)
+		return nil, fmt.Errorf("DMA-BUF fd %d (%s): %w", fd, buf.What, err)
+	}
 	c.track(um)
 	return um, nil
 }
@@ -422,6 +488,12 @@ func (c *Channel) Close() error {
 		errs = append(errs, err)
 	}
 	c.unmapPages()
+	if c.own != nil {
+		// After every UMEM: no window is mapped any more.
+		if err := c.own.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -114,6 +114,9 @@ func (p Paged) Slice(off uint64, n int, perm dma.Perm) ([]byte, error) {
 // datapath complete the WQE with a local protection error, as hardware does.
 type Translator interface {
 	Translate(lkey uint32, addr uint64, n int, perm dma.Perm) ([]byte, error)
+	// Store writes p at lkey + addr with Translate's checks for a write: the RX scatter,
+	// which reaches GPU memory (a window with no host bytes) as well as host memory.
+	Store(lkey uint32, addr uint64, p []byte) error
 }
 
 // Events is what the datapath raises towards the event queues, which the control side owns:

@@ -35,6 +35,15 @@ func (k keys) Translate(lkey uint32, addr uint64, n int, perm dma.Perm) ([]byte,
 	return k.s.Slice(addr, n, perm)
 }
 
+func (k keys) Store(lkey uint32, addr uint64, p []byte) error {
+	b, err := k.Translate(lkey, addr, len(p), dma.Write)
+	if err != nil {
+		return err
+	}
+	copy(b, p)
+	return nil
+}
+
 type events struct {
 	mu      sync.Mutex
 	comp    []uint32

@@ -260,13 +260,11 @@ func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta) {
 			break
 		}
 		k := min(int(bc), len(left))
-		dst, err := n.translate(lkey, prm.WQEData.Addr.Get(seg), k)
-		if err != nil {
+		if err := n.scatter(lkey, prm.WQEData.Addr.Get(seg), left[:k]); err != nil {
 			r.advance()
 			n.rxError(r, idx, prm.CQESyndLocalProt)
 			return
 		}
-		copy(dst, left[:k])
 		left = left[k:]
 	}
 	r.advance()
@@ -335,16 +333,18 @@ func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
 		n.rxError(r, idx, prm.CQESyndLocalLength)
 		return
 	}
-	dst, err := n.translate(lkey, prm.WQEData.Addr.Get(d)+uint64(off), need)
-	if err != nil {
+	at := prm.WQEData.Addr.Get(d) + uint64(off)
+	if r.p.WQ.TwoByteShift {
+		if err := n.scatter(lkey, at, []byte{0, 0}); err != nil {
+			n.rxError(r, idx, prm.CQESyndLocalProt)
+			return
+		}
+		at += 2
+	}
+	if err := n.scatter(lkey, at, f); err != nil {
 		n.rxError(r, idx, prm.CQESyndLocalProt)
 		return
 	}
-	if r.p.WQ.TwoByteShift {
-		dst[0], dst[1] = 0, 0
-		dst = dst[2:]
-	}
-	copy(dst, f)
 	r.strides += k
 	prm.CQE64.WQEID.Set(e[:], uint64(idx&0xffff))
 	prm.CQE64.WQECounter.Set(e[:], uint64(first))
@@ -370,11 +370,13 @@ func (n *NIC) rxError(r *rq, idx uint32, synd uint8) {
 	n.pushCQE(r.cq, &e, false, false)
 }
 
-func (n *NIC) translate(lkey uint32, addr uint64, size int) ([]byte, error) {
+// scatter writes an RX scatter through the MKEY table (host memory, or GPU memory through a
+// window).
+func (n *NIC) scatter(lkey uint32, addr uint64, p []byte) error {
 	if n.cfg.Keys == nil {
-		return nil, errf(StatusBadParam, SyndromeBadMemory, "no memory keys")
+		return errf(StatusBadParam, SyndromeBadMemory, "no memory keys")
 	}
-	return n.cfg.Keys.Translate(lkey, addr, size, dma.Write)
+	return n.cfg.Keys.Store(lkey, addr, p)
 }
 
 // fillRXCQE sets the fields every RX CQE carries: opcode, header types and checksum results,

@@ -4,6 +4,12 @@
 // device's DMA engine reaches memory through the IOMMU. An access outside every mapping is an
 // error the model turns into what hardware would do (a completion with error, an event), never
 // a panic.
+//
+// Besides host memory, a mapping can be a window: memory the host cannot address (GPU memory),
+// which the model reaches by copy (Window; mlx5/model/gpudma copies through the GPU's copy
+// engine). Slice refuses a window's bytes (ErrWindow); Gather, Read and Write copy through it,
+// so a device's reads (TX gathers) and writes (RX scatters) reach it, and queues, which the
+// datapath addresses in place, cannot live in it.
 package dma
 
 import (
@@ -27,11 +33,31 @@ const (
 	Write
 )
 
+// Window is memory the device reaches that the host cannot address: GPU memory, which the
+// model reads and writes through the GPU's copy engine (mlx5/model/gpudma). Offsets are from
+// the start of the window; an access is wholly inside it (Space checks).
+type Window interface {
+	// ReadAt copies len(p) bytes at off into p; the bytes are what the memory holds once
+	// every earlier WriteAt has landed.
+	ReadAt(p []byte, off uint64) error
+	// WriteAt copies p to off and returns once the bytes are in the memory (visible to
+	// anything that reads it afterwards, a kernel or a copy back).
+	WriteAt(p []byte, off uint64) error
+}
+
+// ErrWindow is wrapped by Slice's error for bytes in a window: they have no host address, so
+// the device reaches them only by copy (Gather, Write).
+var ErrWindow = errors.New("dma: the bytes are in a window (device memory with no host address)")
+
 type mapping struct {
 	iova uint64
-	mem  []byte
+	mem  []byte // nil for a window
+	win  Window
+	size uint64
 	perm Perm
 }
+
+func (m mapping) end() uint64 { return m.iova + m.size }
 
 // Space is one I/O virtual address space. Its methods are safe for concurrent use; the bytes
 // it hands out alias the mapped memory, as a device and its driver share it.
@@ -50,18 +76,34 @@ func (s *Space) Map(iova uint64, mem []byte, perm Perm) error {
 	if end < iova {
 		return fmt.Errorf("dma: mapping at %#x of %d bytes wraps the address space", iova, len(mem))
 	}
+	return s.insert(mapping{iova: iova, mem: mem, size: uint64(len(mem)), perm: perm})
+}
+
+// MapWindow makes size bytes of w reachable at iova (device memory: the model's DMA copies
+// through w). w must stay usable until Unmap.
+func (s *Space) MapWindow(iova, size uint64, w Window, perm Perm) error {
+	if size == 0 || w == nil {
+		return fmt.Errorf("dma: window of %d bytes at %#x", size, iova)
+	}
+	if iova+size < iova {
+		return fmt.Errorf("dma: window at %#x of %d bytes wraps the address space", iova, size)
+	}
+	return s.insert(mapping{iova: iova, win: w, size: size, perm: perm})
+}
+
+func (s *Space) insert(m mapping) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, _ := slices.BinarySearchFunc(s.maps, iova, byIOVA)
+	i, _ := slices.BinarySearchFunc(s.maps, m.iova, byIOVA)
 	if i > 0 {
-		if p := s.maps[i-1]; p.iova+uint64(len(p.mem)) > iova {
-			return fmt.Errorf("dma: mapping at %#x overlaps the one at %#x", iova, p.iova)
+		if p := s.maps[i-1]; p.end() > m.iova {
+			return fmt.Errorf("dma: mapping at %#x overlaps the one at %#x", m.iova, p.iova)
 		}
 	}
-	if i < len(s.maps) && s.maps[i].iova < end {
-		return fmt.Errorf("dma: mapping at %#x overlaps the one at %#x", iova, s.maps[i].iova)
+	if i < len(s.maps) && s.maps[i].iova < m.end() {
+		return fmt.Errorf("dma: mapping at %#x overlaps the one at %#x", m.iova, s.maps[i].iova)
 	}
-	s.maps = slices.Insert(s.maps, i, mapping{iova: iova, mem: mem, perm: perm})
+	s.maps = slices.Insert(s.maps, i, m)
 	return nil
 }
 
@@ -92,13 +134,24 @@ func (s *Space) Slice(iova uint64, n int, perm Perm) ([]byte, error) {
 	}
 	m := s.maps[i]
 	off := iova - m.iova
-	if off > uint64(len(m.mem)) || uint64(n) > uint64(len(m.mem))-off {
+	if off > m.size || uint64(n) > m.size-off {
 		return nil, fmt.Errorf("%w: %d bytes at %#x", ErrFault, n, iova)
 	}
 	if m.perm&perm != perm {
 		return nil, fmt.Errorf("%w: %d bytes at %#x: mapping at %#x does not allow %v", ErrFault, n, iova, m.iova, perm)
 	}
+	if m.win != nil {
+		return nil, fmt.Errorf("%w: %d bytes at %#x: %w", ErrFault, n, iova, ErrWindow)
+	}
 	return m.mem[off : off+uint64(n) : off+uint64(n)], nil
+}
+
+// Window reports whether iova lies in a window (device memory) rather than host memory.
+func (s *Space) Window(iova uint64) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	i := s.find(iova)
+	return i >= 0 && iova-s.maps[i].iova < s.maps[i].size && s.maps[i].win != nil
 }
 
 // find returns the index of the mapping that starts at or below iova (the only one that can
@@ -120,8 +173,17 @@ func (s *Space) Gather(iova uint64, n int, perm Perm) ([]byte, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("%w: %d bytes at %#x", ErrFault, n, iova)
 	}
-	out := make([]byte, 0, n)
-	err := s.walk(iova, uint64(n), perm, func(b []byte) { out = append(out, b...) })
+	out := make([]byte, n)
+	at := 0
+	err := s.walk(iova, uint64(n), perm, func(m mapping, off, k uint64) error {
+		dst := out[at : at+int(k)]
+		at += int(k)
+		if m.win != nil {
+			return m.win.ReadAt(dst, off)
+		}
+		copy(dst, m.mem[off:off+k])
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -131,12 +193,13 @@ func (s *Space) Gather(iova uint64, n int, perm Perm) ([]byte, error) {
 // Check reports whether the n bytes at iova are mapped, with perm, by mappings that follow
 // each other in I/O address space (what Gather could read), without copying them.
 func (s *Space) Check(iova, n uint64, perm Perm) error {
-	return s.walk(iova, n, perm, func([]byte) {})
+	return s.walk(iova, n, perm, func(mapping, uint64, uint64) error { return nil })
 }
 
-// walk hands each mapped piece of the n bytes at iova to fn in order, or fails at the first
-// byte that is not mapped with perm.
-func (s *Space) walk(iova, n uint64, perm Perm, fn func([]byte)) error {
+// walk hands each mapped piece of the n bytes at iova to fn in order (its mapping, the offset
+// in it, its length), or fails at the first byte that is not mapped with perm or at fn's
+// first error.
+func (s *Space) walk(iova, n uint64, perm Perm, fn func(m mapping, off, k uint64) error) error {
 	if iova+n < iova {
 		return fmt.Errorf("%w: %d bytes at %#x", ErrFault, n, iova)
 	}
@@ -149,36 +212,69 @@ func (s *Space) walk(iova, n uint64, perm Perm, fn func([]byte)) error {
 		}
 		m := s.maps[i]
 		off := at - m.iova
-		if off >= uint64(len(m.mem)) {
+		if off >= m.size {
 			return fmt.Errorf("%w: %d bytes at %#x (nothing mapped at %#x)", ErrFault, n, iova, at)
 		}
 		if m.perm&perm != perm {
 			return fmt.Errorf("%w: %d bytes at %#x: mapping at %#x does not allow %v", ErrFault, n, iova, m.iova, perm)
 		}
-		k := min(end-at, uint64(len(m.mem))-off)
-		fn(m.mem[off : off+k])
+		k := min(end-at, m.size-off)
+		if err := fn(m, off, k); err != nil {
+			return fmt.Errorf("%w: %d bytes at %#x: %v", ErrFault, n, iova, err)
+		}
 		at += k
 	}
 	return nil
 }
 
-// Read copies len(p) bytes at iova into p.
+// Read copies len(p) bytes at iova into p, from host memory or through a window; the bytes
+// lie in one mapping.
 func (s *Space) Read(iova uint64, p []byte) error {
-	b, err := s.Slice(iova, len(p), Read)
-	if err != nil {
-		return err
-	}
-	copy(p, b)
-	return nil
+	return s.one(iova, len(p), Read, func(m mapping, off uint64) error {
+		if m.win != nil {
+			return m.win.ReadAt(p, off)
+		}
+		copy(p, m.mem[off:])
+		return nil
+	})
 }
 
-// Write copies p to iova.
+// Write copies p to iova, into host memory or through a window (the device's DMA write: on
+// return the bytes are in the memory); the bytes lie in one mapping.
 func (s *Space) Write(iova uint64, p []byte) error {
-	b, err := s.Slice(iova, len(p), Write)
-	if err != nil {
-		return err
+	return s.one(iova, len(p), Write, func(m mapping, off uint64) error {
+		if m.win != nil {
+			return m.win.WriteAt(p, off)
+		}
+		copy(m.mem[off:], p)
+		return nil
+	})
+}
+
+// one runs fn on the mapping that holds all n bytes at iova with perm, outside the lock (a
+// window's copy may take a while; the mapping's owner keeps it until Unmap, which the model
+// orders after the last access as a device's DMA is ordered before its unmap).
+func (s *Space) one(iova uint64, n int, perm Perm, fn func(m mapping, off uint64) error) error {
+	s.mu.RLock()
+	i := s.find(iova)
+	var m mapping
+	if i >= 0 {
+		m = s.maps[i]
 	}
-	copy(b, p)
+	s.mu.RUnlock()
+	if i < 0 {
+		return fmt.Errorf("%w: %d bytes at %#x", ErrFault, n, iova)
+	}
+	off := iova - m.iova
+	if n < 0 || off > m.size || uint64(n) > m.size-off {
+		return fmt.Errorf("%w: %d bytes at %#x", ErrFault, n, iova)
+	}
+	if m.perm&perm != perm {
+		return fmt.Errorf("%w: %d bytes at %#x: mapping at %#x does not allow %v", ErrFault, n, iova, m.iova, perm)
+	}
+	if err := fn(m, off); err != nil {
+		return fmt.Errorf("%w: %d bytes at %#x: %v", ErrFault, n, iova, err)
+	}
 	return nil
 }
 

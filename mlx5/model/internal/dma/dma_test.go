@@ -85,3 +85,66 @@ func TestGather(t *testing.T) {
 		}
 	}
 }
+
+// sliceWindow is a window over a byte slice, reached only by copy.
+type sliceWindow struct{ b []byte }
+
+func (w *sliceWindow) ReadAt(p []byte, off uint64) error  { copy(p, w.b[off:]); return nil }
+func (w *sliceWindow) WriteAt(p []byte, off uint64) error { copy(w.b[off:], p); return nil }
+
+// TestWindow: a window (device memory) is mapped like host memory and overlaps are refused,
+// but its bytes are reached only by copy: Slice refuses them with ErrWindow, Read, Write and
+// Gather copy through the window (Gather across a host mapping and a window too), and the
+// permissions hold.
+func TestWindow(t *testing.T) {
+	var s Space
+	host := make([]byte, 4096)
+	w := &sliceWindow{b: make([]byte, 8192)}
+	if err := s.Map(0x10000, host, Read|Write); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MapWindow(0x11000, 8192, w, Read|Write); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MapWindow(0x12000, 4096, w, Read); err == nil {
+		t.Fatal("overlapping window accepted")
+	}
+	if err := s.MapWindow(0x20000, 0, w, Read); err == nil {
+		t.Fatal("empty window accepted")
+	}
+	if !s.Window(0x11800) || s.Window(0x10800) || s.Window(0x13000) {
+		t.Fatal("Window() does not tell the window from host memory")
+	}
+	if _, err := s.Slice(0x11000, 16, Read); !errors.Is(err, ErrWindow) || !errors.Is(err, ErrFault) {
+		t.Fatalf("Slice of a window: %v", err)
+	}
+	if err := s.Write(0x11ffe, []byte{1, 2, 3, 4}); err != nil || w.b[0xffe] != 1 || w.b[0x1001] != 4 {
+		t.Fatalf("Write through the window: %v", err)
+	}
+	p := make([]byte, 4)
+	if err := s.Read(0x11ffe, p); err != nil || string(p) != string([]byte{1, 2, 3, 4}) {
+		t.Fatalf("Read through the window: % x, %v", p, err)
+	}
+	host[4095] = 9
+	w.b[0] = 8
+	g, err := s.Gather(0x10fff, 2, Read)
+	if err != nil || g[0] != 9 || g[1] != 8 {
+		t.Fatalf("Gather across host memory and a window: % x, %v", g, err)
+	}
+	if err := s.Check(0x10000, 4096+8192, Read); err != nil {
+		t.Fatalf("Check across host memory and a window: %v", err)
+	}
+	if err := s.Write(0x12ffe, []byte{1, 2, 3, 4}); !errors.Is(err, ErrFault) {
+		t.Fatalf("Write past the window's end: %v", err)
+	}
+	if err := s.Unmap(0x11000); err != nil || s.Len() != 1 {
+		t.Fatalf("Unmap of the window: %v, %d left", err, s.Len())
+	}
+	var ro Space
+	if err := ro.MapWindow(0x1000, 4096, w, Read); err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.Write(0x1000, []byte{1}); !errors.Is(err, ErrFault) {
+		t.Fatalf("Write into a read-only window: %v", err)
+	}
+}
