@@ -37,7 +37,12 @@
 // A second table runs whole GPU plans the way a session does: packets in host_pinned memory
 // (where the socket or AF_XDP engines put them), the CPU placing each one, the GPU kernel
 // reading the payloads over PCIe into device memory; compared with a host-to-device copy of
-// the same bytes (-plan-batches 0 skips it).
+// the same bytes (-plan-batches 0 skips it). -plan-ppb sets its packets per batch,
+// -plan-feeders runs several plans at once (each fed by its own goroutine, as engine workers
+// of several queues), -plan-kernels null runs them with kernels that return at once (the
+// feeding side's own rate), and each row says where the feeding thread's time went. -bound
+// (bound.go) first times a batch's kernel reading host_pinned packets against the HtoD copy of
+// the same bytes, and the CPU cost of one launch.
 package main
 
 import (
@@ -120,6 +125,10 @@ func main() {
 	timing := flag.String("timing", "queued", "queued: GPU time of launches queued ahead; launch: launched back to back from the CPU")
 	variants := flag.String("variants", "", "PTX of reorder.cu built with -DREORDER_VARIANTS: time the widening-kernel variants against -variants-base and -ptx, then exit")
 	variantsBase := flag.String("variants-base", "", "PTX holding the previous kernels (variant 0), for -variants")
+	planPPB := flag.String("plan-ppb", "1024", "packets per batch of the whole-plan runs (and -bound)")
+	planFeeders := flag.String("plan-feeders", "1", "plans fed at once, each by its own goroutine on its own queue (whole-plan runs)")
+	planKernels := flag.String("plan-kernels", "real", "kernels of the whole-plan runs: real, null (kernels that return at once: the feeding side alone), or both as real,null")
+	bound := flag.Bool("bound", false, "measure a batch's kernel from host_pinned memory against the HtoD copy, and the CPU cost of a launch, per size and -plan-ppb (bound.go), before the plans")
 	distinct := flag.Int("distinct", 0, "K > 0: time copy, memset and our kernels on one batch repeated, on K distinct batches in turn, and (with -l2-persist-mb) with the input in a persisting L2 window, then exit (distinct.go)")
 	persistMB := flag.Int("l2-persist-mb", 0, "with -distinct: L2 set-aside for the persisting input window, MiB (0: skip that column)")
 	flag.Parse()
@@ -167,8 +176,21 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if *bound {
+		if err := runBound(ints(*sizes), ints(*planPPB)); err != nil {
+			fmt.Fprintln(os.Stderr, "bench/reorder/gpu:", err)
+			os.Exit(1)
+		}
+	}
 	if *planBatches > 0 {
-		if err := runPlans(ints(*sizes), *planBatches, *ptxFile, *jsonOut); err != nil {
+		kinds := strings.Split(*planKernels, ",")
+		for _, k := range kinds {
+			if k != "real" && k != "null" {
+				fmt.Fprintf(os.Stderr, "bad -plan-kernels %q: want real, null or real,null\n", *planKernels)
+				os.Exit(2)
+			}
+		}
+		if err := runPlans(ints(*sizes), *planBatches, *ptxFile, *jsonOut, ints(*planPPB), ints(*planFeeders), kinds); err != nil {
 			fmt.Fprintln(os.Stderr, "bench/reorder/gpu:", err)
 			os.Exit(1)
 		}
@@ -490,18 +512,24 @@ func compare(dev *cudart.Device, s *cudart.Stream, out cudart.DevicePtr, n int, 
 type planResult struct {
 	Kind        string  `json:"kind"` // "plan"
 	Conversion  string  `json:"conversion"`
+	Kernels     string  `json:"kernels"` // real, or null (kernels that return at once)
 	PacketBytes int     `json:"packet_bytes"`
 	Batch       int     `json:"batch"`
 	Batches     int     `json:"batches"`
+	Feeders     int     `json:"feeders"`
 	PlanGBps    float64 `json:"plan_in_GBps"`
 	HtoDGBps    float64 `json:"htod_GBps"`
 	Ratio       float64 `json:"ratio"`
 	Mpps        float64 `json:"mpps"`
+	// Where each feeding thread's time went, per packet (averaged over the feeders).
+	Sections sections `json:"sections"`
 }
 
 // runPlans measures whole GPU plans (host_pinned source, device output) fed by an
-// engine-like loop, next to host-to-device copies of the same bytes.
-func runPlans(sizes []int, batches int, ptxFile, jsonOut string) error {
+// engine-like loop, next to host-to-device copies of the same bytes (a batch's): per packet
+// size, batch size (ppbs), conversion, kernels (real, or null: the feeding side alone) and
+// number of plans fed at once.
+func runPlans(sizes []int, batches int, ptxFile, jsonOut string, ppbs, feeders []int, kinds []string) error {
 	var ptx []byte
 	if ptxFile != "" {
 		var err error
@@ -521,64 +549,79 @@ func runPlans(sizes []int, batches int, ptxFile, jsonOut string) error {
 		}
 		defer w.Close()
 	}
-	const ppb, inFlight = 1024, 4
-	fmt.Printf("\nwhole GPU plans: host_pinned packets → device aggregates, %d packets per batch, %d batches\n", ppb, batches)
-	fmt.Printf("%-14s %6s %12s %12s %7s %8s\n", "conversion", "pkt", "plan GB/s", "HtoD GB/s", "ratio", "Mpkt/s")
+	const inFlight = 4
+	fmt.Printf("\nwhole GPU plans: host_pinned packets → device aggregates, %d batches per plan; feeding thread's ns/packet: produce (engine side), deliver (plan: place, tables, launches), wait (aggregates, GPU)\n", batches)
+	fmt.Printf("%-11s %6s %5s %6s %3s %10s %10s %7s %8s %8s %8s %8s\n", "conversion", "pkt", "ppb", "kern", "thr", "plan GB/s", "HtoD GB/s", "ratio", "Mpkt/s", "prod ns", "deliv ns", "wait ns")
 	for _, size := range sizes {
-		for _, conv := range []string{"copy", "int16-fp32"} {
-			var dt *config.DataTypes
-			if conv != "copy" {
-				dt = &config.DataTypes{Input: config.TypeInt16, Output: config.TypeFP32, Endianness: config.EndianNetwork}
-			}
-			c, err := reorder.NewConversion(dt)
+		for _, ppb := range ppbs {
+			cr, err := dev.MeasureCopy(cudart.HostToDevice, ppb*size, 50)
 			if err != nil {
 				return err
 			}
-			res, err := planOnce(d, dev, ptx, size, ppb, inFlight, batches, dt, c)
-			if err != nil {
-				return err
-			}
-			res.Conversion = conv
-			fmt.Printf("%-14s %6d %12.2f %12.2f %7.3f %8.2f\n", conv, size, res.PlanGBps, res.HtoDGBps, res.Ratio, res.Mpps)
-			if w != nil {
-				json.NewEncoder(w).Encode(res)
+			for _, conv := range planConvs {
+				dt, c, err := planConv(conv)
+				if err != nil {
+					return err
+				}
+				for _, kind := range kinds {
+					kptx := ptx
+					if kind == "null" {
+						kptx = []byte(nullPTX)
+					}
+					for _, f := range feeders {
+						res, err := planMany(d, dev, kptx, size, ppb, inFlight, batches, dt, c, f)
+						if err != nil {
+							return err
+						}
+						res.Conversion, res.Kernels = conv, kind
+						res.HtoDGBps = cr.GBps()
+						res.Ratio = res.PlanGBps / res.HtoDGBps
+						fmt.Printf("%-11s %6d %5d %6s %3d %10.2f %10.2f %7.3f %8.2f %8.1f %8.1f %8.1f\n", conv, size, ppb, kind, f, res.PlanGBps, res.HtoDGBps, res.Ratio, res.Mpps,
+							res.Sections.Produce, res.Sections.Deliver, res.Sections.Wait)
+						if w != nil {
+							json.NewEncoder(w).Encode(res)
+						}
+					}
+				}
 			}
 		}
 	}
 	return nil
 }
 
-func planOnce(d *cudart.Driver, dev *cudart.Device, ptx []byte, size, ppb, inFlight, batches int, dt *config.DataTypes, c reorder.Conversion) (planResult, error) {
-	res := planResult{Kind: "plan", PacketBytes: size, Batch: ppb, Batches: batches}
+// planOnce runs one plan for batches batches and returns the time it took and where the
+// feeding loop's time went (time.Now around each burst's sections: about 1 ns a packet).
+func planOnce(d *cudart.Driver, dev *cudart.Device, ptx []byte, size, ppb, inFlight, batches int, dt *config.DataTypes, c reorder.Conversion) (res planResult, el time.Duration, sec sections, err error) {
+	res = planResult{Kind: "plan", PacketBytes: size, Batch: ppb, Batches: batches}
 	bufSize := size + headroom
 	nbufs := (2*inFlight + 2) * ppb
 	pin, err := d.AllocHostPinned(0, nbufs*bufSize)
 	if err != nil {
-		return res, err
+		return res, 0, sec, err
 	}
 	src, err := engine.NewRegion(&config.MemoryRegion{Name: "src", Kind: config.KindHostPinned, NumBufs: nbufs, BufSize: bufSize}, pin)
 	if err != nil {
-		return res, err
+		return res, 0, sec, err
 	}
 	defer src.Close()
 	outLen := ppb * c.OutputLen(size)
 	om, err := d.AllocDevice(0, (inFlight+4)*outLen)
 	if err != nil {
-		return res, err
+		return res, 0, sec, err
 	}
 	out, err := engine.NewRegion(&config.MemoryRegion{Name: "out", Kind: config.KindDevice, NumBufs: inFlight + 4, BufSize: outLen}, om)
 	if err != nil {
-		return res, err
+		return res, 0, sec, err
 	}
 	defer out.Close()
 	meta, err := engine.NewMetaPool("rx", 64, 64, false)
 	if err != nil {
-		return res, err
+		return res, 0, sec, err
 	}
 	port := &engine.Port{ID: 0, Name: "bench", Config: &config.Interface{Name: "bench"}}
 	q, err := engine.NewRxQueue(port, 0, &config.Queue{Name: "q", BatchSize: 64}, []*engine.Region{src}, meta, 64)
 	if err != nil {
-		return res, err
+		return res, 0, sec, err
 	}
 	port.Rx = []*engine.RxQueue{q}
 	svc := reorder.NewService(nil)
@@ -590,7 +633,7 @@ func planOnce(d *cudart.Driver, dev *cudart.Device, ptx []byte, size, ppb, inFli
 		Method: config.ReorderMethod{Kind: config.MethodSeqPacketsPerBatch, Seq: config.BitField{Offset: 0, Width: 32}, PacketsPerBatch: ppb}}
 	plan, err := svc.Add(q, rc, out, reorder.Options{MaxInFlight: inFlight, Kernels: ptx})
 	if err != nil {
-		return res, err
+		return res, 0, sec, err
 	}
 	svc.Start()
 	perm := rand.New(rand.NewPCG(1, 2)).Perm(ppb)
@@ -610,17 +653,20 @@ func planOnce(d *cudart.Driver, dev *cudart.Device, ptx []byte, size, ppb, inFli
 			time.Sleep(20 * time.Microsecond)
 		}
 	}
+	var prod, deliv, wait time.Duration
 	t0 := time.Now()
 	deadline := t0.Add(60 * time.Second)
 	for b := 0; b < batches; b++ {
 		base := uint32(b * ppb)
 		for i := 0; i < ppb; {
 			if time.Now().After(deadline) {
-				return res, fmt.Errorf("whole plan: stuck at batch %d packet %d; stats %+v", b, i, plan.Stats())
+				return res, 0, sec, fmt.Errorf("whole plan: stuck at batch %d packet %d; stats %+v", b, i, plan.Stats())
 			}
+			tp := time.Now()
 			burst, err := q.NewBurst()
 			if err != nil {
 				take(false)
+				wait += time.Since(tp)
 				continue
 			}
 			// The burst's buffers in one pool operation, as the socket and AF_XDP engines take
@@ -629,6 +675,7 @@ func planOnce(d *cudart.Driver, dev *cudart.Device, ptx []byte, size, ppb, inFli
 			if k == 0 {
 				burst.Free()
 				take(false)
+				wait += time.Since(tp)
 				continue
 			}
 			for _, idx := range idxs[:k] {
@@ -636,33 +683,36 @@ func planOnce(d *cudart.Driver, dev *cudart.Device, ptx []byte, size, ppb, inFli
 				burst.Append(uint64(idx)*uint64(src.BufSize), uint32(bufSize), 1, 0)
 				i++
 			}
+			td := time.Now()
 			q.Deliver(burst)
+			te := time.Now()
 			take(false)
+			tw := time.Now()
+			prod += td.Sub(tp)
+			deliv += te.Sub(td)
+			wait += tw.Sub(te)
 		}
 		// Keep at most inFlight batches queued on the GPU, as a receiver pacing itself would;
 		// past that the plan drops packets for want of slot tables (counted no_packet_buffers).
 		// Polling, as an engine worker does: a sleep would cost tens of microseconds a batch.
+		tp := time.Now()
 		for got < b-inFlight+1 && time.Now().Before(deadline) {
 			take(false)
 			runtime.Gosched()
 		}
+		wait += time.Since(tp)
 	}
+	tp := time.Now()
 	for i := 0; i < 100000 && got < batches; i++ {
 		take(false)
 		time.Sleep(20 * time.Microsecond)
 	}
-	el := time.Since(t0)
+	wait += time.Since(tp)
+	el = time.Since(t0)
 	if st := plan.Stats(); got != batches || st.Complete != uint64(batches) {
-		return res, fmt.Errorf("whole plan: %d of %d aggregates; stats %+v", got, batches, st)
+		return res, 0, sec, fmt.Errorf("whole plan: %d of %d aggregates; stats %+v", got, batches, st)
 	}
-	cr, err := dev.MeasureCopy(cudart.HostToDevice, ppb*size, 50)
-	if err != nil {
-		return res, err
-	}
-	bytes := float64(batches * ppb * size)
-	res.PlanGBps = bytes / el.Seconds() / 1e9
-	res.HtoDGBps = cr.GBps()
-	res.Ratio = res.PlanGBps / res.HtoDGBps
-	res.Mpps = float64(batches*ppb) / el.Seconds() / 1e6
-	return res, nil
+	n := float64(batches * ppb)
+	sec = sections{Produce: float64(prod.Nanoseconds()) / n, Deliver: float64(deliv.Nanoseconds()) / n, Wait: float64(wait.Nanoseconds()) / n}
+	return res, el, sec, nil
 }
