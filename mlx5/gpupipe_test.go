@@ -187,3 +187,69 @@ func benchPipeline(b *testing.B, dev *cudart.Device, size int, dt *config.DataTy
 		b.Fatalf("the model dropped %d packets for lack of buffers", c.RXOutOfBuffer)
 	}
 }
+
+// BenchmarkRXTouch is BenchmarkRX's loop (one queue, host memory, 1 KiB and 8 KiB frames) with
+// the CPU reading each packet's 32-bit sequence number before the free, as a reorder plan
+// does first; touch=false is the plain loop in the same run. The difference is what the
+// first read of packets the model wrote (from another core, before the timer) costs.
+func BenchmarkRXTouch(b *testing.B) {
+	for _, size := range []int{1024, 8192} {
+		for _, touch := range []bool{false, true} {
+			b.Run(fmt.Sprintf("size=%d/touch=%v", size, touch), func(b *testing.B) {
+				buf := 2048
+				if size > 2048 {
+					buf = 8192
+				}
+				cfg := benchRxConfigKind(1, config.KindHost, buf)
+				ports := enginetest.Ports(b, cfg)
+				e := openBench(b, cfg, ports, options{striding: -1, compression: true})
+				md := modelOf(e, 0)
+				q := ports[0].Rx[0]
+				frame := udpFrame(rand.New(rand.NewPCG(27, 3)), 0, size-4)
+				done, total, sum := 0, uint64(0), uint32(0)
+				var spent time.Duration
+				b.ResetTimer()
+				b.StopTimer()
+				for done < b.N {
+					for i := 0; i < benchRound; i += 256 {
+						for j := 0; j < 256; j++ {
+							binary.BigEndian.PutUint32(frame[42:], uint32(total)+uint32(j))
+							md.Receive(frame)
+						}
+						total += 256
+						for end := time.Now().Add(10 * time.Second); md.Counters().RXPackets < total; {
+							if time.Now().After(end) {
+								b.Fatalf("model wrote %d of %d packets", md.Counters().RXPackets, total)
+							}
+							time.Sleep(20 * time.Microsecond)
+						}
+					}
+					t0 := time.Now()
+					got := 0
+					for polls := 0; got < benchRound; polls++ {
+						if polls > 1<<24 {
+							b.Fatalf("%d of %d packets polled", got, benchRound)
+						}
+						bu, err := q.Poll()
+						if err != nil {
+							continue
+						}
+						if touch {
+							for i := 0; i < bu.Len(); i++ {
+								sum += binary.BigEndian.Uint32(bu.Packet(i)[42:])
+							}
+						}
+						got += bu.Len()
+						bu.Free()
+					}
+					spent += time.Since(t0)
+					done += got
+				}
+				report(b, spent, done)
+				if touch && sum == 0 && done > 1 {
+					b.Fatal("read no sequence numbers")
+				}
+			})
+		}
+	}
+}
