@@ -132,26 +132,35 @@ func (s *Socket) Drops() (uint32, error) {
 // (PACKET_OUTGOING) are skipped, so a bridged port does not hear itself. A frame whose
 // checksum the sender left to offload comes with it finished (Complete).
 func (s *Socket) Recv(buf []byte, timeout time.Duration) (int, error) {
+	n, _, err := s.RecvGSO(buf, timeout)
+	return n, err
+}
+
+// RecvGSO is Recv for a caller that segments: mss is the segment size of a frame the peer's
+// stack handed over whole for the NIC to cut (a TCP or UDP GSO frame: virtio-net gso_type
+// TCPV4, TCPV6 or UDP_L4, gso_size), 0 for an ordinary frame. A veth passes such frames on
+// as they are when its TSO or GSO is on, its default; a cable carries only the segments.
+func (s *Socket) RecvGSO(buf []byte, timeout time.Duration) (n, mss int, err error) {
 	deadline := time.Now().Add(timeout)
 	var hdr [vnetHdrLen]byte
 	for {
 		fd, err := s.get()
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		wait := min(time.Until(deadline), 100*time.Millisecond)
 		if wait <= 0 {
-			return 0, nil
+			return 0, 0, nil
 		}
 		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(pfd, int(wait/time.Millisecond)+1)
+		ready, err := unix.Poll(pfd, int(wait/time.Millisecond)+1)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("afpacket: poll %s: %w", s.ifname, err)
+			return 0, 0, fmt.Errorf("afpacket: poll %s: %w", s.ifname, err)
 		}
-		if n == 0 {
+		if ready == 0 {
 			continue
 		}
 		k, _, _, from, err := unix.RecvmsgBuffers(fd, [][]byte{hdr[:], buf}, nil, unix.MSG_DONTWAIT)
@@ -159,7 +168,7 @@ func (s *Socket) Recv(buf []byte, timeout time.Duration) (int, error) {
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("afpacket: receive on %s: %w", s.ifname, err)
+			return 0, 0, fmt.Errorf("afpacket: receive on %s: %w", s.ifname, err)
 		}
 		if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_OUTGOING {
 			continue
@@ -168,10 +177,15 @@ func (s *Socket) Recv(buf []byte, timeout time.Duration) (int, error) {
 			continue // no frame behind the header: nothing a cable could carry
 		}
 		k -= vnetHdrLen
+		k = min(k, len(buf))
 		if hdr[0]&vnetNeedsCsum != 0 {
-			Complete(buf[:min(k, len(buf))], int(binary.NativeEndian.Uint16(hdr[6:])), int(binary.NativeEndian.Uint16(hdr[8:])))
+			Complete(buf[:k], int(binary.NativeEndian.Uint16(hdr[6:])), int(binary.NativeEndian.Uint16(hdr[8:])))
 		}
-		return min(k, len(buf)), nil
+		switch hdr[1] &^ vnetGSOECN {
+		case vnetGSOTCPv4, vnetGSOTCPv6, vnetGSOUDPL4:
+			mss = int(binary.NativeEndian.Uint16(hdr[4:]))
+		}
+		return k, mss, nil
 	}
 }
 
@@ -181,7 +195,11 @@ func (s *Socket) Recv(buf []byte, timeout time.Duration) (int, error) {
 // (af_packet.c vio_le: legacy virtio, native endian).
 const (
 	vnetHdrLen    = 10
-	vnetNeedsCsum = 1 // VIRTIO_NET_HDR_F_NEEDS_CSUM
+	vnetNeedsCsum = 1    // VIRTIO_NET_HDR_F_NEEDS_CSUM
+	vnetGSOTCPv4  = 1    // VIRTIO_NET_HDR_GSO_TCPV4
+	vnetGSOTCPv6  = 4    // VIRTIO_NET_HDR_GSO_TCPV6
+	vnetGSOUDPL4  = 5    // VIRTIO_NET_HDR_GSO_UDP_L4
+	vnetGSOECN    = 0x80 // VIRTIO_NET_HDR_GSO_ECN
 )
 
 // Complete finishes a checksum the sender left to offload, as a NIC does before the frame

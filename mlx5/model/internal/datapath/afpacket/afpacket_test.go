@@ -3,6 +3,7 @@ package afpacket
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"net"
 	"net/netip"
 	"testing"
@@ -233,5 +234,68 @@ func TestComplete(t *testing.T) {
 		if !bytes.Equal(g, []byte{1, 2, 3, 4}) {
 			t.Errorf("start %d offset %d outside a 4-byte frame changed it to % x", c[0], c[1], g)
 		}
+	}
+}
+
+// TestReportsGSO: a TCP stream from the peer over a veth with TSO on (its default) reaches
+// the socket in frames larger than the MTU, each reported with its segment size; every frame
+// that fits the MTU is reported as ordinary or with a segment size no larger than it.
+func TestReportsGSO(t *testing.T) {
+	netns.Require(t)
+	pair := netns.NewPairWith(t, netns.PairOptions{MTU: 1500})
+	var rx *Socket
+	var lis net.Listener
+	if err := pair.A.Do(func() (err error) {
+		if rx, err = Open(pair.VethA); err != nil {
+			return err
+		}
+		lis, err = net.Listen("tcp4", net.JoinHostPort(pair.AddrA.String(), "7002"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	defer lis.Close()
+	go func() {
+		c, err := lis.Accept()
+		if err == nil {
+			io.Copy(io.Discard, c)
+			c.Close()
+		}
+	}()
+	sent := make(chan error, 1)
+	go func() {
+		sent <- pair.B.Do(func() error {
+			c, err := net.DialTimeout("tcp4", net.JoinHostPort(pair.AddrA.String(), "7002"), 5*time.Second)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			_, err = c.Write(make([]byte, 1<<20))
+			return err
+		})
+	}()
+	buf := make([]byte, 1<<16)
+	gso := 0
+	for deadline := time.Now().Add(10 * time.Second); gso == 0 && time.Now().Before(deadline); {
+		n, mss, err := rx.RecvGSO(buf, 200*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 1514 && (mss <= 0 || mss > 1460) {
+			t.Fatalf("a %d-byte frame reported with segment size %d", n, mss)
+		}
+		if n <= 1514 && mss > 1460 {
+			t.Fatalf("a %d-byte frame reported with segment size %d", n, mss)
+		}
+		if n > 1514 {
+			gso++
+		}
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	if gso == 0 {
+		t.Fatal("no frame larger than the MTU arrived: TSO seems off on the veth, the test proves nothing")
 	}
 }
