@@ -21,8 +21,8 @@ import (
 
 // Bounds of the host side.
 const (
-	vmTimeout     = 480 * time.Second // boot to power-off: the guest's bounded waits plus boot
-	guestTimeout  = 420 * time.Second // -test.timeout of the guest binary
+	vmTimeout     = 900 * time.Second // boot to power-off: the guest's bounded waits plus boot
+	guestTimeout  = 840 * time.Second // -test.timeout of the guest binary
 	listenTimeout = 30 * time.Second  // the server's "listening on" line
 	serverExit    = 10 * time.Second  // the server ending after qemu disconnects
 )
@@ -87,6 +87,7 @@ func TestMLX5Conformance(t *testing.T) {
 		t.Fatalf("go build ./tools/daqiri-bench: %v\n%s", err, out)
 	}
 	netns, va, vb := veth(t)
+	wirePeer := startPeer(t, netns, vb)
 	servers := []*server{
 		startServer(t, bin, work, "mlx5", macLoop, "", "-loopback"),
 		startServer(t, bin, work, "mlx5a", macPortA, netns, "-bridge", va),
@@ -101,6 +102,8 @@ func TestMLX5Conformance(t *testing.T) {
 		ModuleRoot: root, WorkDir: vmWork,
 		Packages: []string{"./integration/mlx5conf"}, Run: "^TestGuestMLX5$",
 		QEMU: qemu, VFIOUser: sockets,
+		// DPDK (part (d)) as a new user runs it: 256 hugepages of 2 MiB in a 2-GiB guest.
+		MemoryMiB: 2048, HugePages: 256,
 		Timeout: vmTimeout, TestTimeout: guestTimeout,
 		Logf: t.Logf,
 	}
@@ -119,6 +122,8 @@ func TestMLX5Conformance(t *testing.T) {
 	} else {
 		t.Logf("the wire between the bridged ports (%s, %s in %s):\n%s", va, vb, netns, out)
 	}
+	peerIn, peerOut := wirePeer.totals()
+	t.Logf("the veth peer saw %d testpmd frames arrive from A's side and %d leave from B's", peerIn, peerOut)
 	// The servers' accounts come first: they are what the failures below are about.
 	for _, srv := range servers {
 		srv.stop(t)

@@ -683,18 +683,21 @@ func TestCapabilities(t *testing.T) {
 	h := newHost(t, d, 1<<20)
 	h.mustCmd(in(prm.CmdOpEnableHCA, 0, 16), 16)
 	capLen := int(prm.QueryHCACapOut.Capability.End() / 8)
-	for _, c := range []prm.CapType{prm.CapTypeGeneral, prm.CapTypeEthernetOffloads, prm.CapTypeFlowTable, prm.CapTypeQoS, prm.CapTypeAtomic} {
+	for _, c := range []prm.CapType{prm.CapTypeGeneral, prm.CapTypeEthernetOffloads, prm.CapTypeFlowTable, prm.CapTypeQoS, prm.CapTypeAtomic, prm.CapTypeDevMem} {
 		h.mustCmd(in(prm.CmdOpQueryHCACap, uint16(c)<<1|prm.CapOpModMax, 16), capLen)
 		h.mustCmd(in(prm.CmdOpQueryHCACap, uint16(c)<<1|prm.CapOpModCur, 16), capLen)
 	}
-	// The atomic page is answered (user space asks for it whatever the general page says)
-	// and is all zeros, as the general page's atomic bit 0 says: no atomic operations.
-	if h.capability(prm.CapTypeGeneral, prm.CmdHCACap.Atomic) != 0 {
-		t.Fatal("the general page reports atomic")
+	// The atomic and device-memory pages are answered (user space asks for them whatever
+	// the general page says) and are all zeros, as the general page's atomic and
+	// device_memory bits 0 say.
+	if h.capability(prm.CapTypeGeneral, prm.CmdHCACap.Atomic) != 0 || h.capability(prm.CapTypeGeneral, prm.CmdHCACap.DeviceMemory) != 0 {
+		t.Fatal("the general page reports atomic or device_memory")
 	}
-	atomic := h.mustCmd(in(prm.CmdOpQueryHCACap, uint16(prm.CapTypeAtomic)<<1|prm.CapOpModCur, 16), capLen)
-	if page := prm.QueryHCACapOut.Capability.Slice(atomic); !bytes.Equal(page, make([]byte, len(page))) {
-		t.Fatalf("the atomic capability page is not all zeros: % x", page)
+	for _, c := range []prm.CapType{prm.CapTypeAtomic, prm.CapTypeDevMem} {
+		out := h.mustCmd(in(prm.CmdOpQueryHCACap, uint16(c)<<1|prm.CapOpModCur, 16), capLen)
+		if page := prm.QueryHCACapOut.Capability.Slice(out); !bytes.Equal(page, make([]byte, len(page))) {
+			t.Fatalf("the %v capability page is not all zeros: % x", c, page)
+		}
 	}
 	h.wantStatus(in(prm.CmdOpQueryHCACap, 0x3f<<1, 16), capLen, prm.StatusBadParamErr)
 	h.wantStatus(in(prm.CmdOpQueryHCACap, 0, 16), capLen-1, prm.StatusBadOutpLenErr)

@@ -524,6 +524,7 @@ const (
 	CapTypeAtomic           CapType = 0x3  // C: MLX5_CAP_ATOMIC
 	CapTypeFlowTable        CapType = 0x7  // C: MLX5_CAP_FLOW_TABLE
 	CapTypeQoS              CapType = 0xc  // C: MLX5_CAP_QOS
+	CapTypeDevMem           CapType = 0xf  // C: MLX5_CAP_DEV_MEM
 	CapTypeGeneral2         CapType = 0x20 // C: MLX5_CAP_GENERAL_2
 )
 
@@ -540,6 +541,8 @@ func (v CapType) String() string {
 		return "FLOW_TABLE"
 	case CapTypeQoS:
 		return "QOS"
+	case CapTypeDevMem:
+		return "DEV_MEM"
 	case CapTypeGeneral2:
 		return "GENERAL_2"
 	}
