@@ -53,13 +53,15 @@ var (
 	reachedTwoPorts = []string{"two ports found", "two-port engine opened", "traffic A to B",
 		"traffic B to A", "two-port engine closed", "daqiri-bench A to B"}
 	// reachedBridged: part (b2), mlx5e talking to the veth's far end (bridged_test.go).
-	reachedBridged = []string(nil)
+	reachedBridged = bridgedStages
 	// reachedDPDK: part (d), each testpmd run of dpdkRuns by name (dpdk_test.go).
 	reachedDPDK = map[string][]string{
-		"loop default":    nil,
-		"loop verbs":      nil,
-		"bridged default": nil,
-		"bridged verbs":   nil,
+		"loop default": {"probe", "port configured", "port started", "forwarding", "testpmd RX", "model RX", "testpmd exited"},
+		"loop verbs":   {"probe", "port configured", "port started", "forwarding", "testpmd RX", "model RX", "testpmd exited"},
+		"bridged default": {"probe", "port configured", "port started", "forwarding", "testpmd RX", "model RX",
+			"veth peer saw", "testpmd exited"},
+		"bridged verbs": {"probe", "port configured", "port started", "forwarding", "testpmd RX", "model RX",
+			"veth peer saw", "testpmd exited"},
 	}
 )
 

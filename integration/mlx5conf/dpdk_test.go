@@ -97,7 +97,7 @@ func runDPDK(t *testing.T, s *stageSet, devs []string, r dpdkRun) {
 	}
 	// Two lcores on the guest's one CPU: testpmd's main lcore waits on stdin, the other
 	// forwards (testpmd refuses to run without a forwarding lcore).
-	args := []string{"--lcores=0@0,1@0", "--in-memory", "-m", "256", "--no-telemetry", "--log-level=pmd.net.mlx5:info"}
+	args := []string{"--lcores=0@0,1@0", "--in-memory", "--no-telemetry", "--log-level=pmd.net.mlx5:info"}
 	for _, d := range bdfs {
 		args = append(args, "-a", d+r.devargs)
 	}
@@ -105,7 +105,6 @@ func runDPDK(t *testing.T, s *stageSet, devs []string, r dpdkRun) {
 	args = append(args, r.args...)
 	t.Logf("%s %s", testpmdBinary, strings.Join(args, " "))
 	out, exitErr, exited := runTestpmd(t, args)
-	t.Logf("testpmd output:\n%s", out)
 	after := make([]vportCounts, len(bdfs))
 	for i, d := range bdfs {
 		c, err := queryVport(d)
@@ -253,7 +252,9 @@ func runTestpmd(t *testing.T, args []string) (out string, err error, exited bool
 		return "", err, true
 	}
 	var mu sync.Mutex
-	var b strings.Builder
+	var b strings.Builder       // what testpmd wrote, for the parser
+	var stamped strings.Builder // the same with the time since the start on each line, for the log
+	start := time.Now()
 	forwarding := make(chan struct{})
 	readDone := make(chan struct{})
 	go func() {
@@ -264,6 +265,7 @@ func runTestpmd(t *testing.T, args []string) (out string, err error, exited bool
 		for sc.Scan() {
 			mu.Lock()
 			b.WriteString(sc.Text() + "\n")
+			fmt.Fprintf(&stamped, "%6.1fs %s\n", time.Since(start).Seconds(), sc.Text())
 			mu.Unlock()
 			if !once && reForwarding.MatchString(sc.Text()) {
 				once = true
@@ -275,6 +277,11 @@ func runTestpmd(t *testing.T, args []string) (out string, err error, exited bool
 	waitc := make(chan error, 1)
 	go func() { waitc <- cmd.Wait(); pw.Close() }()
 	text := func() string { mu.Lock(); defer mu.Unlock(); return b.String() }
+	defer func() {
+		mu.Lock()
+		t.Logf("testpmd output (seconds since its start):\n%s", stamped.String())
+		mu.Unlock()
+	}()
 	select {
 	case <-forwarding:
 		time.Sleep(testpmdForward)
@@ -365,4 +372,51 @@ func peerSaw(s *stageSet) {
 		return
 	}
 	s.ok("veth peer saw", d)
+}
+
+// TestParseTestpmd reads a real run's output (testdata/testpmd-bridged.txt: DPDK 22.11's
+// testpmd in the conformance guest, io forwarding between the two bridged functions) and
+// cut-off versions of it: every stage testpmd's output can show is found, with the counts,
+// and a run cut short stops at the right stage with the first error line as the reason.
+func TestParseTestpmd(t *testing.T) {
+	b, err := os.ReadFile("testdata/testpmd-bridged.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(b)
+	st := parseTestpmd(out, 2)
+	if st.probed != 2 || st.configured != 2 || st.started != 2 || !st.forwarding || !st.haveStats ||
+		st.rx[0] != 2280484 || st.tx[0] != 2178196 || st.rx[1] != 2178164 || st.tx[1] != 2280516 {
+		t.Fatalf("parsed %+v", st)
+	}
+	s := newStageSet(dpdkStages)
+	applyTestpmd(s, st, 2)
+	for _, want := range []string{"probe", "port configured", "port started", "forwarding", "testpmd RX"} {
+		if !s.has(want) {
+			t.Errorf("stage %q not reached: %s", want, s.failed[want])
+		}
+	}
+	// Cut after the first port started: the second was not configured.
+	cut := out[:strings.Index(out, "Configuring Port 1")] + "Fail to configure port 1 rx queues\n"
+	s = newStageSet(dpdkStages)
+	applyTestpmd(s, parseTestpmd(cut, 2), 2)
+	if f := s.failed["port configured"]; s.has("port configured") || !strings.Contains(f, "1 of 2 ports configured") || !strings.Contains(f, "Fail to configure port 1 rx queues") {
+		t.Errorf("cut run: configured %v, failure %q", s.has("port configured"), f)
+	}
+	if !s.has("probe") || s.has("port started") {
+		t.Errorf("cut run: probe %v, port started %v", s.has("probe"), s.has("port started"))
+	}
+	// No port at all: the probe failed.
+	s = newStageSet(dpdkStages)
+	applyTestpmd(s, parseTestpmd("EAL: Probe PCI driver: mlx5_pci (15b3:1017) device: 0000:01:00.0\nmlx5_net: Cannot create drop hash RX queue\nEAL: Requested device 0000:01:00.0 cannot be used\n", 1), 1)
+	if s.has("probe") || !strings.Contains(s.failed["probe"], "Cannot create drop hash RX queue") {
+		t.Errorf("failed probe: reached %v, failure %q", s.has("probe"), s.failed["probe"])
+	}
+	// A port that received nothing fails testpmd RX with the counts.
+	zero := strings.Replace(out, "RX-packets: 2178164 ", "RX-packets: 0       ", 1)
+	s = newStageSet(dpdkStages)
+	applyTestpmd(s, parseTestpmd(zero, 2), 2)
+	if s.has("testpmd RX") || !strings.Contains(s.failed["testpmd RX"], "port 1 RX 0") {
+		t.Errorf("a port without RX: reached %v, failure %q", s.has("testpmd RX"), s.failed["testpmd RX"])
+	}
 }
