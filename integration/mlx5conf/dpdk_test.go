@@ -32,9 +32,9 @@ const testpmdBinary = "/usr/bin/dpdk-testpmd"
 // Bounds of a testpmd run: its start (EAL on the hugepages, the mlx5 probe: hundreds of
 // commands to the model through vfio-user on a TCG guest), the forwarding, and its exit.
 const (
-	testpmdStart   = 120 * time.Second
+	testpmdStart   = 90 * time.Second
 	testpmdForward = 3 * time.Second
-	testpmdExit    = 60 * time.Second
+	testpmdExit    = 30 * time.Second
 )
 
 // dpdkStages are what one testpmd run reaches, in order.
@@ -241,7 +241,9 @@ func applyTestpmd(s *stageSet, st testpmdState, ports int) {
 // forwarding (bounded by testpmdStart), then sends the newline that ends it (its
 // non-interactive mode waits for one) and waits (bounded) for its exit.
 func runTestpmd(t *testing.T, args []string) (out string, err error, exited bool) {
-	cmd := exec.Command(testpmdBinary, args...)
+	// testpmd writes its own messages with stdio, block-buffered into a pipe: its
+	// forwarding line would come only at exit. stdbuf (coreutils) makes them line-buffered.
+	cmd := exec.Command("stdbuf", append([]string{"-oL", testpmdBinary}, args...)...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return "", err, true
@@ -279,7 +281,7 @@ func runTestpmd(t *testing.T, args []string) (out string, err error, exited bool
 	text := func() string { mu.Lock(); defer mu.Unlock(); return b.String() }
 	defer func() {
 		mu.Lock()
-		t.Logf("testpmd output (seconds since its start):\n%s", stamped.String())
+		t.Logf("testpmd output (seconds since its start):\n%s%6.1fs (end of the run)", stamped.String(), time.Since(start).Seconds())
 		mu.Unlock()
 	}()
 	select {

@@ -21,8 +21,8 @@ import (
 
 // Bounds of the host side.
 const (
-	vmTimeout     = 900 * time.Second // boot to power-off: the guest's bounded waits plus boot
-	guestTimeout  = 840 * time.Second // -test.timeout of the guest binary
+	vmTimeout     = 720 * time.Second // boot to power-off: the guest's bounded waits plus boot
+	guestTimeout  = 660 * time.Second // -test.timeout of the guest binary
 	listenTimeout = 30 * time.Second  // the server's "listening on" line
 	serverExit    = 10 * time.Second  // the server ending after qemu disconnects
 )
@@ -45,6 +45,11 @@ func TestMLX5Conformance(t *testing.T) {
 	testutil.RequireTool(t, "ip", "package iproute2") // the veth pair between two servers' ports
 	if _, err := os.Stat("/usr/include/infiniband/mlx5dv.h"); err != nil {
 		testutil.Missing(t, "rdma-core's headers /usr/include/infiniband/mlx5dv.h (package libibverbs-dev)")
+	}
+	// Part (d) runs the host's DPDK in the guest (which runs the host's root file system).
+	testutil.RequireTool(t, "dpdk-testpmd", "package dpdk")
+	if m, _ := filepath.Glob("/usr/lib/x86_64-linux-gnu/dpdk/pmds-*/librte_net_mlx5.so*"); len(m) == 0 {
+		testutil.Missing(t, "DPDK's mlx5 driver /usr/lib/x86_64-linux-gnu/dpdk/pmds-*/librte_net_mlx5.so (package librte-net-mlx5-23)")
 	}
 	root := testutil.ModuleRoot(t)
 
