@@ -1,5 +1,7 @@
 # The mlx5 conformance test (integration/mlx5conf, issue 20): the device model served over
-# vfio-user to a VM guest and judged by rdma-core's mlx5 VFIO provider, mlx5_core and mlx5_ib.
+# vfio-user to a VM guest and judged by rdma-core's mlx5 VFIO provider, mlx5_core and mlx5_ib,
+# and (issue 26) DPDK 22.11's mlx5 driver through dpdk-testpmd, which the guest runs from the
+# host's root file system (packages dpdk and librte-net-mlx5-23: .ci/apt.d/mlx5conf.txt).
 # It needs qemu >= 10.1 (the vfio-user client); `make qemu` builds 10.2.2 from Debian's source
 # package into $(QEMU_CACHE)/<version> (integration/vm/scripts/build-qemu.sh: 3 to 10 minutes
 # on 2 cores, once; root, for apt-get). `make test` runs the conformance test only when that

@@ -52,6 +52,17 @@ var (
 	// reachedTwoPorts: part (c)'s two cabled ports (twoport_test.go).
 	reachedTwoPorts = []string{"two ports found", "two-port engine opened", "traffic A to B",
 		"traffic B to A", "two-port engine closed", "daqiri-bench A to B"}
+	// reachedBridged: part (b2), mlx5e talking to the veth's far end (bridged_test.go).
+	reachedBridged = bridgedStages
+	// reachedDPDK: part (d), each testpmd run of dpdkRuns by name (dpdk_test.go).
+	reachedDPDK = map[string][]string{
+		"loop default": {"probe", "port configured", "port started", "forwarding", "testpmd RX", "model RX", "testpmd exited"},
+		"loop verbs":   {"probe", "port configured", "port started", "forwarding", "testpmd RX", "model RX", "testpmd exited"},
+		"bridged default": {"probe", "port configured", "port started", "forwarding", "testpmd RX", "model RX",
+			"veth peer saw", "testpmd exited"},
+		"bridged verbs": {"probe", "port configured", "port started", "forwarding", "testpmd RX", "model RX",
+			"veth peer saw", "testpmd exited"},
+	}
 )
 
 // stageSet records what one driver reached, with a line of detail per stage.
@@ -112,12 +123,26 @@ func (s *stageSet) ratchet(t testing.TB, driver string, want []string) {
 }
 
 func TestStageSetRatchet(t *testing.T) {
-	for _, list := range [][]string{reachedProbe, reachedCore, reachedIB, reachedDevX, reachedTwoPorts} {
+	for _, list := range [][]string{reachedProbe, reachedCore, reachedIB, reachedDevX, reachedTwoPorts, reachedBridged} {
 		for _, st := range list {
-			if !slices.Contains(probeStages, st) && !slices.Contains(coreStages, st) && !slices.Contains(ibStages, st) && !slices.Contains(allDevXStages(), st) && !slices.Contains(twoPortStages, st) {
+			if !slices.Contains(probeStages, st) && !slices.Contains(coreStages, st) && !slices.Contains(ibStages, st) && !slices.Contains(allDevXStages(), st) && !slices.Contains(twoPortStages, st) && !slices.Contains(bridgedStages, st) {
 				t.Errorf("ratchet stage %q is no known stage", st)
 			}
 		}
+	}
+	for _, r := range dpdkRuns {
+		list, ok := reachedDPDK[r.name]
+		if !ok {
+			t.Errorf("DPDK run %q has no ratchet in reachedDPDK", r.name)
+		}
+		for _, st := range list {
+			if !slices.Contains(dpdkStages, st) {
+				t.Errorf("DPDK %s: ratchet stage %q is no known stage", r.name, st)
+			}
+		}
+	}
+	if len(reachedDPDK) != len(dpdkRuns) {
+		t.Errorf("reachedDPDK has %d runs, dpdkRuns %d", len(reachedDPDK), len(dpdkRuns))
 	}
 	s := newStageSet([]string{"a", "b", "c"})
 	s.ok("a", "fine")

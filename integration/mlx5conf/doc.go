@@ -1,7 +1,7 @@
 // Package mlx5conf is the mlx5 conformance test: the device model (mlx5/model), served as a
 // PCI device over vfio-user by tools/daqiri-mlx5model, judged by NVIDIA's own drivers inside
 // the VM harness's guest (package integration/vm): rdma-core's user-space mlx5 VFIO provider
-// (libmlx5), the kernel's mlx5_core and mlx5_ib.
+// (libmlx5), the kernel's mlx5_core and mlx5_ib, and DPDK's mlx5 driver.
 //
 // It holds only tests. TestMLX5Conformance, on the host, builds the model server and starts
 // it three times, each on a socket in a temporary folder (one port cabled to itself, two
@@ -16,14 +16,20 @@
 //	    opened (the provider's whole function bring-up), general DevX commands, object
 //	    creation, one line per step;
 //	(b) unbinds it, loads mlx5_core, waits (bounded) for the probe and collects the kernel
-//	    log lines and `ip link`;
+//	    log lines and `ip link`; then (b2) gives the first bridged function's mlx5e netdev
+//	    an address and talks to the veth's far end, which the host gives an address and a
+//	    small UDP service (peer_test.go): ping and UDP both ways, no checksum errors;
 //	(c) loads mlx5_ib and reports whether an RDMA device appears; runs this project's DevX
 //	    transport on it, opens the engine on the looped-back function and moves frames
-//	    through it, then opens the two bridged functions and moves frames both ways.
+//	    through it, then opens the two bridged functions and moves frames both ways;
+//	(d) runs Debian's dpdk-testpmd (DPDK 22.11, its mlx5 driver over mlx5_ib) with io
+//	    forwarding on the looped-back function and between the two bridged ones, in DPDK's
+//	    default mode and in Verbs mode (dv_flow_en=0): ports started, frames counted by
+//	    testpmd, by the model (QUERY_VPORT_COUNTER through DevX) and by the veth's far end.
 //
 // Each part is a ratchet: the stages it reached when the test was last updated are listed
-// in conformance_test.go (reachedProbe, reachedCore, reachedIB, reachedDevX,
-// reachedTwoPorts), a stage missing now fails
+// in conformance_test.go (reachedProbe, reachedCore, reachedBridged, reachedIB, reachedDevX,
+// reachedTwoPorts, reachedDPDK), a stage missing now fails
 // the test, and a stage newly reached is logged so that the list can grow. The host test
 // then prints the server's own account of the commands it did not know (the model answers
 // them with the PRM's bad-opcode status): the model's to-do list.

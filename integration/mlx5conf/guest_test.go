@@ -67,6 +67,15 @@ func TestGuestMLX5(t *testing.T) {
 		core = runCore(t, bdf)
 		core.ratchet(t, "mlx5_core", reachedCore)
 	})
+	t.Run("b_mlx5e_bridged", func(t *testing.T) {
+		s := newStageSet(bridgedStages)
+		if core == nil || !core.has(stageModprobe) {
+			s.fail(bridgedStages[0], "not tried: modprobe mlx5_core did not return")
+		} else {
+			runBridged(t, s, devs)
+		}
+		s.ratchet(t, "mlx5e over a bridged function", reachedBridged)
+	})
 	t.Run("c_mlx5_ib", func(t *testing.T) {
 		if core == nil || !core.has(stageModprobe) {
 			// modprobe mlx5_core never returned: loading another module would queue
@@ -103,6 +112,17 @@ func TestGuestMLX5(t *testing.T) {
 		}
 		s.ratchet(t, "DevX two ports", reachedTwoPorts)
 	})
+	for _, r := range dpdkRuns {
+		t.Run("d_dpdk_"+strings.ReplaceAll(r.name, " ", "_"), func(t *testing.T) {
+			s := newStageSet(dpdkStages)
+			if ib == nil || !ib.has("RDMA device present") {
+				s.fail(dpdkStages[0], "not tried: mlx5_ib registered no RDMA device (DPDK's mlx5 driver runs on it)")
+			} else {
+				runDPDK(t, s, devs, r)
+			}
+			s.ratchet(t, "DPDK "+r.name, reachedDPDK[r.name])
+		})
+	}
 }
 
 // findDevices returns the PCI addresses of the model's functions, in bus order.

@@ -21,8 +21,8 @@ import (
 
 // Bounds of the host side.
 const (
-	vmTimeout     = 480 * time.Second // boot to power-off: the guest's bounded waits plus boot
-	guestTimeout  = 420 * time.Second // -test.timeout of the guest binary
+	vmTimeout     = 720 * time.Second // boot to power-off: the guest's bounded waits plus boot
+	guestTimeout  = 660 * time.Second // -test.timeout of the guest binary
 	listenTimeout = 30 * time.Second  // the server's "listening on" line
 	serverExit    = 10 * time.Second  // the server ending after qemu disconnects
 )
@@ -45,6 +45,11 @@ func TestMLX5Conformance(t *testing.T) {
 	testutil.RequireTool(t, "ip", "package iproute2") // the veth pair between two servers' ports
 	if _, err := os.Stat("/usr/include/infiniband/mlx5dv.h"); err != nil {
 		testutil.Missing(t, "rdma-core's headers /usr/include/infiniband/mlx5dv.h (package libibverbs-dev)")
+	}
+	// Part (d) runs the host's DPDK in the guest (which runs the host's root file system).
+	testutil.RequireTool(t, "dpdk-testpmd", "package dpdk")
+	if m, _ := filepath.Glob("/usr/lib/x86_64-linux-gnu/dpdk/pmds-*/librte_net_mlx5.so*"); len(m) == 0 {
+		testutil.Missing(t, "DPDK's mlx5 driver /usr/lib/x86_64-linux-gnu/dpdk/pmds-*/librte_net_mlx5.so (package librte-net-mlx5-23)")
 	}
 	root := testutil.ModuleRoot(t)
 
@@ -87,6 +92,7 @@ func TestMLX5Conformance(t *testing.T) {
 		t.Fatalf("go build ./tools/daqiri-bench: %v\n%s", err, out)
 	}
 	netns, va, vb := veth(t)
+	wirePeer := startPeer(t, netns, vb)
 	servers := []*server{
 		startServer(t, bin, work, "mlx5", macLoop, "", "-loopback"),
 		startServer(t, bin, work, "mlx5a", macPortA, netns, "-bridge", va),
@@ -103,6 +109,8 @@ func TestMLX5Conformance(t *testing.T) {
 		ModuleRoot: root, WorkDir: vmWork,
 		Packages: []string{"./integration/mlx5conf"}, Run: "^TestGuestMLX5$",
 		QEMU: qemu, VFIOUser: sockets,
+		// DPDK (part (d)) as a new user runs it: 256 hugepages of 2 MiB in a 2-GiB guest.
+		MemoryMiB: 2048, HugePages: 256,
 		Timeout: vmTimeout, TestTimeout: guestTimeout,
 		Logf: t.Logf,
 	}
@@ -121,6 +129,8 @@ func TestMLX5Conformance(t *testing.T) {
 	} else {
 		t.Logf("the wire between the bridged ports (%s, %s in %s):\n%s", va, vb, netns, out)
 	}
+	peerIn, peerOut := wirePeer.totals()
+	t.Logf("the veth peer saw %d testpmd frames arrive from A's side and %d leave from B's", peerIn, peerOut)
 	// The servers' accounts come first: they are what the failures below are about.
 	for _, srv := range servers {
 		srv.stop(t)

@@ -84,7 +84,8 @@
 //     reformat and pacing, steering and RSS (flow entries with VLAN pop/push, L2 decap, L3
 //     tunnel to L2 and encap reformats; SET_FLOW_TABLE_ROOT op_mod 1 disconnects a root),
 //     timestamps, counters, the wire (Device.Cable for two ports or internal loopback,
-//     Device.SetWire, Device.Bridge to a netdev).
+//     Device.SetWire, Device.Bridge to a netdev, which finishes the checksums and segments
+//     the GSO frames a peer's stack leaves to its NIC).
 //   - Time: deterministic by default (the clock moves only by Device.Advance and the
 //     datapath only by Device.Step), or free-running (Config.Realtime, Device.Run).
 //

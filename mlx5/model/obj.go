@@ -68,8 +68,8 @@ type objects struct {
 	cqs, rqs, sqs, rqts, tirs, tiss              idSpace
 	tables, groups, counters, reformats          idSpace
 	eqRefs                                       map[uint32]int // CQs on each EQ
-	pdRefs, tdRefs, uarRefs, umemRefs            map[uint32]int
-	cqEQ, cqUARs, sqUARs                         map[uint32]uint32
+	pdRefs, tdRefs, umemRefs                     map[uint32]int
+	cqEQ                                         map[uint32]uint32
 	queuePD                                      map[uint32]uint32 // rqn/sqn (tagged) → pd
 	tirTD, tisTD                                 map[uint32]uint32
 	rqtMax                                       map[uint32]uint32   // rqt_max_size as created
@@ -96,8 +96,7 @@ func newObjects() objects {
 		tables: newIDs("flow table", 1, n24), groups: newIDs("flow group", 1, n24),
 		counters: newIDs("flow counter", 1, n24), reformats: newIDs("packet reformat context", 1, 1<<31),
 		eqRefs: map[uint32]int{}, pdRefs: map[uint32]int{}, tdRefs: map[uint32]int{},
-		uarRefs: map[uint32]int{}, umemRefs: map[uint32]int{}, cqEQ: map[uint32]uint32{},
-		cqUARs: map[uint32]uint32{}, sqUARs: map[uint32]uint32{},
+		umemRefs: map[uint32]int{}, cqEQ: map[uint32]uint32{},
 		queuePD: map[uint32]uint32{}, tirTD: map[uint32]uint32{}, tisTD: map[uint32]uint32{},
 		rqtMax: map[uint32]uint32{},
 		pacing: map[uint16]bool{}, umemUsers: map[uint32][]uint32{},
@@ -140,8 +139,15 @@ func (d *Device) allocUAR(c *cmd) error {
 	return nil
 }
 
+// deallocUAR frees a UAR page even while CQs or SQs name it: a UAR is a doorbell page, not an
+// object they hold, and Linux frees the objects of a closing user context in the order they
+// were made (drivers/infiniband/core/rdma_core.c __uverbs_cleanup_ufile walks the context's
+// object list from its head), so a DevX UAR goes before the CQ made on it: the conformance
+// guest saw DEALLOC_UAR refused there when DPDK's process ended (issue 26).
+// Doorbells rung on a freed page are ignored, as stores to any unallocated UAR page are
+// (bar.go); a queue whose page is freed just hears no more doorbells on it.
 func (d *Device) deallocUAR(c *cmd) error {
-	return d.dealloc(c, prm.DeallocUARIn.UAR, &d.objs.uars, d.objs.uarRefs)
+	return d.dealloc(c, prm.DeallocUARIn.UAR, &d.objs.uars, nil)
 }
 
 func (d *Device) allocPD(c *cmd) error {

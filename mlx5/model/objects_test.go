@@ -138,6 +138,13 @@ func TestSimpleObjects(t *testing.T) {
 		r.wantStatus(in(c.dealloc, 0, 16, c.field, a), 16, prm.StatusBadResErr)
 		r.mustCmd(in(c.dealloc, 0, 16, c.field, b), 16)
 	}
+	// A UAR goes even while a CQ rings its doorbells there (Linux frees a closing context's
+	// objects in creation order, the UAR before its CQ); the CQ then goes too.
+	uar := uint32(get(r.mustCmd(in(prm.CmdOpAllocUAR, 0, 16), 16), prm.AllocUAROut.UAR))
+	cq := uint32(get(r.mustCmd(r.cqIn(4, prm.CQC.UARPage, uar), 16), prm.CreateCQOut.CQN))
+	r.mustCmd(in(prm.CmdOpDeallocUAR, 0, 16, prm.DeallocUARIn.UAR, uar), 16)
+	r.mustCmd(in(prm.CmdOpDestroyCQ, 0, 16, prm.DestroyCQIn.CQN, cq), 16)
+	r.wantStatus(in(prm.CmdOpDeallocUAR, 0, 16, prm.DeallocUARIn.UAR, uar), 16, prm.StatusBadResErr)
 	// A PD with a memory key is busy until the key goes.
 	key := r.createMKeyPA(r.pd, r.base, uint64(len(r.mem)))
 	r.wantStatus(in(prm.CmdOpDeallocPD, 0, 16, prm.DeallocPDIn.PD, r.pd), 16, prm.StatusResBusy)
@@ -298,6 +305,12 @@ func TestRQObject(t *testing.T) {
 	if err := r.modifyQueue(prm.CmdOpModifyRQ, rq, prm.RQStateRST, prm.RQStateERR); err == nil {
 		t.Fatal("RST→ERR accepted")
 	}
+	if err := r.modifyQueue(prm.CmdOpModifyRQ, rq, prm.RQStateRST, prm.RQStateRST); err != nil {
+		t.Fatalf("MODIFY_RQ RST→RST (mlx5_ib's raw-packet QP RESET→INIT): %v", err)
+	}
+	if o := query(rq); get(o, prm.RQC.State.At(qb)) != prm.RQStateRST {
+		t.Fatal("RST→RST left the RQ out of reset")
+	}
 	for _, s := range [][2]int{{prm.RQStateRST, prm.RQStateRDY}, {prm.RQStateRDY, prm.RQStateERR}, {prm.RQStateERR, prm.RQStateRST}, {prm.RQStateRST, prm.RQStateRDY}} {
 		if err := r.modifyQueue(prm.CmdOpModifyRQ, rq, s[0], s[1]); err != nil {
 			t.Fatalf("%d→%d: %v", s[0], s[1], err)
@@ -347,6 +360,14 @@ func TestSQObject(t *testing.T) {
 	r.wantStatus(pp(128, 10_000), 16, prm.StatusBadParamErr)
 	r.wantStatus(pp(4, 200_000_000), 16, prm.StatusBadParamErr)
 	sq := uint32(get(r.mustCmd(r.sqIn(cq, tis, kv{s.PacketPacingRateLimitIndex, 3, s.AllowMultiPktSendWQE, 1}, nil), 16), prm.CreateSQOut.SQN))
+	// RST→RST, as mlx5_ib's raw-packet QP RESET→INIT sends it (Linux ≥ 5.9), is taken and
+	// changes nothing; RST→ERR is not a transition.
+	if err := r.modifyQueue(prm.CmdOpModifySQ, sq, prm.SQStateRST, prm.SQStateRST); err != nil {
+		t.Fatalf("MODIFY_SQ RST→RST: %v", err)
+	}
+	if err := r.modifyQueue(prm.CmdOpModifySQ, sq, prm.SQStateRST, prm.SQStateERR); err == nil {
+		t.Fatal("MODIFY_SQ RST→ERR accepted")
+	}
 	if err := r.modifyQueue(prm.CmdOpModifySQ, sq, prm.SQStateRST, prm.SQStateRDY); err != nil {
 		t.Fatal(err)
 	}
@@ -488,6 +509,13 @@ func TestRQTAndTIR(t *testing.T) {
 	r.wantStatus(tirIn(tc.DispType, prm.TIRDispIndirect, tc.IndirectTable, 999), 16, prm.StatusBadResErr)
 	r.wantStatus(tirIn(tc.DispType, 2), 16, prm.StatusBadParamErr)
 	r.wantStatus(tirIn(tc.InlineRQN, rqs[0], tc.TransportDomain, 999), 16, prm.StatusBadResErr)
+	// Transport domain 0 is none: a TIR in no domain is taken (DPDK's drop queue's TIR, made
+	// before DPDK has a domain), reports 0, and leaves every domain free to go.
+	nodom := get(r.mustCmd(tirIn(tc.InlineRQN, rqs[0], tc.TransportDomain, 0), 16), prm.CreateTIROut.TIRN)
+	if q := r.mustCmd(in(prm.CmdOpQueryTIR, 0, 16, prm.QueryTIRIn.TIRN, nodom), int(prm.QueryTIROut.TIRContext.End()/8)); get(q, tc.TransportDomain.At(ob)) != 0 {
+		t.Fatalf("QUERY_TIR of a TIR made with transport domain 0 reports %d", get(q, tc.TransportDomain.At(ob)))
+	}
+	r.mustCmd(in(prm.CmdOpDestroyTIR, 0, 16, prm.DestroyTIRIn.TIRN, nodom), 16)
 	// The RQT a TIR uses is busy; TIRs go, then the RQT, then the TD is free.
 	if _, err := r.cmd(in(prm.CmdOpDestroyRQT, 0, 16, prm.DestroyRQTIn.RQTN, rqt), 16); err == nil {
 		t.Fatal("DESTROY_RQT under a TIR succeeded")
@@ -655,9 +683,21 @@ func TestCapabilities(t *testing.T) {
 	h := newHost(t, d, 1<<20)
 	h.mustCmd(in(prm.CmdOpEnableHCA, 0, 16), 16)
 	capLen := int(prm.QueryHCACapOut.Capability.End() / 8)
-	for _, c := range []prm.CapType{prm.CapTypeGeneral, prm.CapTypeEthernetOffloads, prm.CapTypeFlowTable, prm.CapTypeQoS} {
+	for _, c := range []prm.CapType{prm.CapTypeGeneral, prm.CapTypeEthernetOffloads, prm.CapTypeFlowTable, prm.CapTypeQoS, prm.CapTypeAtomic, prm.CapTypeDevMem} {
 		h.mustCmd(in(prm.CmdOpQueryHCACap, uint16(c)<<1|prm.CapOpModMax, 16), capLen)
 		h.mustCmd(in(prm.CmdOpQueryHCACap, uint16(c)<<1|prm.CapOpModCur, 16), capLen)
+	}
+	// The atomic and device-memory pages are answered (user space asks for them whatever
+	// the general page says) and are all zeros, as the general page's atomic and
+	// device_memory bits 0 say.
+	if h.capability(prm.CapTypeGeneral, prm.CmdHCACap.Atomic) != 0 || h.capability(prm.CapTypeGeneral, prm.CmdHCACap.DeviceMemory) != 0 {
+		t.Fatal("the general page reports atomic or device_memory")
+	}
+	for _, c := range []prm.CapType{prm.CapTypeAtomic, prm.CapTypeDevMem} {
+		out := h.mustCmd(in(prm.CmdOpQueryHCACap, uint16(c)<<1|prm.CapOpModCur, 16), capLen)
+		if page := prm.QueryHCACapOut.Capability.Slice(out); !bytes.Equal(page, make([]byte, len(page))) {
+			t.Fatalf("the %v capability page is not all zeros: % x", c, page)
+		}
 	}
 	h.wantStatus(in(prm.CmdOpQueryHCACap, 0x3f<<1, 16), capLen, prm.StatusBadParamErr)
 	h.wantStatus(in(prm.CmdOpQueryHCACap, 0, 16), capLen-1, prm.StatusBadOutpLenErr)

@@ -106,9 +106,7 @@ func (d *Device) createCQ(c *cmd) error {
 		return err
 	}
 	d.objs.eqRefs[p.EQN]++
-	d.objs.uarRefs[p.UAR]++
 	d.objs.cqEQ[n] = p.EQN
-	d.objs.cqUARs[n] = p.UAR
 	d.useUMEMs(cqKey(n), umems...)
 	c.set(prm.CreateCQOut.CQN, uint64(n))
 	return nil
@@ -182,9 +180,7 @@ func (d *Device) destroyCQ(c *cmd) error {
 		return err
 	}
 	d.objs.eqRefs[d.objs.cqEQ[n]]--
-	d.objs.uarRefs[d.objs.cqUARs[n]]--
 	delete(d.objs.cqEQ, n)
-	delete(d.objs.cqUARs, n)
 	d.releaseUMEMs(cqKey(n))
 	d.objs.cqs.free(n)
 	return nil
@@ -351,11 +347,16 @@ func (d *Device) modifyRQ(c *cmd) error {
 }
 
 // checkTransition allows the queue state machine of the PRM (RST→RDY, RDY→RDY, RDY→ERR,
-// RDY→RST, ERR→RST; mlx5_ifc.h MLX5_RQC_STATE_* / MLX5_SQC_STATE_*); the datapath checks the
-// current state matches.
+// RDY→RST, ERR→RST; mlx5_ifc.h MLX5_RQC_STATE_* / MLX5_SQC_STATE_*) and RST→RST, which
+// changes nothing but the fields the modify bitmask selects; the datapath checks the current
+// state matches. RST→RST is what Linux's mlx5_ib sends for a raw-packet QP's RESET→INIT
+// since 5.9 (qp.c modify_raw_packet_qp: the QP's INIT is the SQ's and RQ's reset), so
+// every raw-packet QP made through verbs needs it; firmware evidently takes it, since
+// DPDK's Verbs mode runs on ConnectX hardware.
 func checkTransition(cur, next datapath.QueueState, what string) error {
 	ok := map[[2]datapath.QueueState]bool{
 		{datapath.StateReset, datapath.StateReady}: true, {datapath.StateReady, datapath.StateReady}: true,
+		{datapath.StateReset, datapath.StateReset}: true,
 		{datapath.StateReady, datapath.StateError}: true, {datapath.StateReady, datapath.StateReset}: true,
 		{datapath.StateError, datapath.StateReset}: true,
 	}[[2]datapath.QueueState{cur, next}]
@@ -476,9 +477,7 @@ func (d *Device) createSQ(c *cmd) error {
 		return err
 	}
 	d.objs.pdRefs[wq.PD]++
-	d.objs.uarRefs[wq.UAR]++
 	d.objs.queuePD[sqKey(n)] = wq.PD
-	d.objs.sqUARs[n] = wq.UAR
 	d.useUMEMs(sqKey(n), wqUMEMs(c, base+s.WQ.Off)...)
 	c.set(prm.CreateSQOut.SQN, uint64(n))
 	return nil
@@ -558,9 +557,7 @@ func (d *Device) destroySQ(c *cmd) error {
 		return err
 	}
 	d.objs.pdRefs[d.objs.queuePD[sqKey(n)]]--
-	d.objs.uarRefs[d.objs.sqUARs[n]]--
 	delete(d.objs.queuePD, sqKey(n))
-	delete(d.objs.sqUARs, n)
 	d.releaseUMEMs(sqKey(n))
 	d.objs.sqs.free(n)
 	return nil

@@ -208,7 +208,12 @@ func (d *Device) decodeTIR(c *cmd, base uint32, what string) (datapath.TIRParams
 	if disp := c.get(t.DispType.At(base)); disp > prm.TIRDispIndirect {
 		return p, badParam("%s: disp_type %d", what, disp)
 	}
-	if !d.objs.tds.has(p.TD, c.uid) {
+	// Transport domain 0 is none (ALLOC_TRANSPORT_DOMAIN never hands it out): the TIR
+	// belongs to no domain, and self-loopback blocking, which works by domain, has none to
+	// match. Inferred from DPDK 22.11's mlx5 driver, which creates its drop queue's TIR with
+	// transport_domain 0 before it has allocated one (drivers/net/mlx5, at probe) and runs
+	// on ConnectX firmware that takes it; the PRM defines no other meaning for 0.
+	if p.TD != 0 && !d.objs.tds.has(p.TD, c.uid) {
 		return p, noObject("%s: transport domain %d does not exist", what, p.TD)
 	}
 	if !p.Indirect {
@@ -271,7 +276,9 @@ func (d *Device) createTIR(c *cmd) error {
 		d.objs.tirs.free(n)
 		return err
 	}
-	d.objs.tdRefs[p.TD]++
+	if p.TD != 0 {
+		d.objs.tdRefs[p.TD]++
+	}
 	d.objs.tirTD[n] = p.TD
 	c.set(prm.CreateTIROut.TIRN, uint64(n))
 	return nil
@@ -378,7 +385,9 @@ func (d *Device) destroyTIR(c *cmd) error {
 	if err := d.dp().DestroyTIR(n); err != nil {
 		return err
 	}
-	d.objs.tdRefs[d.objs.tirTD[n]]--
+	if td := d.objs.tirTD[n]; td != 0 {
+		d.objs.tdRefs[td]--
+	}
 	delete(d.objs.tirTD, n)
 	d.objs.tirs.free(n)
 	return nil

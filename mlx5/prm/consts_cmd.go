@@ -521,8 +521,10 @@ type CapType uint16
 const (
 	CapTypeGeneral          CapType = 0x0  // C: MLX5_CAP_GENERAL
 	CapTypeEthernetOffloads CapType = 0x1  // C: MLX5_CAP_ETHERNET_OFFLOADS
+	CapTypeAtomic           CapType = 0x3  // C: MLX5_CAP_ATOMIC
 	CapTypeFlowTable        CapType = 0x7  // C: MLX5_CAP_FLOW_TABLE
 	CapTypeQoS              CapType = 0xc  // C: MLX5_CAP_QOS
+	CapTypeDevMem           CapType = 0xf  // C: MLX5_CAP_DEV_MEM
 	CapTypeGeneral2         CapType = 0x20 // C: MLX5_CAP_GENERAL_2
 )
 
@@ -533,10 +535,14 @@ func (v CapType) String() string {
 		return "GENERAL"
 	case CapTypeEthernetOffloads:
 		return "ETHERNET_OFFLOADS"
+	case CapTypeAtomic:
+		return "ATOMIC"
 	case CapTypeFlowTable:
 		return "FLOW_TABLE"
 	case CapTypeQoS:
 		return "QOS"
+	case CapTypeDevMem:
+		return "DEV_MEM"
 	case CapTypeGeneral2:
 		return "GENERAL_2"
 	}

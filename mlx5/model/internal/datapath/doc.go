@@ -45,8 +45,10 @@
 //   - RSS: indirect TIRs hash with Toeplitz (Microsoft's RSS specification) over the fields
 //     the outer or inner selector picks and index the RQT with the hash's low bits.
 //   - The wire: Cable (two ports, or one port's internal loopback), Bridge over an AF_PACKET
-//     socket (package afpacket) to a Linux netdev. Step processes pending work
-//     deterministically; Run steps from a goroutine.
+//     socket (package afpacket) to a Linux netdev. What a peer's stack left to its NIC
+//     arrives finished, as a wire carries it: checksums completed (afpacket.Complete) and
+//     GSO frames cut into segments by the LSO path's segmentation. Step processes pending
+//     work deterministically; Run steps from a goroutine.
 //
 // Inferred rather than documented (real hardware may differ): which CQEs the device
 // compresses (the model compresses only CQEs equal outside what the mini-CQE carries,

@@ -52,6 +52,13 @@ func (n *NIC) buildLSO(s *sq, w []byte) ([][]byte, *wqeError) {
 		g = binary.BigEndian.AppendUint16(g, uint16(vlan))
 		f = append(g, f[12:]...)
 	}
+	return segment(f, mss, cs)
+}
+
+// segment cuts the TCP or UDP packet f into segments of at most mss payload bytes, each with
+// f's headers fixed as Linux's own segmentation fixes them, and fills the checksums cs asks
+// for (prm.WQEEth* flags).
+func segment(f []byte, mss int, cs uint8) ([][]byte, *wqeError) {
 	p := parse(f)
 	h := &p.outer
 	if p.tunneled || h.l3 < 0 || h.l4 < 0 || (h.proto != protoTCP && h.proto != protoUDP) {
