@@ -99,6 +99,12 @@ func readInfo(path string) (Info, error) {
 	return in, sc.Err()
 }
 
+// PMDSize is what one page-table entry a level above the last maps with base pages of
+// pageSize bytes (a table is one page of 8-byte entries): the kernel's default hugepage size
+// on x86-64 and arm64, where HPAGE_SHIFT is PMD_SHIFT. 2 MiB with 4 KiB pages, 32 MiB with
+// 16 KiB, 512 MiB with the 64 KiB pages some arm64 kernels use.
+func PMDSize(pageSize int) int { return pageSize * (pageSize / 8) }
+
 // PagesFor is how many hugepages of the given size size bytes need.
 func PagesFor(size, pageSize int) int { return (size + pageSize - 1) / pageSize }
 

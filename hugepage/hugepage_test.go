@@ -97,3 +97,12 @@ func TestMapOnNode(t *testing.T) {
 		t.Fatalf("node 4000: %v", err)
 	}
 }
+
+// TestPMDSize: the default hugepage size for each arm64 granule (and x86-64's 4 KiB).
+func TestPMDSize(t *testing.T) {
+	for page, want := range map[int]int{4 << 10: 2 << 20, 16 << 10: 32 << 20, 64 << 10: 512 << 20} {
+		if got := PMDSize(page); got != want {
+			t.Errorf("PMDSize(%d) = %d, want %d", page, got, want)
+		}
+	}
+}
