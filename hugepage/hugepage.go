@@ -169,7 +169,10 @@ func MapOnNode(size int, huge bool, node int) (*Mem, error) {
 		mask[node/64] |= 1 << (node % 64)
 		_, _, errno := unix.Syscall6(unix.SYS_MBIND, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)),
 			mpolPreferred, uintptr(unsafe.Pointer(&mask[0])), uintptr(len(mask)*64+1), 0)
-		if errno != 0 {
+		// ENOSYS: a kernel without NUMA (CONFIG_NUMA off, as some embedded arm64 kernels
+		// are; or qemu-user, which does not pass mbind on) has one node, so there is no
+		// preference to set; node was checked to exist above.
+		if errno != 0 && errno != unix.ENOSYS {
 			unix.Munmap(b)
 			return nil, fmt.Errorf("hugepage: mbind to NUMA node %d: %w", node, errno)
 		}

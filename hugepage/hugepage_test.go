@@ -3,6 +3,8 @@ package hugepage
 import (
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
+
 	"github.com/daqiri-go/daqiri/internal/testutil"
 	"os"
 	"path/filepath"
@@ -74,6 +76,9 @@ func TestMapHuge(t *testing.T) {
 // policy (the kernel lists it in /proc/self/numa_maps as prefer:N); a node that does not
 // exist is an error.
 func TestMapOnNode(t *testing.T) {
+	if err := testutil.ProbeSyscall(unix.SYS_MBIND); err != nil {
+		testutil.Lacks(t, "mbind (the memory policy this test reads back)", err)
+	}
 	m, err := MapOnNode(1<<20, false, 0)
 	if err != nil {
 		t.Fatal(err)
