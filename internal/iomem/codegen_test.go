@@ -1,13 +1,11 @@
 package iomem_test
 
 import (
-	"bufio"
 	"fmt"
+	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -110,26 +108,7 @@ const module = "github.com/daqiri-go/daqiri"
 // TestBarrierCode: each barrier and accessor is the instruction rdma-core's macro is on the
 // architecture, and each call site calls it where rdma-core places it.
 func TestBarrierCode(t *testing.T) {
-	gobin := testutil.RequireTool(t, "go", "the Go toolchain, to compile the packages and run go tool objdump")
 	root := testutil.ModuleRoot(t)
-	for _, arch := range []string{"amd64", "arm64"} {
-		t.Run(arch, func(t *testing.T) {
-			archives := exportArchives(t, gobin, root, arch)
-			checkBodies(t, gobin, archives[module+"/internal/iomem"], bodies[arch])
-			for _, s := range sites {
-				fns := objdump(t, gobin, archives[module+"/"+s.pkg], regexp.QuoteMeta(module+"/"+s.pkg+"."+s.fn)+"$")
-				if err := s.check(fns[module+"/"+s.pkg+"."+s.fn], root); err != nil {
-					t.Errorf("%s %s.%s: %v", arch, s.pkg, s.fn, err)
-				}
-			}
-		})
-	}
-}
-
-// exportArchives compiles the packages the sites and bodies name for arch and returns their
-// archives in the build cache, by import path.
-func exportArchives(t *testing.T, gobin, root, arch string) map[string]string {
-	t.Helper()
 	pkgs := []string{"./internal/iomem"}
 	seen := map[string]bool{}
 	for _, s := range sites {
@@ -138,94 +117,34 @@ func exportArchives(t *testing.T, gobin, root, arch string) map[string]string {
 			pkgs = append(pkgs, "./"+s.pkg)
 		}
 	}
-	cmd := exec.Command(gobin, append([]string{"list", "-export", "-f", "{{.ImportPath}} {{.Export}}"}, pkgs...)...)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list -export for %s: %v\n%s", arch, err, stderrOf(err))
-	}
-	m := map[string]string{}
-	for line := range strings.Lines(string(out)) {
-		path, file, ok := strings.Cut(strings.TrimSpace(line), " ")
-		if !ok || file == "" {
-			t.Fatalf("go list -export for %s: no archive in %q", arch, line)
-		}
-		m[path] = file
-	}
-	return m
-}
-
-func stderrOf(err error) string {
-	if ee, ok := err.(*exec.ExitError); ok {
-		return string(ee.Stderr)
-	}
-	return ""
-}
-
-// insn is one instruction of objdump's listing.
-type insn struct {
-	file string
-	line int
-	addr uint64
-	hex  string
-	text string // the mnemonic and operands, then the relocation if any
-}
-
-// objdump disassembles the functions of file whose symbol matches sym, by symbol.
-func objdump(t *testing.T, gobin, file, sym string) map[string][]insn {
-	t.Helper()
-	out, err := exec.Command(gobin, "tool", "objdump", "-s", sym, file).Output()
-	if err != nil {
-		t.Fatalf("go tool objdump -s %s %s: %v\n%s", sym, file, err, stderrOf(err))
-	}
-	fns := map[string][]insn{}
-	var cur string
-	sc := bufio.NewScanner(strings.NewReader(string(out)))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		l := sc.Text()
-		if rest, ok := strings.CutPrefix(l, "TEXT "); ok {
-			cur, _, _ = strings.Cut(rest, "(SB)")
-			continue
-		}
-		var f []string
-		for _, s := range strings.Split(strings.TrimSpace(l), "\t") {
-			if s != "" {
-				f = append(f, s)
+	for _, arch := range []string{"amd64", "arm64"} {
+		t.Run(arch, func(t *testing.T) {
+			archives := testutil.ExportArchives(t, arch, pkgs...)
+			checkBodies(t, archives[module+"/internal/iomem"], bodies[arch])
+			// One disassembly per package, of all its sites' functions.
+			syms := map[string][]string{}
+			for _, s := range sites {
+				syms[s.pkg] = append(syms[s.pkg], regexp.QuoteMeta(module+"/"+s.pkg+"."+s.fn))
 			}
-		}
-		if cur == "" || len(f) < 4 {
-			continue
-		}
-		pos, lineNo, _ := strings.Cut(f[0], ":")
-		n, _ := strconv.Atoi(lineNo)
-		a, err := strconv.ParseUint(strings.TrimPrefix(f[1], "0x"), 16, 64)
-		if err != nil {
-			continue
-		}
-		fns[cur] = append(fns[cur], insn{file: pos, line: n, addr: a, hex: f[2], text: strings.Join(f[3:], " ")})
+			fns := map[string][]testutil.Insn{}
+			for pkg, res := range syms {
+				maps.Copy(fns, testutil.Disassemble(t, archives[module+"/"+pkg], "^("+strings.Join(res, "|")+")$"))
+			}
+			for _, s := range sites {
+				if err := s.check(fns[module+"/"+s.pkg+"."+s.fn], root); err != nil {
+					t.Errorf("%s %s.%s: %v", arch, s.pkg, s.fn, err)
+				}
+			}
+		})
 	}
-	return fns
 }
 
-// checkBodies extracts the package's assembly objects from its archive (objdump reads only
-// the Go object of an archive) and checks each function's instructions.
-func checkBodies(t *testing.T, gobin, archive string, want []body) {
+// checkBodies checks each of the package's assembly functions.
+func checkBodies(t *testing.T, archive string, want []body) {
 	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.Command(gobin, "tool", "pack", "x", archive)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go tool pack x %s: %v\n%s", archive, err, out)
-	}
-	objs, _ := filepath.Glob(filepath.Join(dir, "*.o"))
-	fns := map[string][]insn{}
-	for _, o := range objs {
-		if filepath.Base(o) == "_go_.o" {
-			continue
-		}
-		for k, v := range objdump(t, gobin, o, `iomem\.`) {
+	fns := map[string][]testutil.Insn{}
+	for k, v := range testutil.Disassemble(t, archive, `iomem\.`) {
+		if !strings.HasSuffix(k, ".abi0") && v[0].File != "<autogenerated>" {
 			fns[strings.TrimPrefix(k, module+"/internal/iomem.")] = v
 		}
 	}
@@ -238,11 +157,11 @@ func checkBodies(t *testing.T, gobin, archive string, want []body) {
 		var got []string
 		i := 0
 		for k, in := range code {
-			got = append(got, in.hex+" "+in.text)
-			if b.forbidden != nil && b.forbidden.MatchString(in.text) {
-				t.Errorf("%s: %s %s: an atomic or a fence where a plain access belongs", b.fn, in.hex, in.text)
+			got = append(got, in.Hex+" "+in.Text)
+			if b.forbidden != nil && b.forbidden.MatchString(in.Text) {
+				t.Errorf("%s: %s %s: an atomic or a fence where a plain access belongs", b.fn, in.Hex, in.Text)
 			}
-			if i < len(b.want) && (k == 0 || !b.first || i > 0) && hexMatch(b.want[i], in.hex) {
+			if i < len(b.want) && (k == 0 || !b.first || i > 0) && hexMatch(b.want[i], in.Hex) {
 				i++
 			}
 		}
@@ -257,16 +176,16 @@ func hexMatch(pat, hex string) bool {
 }
 
 // check finds the call in code and the anchors around it.
-func (s site) check(code []insn, root string) error {
+func (s site) check(code []testutil.Insn, root string) error {
 	if len(code) == 0 {
 		return fmt.Errorf("function not found in the archive")
 	}
 	callRe := regexp.MustCompile(`internal/iomem\.` + s.call + `(\.abi0)?(\(SB\))?(\s|$)`)
-	var call *insn
+	var call *testutil.Insn
 	for i := range code {
-		if strings.Contains(code[i].text, "CALL") && callRe.MatchString(code[i].text) {
+		if strings.Contains(code[i].Text, "CALL") && callRe.MatchString(code[i].Text) {
 			if call != nil {
-				return fmt.Errorf("iomem.%s called twice (lines %d and %d)", s.call, call.line, code[i].line)
+				return fmt.Errorf("iomem.%s called twice (lines %d and %d)", s.call, call.Line, code[i].Line)
 			}
 			call = &code[i]
 		}
@@ -277,15 +196,15 @@ func (s site) check(code []insn, root string) error {
 	if s.after == "" && s.before == "" {
 		return nil
 	}
-	src, err := os.ReadFile(filepath.Join(root, s.pkg, call.file))
+	src, err := os.ReadFile(filepath.Join(root, s.pkg, call.File))
 	if err != nil {
 		return err
 	}
 	lines := strings.Split(string(src), "\n")
-	lo, hi := call.line, call.line
+	lo, hi := call.Line, call.Line
 	for _, in := range code {
-		if in.file == call.file {
-			lo, hi = min(lo, in.line), max(hi, in.line)
+		if in.File == call.File {
+			lo, hi = min(lo, in.Line), max(hi, in.Line)
 		}
 	}
 	// The function's own lines: from its func line to its closing brace.
@@ -302,13 +221,13 @@ func (s site) check(code []insn, root string) error {
 				return n, nil
 			}
 		}
-		return 0, fmt.Errorf("no line matching %q in %s:%d-%d", pat, call.file, from, to)
+		return 0, fmt.Errorf("no line matching %q in %s:%d-%d", pat, call.File, from, to)
 	}
-	after, err := find(s.after, lo, call.line)
+	after, err := find(s.after, lo, call.Line)
 	if err != nil {
 		return fmt.Errorf("nothing before the call: %w", err)
 	}
-	before, err := find(s.before, call.line+1, hi)
+	before, err := find(s.before, call.Line+1, hi)
 	if err != nil {
 		return fmt.Errorf("nothing after the call: %w", err)
 	}
@@ -317,14 +236,14 @@ func (s site) check(code []insn, root string) error {
 	// epilogue).
 	var pre, post bool
 	for _, in := range code {
-		if in.file != call.file {
+		if in.File != call.File {
 			continue
 		}
-		pre = pre || in.line == after && in.addr < call.addr
-		post = post || in.line == before && in.addr > call.addr
+		pre = pre || in.Line == after && in.Addr < call.Addr
+		post = post || in.Line == before && in.Addr > call.Addr
 	}
 	if !pre || !post {
-		return fmt.Errorf("the call at %s:%d (%#x) is not between line %d (%s) and line %d (%s) in the code", call.file, call.line, call.addr, after, strings.TrimSpace(lines[after-1]), before, strings.TrimSpace(lines[before-1]))
+		return fmt.Errorf("the call at %s:%d (%#x) is not between line %d (%s) and line %d (%s) in the code", call.File, call.Line, call.Addr, after, strings.TrimSpace(lines[after-1]), before, strings.TrimSpace(lines[before-1]))
 	}
 	return nil
 }
