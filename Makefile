@@ -32,7 +32,7 @@ test:
 	@bash -o pipefail -c '$(GO) test $(GOTESTFLAGS) -json -skip "^TestMLX5Conformance$$" $$($(GO) list ./... | grep -v "/integration/vm$$") | $(GO) run ./internal/testsum'
 	@echo "== race detector on the lock-free core (rings, pools, bursts, loopback; -race needs cgo, the code under test does not)"
 	CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -race ./internal/ring ./engine ./swloop
-	@$(MAKE) --no-print-directory test-arm64
+	@$(MAKE) --no-print-directory test-arm64-all
 	@echo "== fuzz targets, 5 s each (make fuzz: longer)"
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s FUZZFLAGS="-parallel 1 -fuzzminimizetime 100x"
 	@echo "== VM tests (one boot; every guest test listed)"

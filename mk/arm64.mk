@@ -2,6 +2,10 @@
 # pure and substrate packages as arm64 binaries under qemu-user (.ci/apt.d/arm64.txt).
 #
 #   make test-arm64     GOARCH=arm64 go vet ./..., then ARM64_PKGS under $(QEMU_AARCH64)
+#   make test-vm-arm64  the kernel-facing tests of ARM64_VM_PKGS in an aarch64 guest: Debian's
+#                       arm64 kernel, QEMU virt with an SMMUv3 and the edu device
+#                       (integration/vm/scripts/arm64-guest.sh; about 35 s once built)
+#   make arm64-kernel   as root: fetch that kernel and busybox into $(ARM64_CACHE)
 #   make static-arm64   the static tools for aarch64 (bin/static-arm64/; make static ARCH=arm64)
 #
 # The binaries run through go test -exec, so no binfmt registration is needed; -L points the
@@ -13,7 +17,7 @@
 # by internal/iomem's TestBarrierCode instead. Kernel-facing packages (the root package,
 # afxdp's and the integration tests, VFIO and RDMA in the guest) need an arm64 kernel: see
 # README, "arm64".
-.PHONY: test-arm64 vet-arm64 static-arm64
+.PHONY: test-arm64 vet-arm64 static-arm64 test-vm-arm64 arm64-kernel test-arm64-all
 
 QEMU_AARCH64 ?= qemu-aarch64-static
 ARM64_SYSROOT ?= /usr/aarch64-linux-gnu
@@ -50,3 +54,20 @@ EMULATOR_ENV = DAQIRI_EMULATOR=$(QEMU_AARCH64)
 
 static-arm64:
 	@$(MAKE) --no-print-directory static ARCH=arm64
+
+ARM64_CACHE ?= /var/cache/daqiri/arm64
+ARM64_VM_PKGS ?= ./vfio ./vfio/edu ./hugepage ./internal/sockio
+export DAQIRI_ARM64_CACHE := $(ARM64_CACHE)
+
+arm64-kernel:
+	bash integration/vm/scripts/arm64-guest.sh fetch
+
+test-vm-arm64:
+	bash integration/vm/scripts/arm64-guest.sh run $(ARM64_VM_PKGS)
+
+# What make test runs: the emulated unit tests, then the guest where its kernel is cached (CI
+# fetches it first).
+test-arm64-all: test-arm64
+	@if [ -e "$(ARM64_CACHE)/ready" ]; then $(MAKE) --no-print-directory test-vm-arm64; \
+	elif [ "$$CI" = true ]; then $(MAKE) --no-print-directory arm64-kernel test-vm-arm64; \
+	else echo "== arm64 guest: not run, no arm64 kernel in $(ARM64_CACHE) (make arm64-kernel fetches it, as root; CI=true does both in make test)"; fi
