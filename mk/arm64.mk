@@ -4,7 +4,7 @@
 #   make test-arm64     GOARCH=arm64 go vet ./..., then ARM64_PKGS under $(QEMU_AARCH64)
 #   make test-vm-arm64  the kernel-facing tests of ARM64_VM_PKGS in an aarch64 guest: Debian's
 #                       arm64 kernel, QEMU virt with an SMMUv3 and the edu device
-#                       (integration/vm/scripts/arm64-guest.sh; about 35 s once built)
+#                       (integration/vm/scripts/arm64-guest.sh; about 40 s once built)
 #   make arm64-kernel   as root: fetch that kernel and busybox into $(ARM64_CACHE)
 #   make static-arm64   the static tools for aarch64 (bin/static-arm64/; make static ARCH=arm64)
 #
@@ -56,7 +56,7 @@ static-arm64:
 	@$(MAKE) --no-print-directory static ARCH=arm64
 
 ARM64_CACHE ?= /var/cache/daqiri/arm64
-ARM64_VM_PKGS ?= ./vfio ./vfio/edu ./hugepage ./internal/sockio
+ARM64_VM_PKGS ?= ./vfio ./vfio/edu ./hugepage ./internal/sockio ./socket
 export DAQIRI_ARM64_CACHE := $(ARM64_CACHE)
 
 arm64-kernel:
