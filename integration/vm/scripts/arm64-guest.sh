@@ -97,7 +97,7 @@ if [ -n "\$bdf" ] && echo vfio-pci > /sys/bus/pci/devices/\$bdf/driver_override 
 else
 	export DAQIRI_VM_SETUP_ERRORS="edu device (1234:11e8) not found or not bound to vfio-pci"
 fi
-export DAQIRI_VM_GUEST=1 GOTRACEBACK=all
+export DAQIRI_VM_GUEST=1 GOTRACEBACK=all CI=${CI:-}
 echo "DAQIRI-A64: kernel \$(uname -r) \$(uname -m), edu \$bdf"
 cd /tmp
 for b in /t/*.test; do
