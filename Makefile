@@ -33,6 +33,7 @@ test:
 	@bash -o pipefail -c '$(GO) test $(GOTESTFLAGS) -json -skip "^TestMLX5Conformance$$" $$($(GO) list ./... | grep -v "/integration/vm$$") | $(GO) run ./internal/testsum'
 	@echo "== race detector on the lock-free core (rings, pools, bursts, loopback; -race needs cgo, the code under test does not)"
 	CGO_ENABLED=1 $(GO) test $(GOTESTFLAGS) -race ./internal/ring ./engine ./swloop
+	@$(MAKE) --no-print-directory test-arm64-all
 	@echo "== fuzz targets, 5 s each (make fuzz: longer)"
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s FUZZFLAGS="-parallel 1 -fuzzminimizetime 100x"
 	@echo "== VM tests (one boot; every guest test listed)"
@@ -59,9 +60,13 @@ tools:
 
 # Fully static tools (no libc, no dynamic loader): the nocuda tag leaves out the CUDA, cuFile
 # and NVML bindings (GPU memory kinds, GPU reorder, GDS then report that they are not built in).
+# ARCH=arm64 cross-builds them for aarch64 (IGX Orin, DGX Spark, IGX Thor) into
+# $(BIN)/static-arm64/; any GOARCH Go supports works the same way.
+ARCH ?=
+STATIC_DIR = $(BIN)/static$(if $(ARCH),-$(ARCH))
 static:
-	@mkdir -p $(BIN)/static
-	$(GO) build -tags nocuda -o $(BIN)/static/ ./tools/...
+	@mkdir -p $(STATIC_DIR)
+	$(if $(ARCH),GOARCH=$(ARCH) )$(GO) build -tags nocuda -o $(STATIC_DIR)/ ./tools/...
 
 # The socket engine next to iperf3 on loopback (UDP 8000 B and 1000 B, TCP); prints ratios.
 bench-socket: tools

@@ -46,7 +46,7 @@ func AppAlignment(k config.MemoryKind) int {
 		if in, err := hugepage.ReadInfo(); err == nil && in.PageSize > 0 {
 			return in.PageSize
 		}
-		return 2 << 20
+		return hugepage.PMDSize(os.Getpagesize()) // the default size where meminfo says none
 	case config.KindDevice:
 		return AppAlignDevice
 	}

@@ -1,6 +1,7 @@
 package afxdp
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 
@@ -77,6 +78,14 @@ func (pt *port) openSock(k int, r *engine.Region, rx, tx bool, users int) (*sock
 		o.TxSize, o.CompSize = txRingSize, txRingSize
 	}
 	x, err := xsk.Open(o)
+	if errors.Is(err, xsk.ErrNoMultiBuffer) && xsk.PacketHeadroom+22+pt.mtu <= r.BufSize {
+		// Before Linux 6.6 there is no XDP_USE_SG; frames at this MTU fit one chunk anyway,
+		// so the socket works without it (the larger buffers are gathered into as before).
+		pt.e.env.Log.Warn("xdp: the kernel has no multi-buffer AF_XDP (Linux 6.6+); frames at this MTU fit one chunk, binding without it",
+			"interface", pt.p.Name, "queue", k, "mtu", pt.mtu, "err", err)
+		o.MultiBuffer = false
+		x, err = xsk.Open(o)
+	}
 	if err != nil {
 		return nil, pt.e.env.Config.Errorf(pt.p.Path()+".address", "interface %s (%s) queue %d: %v", pt.p.Name, pt.p.Config.Address, k, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/hugepage"
+	"github.com/daqiri-go/daqiri/internal/testutil"
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 )
@@ -289,7 +290,7 @@ func TestFreePacketsBulk(t *testing.T) {
 // TestRxQueueConcurrentPollers: bursts delivered by one thread and taken by several goroutines
 // polling the same queue reach exactly one of them each, and none is lost.
 func TestRxQueueConcurrentPollers(t *testing.T) {
-	const bursts = 20000
+	bursts := int64(testutil.Rounds(20000, 2000)) // three spinning pollers on an emulator's shared cores
 	r := testRegion(t, "rx", 64, 64)
 	meta, _ := NewMetaPool("rx", 32, 1, false)
 	q, err := NewRxQueue(&Port{Name: "p"}, 0, &config.Queue{ID: 0, BatchSize: 1}, []*Region{r}, meta, 8)
@@ -316,7 +317,7 @@ func TestRxQueueConcurrentPollers(t *testing.T) {
 			}
 		})
 	}
-	for i := 1; i <= bursts && time.Now().Before(deadline); {
+	for i := int64(1); i <= bursts && time.Now().Before(deadline); {
 		b, err := q.NewBurst()
 		if err != nil {
 			continue // every burst is out with a poller: wait for one to come back
@@ -326,7 +327,7 @@ func TestRxQueueConcurrentPollers(t *testing.T) {
 			b.Free()
 			continue
 		}
-		b.Append(uint64(idx)*64, 60, 0, int64(i))
+		b.Append(uint64(idx)*64, 60, 0, i)
 		if q.Deliver(b) {
 			i++
 		}

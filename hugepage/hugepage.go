@@ -110,6 +110,12 @@ func readInfo(path string) (Info, error) {
 	return in, sc.Err()
 }
 
+// PMDSize is what one page-table entry a level above the last maps with base pages of
+// pageSize bytes (a table is one page of 8-byte entries): the kernel's default hugepage size
+// on x86-64 and arm64, where HPAGE_SHIFT is PMD_SHIFT. 2 MiB with 4 KiB pages, 32 MiB with
+// 16 KiB, 512 MiB with the 64 KiB pages some arm64 kernels use.
+func PMDSize(pageSize int) int { return pageSize * (pageSize / 8) }
+
 // PagesFor is how many hugepages of the given size size bytes need.
 func PagesFor(size, pageSize int) int { return (size + pageSize - 1) / pageSize }
 
@@ -180,7 +186,10 @@ func MapOnNode(size int, huge bool, node int) (*Mem, error) {
 		mask[node/64] |= 1 << (node % 64)
 		_, _, errno := unix.Syscall6(unix.SYS_MBIND, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)),
 			mpolPreferred, uintptr(unsafe.Pointer(&mask[0])), uintptr(len(mask)*64+1), 0)
-		if errno != 0 {
+		// ENOSYS: a kernel without NUMA (CONFIG_NUMA off, as some embedded arm64 kernels
+		// are; or qemu-user, which does not pass mbind on) has one node, so there is no
+		// preference to set; node was checked to exist above.
+		if errno != 0 && errno != unix.ENOSYS {
 			unix.Munmap(b)
 			return nil, fmt.Errorf("hugepage: mbind to NUMA node %d: %w", node, errno)
 		}

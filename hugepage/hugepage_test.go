@@ -3,6 +3,8 @@ package hugepage
 import (
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
+
 	"github.com/daqiri-go/daqiri/internal/testutil"
 	"os"
 	"path/filepath"
@@ -91,6 +93,9 @@ func TestMapHuge(t *testing.T) {
 // policy (the kernel lists it in /proc/self/numa_maps as prefer:N); a node that does not
 // exist is an error.
 func TestMapOnNode(t *testing.T) {
+	if err := testutil.ProbeSyscall(unix.SYS_MBIND); err != nil {
+		testutil.Lacks(t, "mbind (the memory policy this test reads back)", err)
+	}
 	m, err := MapOnNode(1<<20, false, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -112,5 +117,14 @@ func TestMapOnNode(t *testing.T) {
 	}
 	if _, err := MapOnNode(4096, false, 4000); err == nil || !strings.Contains(err.Error(), "NUMA node 4000 does not exist") {
 		t.Fatalf("node 4000: %v", err)
+	}
+}
+
+// TestPMDSize: the default hugepage size for each arm64 granule (and x86-64's 4 KiB).
+func TestPMDSize(t *testing.T) {
+	for page, want := range map[int]int{4 << 10: 2 << 20, 16 << 10: 32 << 20, 64 << 10: 512 << 20} {
+		if got := PMDSize(page); got != want {
+			t.Errorf("PMDSize(%d) = %d, want %d", page, got, want)
+		}
 	}
 }

@@ -53,7 +53,7 @@
 // WQEs with the first 18 bytes inline for header-data split packets; a completion is asked
 // for every 16 WQEs and on the last WQE of every burst. The doorbell record is written after
 // the WQEs, then the control segment's first 8 bytes go to the UAR's BlueFlame register,
-// alternating its two halves, with a full barrier between each step.
+// alternating its two halves, with rdma-core's barriers between the steps (internal/iomem).
 package mlx5
 
 import (
@@ -82,7 +82,6 @@ type Engine struct {
 	byID   map[int]*port
 	closed atomic.Bool
 	opts   options
-	fence  atomic.Uint32 // the target of barrier's atomic operation
 
 	// stopFabric stops the devices of the fabric's ports (model ports), after every channel
 	// is closed; nil without fabric ports.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/internal/iomem"
 	"github.com/daqiri-go/daqiri/mlx5/channel"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
@@ -339,13 +340,13 @@ func (r *rxq) refill() {
 }
 
 // doorbell publishes posted WQEs: the receive counter in the doorbell record, after the
-// WQEs (a full barrier between; rdma-core mlx5_post_wq_recv: udma_to_device_barrier).
+// WQEs.
 func (r *rxq) doorbell() {
 	if !r.dirty {
 		return
 	}
 	r.dirty = false
-	r.pt.e.barrier()
+	iomem.ToDevice() // rdma-core qp.c mlx5_post_wq_recv: udma_to_device_barrier
 	binary.BigEndian.PutUint32(r.dbr, r.pc&0xffff)
 }
 
@@ -405,6 +406,9 @@ func (r *rxq) readCQ(budget int) int {
 		if !prm.CQESoftwareOwned(op, r.ci, r.cqLog) {
 			break
 		}
+		// The rest of the CQE (and a session's mini-CQE arrays) after its owner byte (rdma-core
+		// cq.c mlx5_get_next_cqe: udma_from_device_barrier).
+		iomem.FromDevice()
 		if prm.CQEFormat(op) != prm.CQEFormatCompressed {
 			r.cqe(e, be32(e, cqeByteCnt), be16(e, cqeWQECounter), be32(e, cqeRSSHash), e[cqeRSSHashType] != 0)
 			r.ci++
@@ -436,7 +440,9 @@ func (r *rxq) readCQ(budget int) int {
 		n += int(cnt)
 	}
 	if n > 0 {
-		r.pt.e.barrier()
+		// The invalidated session slots before the consumer index that hands them back (DPDK
+		// mlx5_rx.c mlx5_rx_burst: rte_io_wmb before the CQ doorbell record).
+		iomem.ToDevice()
 		binary.BigEndian.PutUint32(r.cqDBR, r.ci&0xffffff)
 	}
 	return n
@@ -662,12 +668,6 @@ func (r *rxq) close() {
 		r.putBufs(r.slotBufs[r.cc&(size-1)])
 	}
 }
-
-// barrier orders the stores before it before the stores after it, as the PRM asks between
-// WQEs, doorbell records and doorbell registers (rdma-core udma_to_device_barrier; on amd64
-// stores are not reordered with each other and the locked instruction of an atomic
-// read-modify-write also keeps the compiler from moving them).
-func (e *Engine) barrier() { e.fence.Add(1) }
 
 // overrun reports whether the queue's CQ overran (QUERY_CQ status; mlx5_ifc.h cqc status
 // CQ_OVERFLOW 0x9): the device then completes nothing more on it.

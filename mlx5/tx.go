@@ -9,6 +9,7 @@ import (
 
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/internal/iomem"
 	"github.com/daqiri-go/daqiri/mlx5/channel"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
@@ -291,13 +292,14 @@ func (t *txq) send(b *engine.Burst) error {
 }
 
 // ring_ publishes the posted WQEs: doorbell record, then the control segment's first 8 bytes
-// to the BlueFlame register, alternating halves (rdma-core qp.c: udma_to_device_barrier,
-// the doorbell record, mmio_wc_start, the 64-bit store, bf->offset ^= bf->buf_size).
+// to the BlueFlame register, alternating halves (rdma-core qp.c post_send_db: each barrier
+// below, then bf->offset ^= bf->buf_size).
 func (t *txq) ring_(ctrl []byte) {
-	t.pt.e.barrier()
+	iomem.ToDevice() // udma_to_device_barrier: the WQEs before the doorbell record
 	binary.BigEndian.PutUint32(t.dbr, t.pc&0xffff)
-	t.pt.e.barrier()
+	iomem.WCStart() // mmio_wc_start: the record before the write-combining UAR store
 	t.pt.uar.Write64(prm.UARBlueFlame+t.bf, binary.BigEndian.Uint64(ctrl[:8]))
+	iomem.FlushWrites() // mmio_flush_writes: out of the CPU's WC buffer, before the next ring
 	t.bf ^= prm.UARBlueFlameSize
 }
 
@@ -422,6 +424,7 @@ func (t *txq) pollCQ() int {
 		if !prm.CQESoftwareOwned(e[63], t.ci, t.cqLog) {
 			break
 		}
+		iomem.FromDevice() // rdma-core cq.c mlx5_get_next_cqe: udma_from_device_barrier
 		t.ci++
 		n++
 		wc := uint16(prm.CQE64.WQECounter.Get(e))
@@ -443,7 +446,9 @@ func (t *txq) pollCQ() int {
 		}
 	}
 	if n > 0 {
-		t.pt.e.barrier()
+		// rdma-core cq.c update_cons_index and DPDK's TX completion path have compiler order
+		// only here; the store barrier kept from before costs one per polled batch.
+		iomem.ToDevice()
 		binary.BigEndian.PutUint32(t.cqDBR, t.ci&0xffffff)
 	}
 	if t.inError && len(t.pend) == 0 {

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/daqiri-go/daqiri/internal/iomem"
 	"github.com/daqiri-go/daqiri/verbs/internal/uapi"
 	"github.com/daqiri-go/daqiri/verbs/provider"
 )
@@ -411,14 +412,14 @@ func (u *UARPage) destroy() error {
 func (u *UARPage) Write64(off uint32, v uint64) {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], v)
-	atomic.StoreUint64((*uint64)(unsafe.Pointer(&u.word(off, 8)[0])), binary.NativeEndian.Uint64(b[:]))
+	iomem.Store64((*[8]byte)(u.word(off, 8)), binary.NativeEndian.Uint64(b[:]))
 }
 
 // Write32 stores v big-endian at off as one 32-bit store.
 func (u *UARPage) Write32(off uint32, v uint32) {
 	var b [4]byte
 	binary.BigEndian.PutUint32(b[:], v)
-	atomic.StoreUint32((*uint32)(unsafe.Pointer(&u.word(off, 4)[0])), binary.NativeEndian.Uint32(b[:]))
+	iomem.Store32((*[4]byte)(u.word(off, 4)), binary.NativeEndian.Uint32(b[:]))
 }
 
 func (u *UARPage) word(off uint32, n uint32) []byte {

@@ -47,9 +47,32 @@ func anonMem(t *testing.T, n int) []byte {
 }
 
 // randomIOVA picks a page-aligned IOVA below 256 MiB (what the edu device
-// can address), away from 0.
-func randomIOVA(size uint64) uint64 {
-	return (1 + rand.Uint64N((1<<28-size)/4096-1)) * 4096
+// can address), away from 0, for size bytes aligned to align, inside one of
+// the container's usable IOVA ranges: the reserved windows differ by
+// platform (x86's MSI window at 0xfee00000 lies above 256 MiB, but QEMU
+// virt's GICv3 ITS doorbell reserves 0x8000000-0x80fffff behind the SMMUv3).
+func randomIOVA(t *testing.T, c *Container, size, align uint64) uint64 {
+	t.Helper()
+	info, err := c.IOMMUInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 1000 {
+		iova := (1 + rand.Uint64N((1<<28-size)/4096-1)) * 4096 &^ (align - 1)
+		if iova == 0 {
+			continue
+		}
+		for _, r := range info.IOVARanges {
+			if iova >= r.Start && iova+size-1 <= r.End {
+				return iova
+			}
+		}
+		if len(info.IOVARanges) == 0 {
+			return iova
+		}
+	}
+	t.Fatalf("no IOVA for %d bytes below 256 MiB in the usable ranges %x", size, info.IOVARanges)
+	return 0
 }
 
 func TestGuestContainer(t *testing.T) {
@@ -253,7 +276,7 @@ func TestGuestBadInput(t *testing.T) {
 	})
 	t.Run("dma", func(t *testing.T) {
 		mem := anonMem(t, 3*4096)
-		iova := randomIOVA(1 << 20)
+		iova := randomIOVA(t, p.Container, 1<<20, 4096)
 		for _, tc := range []struct {
 			mem  []byte
 			iova uint64
@@ -329,7 +352,7 @@ func TestGuestDMAMappings(t *testing.T) {
 	}
 	var iovas []uint64
 	for _, r := range regions {
-		iova := randomIOVA(uint64(len(r.mem))) &^ (1<<21 - 1)
+		iova := randomIOVA(t, c, uint64(len(r.mem)), 1<<21)
 		// Keep clear of earlier picks, with a gap on both sides: a mapping that ends where
 		// another begins would make the "one byte past the end" check below cross into it
 		// (seen once in ~100 runs, when the random picks landed 2 MiB apart).
@@ -440,8 +463,9 @@ func TestGuestCleanClose(t *testing.T) {
 		if err != nil {
 			t.Fatalf("round %d: OpenPCI: %v", i, err)
 		}
+		t.Cleanup(func() { p.Close() }) // after a failure below: the group stays usable for later tests
 		mem := anonMem(t, 4096)
-		if err := p.Container.MapDMA(mem, randomIOVA(4096), DeviceReadWrite); err != nil {
+		if err := p.Container.MapDMA(mem, randomIOVA(t, p.Container, 4096, 4096), DeviceReadWrite); err != nil {
 			t.Fatalf("round %d: MapDMA: %v", i, err)
 		}
 		if _, err := p.MapRegion(RegionBAR0); err != nil {

@@ -5,18 +5,19 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/daqiri-go/daqiri/internal/iomem"
 )
 
 // MMIO is a device region mapped into the process: register access with
 // exact widths.
 //
-// Each access is one load or store of the stated width, made in a function
-// the compiler may not inline, so it can neither merge, split, reorder
+// Each access is one load or store of the stated width (internal/iomem), made
+// in an assembly function, so the compiler can neither merge, split, reorder
 // across calls nor drop repeated accesses (it would be free to with plain
-// memory). Stores are plain MOVs, not atomic read-modify-write
+// memory). Stores are plain stores, not atomic read-modify-write
 // instructions, since a locked RMW would read the register too.
 type MMIO struct {
 	mu     sync.Mutex
@@ -64,39 +65,26 @@ func (d *Device) MapRegion(index int) (*MMIO, error) {
 // Len is the region's size in bytes.
 func (m *MMIO) Len() int { return len(m.mem) }
 
-// ptr checks an access of width bytes at off: inside the region and
-// naturally aligned. A bad offset is a programming error, reported as a
-// panic like an out-of-range slice index.
-func (m *MMIO) ptr(off, width int) unsafe.Pointer {
+// at checks an access of width bytes at off: inside the region and naturally aligned. A
+// bad offset is a programming error, reported as a panic like an out-of-range slice index.
+func (m *MMIO) at(off, width int) []byte {
 	if off < 0 || off > len(m.mem)-width || off%width != 0 {
 		panic(fmt.Sprintf("vfio: MMIO access of %d bytes at %#x: outside the %#x-byte region %d or misaligned", width, off, len(m.mem), m.region))
 	}
-	return unsafe.Pointer(&m.mem[off])
+	return m.mem[off : off+width]
 }
 
 // Read32 loads the 32-bit register at off.
-func (m *MMIO) Read32(off int) uint32 { return load32(m.ptr(off, 4)) }
+func (m *MMIO) Read32(off int) uint32 { return iomem.Load32((*[4]byte)(m.at(off, 4))) }
 
 // Write32 stores v in the 32-bit register at off.
-func (m *MMIO) Write32(off int, v uint32) { store32(m.ptr(off, 4), v) }
+func (m *MMIO) Write32(off int, v uint32) { iomem.Store32((*[4]byte)(m.at(off, 4)), v) }
 
 // Read64 loads the 64-bit register at off.
-func (m *MMIO) Read64(off int) uint64 { return load64(m.ptr(off, 8)) }
+func (m *MMIO) Read64(off int) uint64 { return iomem.Load64((*[8]byte)(m.at(off, 8))) }
 
 // Write64 stores v in the 64-bit register at off.
-func (m *MMIO) Write64(off int, v uint64) { store64(m.ptr(off, 8), v) }
-
-//go:noinline
-func load32(p unsafe.Pointer) uint32 { return *(*uint32)(p) }
-
-//go:noinline
-func store32(p unsafe.Pointer, v uint32) { *(*uint32)(p) = v }
-
-//go:noinline
-func load64(p unsafe.Pointer) uint64 { return *(*uint64)(p) }
-
-//go:noinline
-func store64(p unsafe.Pointer, v uint64) { *(*uint64)(p) = v }
+func (m *MMIO) Write64(off int, v uint64) { iomem.Store64((*[8]byte)(m.at(off, 8)), v) }
 
 // Unmap releases the mapping; the MMIO must not be used afterwards.
 func (m *MMIO) Unmap() error {

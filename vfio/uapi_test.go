@@ -323,6 +323,69 @@ func TestFaultMatch(t *testing.T) {
 	}
 }
 
+// smmuRecords are /dev/kmsg records as Linux's arm-smmu-v3 driver logs an event
+// (arm_smmu_evtq_thread, dev_info; the tab before each word is escaped as \x09):
+// here an F_TRANSLATION (0x10) for StreamID sid at input address 0xfff00000.
+func smmuRecords(seq int, sid uint32) []string {
+	const meta = "\n SUBSYSTEM=platform\n DEVICE=+platform:arm-smmu-v3.0.auto\n"
+	rec := func(text string) string {
+		seq++
+		return fmt.Sprintf("6,%d,1520351,-;arm-smmu-v3 arm-smmu-v3.0.auto: %s%s", seq, text, meta)
+	}
+	return []string{
+		rec("event 0x10 received:"),
+		rec(fmt.Sprintf(`\x090x%08x00000010`, sid)),
+		rec(`\x090x0000020000000000`),
+		rec(`\x090x00000000fff00000`),
+		rec(`\x090x0000000000000000`),
+	}
+}
+
+// TestFaultMatchSMMUv3: an SMMUv3 event is the device's when its StreamID is the
+// device's requester ID (00:02.0: 0x10), reported once with the event's name and
+// address; a newer kernel's client line is reported when the raw record was not.
+func TestFaultMatchSMMUv3(t *testing.T) {
+	w := &FaultWatcher{bdf: "0000:00:02.0", bus: "00:02.0", sid: requesterID("00:02.0")}
+	if w.sid != 0x10 {
+		t.Fatalf("requesterID(00:02.0) = %#x, want 0x10", w.sid)
+	}
+	feed := func(recs ...string) (got []string) {
+		for _, r := range recs {
+			if m, ok := w.match(r); ok {
+				got = append(got, m)
+			}
+		}
+		return got
+	}
+	got := feed(smmuRecords(100, 0x10)...)
+	if len(got) != 1 || !strings.Contains(got[0], "F_TRANSLATION") || !strings.Contains(got[0], "StreamID 0x10") || !strings.Contains(got[0], "0xfff00000") {
+		t.Errorf("an F_TRANSLATION of StreamID 0x10 gave %q, want one fault naming the event, StreamID and address", got)
+	}
+	if got := feed(smmuRecords(200, 0x18)...); len(got) != 0 {
+		t.Errorf("another device's event (StreamID 0x18) gave %q", got)
+	}
+	// 6.15 and later: the raw record, then the decoded line naming the client.
+	client := "3,300,1520400,-;arm-smmu-v3 arm-smmu-v3.0.auto: event: F_TRANSLATION client: 0000:00:02.0 sid: 0x10 ssid: 0x0 iova: 0xfff00000 ipa: 0x0\n"
+	if got := feed(append(smmuRecords(300, 0x10), client)...); len(got) != 1 {
+		t.Errorf("raw record and client line gave %d faults %q, want 1", len(got), got)
+	}
+	// A StreamID that is not the requester ID (a firmware mapping with an offset):
+	// only the client line names the device.
+	if got := feed(append(smmuRecords(400, 0x10010), strings.Replace(client, "sid: 0x10", "sid: 0x10010", 1))...); len(got) != 1 || !strings.Contains(got[0], "client: 0000:00:02.0") {
+		t.Errorf("client line with a mapped StreamID gave %q, want it reported", got)
+	}
+	// Interleaved and cut-off records are not taken for a fault.
+	recs := smmuRecords(500, 0x10)
+	if got := feed(recs[0], recs[1], "6,9,9,-;arm-smmu-v3 arm-smmu-v3.0.auto: event 0x10 received:\n", recs[2], recs[3]); len(got) != 0 {
+		t.Errorf("a record cut off by the next event's header gave %q", got)
+	}
+	for _, bus := range []string{"zz:00.0", "00:20.0", "00:00.8", ""} {
+		if id := requesterID(bus); id != ^uint32(0) {
+			t.Errorf("requesterID(%q) = %#x, want ^0", bus, id)
+		}
+	}
+}
+
 // TestNoVFIOHere checks the errors on a machine without VFIO (like the
 // development host): they name the device node and match ErrNotFound.
 func TestNoVFIOHere(t *testing.T) {

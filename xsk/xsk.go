@@ -251,6 +251,9 @@ func (s *Socket) setup(o Options) error {
 		}
 	}
 	if err != nil {
+		if o.MultiBuffer {
+			err = multiBufferErr(err, kernelRelease())
+		}
 		return fmt.Errorf("xsk: bind to ifindex %d queue %d: %w", o.Ifindex, o.Queue, err)
 	}
 	// XDP_OPTIONS reports whether the bind ended up zero-copy (struct xdp_options).
@@ -522,4 +525,30 @@ func (s *Socket) Stats() (Stats, error) {
 		RxRingFull: st.Rx_ring_full, RxFillRingEmpty: st.Rx_fill_ring_empty_descs, TxRingEmptyDescs: st.Tx_ring_empty_descs,
 		Wakeups: s.wakeups.Load(), KickErrors: s.kickErrs.Load(),
 	}, nil
+}
+
+// ErrNoMultiBuffer: the kernel has no multi-buffer AF_XDP (XDP_USE_SG, Linux 6.6; IGX Orin's
+// 5.15 for one), which frames larger than a UMEM chunk need.
+var ErrNoMultiBuffer = errors.New("xsk: multi-buffer AF_XDP (XDP_USE_SG) needs Linux 6.6 or later")
+
+// multiBufferErr names the missing feature when a multi-buffer bind fails with EINVAL on a
+// kernel before 6.6 (which rejects the unknown XDP_USE_SG flag); other errors pass through.
+func multiBufferErr(err error, release string) error {
+	var major, minor int
+	if !errors.Is(err, unix.EINVAL) {
+		return err
+	}
+	if n, _ := fmt.Sscanf(release, "%d.%d", &major, &minor); n == 2 && (major > 6 || major == 6 && minor >= 6) {
+		return err
+	}
+	return fmt.Errorf("%w (this kernel is %s; keep frames within one %d-byte chunk: buf_size 4096 or less and an MTU that fits, or use the socket engine): %w", ErrNoMultiBuffer, release, 4096, err)
+}
+
+// kernelRelease is uname -r ("" when uname fails).
+func kernelRelease() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
 }

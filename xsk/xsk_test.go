@@ -1,6 +1,7 @@
 package xsk
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -112,5 +113,35 @@ func TestXDPMockRings(t *testing.T) {
 			t.Fatalf("stats %+v", st)
 		}
 		s.Close()
+	}
+}
+
+// TestMultiBufferErr: a multi-buffer bind refused with EINVAL before Linux 6.6 says that
+// XDP_USE_SG needs 6.6 and names the running kernel; on 6.6+ and for other errors the
+// kernel's error passes through unchanged.
+func TestMultiBufferErr(t *testing.T) {
+	for _, c := range []struct {
+		err     error
+		release string
+		want    bool
+	}{
+		{unix.EINVAL, "5.15.148-tegra", true},
+		{unix.EINVAL, "6.1.0-28-arm64", true},
+		{unix.EINVAL, "6.6.0", false},
+		{unix.EINVAL, "6.12.9-arm64", false},
+		{unix.EINVAL, "7.0", false},
+		{unix.EINVAL, "", true},
+		{unix.EBUSY, "5.15.0", false},
+	} {
+		err := multiBufferErr(c.err, c.release)
+		if got := errors.Is(err, ErrNoMultiBuffer); got != c.want {
+			t.Errorf("multiBufferErr(%v, %q) = %v, want ErrNoMultiBuffer %v", c.err, c.release, err, c.want)
+		}
+		if !errors.Is(err, c.err) {
+			t.Errorf("multiBufferErr(%v, %q) = %v lost the kernel's error", c.err, c.release, err)
+		}
+		if c.want && (!strings.Contains(err.Error(), "6.6") || !strings.Contains(err.Error(), c.release)) {
+			t.Errorf("multiBufferErr(%v, %q) = %q: want the 6.6 requirement and the kernel release", c.err, c.release, err)
+		}
 	}
 }

@@ -19,7 +19,7 @@ import (
 // failure, not a reason to skip.
 func loadProgram(t *testing.T) *Program {
 	t.Helper()
-	testutil.RequireRoot(t, "CAP_BPF and CAP_NET_ADMIN to load XDP programs")
+	testutil.RequireBPF(t, "CAP_BPF and CAP_NET_ADMIN to load XDP programs")
 	p, err := NewProgram(nil)
 	if err != nil {
 		t.Fatal(err)

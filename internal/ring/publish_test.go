@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/daqiri-go/daqiri/internal/testutil"
 )
 
 // item is what the publication test moves: a pointer, so a consumer that read a slot before
@@ -31,7 +33,7 @@ func TestMPMCBulkPublication(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, capacity := range []int{8, 33, 256} {
 				r, _ := New[*item](capacity, tc.mode)
-				const perProducer = 20000
+				perProducer := testutil.Rounds(20000, 1000) // spinning producers on an emulator's shared cores
 				deadline := time.Now().Add(60 * time.Second)
 				var received atomic.Int64
 				total := int64(tc.prod * perProducer)

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/daqiri-go/daqiri/internal/testutil"
 )
 
 // TestStoreUint32 stores the value.
@@ -30,7 +32,7 @@ func TestStoreUint32(t *testing.T) {
 // atomically must see the whole buffer it guards, never an older fill. Under -race the
 // detector checks the same exchange for unsynchronised accesses.
 func TestPublishes(t *testing.T) {
-	const rounds = 200000
+	rounds := uint32(testutil.Rounds(200000, 20000))
 	var seq, ack uint32
 	var buf [8]uint64
 	deadline := time.Now().Add(60 * time.Second)

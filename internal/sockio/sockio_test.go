@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/daqiri-go/daqiri/internal/testutil"
 )
 
@@ -18,6 +20,7 @@ var loopback = netip.MustParseAddrPort("127.0.0.1:0")
 
 func openUDP(t *testing.T, remote netip.AddrPort, o Options) *UDP {
 	t.Helper()
+	testutil.RequireUDPSocketOption(t, "SO_RXQ_OVFL", unix.SO_RXQ_OVFL) // every UDP socket sets it
 	u, err := ListenUDP(loopback, remote, o)
 	if err != nil {
 		t.Fatal(err)
@@ -197,6 +200,7 @@ func TestUDPTruncated(t *testing.T) {
 // TestBadAddresses: endpoints of two IP versions on one socket are refused, as is a message
 // with more buffers than the batch holds.
 func TestBadAddresses(t *testing.T) {
+	testutil.RequireUDPSocketOption(t, "SO_RXQ_OVFL", unix.SO_RXQ_OVFL)
 	v6 := netip.MustParseAddrPort("[::1]:9")
 	if _, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), v6, Options{}); err == nil || !strings.Contains(err.Error(), "different IP versions") {
 		t.Errorf("ListenUDP from IPv4 to IPv6: %v", err)
@@ -216,6 +220,7 @@ func TestBadAddresses(t *testing.T) {
 // TestIPv6 moves UDP datagrams (addressed and connected, with their source address and
 // receive time) and a TCP stream over ::1.
 func TestIPv6(t *testing.T) {
+	testutil.RequireUDPSocketOption(t, "SO_RXQ_OVFL", unix.SO_RXQ_OVFL)
 	o := Options{PollTimeout: 50 * time.Millisecond, Timestamps: true}
 	open6 := func() *UDP {
 		u, err := ListenUDP(netip.MustParseAddrPort("[::1]:0"), netip.AddrPort{}, o)

@@ -104,6 +104,9 @@ func ReserveHugepages(t testing.TB, n int) {
 	if err := os.WriteFile(NrHugepages, []byte(strconv.Itoa(cur+n)), 0o644); err != nil {
 		Missing(t, "cannot reserve %d more hugepages: %v", n, err)
 	}
+	if err := probeHugeMap(); err != nil {
+		Lacks(t, "MAP_HUGETLB mappings", err)
+	}
 }
 
 // NoGoroutineLeak fails the test if goroutines started during it are still running once it

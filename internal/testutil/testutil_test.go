@@ -1,8 +1,10 @@
 package testutil
 
 import (
+	"errors"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -75,5 +77,39 @@ func TestLeakChecks(t *testing.T) {
 	f.RunCleanups()
 	if f.FailCalled {
 		t.Errorf("no leak reported as %q", f.Msg)
+	}
+}
+
+// TestLacks: under an emulator a missing feature skips, CI or not, naming the emulator and
+// the feature; natively it is Missing (a failure under CI).
+func TestLacks(t *testing.T) {
+	errProbe := errors.New("function not implemented")
+	for _, c := range []struct {
+		emulator, ci string
+		skip, failed bool
+	}{{"qemu-aarch64-static", "true", true, false}, {"qemu-aarch64-static", "", true, false}, {"", "true", false, true}, {"", "", true, false}} {
+		t.Setenv(EmulatorEnv, c.emulator)
+		t.Setenv(CIEnv, c.ci)
+		f := RunFake(func(tb testing.TB) { Lacks(tb, "bpf()", errProbe) })
+		if f.SkipCalled != c.skip || f.FailCalled != c.failed || !strings.Contains(f.Msg, "bpf()") || !strings.Contains(f.Msg, "function not implemented") {
+			t.Errorf("emulator %q CI %q: skipped %v failed %v (%q), want skipped %v failed %v", c.emulator, c.ci, f.SkipCalled, f.FailCalled, f.Msg, c.skip, c.failed)
+		}
+		if c.emulator != "" && !strings.Contains(f.Msg, c.emulator) {
+			t.Errorf("skip %q does not name the emulator", f.Msg)
+		}
+	}
+	t.Setenv(EmulatorEnv, "qemu-aarch64-static")
+	if Rounds(1000, 10) != 10 {
+		t.Errorf("Rounds under an emulator = %d, want 10", Rounds(1000, 10))
+	}
+	t.Setenv(EmulatorEnv, "")
+	if Rounds(1000, 10) != 1000 {
+		t.Errorf("Rounds natively = %d, want 1000", Rounds(1000, 10))
+	}
+	if err := ProbeSyscall(syscall.SYS_GETPID); err != nil {
+		t.Errorf("ProbeSyscall(getpid) = %v", err)
+	}
+	if err := ProbeSyscall(1 << 20); !errors.Is(err, syscall.ENOSYS) {
+		t.Errorf("ProbeSyscall(no such call) = %v, want ENOSYS", err)
 	}
 }

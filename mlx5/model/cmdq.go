@@ -1,6 +1,7 @@
 package model
 
 import (
+	"github.com/daqiri-go/daqiri/internal/iomem"
 	"github.com/daqiri-go/daqiri/mlx5/model/internal/dma"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
@@ -48,6 +49,7 @@ func (d *Device) runEntry(addr uint64) bool {
 	}
 	st := d.deliver(ent)
 	q.Status.Set(ent, uint64(st))
+	iomem.ToDevice() // status and output before the ownership, as a device's ordered writes
 	q.Ownership.Set(ent, prm.CmdOwnerSW)
 	return true
 }

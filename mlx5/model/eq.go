@@ -1,6 +1,7 @@
 package model
 
 import (
+	"github.com/daqiri-go/daqiri/internal/iomem"
 	"github.com/daqiri-go/daqiri/mlx5/model/internal/datapath"
 	"github.com/daqiri-go/daqiri/mlx5/model/internal/dma"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
@@ -52,6 +53,7 @@ func (d *Device) post(e *eq, t prm.EventType, sub uint8, fill func(data []byte))
 	if fill != nil {
 		fill(prm.EQE.EventData.Slice(slot))
 	}
+	iomem.ToDevice() // the EQE before its owner bit, as a device's ordered writes (see datapath's store)
 	prm.EQE.Owner.Set(slot, uint64(e.pi>>e.logSize&1))
 	e.pi++
 	if e.armed {

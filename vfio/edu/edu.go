@@ -251,7 +251,10 @@ func (dir Direction) String() string {
 // must be mapped in the container with the permission the direction needs
 // (errors wrap vfio.ErrInvalid or vfio.ErrNotMapped). A DMA that the IOMMU
 // blocked anyway is reported as an error wrapping vfio.ErrIOMMUFault when
-// the kernel log is readable.
+// the kernel log is readable and the fault was logged by the time the
+// transfer completed: an Arm SMMUv3 logs its event from the event queue's
+// threaded interrupt handler, which may run after the device's completion
+// (CheckFaults sees it later).
 func (d *Device) DMA(dir Direction, iova uint64, off, n int, timeout time.Duration) error {
 	if err := d.checkDMA(dir, iova, off, n); err != nil {
 		return err
@@ -328,6 +331,16 @@ func (d *Device) dma(dir Direction, iova uint64, off, n int, timeout time.Durati
 		}
 	}
 	return nil
+}
+
+// CheckFaults returns an error wrapping vfio.ErrIOMMUFault when the kernel
+// logged IOMMU faults of the device since the last transfer or check; nil
+// when none were logged or the log is not readable.
+func (d *Device) CheckFaults() error {
+	if d.faults == nil {
+		return nil
+	}
+	return d.faults.Check()
 }
 
 // Close disables interrupts, stops watching faults and releases the device.

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/daqiri-go/daqiri/internal/iomem"
 	"github.com/daqiri-go/daqiri/mlx5/channel"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
@@ -116,6 +117,7 @@ func (c *Channel) initCmdq() error {
 	// Address bits 63:32, then 31:12 with the NIC interface state 0 (full) in bits 10:8.
 	c.wr(regCmdqAddrH, uint32(buf.iova>>32))
 	c.wr(regCmdqAddrLSz, uint32(buf.iova)&^0xfff)
+	iomem.ToDevice() // the address before what follows (mlx5_vfio_init_cmd_interface: udma_to_device_barrier)
 	return c.fn.EnableBusMaster()
 }
 
@@ -209,11 +211,10 @@ func (c *Channel) run(in, out []byte) error {
 	case <-q.done[slot]:
 	default:
 	}
-	// Ownership to hardware last, then the doorbell (mlx5_vfio.c mlx5_vfio_post_cmd; the
-	// stores above are ordered before the MMIO store on the platforms Go supports: the
-	// compiler does not move stores across the non-inlined MMIO call, and x86 and arm64
-	// order a device store after earlier normal stores for uncached mappings).
+	// Ownership to hardware last, then the doorbell (mlx5_vfio.c mlx5_vfio_post_cmd:
+	// udma_to_device_barrier between them).
 	e.Ownership.Set(ent, prm.CmdOwnerHW)
+	iomem.ToDevice()
 	start := time.Now()
 	c.hw.Lock()
 	c.wr(regCmdDbell, 1<<slot)
@@ -250,6 +251,16 @@ func (c *Channel) run(in, out []byte) error {
 // command-completion event and reads the bit then (mlx5_vfio_wait_event), falling back to
 // the bit when no event came within the poll interval (an interrupt that never arrives).
 func (c *Channel) waitSlot(slot int, ent []byte) error {
+	err := c.waitOwner(slot, ent)
+	// The status and output after the ownership bit that handed them back (mlx5_vfio_cmd_do:
+	// udma_from_device_barrier after mlx5_vfio_poll_timeout).
+	iomem.FromDevice()
+	return err
+}
+
+// waitOwner is waitSlot without the barrier: it returns nil once ent's ownership bit says
+// software.
+func (c *Channel) waitOwner(slot int, ent []byte) error {
 	e := prm.CmdQueueEntry
 	deadline := time.Now().Add(c.opts.CommandTimeout)
 	events := c.events.Load()

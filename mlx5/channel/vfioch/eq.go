@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/daqiri-go/daqiri/internal/iomem"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 	"github.com/daqiri-go/daqiri/vfio"
 )
@@ -78,6 +79,7 @@ func (c *Channel) createAsyncEQ() error {
 // ci, at UAR offset 0x40). Called with c.hw held.
 func (c *Channel) armEQ() {
 	c.wr(int(c.eq.uar)*prm.UARPageSize+prm.UAREQDoorbellArm, c.eq.n<<24|c.eq.ci&0xffffff)
+	iomem.ToDevice() // after the doorbell, as mlx5_vfio.c eq_update_ci has it: udma_to_device_barrier
 }
 
 // drainEQ consumes every EQE software owns: an EQE is valid when its owner bit equals the
@@ -92,6 +94,7 @@ func (c *Channel) drainEQ() (slots uint32, pages int64, n int) {
 		if uint32(prm.EQE.Owner.Get(eqe)) != e.ci>>asyncEQLog&1 {
 			break
 		}
+		iomem.FromDevice() // the EQE after its owner bit (mlx5_vfio.c mlx5_eq_get_eqe: udma_from_device_barrier)
 		data := prm.EQE.EventData.Slice(eqe)
 		switch prm.EventType(prm.EQE.EventType.Get(eqe)) {
 		case prm.EventTypeCmd:

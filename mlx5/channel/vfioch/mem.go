@@ -14,6 +14,9 @@ import (
 // x86 hugepage size; the IOMMU can map it as one large page).
 const chunkSize = 2 << 20
 
+// errHugeTooLarge: the default hugepage is larger than a chunk.
+var errHugeTooLarge = errors.New("the default hugepage size is larger than a 2 MiB chunk")
+
 // minIOVA keeps the channel's IOVAs off the bottom of the space: 0 is the "no queue" value of
 // the init segment's command-queue address, and rdma-core's mlx5_vfio.c starts its
 // allocations above the first megabyte too.
@@ -102,14 +105,20 @@ func (m *dmaMem) takeIOVA(size, align uint64) (uint64, error) {
 // alloc maps size bytes (rounded up to whole chunks) for the device.
 func (m *dmaMem) alloc(size int, what string) (*dmaBuf, error) {
 	size = (size + chunkSize - 1) &^ (chunkSize - 1)
-	mem, err := hugepage.Map(size, true)
+	var mem *hugepage.Mem
+	err := errHugeTooLarge
+	if in, ierr := hugepage.ReadInfo(); ierr != nil || in.PageSize <= chunkSize {
+		// Not with larger hugepages (512 MiB on 64 KiB-page arm64 kernels): each chunk would
+		// take a whole one.
+		mem, err = hugepage.Map(size, true)
+	}
 	if err != nil {
 		m.mu.Lock()
 		warn := !m.warned
 		m.warned = true
 		m.mu.Unlock()
 		if warn {
-			m.log.Warn("mlx5 vfio: no hugepages for DMA memory; using 4 KiB host pages (the IOMMU maps them one by one)", "what", what, "err", err)
+			m.log.Warn("mlx5 vfio: no hugepages of 2 MiB or less for DMA memory; using base host pages (the IOMMU maps them one by one)", "what", what, "err", err)
 		}
 		if mem, err = hugepage.Map(size, false); err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
@@ -117,6 +126,7 @@ func (m *dmaMem) alloc(size int, what string) (*dmaBuf, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	size = len(mem.Bytes()) // whole pages: what MapDMA maps
 	iova, err := m.takeIOVA(uint64(size), chunkSize)
 	if err != nil {
 		mem.Close()

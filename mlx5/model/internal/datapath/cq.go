@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"sort"
 
+	"github.com/daqiri-go/daqiri/internal/iomem"
 	"github.com/daqiri-go/daqiri/mlx5/model/internal/dma"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
@@ -335,6 +336,9 @@ func (n *NIC) store(c *cq, i uint32, e *[prm.CQESize]byte) bool {
 	if c.p.Compress && c.p.Layout == LayoutEnhanced {
 		s[62] = byte(i >> c.p.LogSize)
 	}
+	// The model is the device, whose posted writes PCIe delivers in order; on a weakly ordered
+	// CPU the model orders its own stores so the driver never sees the owner byte first.
+	iomem.ToDevice()
 	s[63] = c.ownerByte(e[63], i)
 	return true
 }
