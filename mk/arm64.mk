@@ -27,7 +27,7 @@ ARM64_SYSROOT ?= /usr/aarch64-linux-gnu
 ARM64_PKGS ?= ./afxdp ./capture ./config ./cudart/... ./engine ./flow ./flow/mlx5 ./flow/xdp \
 	./hugepage ./internal/dynlib ./internal/iomem ./internal/osthread ./internal/ring \
 	./internal/sockio ./internal/testutil ./metrics/... ./mlx5/... ./rdmacm ./reorder ./roce \
-	./socket ./swloop ./tune ./verbs/... ./vfio/... ./vfiouser/... ./xsk
+	./socket ./swloop ./tune ./verbs/... ./vfio/... ./xsk
 
 # Left out of the arm64 run, each with its reason (printed by the target).
 ARM64_SKIP_WHY := \
