@@ -26,6 +26,10 @@ func TestUpstreamExamplesOnModelPorts(t *testing.T) {
 	// The example applications' raw files that daqiri-bench can drive as written.
 	apps, _ := filepath.Glob("../../config/testdata/upstream/daqiri_example_*.yaml")
 	files = append(files, apps...)
+	// Upstream's receive-only files with a sender added on a second port (testdata/*_pair.yaml:
+	// each alone is one host's half).
+	pairs, _ := filepath.Glob("testdata/*_pair.yaml")
+	files = append(files, pairs...)
 	ran, refused := 0, 0
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".yaml"), func(t *testing.T) {
@@ -157,8 +161,10 @@ func TestGPUUpstreamExamplesOnModelPorts(t *testing.T) {
 	}
 	files, _ := filepath.Glob("../../config/testdata/upstream/daqiri_bench_raw_*.yaml")
 	apps, _ := filepath.Glob("../../config/testdata/upstream/daqiri_example_*.yaml")
-	// The Spark cross-host pair (each file alone is one host's half) in one file.
-	apps = append(apps, "testdata/spark_xhost_pair.yaml")
+	// The receive-only files with their sender in one file: the Spark cross-host pair and
+	// rx_multi_q, rx_reorder_seq_batch, rx_reorder_seq_ppb (each alone is one host's half).
+	pairs, _ := filepath.Glob("testdata/*_pair.yaml")
+	apps = append(apps, pairs...)
 	ran, gpuFiles := 0, 0
 	var names []string
 	for _, f := range append(files, apps...) {
