@@ -25,12 +25,16 @@ import (
 // timing assertion.
 const hangGuard = 20 * time.Second
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t *testing.T, what string, cond func() bool, state ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(hangGuard)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, hangGuard)
+			var s []string
+			for _, f := range state {
+				s = append(s, f())
+			}
+			t.Fatalf("%s: not within %v %s", what, hangGuard, strings.Join(s, "; "))
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -130,7 +134,10 @@ func TestPageStorm(t *testing.T) {
 				t.Fatal("no EQ took the page request")
 			}
 		}
-		waitFor(t, "pages follow the requests", func() bool { return ch.GivenPages() == want && ch.Stats().PageRequests == (k+1)*burst })
+		waitFor(t, "pages follow the requests", func() bool { return ch.GivenPages() == want && ch.Stats().PageRequests == (k+1)*burst },
+			func() string {
+				return fmt.Sprintf("(given %d of %d, %d of %d requests seen; health %v; stats %+v)", ch.GivenPages(), want, ch.Stats().PageRequests, (k+1)*burst, ch.Health(), ch.Stats())
+			})
 	}
 	// Firmware giving pages back: a burst of negative requests only.
 	for range 10 {

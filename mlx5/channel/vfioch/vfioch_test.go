@@ -21,7 +21,9 @@ import (
 func testOpts() vfioch.Options {
 	return vfioch.Options{
 		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
-		CommandTimeout: 2 * time.Second,
+		// Generous: a loaded 2-core CI machine can hold a goroutine off the CPU for
+		// seconds; the tests of timeouts set their own.
+		CommandTimeout: 10 * time.Second,
 		PollInterval:   5 * time.Millisecond,
 		HealthInterval: 200 * time.Millisecond,
 	}
