@@ -20,7 +20,7 @@ import (
 // above the model's 100 ms health counter period.
 func testOpts() vfioch.Options {
 	return vfioch.Options{
-		Log:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		// Generous: a loaded 2-core CI machine can hold a goroutine off the CPU for
 		// seconds; the tests of timeouts set their own.
 		CommandTimeout: 10 * time.Second,
