@@ -46,7 +46,7 @@
 //
 //	DAQIRI_VM_PKGS=./verbs      package patterns to run (space or comma separated)
 //	DAQIRI_VM_RUN=TestGuestQP   -test.run for the guest binaries
-//	DAQIRI_VM_TIMEOUT=150s      the whole VM run (boot to power-off), default 150 s
+//	DAQIRI_VM_TIMEOUT=360s      the whole VM run (boot to power-off), default 360 s
 //	DAQIRI_VM_CPUS=1            guest vCPUs
 //	DAQIRI_VM_KEEP=1            keep the work folder (console.log, out/, initramfs)
 //	DAQIRI_VM_KERNEL=/boot/vmlinuz-6.1.0-56-amd64, DAQIRI_VM_QEMU=…

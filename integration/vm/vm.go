@@ -50,8 +50,8 @@ type Options struct {
 	ModuleRoot  string        // module root (the folder of go.mod); required
 	WorkDir     string        // empty folder for binaries, initramfs and results; required
 	Packages    []string      // package patterns; DefaultPackages if nil
-	Timeout     time.Duration // whole VM run, boot to power-off; default 150 s
-	TestTimeout time.Duration // -test.timeout of each guest binary; default 90 s
+	Timeout     time.Duration // whole VM run, boot to power-off; default 360 s
+	TestTimeout time.Duration // -test.timeout of each guest binary; default 200 s
 	Run         string        // -test.run for the guest binaries; all tests if empty
 	MemoryMiB   int           // guest RAM; default 1024
 	CPUs        int           // guest vCPUs; default 1
@@ -106,11 +106,13 @@ func (o *Options) defaults() {
 	if o.Packages == nil {
 		o.Packages = DefaultPackages
 	}
+	// The bounds catch a hung guest, not a slow one: the one-CPU TCG guest's run of every
+	// package took 130–155 s on a 2-core host (2026-11-28), its roce binary alone ~90 s.
 	if o.Timeout <= 0 {
-		o.Timeout = 150 * time.Second
+		o.Timeout = 360 * time.Second
 	}
 	if o.TestTimeout <= 0 {
-		o.TestTimeout = 90 * time.Second
+		o.TestTimeout = 200 * time.Second
 	}
 	if o.MemoryMiB <= 0 {
 		o.MemoryMiB = 1024
