@@ -155,19 +155,7 @@ func runBound(sizes, ppbs []int) error {
 						return func(int) error { return k.LaunchParams(s, param, pin.DevicePtr(), out.Ptr(), ppb, size) }
 					}
 					how = "staged"
-					return func(int) error {
-						err := dev.CopyHtoDAsync(tableDev.Ptr(), tb, s2)
-						if err == nil {
-							err = staged.Record(s2)
-						}
-						if err == nil {
-							err = s.WaitEvent(staged)
-						}
-						if err == nil {
-							err = k.Launch(s, tableDev.Ptr(), pin.DevicePtr(), out.Ptr(), ppb, size)
-						}
-						return err
-					}
+					return stagedLaunch(dev, k, s, s2, staged, tableDev, tb, pin.DevicePtr(), out.Ptr(), ppb, size)
 				}
 				tk, err := tm.timeWarm(iters, launch(k))
 				if err != nil {

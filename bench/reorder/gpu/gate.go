@@ -206,3 +206,23 @@ func (t *timer) time(iters int, enqueue func(int) error) (time.Duration, error) 
 	}
 	return total, nil
 }
+
+// stagedLaunch launches k as a plan does with a slot table too large for the kernel's
+// parameters: the host table tb is copied into table on stream s2, and s waits for that copy
+// (an event) before the kernel runs.
+func stagedLaunch(dev *cudart.Device, k *reorder.Kernel, s, s2 *cudart.Stream, staged *cudart.Event,
+	table *cudart.DeviceMem, tb []byte, src, out cudart.DevicePtr, ppb, size int) func(int) error {
+	return func(int) error {
+		err := dev.CopyHtoDAsync(table.Ptr(), tb, s2)
+		if err == nil {
+			err = staged.Record(s2)
+		}
+		if err == nil {
+			err = s.WaitEvent(staged)
+		}
+		if err == nil {
+			err = k.Launch(s, table.Ptr(), src, out, ppb, size)
+		}
+		return err
+	}
+}

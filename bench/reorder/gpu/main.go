@@ -387,19 +387,7 @@ func run(sizes, batches []int, pairs [][2]config.DataType, ptxFile, upstreamFile
 				// Plans stage larger tables in device memory by a copy on a second stream, which
 				// the kernel's stream waits for.
 				res.PlanTable = "staged"
-				launches = append(launches, func(int) error {
-					err := dev.CopyHtoDAsync(tableStage.Ptr(), tb, s2)
-					if err == nil {
-						err = staged.Record(s2)
-					}
-					if err == nil {
-						err = s.WaitEvent(staged)
-					}
-					if err == nil {
-						err = k.Launch(s, tableStage.Ptr(), src.Ptr(), out.Ptr(), ppb, size)
-					}
-					return err
-				})
+				launches = append(launches, stagedLaunch(dev, k, s, s2, staged, tableStage, tb, src.Ptr(), out.Ptr(), ppb, size))
 				if ppb <= reorder.ParamSlots && k.ParamTable() {
 					res.PlanTable = "param"
 					launches[2] = func(int) error { return k.LaunchParams(s, paramTable, src.Ptr(), out.Ptr(), ppb, size) }
