@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
@@ -187,6 +189,19 @@ func headerTemplate(e *benchTx, size int, s *daqiri.Session, port int) ([]byte, 
 	}
 	h := make([]byte, size)
 	dst := loosMAC(e.EthDst)
+	if e.EthDst == "" {
+		// As upstream's bench: without eth_dst_addr the next hop of ip_dst_addr is resolved
+		// once (resolve_ipv4_mac) before sending, and kept for the run.
+		da := loosIPv4(e.IPDst)
+		if da == [4]byte{} {
+			return nil, fmt.Errorf("eth_dst_addr is absent and ip_dst_addr %q is no IPv4 address to resolve it from", e.IPDst)
+		}
+		m, err := s.ResolveIPv4MAC(port, netip.AddrFrom4(da), resolveTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("eth_dst_addr is absent: %w", err)
+		}
+		dst = m
+	}
 	src := loosMAC(e.EthSrc)
 	if e.EthSrc == "" {
 		if m, err := s.MACAddr(port); err == nil && len(m) == 6 {
@@ -206,6 +221,11 @@ func headerTemplate(e *benchTx, size int, s *daqiri.Session, port int) ([]byte, 
 	binary.BigEndian.PutUint16(udp[2:], uint16(e.UDPDst))
 	return h, nil
 }
+
+// resolveTimeout bounds the wait for a bench_tx entry's destination MAC: the kernel sends
+// three ARP requests a second apart before it gives up (net.ipv4.neigh.*.mcast_solicit,
+// retrans_time_ms).
+const resolveTimeout = 3 * time.Second
 
 // finishHeader writes the lengths of a frame of n bytes and the IPv4 checksum.
 func finishHeader(h []byte, n int) {
