@@ -167,7 +167,9 @@ func (q *RxQueue) Next() (*Burst, bool) { return q.ring.Dequeue() }
 // Pending is the number of bursts waiting in the ring.
 func (q *RxQueue) Pending() int { return q.ring.Len() }
 
-// Drain frees every burst still in the ring and returns how many packets that dropped.
+// Drain frees every burst still in the ring and returns how many packets that dropped. A
+// reorder aggregate is one packet holding its batch: it drops the source packets that filled
+// it (counting it as one left a batch's packets neither received nor dropped).
 func (q *RxQueue) Drain() int {
 	n := 0
 	for {
@@ -175,7 +177,11 @@ func (q *RxQueue) Drain() int {
 		if !ok {
 			return n
 		}
-		n += b.Len()
+		if b.reorder != nil {
+			n += b.reorder.SourcePackets
+		} else {
+			n += b.Len()
+		}
 		b.Free()
 	}
 }

@@ -39,7 +39,12 @@
 // stride the CQE names and is handed to the application in place (zero copy), and a WQE is
 // reposted once the NIC has consumed all its strides and the application has freed every
 // packet in it. A queue naming 2–4 regions (header-data split) or whose region does not fit
-// striding gets a cyclic RQ with one buffer of each region per WQE as a scatter list.
+// striding gets a cyclic RQ with one buffer of each region per WQE as a scatter list. So does
+// a queue whose region other queues name too (a shared region, as upstream's DPDK engine
+// shares one mempool among queues): a striding RQ owns every buffer of its region, while a
+// cyclic RQ takes one buffer per WQE from the region's pool and gets it back when the
+// application frees the packet, so the sharing queues draw from one pool; each sizes its ring
+// by its share of the pool (shared.go).
 // CQE compression is on (basic layout; mini-CQEs carry checksum and stride index on striding
 // RQs, hash and length on cyclic ones); DAQIRI_MLX5_CQE_COMPRESSION=0 turns it off.
 // Hardware timestamps are in b.RxTimestamp as Unix ns: the RQs stamp real time where the

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"strings"
 	"sync/atomic"
 
 	"github.com/daqiri-go/daqiri/config"
@@ -93,9 +94,13 @@ func (pt *port) newRxq(idx int, q *engine.RxQueue) (*rxq, error) {
 	}
 	reg := q.Regions[0]
 	bs := reg.BufSize
-	canStride := r.nseg == 1 && bs >= minStride && bs <= maxStride && bs&(bs-1) == 0 && reg.NumBufs >= r.spw
+	users := pt.regionUsers(reg)
+	canStride := r.nseg == 1 && bs >= minStride && bs <= maxStride && bs&(bs-1) == 0 && reg.NumBufs >= r.spw && len(users) <= 1
 	switch pt.e.opts.striding {
 	case 1:
+		if len(users) > 1 {
+			return nil, fmt.Errorf("%s: DAQIRI_IBV_STRIDING=1 but memory region %s is shared (named by %s): a striding RQ owns all of its region's buffers, so shared regions get a cyclic RQ", q.Path(), reg.Name, strings.Join(users, ", "))
+		}
 		if !canStride {
 			return nil, fmt.Errorf("%s: DAQIRI_IBV_STRIDING=1 but the queue cannot use a striding RQ (one region with a power-of-two buf_size of %d to %d bytes and at least %d buffers)", q.Path(), minStride, maxStride, r.spw)
 		}
@@ -112,7 +117,7 @@ func (pt *port) newRxq(idx int, q *engine.RxQueue) (*rxq, error) {
 	} else {
 		n := reg.NumBufs
 		for _, g := range q.Regions {
-			n = min(n, g.NumBufs)
+			n = min(n, sharedRing(g.NumBufs, rxSharers(pt.regionUsers(g))))
 		}
 		wqes = max(1, min(maxCyclicWQEs, 1<<(bits.Len(uint(n))-1)/2))
 		wqeSize = 16 << bits.Len(uint(r.nseg-1)) // one data segment per region, rounded up

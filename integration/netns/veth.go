@@ -24,6 +24,9 @@ type PairOptions struct {
 	Queues int
 	// MTU of both ends (default 1500: native XDP on veth needs frames that fit a page).
 	MTU int
+	// ARP leaves the neighbour entries to ARP instead of pinning each side's entry for the
+	// other (tests of address resolution).
+	ARP bool
 }
 
 // NewPairWith is NewPair with a chosen queue count and MTU.
@@ -101,6 +104,9 @@ func NewPairWith(t testing.TB, o PairOptions) *Pair {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	if o.ARP {
+		return p
 	}
 	if err := p.pinNeighbours(); err != nil {
 		if errors.Is(err, unix.EOPNOTSUPP) {

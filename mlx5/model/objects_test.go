@@ -332,6 +332,8 @@ func TestRQObject(t *testing.T) {
 	r.wantStatus(r.rqIn(cq, nil, kv{w.LogWQSz, 17}), 16, prm.StatusBadParamErr)
 	r.wantStatus(r.rqIn(cq, nil, kv{w.DbrAddr, r.base + 4}), 16, prm.StatusBadParamErr)
 	r.wantStatus(r.rqIn(cq, kv{prm.RQC.MemRQType, 1}, nil), 16, prm.StatusBadParamErr)
+	// Issue 32: SHAMPO is not modelled (its cap is 0), so an RQ asking for it is refused.
+	r.wantStatus(r.rqIn(cq, nil, kv{w.WQType, prm.WQTypeCyclicStriding, w.LogWQENumOfStrides, 0, w.LogWQEStrideSize, 5, w.ShampoEnable, 1}), 16, prm.StatusBadParamErr)
 
 	r.mustCmd(in(prm.CmdOpDestroyRQ, 0, 16, prm.DestroyRQIn.RQN, rq), 16)
 	r.wantStatus(in(prm.CmdOpDestroyRQ, 0, 16, prm.DestroyRQIn.RQN, rq), 16, prm.StatusBadResErr)

@@ -290,6 +290,12 @@ func (d *Device) createRQ(c *cmd) error {
 	if p.Counter != 0 && !d.objs.qcounters.has(p.Counter, c.uid) {
 		return noObject("CREATE_RQ: counter set %d does not exist", p.Counter)
 	}
+	// SHAMPO (header-data merge) is refused like any feature whose cap the model reports 0:
+	// the public headers give its fields but not when packets merge (docs/MLX5-CONFORMANCE.md,
+	// "SHAMPO").
+	if c.get(prm.WQ.ShampoEnable.At(base+r.WQ.Off)) != 0 && d.capGet(prm.CapTypeGeneral, prm.CmdHCACap.Shampo) == 0 {
+		return badParam("CREATE_RQ: wq.shampo_enable without the shampo cap")
+	}
 	wq, err := d.decodeWQ(c, base+r.WQ.Off, false, "CREATE_RQ")
 	if err != nil {
 		return err

@@ -166,6 +166,15 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 	if err := o.metrics.register(s); err != nil {
 		return nil, err
 	}
+	if o.runtimeFlows {
+		notes, err := addRuntimeFlows(s, cfg, up)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range notes {
+			fmt.Fprintln(progress, "note:", n)
+		}
+	}
 
 	var tx, rx counter
 	var sendErrs errCounter
@@ -454,6 +463,12 @@ func sender(ctx context.Context, s *daqiri.Session, port, queue int, pl *txPlan,
 				binary.BigEndian.PutUint32(p[pl.seqAt:], uint32(seq))
 			case !pl.seq32 && len(p) >= 8:
 				binary.BigEndian.PutUint64(p, seq)
+			}
+			if len(pl.fields) > 0 {
+				for _, f := range pl.fields {
+					f.put(p, seq-uint64(pl.seqFrom))
+				}
+				ipv4Checksum(p)
 			}
 			seq++
 		}

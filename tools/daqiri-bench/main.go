@@ -51,6 +51,7 @@ type options struct {
 	metrics       *metricsServer // set by run when metricsAddr is
 	plotFile      string
 	plot          *plotter // set by run when plotFile is
+	runtimeFlows  bool
 }
 
 // optInt is an integer flag that knows whether it was given (its help shows no default:
@@ -95,6 +96,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve the counters in Prometheus text format at http://HOST:PORT/metrics (port 0: any free one)")
 	fs.DurationVar(&o.metricsLinger, "metrics-linger", 0, "with --metrics-addr: keep serving the final counters this long after the results (Ctrl-C ends it)")
 	fs.StringVar(&o.modelPorts, "model-ports", "", "run a raw configuration written for ConnectX NICs on the ConnectX device model: `auto` (raw interfaces in order on model:0, model:1, ...; 0↔1 are cabled) or KEY=N[@IFNAME],... with KEY an interface name or address; device/host_pinned regions stay GPU memory on a GPU host (the model writes them) and become host memory elsewhere, and tunnel placeholders get test values")
+	fs.BoolVar(&o.runtimeFlows, "runtime-flows", false, "add RX flows once the session is open, as upstream's dynamic_rx_flow example application does: on each raw RX interface with flow_isolation and no rx.flows, one flow matching the bench_tx entries' UDP ports that spreads over all its RX queues (RSS)")
 	fs.StringVar(&o.plotFile, "plot", "", "write TX/RX Gb/s and drops over time per interface to this SVG `file` (opens in a browser)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -31,8 +31,11 @@ import (
 // outer_eth_dst 02:00:00:00:00:0b, outer_ipv4_src 192.0.2.1, outer_ipv4_dst 192.0.2.2
 // (TEST-NET-1, RFC 5737) — and a queue's cpu_core placeholder becomes core 0.
 //
+// Software loopback (loopback: sw) becomes the NIC's loopback (hw) with the loopback
+// interfaces on model ports.
+//
 // GPU memory: on a host without a GPU, memory regions of kind device or host_pinned become
-// host memory and GPU reorder plans are refused. On a GPU host (gpus > 0) they stay GPU
+// host memory and GPU reorder plans become CPU plans. On a GPU host (gpus > 0) they stay GPU
 // memory: the model writes device regions through the GPU's copy engine after resolving their
 // DMA-BUF (mlx5/model/gpudma) and host_pinned regions with the CPU, so that the RX queues and
 // the GPU reorder plans run on GPU memory as on a ConnectX — with the model standing in for
@@ -52,10 +55,11 @@ func applyModelPortsGPU(cfg *config.Config, spec string, gpus int) ([]string, er
 		return nil, fmt.Errorf("--model-ports: stream_type is %q; model ports serve raw streams", cfg.StreamType)
 	}
 	ports := map[int]string{} // interface index → address
+	swLoop := cfg.Loopback == "sw"
 	if spec == "auto" {
 		n := 0
 		for i, ifc := range cfg.Interfaces {
-			if ifc.Address == "loopback" {
+			if ifc.Address == "loopback" && !swLoop {
 				continue
 			}
 			ports[i] = "model:" + strconv.Itoa(n)
@@ -145,8 +149,13 @@ func applyModelPortsGPU(cfg *config.Config, spec string, gpus int) ([]string, er
 		}
 	}
 	cfg.Placeholders = slices.DeleteFunc(cfg.Placeholders, func(p string) bool { return filled[p] })
-	if cfg.Loopback == "sw" {
-		return nil, fmt.Errorf("--model-ports: the configuration uses the software loopback (loopback: sw); model ports replace NICs")
+	if swLoop {
+		// Upstream's software loopback hands TX bursts to the RX queues without a NIC; on
+		// model ports the same file runs through the NIC's own loopback (loopback: hw, as
+		// upstream's ibverbs engine offers it): each port's frames come back to it through
+		// its steering, so the example exercises the queues a NIC would.
+		cfg.Loopback = "hw"
+		notes = append(notes, "loopback: sw becomes hw: each model port's TX comes back to its own RX queues through the NIC's loopback")
 	}
 	// What each region serves: RX queues, TX queues, reorder outputs, gpu plans' sources.
 	rxUse, txUse, outUse, gpuSrc := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]string{}
@@ -164,13 +173,18 @@ func applyModelPortsGPU(cfg *config.Config, spec string, gpus int) ([]string, er
 				rxUse[m] = true
 			}
 		}
-		for _, r := range ifc.RX.Reorders {
+		for k := range ifc.RX.Reorders {
+			r := &ifc.RX.Reorders[k]
 			outUse[r.MemoryRegion] = true
 			if r.Type != config.ReorderGPU {
 				continue
 			}
 			if gpus == 0 {
-				return nil, fmt.Errorf("--model-ports: reorder plan %s of interface %s runs on a GPU, which needs packets in GPU memory, and this host has no GPU", r.Name, ifc.Name)
+				// Its regions become host memory below; the CPU plan builds the same
+				// batches (package reorder: one plan, two backends).
+				r.Type = config.ReorderCPU
+				notes = append(notes, fmt.Sprintf("reorder plan %s of interface %s: reorder_type gpu becomes cpu (no GPU on this host: the same batches, copied by the CPU)", r.Name, ifc.Name))
+				continue
 			}
 			for _, q := range ifc.RX.Queues {
 				for _, m := range q.MemoryRegions {

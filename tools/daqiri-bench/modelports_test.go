@@ -119,8 +119,10 @@ func TestApplyModelPorts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := applyModelPorts(sw, "auto"); err == nil {
-		t.Error("a software-loopback file was put on model ports")
+	// Issue 32: the software loopback becomes the model port's own loopback.
+	notes, err = applyModelPorts(sw, "auto")
+	if err != nil || sw.Loopback != "hw" || sw.Interfaces[0].Address != "model:0" || !strings.Contains(strings.Join(notes, "\n"), "loopback: sw becomes hw") || sw.Validate() != nil {
+		t.Errorf("software-loopback file: %v, loopback %q, address %q, notes %q, validate %v", err, sw.Loopback, sw.Interfaces[0].Address, notes, sw.Validate())
 	}
 	sock, err := config.LoadFile("../../config/testdata/upstream/daqiri_bench_socket_udp_tx_rx.yaml")
 	if err != nil {
@@ -160,8 +162,10 @@ func TestApplyModelPortsGPUHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := applyModelPorts(up, "auto"); err == nil || !strings.Contains(err.Error(), "no GPU") {
-		t.Fatalf("a gpu plan without a GPU: %v", err)
+	// Issue 32: without a GPU a gpu plan becomes a cpu plan on host memory.
+	notes, err = applyModelPorts(up, "auto")
+	if err != nil || up.Interfaces[1].RX.Reorders[0].Type != config.ReorderCPU || !strings.Contains(strings.Join(notes, "\n"), "reorder_type gpu becomes cpu") || up.Validate() != nil {
+		t.Fatalf("a gpu plan without a GPU: %v, type %q, notes %q, validate %v", err, up.Interfaces[1].RX.Reorders[0].Type, notes, up.Validate())
 	}
 	up, _ = config.LoadFile("../../config/testdata/upstream/daqiri_bench_raw_tx_rx_reorder_seq_1024.yaml")
 	notes, err = applyModelPortsGPU(up, "auto", 1)

@@ -4,8 +4,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/daqiri-go/daqiri"
 	"github.com/daqiri-go/daqiri/config"
@@ -124,6 +127,79 @@ type txPlan struct {
 	seq32   bool
 	seqFrom uint32
 	core    *int
+	// fields are the sequence and batch fields of the configuration's reorder plans that
+	// the 32-bit counter at seqAt does not fill (upstream's seq_batch_number and 10-bit
+	// seq_packets_per_batch examples read them from the IPv4 header area): each packet gets
+	// them written from its counter.
+	fields []seqField
+}
+
+// seqField is a big-endian bit field a sender fills from its packet counter n with
+// (n / div) mod 2^width.
+type seqField struct {
+	bitOff, width int
+	div           uint64
+}
+
+// put writes the field for counter n into frame p.
+func (f seqField) put(p []byte, n uint64) {
+	v := n / f.div
+	for j := 0; j < f.width; j++ {
+		bit := f.bitOff + j
+		if bit/8 >= len(p) {
+			return
+		}
+		mask := byte(0x80) >> (bit % 8)
+		if v>>(f.width-1-j)&1 != 0 {
+			p[bit/8] |= mask
+		} else {
+			p[bit/8] &^= mask
+		}
+	}
+}
+
+// reorderFields are the fields of cfg's reorder plans other than the 32-bit big-endian word
+// at byte seqAt: a seq_batch_number plan's sequence field (n mod 2^width) and batch field
+// (n / packets per batch), a seq_packets_per_batch plan's sequence field.
+func reorderFields(cfg *config.Config, seqAt int) []seqField {
+	var fs []seqField
+	add := func(f seqField) {
+		if f.width < 1 || f.width > 32 || f.bitOff < 0 || (f.bitOff == seqAt*8 && f.width == 32 && f.div == 1) || slices.Contains(fs, f) {
+			return
+		}
+		fs = append(fs, f)
+	}
+	for _, ifc := range cfg.Interfaces {
+		if ifc.RX == nil {
+			continue
+		}
+		for _, r := range ifc.RX.Reorders {
+			m := r.Method
+			add(seqField{m.Seq.Offset, m.Seq.Width, 1})
+			if m.Kind == config.MethodSeqBatchNumber && m.Batch.Width > 0 && m.Seq.Width >= m.Batch.Width {
+				add(seqField{m.Batch.Offset, m.Batch.Width, 1 << (m.Seq.Width - m.Batch.Width)})
+			}
+		}
+	}
+	return fs
+}
+
+// ipv4Checksum rewrites the IPv4 header checksum of frame p (after fields were written into
+// the header).
+func ipv4Checksum(p []byte) {
+	if len(p) < 34 {
+		return
+	}
+	ip := p[14:34]
+	ip[10], ip[11] = 0, 0
+	var sum uint32
+	for i := 0; i < 20; i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(ip[i:]))
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
 }
 
 // frameLen is the length of every frame (raw) or message (socket).
@@ -169,6 +245,7 @@ func (u *upstreamSections) txPlanFor(s *daqiri.Session, cfg *config.Config, port
 			}
 			p.header, p.seq32, p.seqFrom = h, true, e.SeqStart
 			p.seqAt = hs + e.SeqOffset
+			p.fields = reorderFields(cfg, p.seqAt)
 		}
 	}
 	if payloadFlag > 0 {
@@ -187,6 +264,19 @@ func headerTemplate(e *benchTx, size int, s *daqiri.Session, port int) ([]byte, 
 	}
 	h := make([]byte, size)
 	dst := loosMAC(e.EthDst)
+	if e.EthDst == "" {
+		// As upstream's bench: without eth_dst_addr the next hop of ip_dst_addr is resolved
+		// once (resolve_ipv4_mac) before sending, and kept for the run.
+		da := loosIPv4(e.IPDst)
+		if da == [4]byte{} {
+			return nil, fmt.Errorf("eth_dst_addr is absent and ip_dst_addr %q is no IPv4 address to resolve it from", e.IPDst)
+		}
+		m, err := s.ResolveIPv4MAC(port, netip.AddrFrom4(da), resolveTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("eth_dst_addr is absent: %w", err)
+		}
+		dst = m
+	}
 	src := loosMAC(e.EthSrc)
 	if e.EthSrc == "" {
 		if m, err := s.MACAddr(port); err == nil && len(m) == 6 {
@@ -206,6 +296,11 @@ func headerTemplate(e *benchTx, size int, s *daqiri.Session, port int) ([]byte, 
 	binary.BigEndian.PutUint16(udp[2:], uint16(e.UDPDst))
 	return h, nil
 }
+
+// resolveTimeout bounds the wait for a bench_tx entry's destination MAC: the kernel sends
+// three ARP requests a second apart before it gives up (net.ipv4.neigh.*.mcast_solicit,
+// retrans_time_ms).
+const resolveTimeout = 3 * time.Second
 
 // finishHeader writes the lengths of a frame of n bytes and the IPv4 checksum.
 func finishHeader(h []byte, n int) {
@@ -272,4 +367,45 @@ func (u *upstreamSections) rxCoreFor(s *daqiri.Session, cfg *config.Config, port
 		}
 	}
 	return nil
+}
+
+// addRuntimeFlows is --runtime-flows: the RX flows upstream's dynamic_rx_flow example
+// application adds after daqiri_init, for files that leave rx.flows empty under
+// flow_isolation (without them an isolated interface receives nothing). Each such raw RX
+// interface gets one flow, added while the session runs, that matches the bench_tx entries'
+// UDP destination ports and spreads over all of its RX queues (RSS), as the example's last
+// stage does with its [0, 1] rule.
+func addRuntimeFlows(s *daqiri.Session, cfg *config.Config, u *upstreamSections) ([]string, error) {
+	if cfg.StreamType != config.StreamRaw {
+		return nil, fmt.Errorf("--runtime-flows: stream_type is %q; run-time flows are for raw streams", cfg.StreamType)
+	}
+	var ports []uint16
+	for _, t := range u.tx {
+		if t.UDPDst > 0 && t.UDPDst <= 65535 && !slices.Contains(ports, uint16(t.UDPDst)) {
+			ports = append(ports, uint16(t.UDPDst))
+		}
+	}
+	var notes []string
+	for p, ifc := range cfg.Interfaces {
+		if ifc.RX == nil || len(ifc.RX.Queues) == 0 || len(ifc.RX.Flows) > 0 || !ifc.RX.FlowIsolation {
+			continue
+		}
+		if len(ports) == 0 {
+			return nil, fmt.Errorf("--runtime-flows: interface %s needs run-time flows, but no bench_tx entry names a udp_dst_port to match", ifc.Name)
+		}
+		queues := s.RxQueueIDs(p)
+		for _, port := range ports {
+			rule := daqiri.FlowRule{Name: fmt.Sprintf("runtime_udp_%d", port), Match: config.Match{UDPDst: config.PortRange{Lo: port, Hi: port}},
+				Actions: []config.Action{{Type: config.ActionQueue, Queues: queues}}}
+			id, err := s.AddRxFlow(p, rule)
+			if err != nil {
+				return nil, fmt.Errorf("--runtime-flows: interface %s: flow %s: %w", ifc.Name, rule.Name, err)
+			}
+			notes = append(notes, fmt.Sprintf("interface %s: run-time flow %s (id %d): udp_dst %d → RX queues %v", ifc.Name, rule.Name, id, port, queues))
+		}
+	}
+	if len(notes) == 0 {
+		return nil, fmt.Errorf("--runtime-flows: no raw RX interface has flow_isolation with no rx.flows: nothing to add")
+	}
+	return notes, nil
 }
