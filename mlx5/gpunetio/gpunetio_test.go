@@ -382,10 +382,19 @@ func TestStopTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer q.Close()
-	le.PutUint32(q.Control().Bytes()[CtrlRunning:], 1)
+	b := q.Control().Bytes()
+	le.PutUint32(b[CtrlRunning:], 1)
 	if err := q.Stop(time.Millisecond); !errors.Is(err, ErrKernelRunning) {
 		t.Fatalf("Stop = %v", err)
+	}
+	// Close refuses while the kernel runs (freeing its GPU memory would wait for it), and
+	// works once it has exited.
+	if err := q.Close(); !errors.Is(err, ErrKernelRunning) {
+		t.Fatalf("Close under a running kernel = %v", err)
+	}
+	le.PutUint32(b[CtrlExited:], 1)
+	if err := q.Close(); err != nil {
+		t.Fatalf("Close after exit: %v", err)
 	}
 }
 

@@ -635,7 +635,17 @@ const CQStatusOverflow = 9
 
 // Close detaches the steering, then releases every object, registration and memory, in
 // reverse order. Kernels using the queue must have finished (Stop asks them to).
+//
+// A kernel still running on the queue makes Close fail with ErrKernelRunning and release
+// nothing: freeing GPU memory (cuMemFree) waits for every kernel running in the context, so
+// closing under a persistent kernel would never return. The same holds for any GPU memory
+// freed while another queue's persistent kernel runs: stop kernels before closing queues.
 func (q *Queue) Close() error {
+	if q.ctrl != nil && q.ctrl.Bytes() != nil {
+		if c := q.Counters(); c.Running && !c.Exited {
+			return fmt.Errorf("%w: Close while the kernel runs (heartbeat %d); Stop it first, since freeing GPU memory waits for running kernels", ErrKernelRunning, c.Heartbeat)
+		}
+	}
 	q.closeOnce.Do(func() { q.closeErr = q.release() })
 	return q.closeErr
 }

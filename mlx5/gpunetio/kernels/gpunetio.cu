@@ -20,7 +20,7 @@ extern "C" __global__ void dqg_rx_persistent(const dqg_queue *q, dqg_sem *sem, u
                                              uint32_t batch_pkts, uint32_t slot_bytes, uint32_t stall_after) {
   __shared__ dqg_rx_state s;
   __shared__ dqg_pkt pk[DQG_ROUND];
-  __shared__ int n, quit, stalled;
+  __shared__ int n, quit;
   __shared__ uint32_t filled, cur;
   __shared__ uint64_t seq, bbytes, first_ts;
   dqg_ctrl *c = (dqg_ctrl *)q->ctrl;
@@ -29,7 +29,7 @@ extern "C" __global__ void dqg_rx_persistent(const dqg_queue *q, dqg_sem *sem, u
     dqg_rx_init(q, &s);
     filled = cur = 0;
     seq = bbytes = first_ts = 0;
-    quit = stalled = 0;
+    quit = 0;
     vc->running = 1;
     if (!dqg_sem_wait_free(sem, 0, &vc->stop)) quit = 1;
   }
@@ -41,7 +41,6 @@ extern "C" __global__ void dqg_rx_persistent(const dqg_queue *q, dqg_sem *sem, u
         quit = 1;
       } else if (stall_after != 0 && vc->packets >= stall_after) {
         // A kernel that stops polling (fault tests): no heartbeat, no CQ walk.
-        stalled = 1;
         __nanosleep(10000);
       } else {
         vc->heartbeat = vc->heartbeat + 1;
