@@ -254,6 +254,9 @@ func run(ctx context.Context, o options, out io.Writer) (sum summary, err error)
 		fmt.Fprintf(out, "; sent %d by the transmitter kernel; in order and intact: %v", sum.Sent, sum.InOrder)
 	}
 	fmt.Fprintln(out)
+	if tx != nil {
+		fmt.Fprintln(out, "send doorbells:", tx.DoorbellPath())
+	}
 	return sum, nil
 }
 

@@ -296,6 +296,9 @@ func TestSendThroughModel(t *testing.T) {
 	if tx.ci != tx.pi {
 		t.Fatalf("completed %d of %d WQEs", tx.ci, tx.pi)
 	}
+	if d := q.DoorbellPath(); !strings.Contains(d, "relayed by the CPU") || !strings.Contains(d, "CU_MEMHOSTREGISTER_IOMEMORY") {
+		t.Errorf("DoorbellPath: %s", d)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.out) != n {

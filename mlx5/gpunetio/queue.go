@@ -565,6 +565,20 @@ func (q *Queue) relay() {
 	}
 }
 
+// DoorbellPath says how the kernel's send doorbells reach the device, and what a GPU-rung
+// doorbell would need that is missing here: the channel's UAR (channel.UAR) offers stores,
+// not an address to register for the GPU (IBGDA: cuMemHostRegister with
+// CU_MEMHOSTREGISTER_IOMEMORY over the UAR's mmap, then a peer mapping for the GPU), and the
+// device model has no BAR a GPU could reach at all. Receive needs no register.
+func (q *Queue) DoorbellPath() string {
+	if q.txBuf == nil {
+		return "no send queue: receive needs no doorbell register (the RQ's doorbell record is in the queue memory)"
+	}
+	return fmt.Sprintf("relayed by the CPU: the kernel stores the doorbell to a shadow UAR word at %#x, a goroutine forwards it to %s's UAR page %d; "+
+		"missing for a GPU-rung doorbell: the UAR page's address to register as I/O memory for the GPU (cuMemHostRegister with CU_MEMHOSTREGISTER_IOMEMORY, as NVSHMEM IBGDA does), which channel.UAR does not give",
+		q.ctrl.DevAddr()+CtrlUAR, q.ch.Name(), q.uar.Index())
+}
+
 // Doorbells is how many doorbells the relay forwarded.
 func (q *Queue) Doorbells() uint64 {
 	q.relayMu.Lock()
