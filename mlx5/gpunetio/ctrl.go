@@ -166,6 +166,7 @@ func (w *Watchdog) Check() error {
 // StallError is the watchdog's report.
 type StallError struct{ Msg string }
 
+// Error implements error.
 func (e *StallError) Error() string { return e.Msg }
 
 // Unwrap makes errors.Is(err, ErrStalled) hold.

@@ -87,6 +87,7 @@ func (HostAllocator) Alloc(t MemType, size int) (Mem, error) {
 
 type hostMem struct{ m *hugepage.Mem }
 
+// Bytes, DevAddr, Size and Close implement Mem.
 func (h hostMem) Bytes() []byte   { return h.m.Bytes() }
 func (h hostMem) DevAddr() uint64 { return uint64(h.m.Addr()) }
 func (h hostMem) Size() int       { return len(h.m.Bytes()) }
@@ -126,6 +127,7 @@ func (a CUDAAllocator) Alloc(t MemType, size int) (Mem, error) {
 
 type pinned struct{ h *cudart.HostMem }
 
+// Bytes, DevAddr, Size and Close implement Mem.
 func (p pinned) Bytes() []byte   { return p.h.Bytes() }
 func (p pinned) DevAddr() uint64 { return uint64(p.h.DevicePtr()) }
 func (p pinned) Size() int       { return p.h.Size() }
@@ -133,6 +135,7 @@ func (p pinned) Close() error    { return p.h.Close() }
 
 type devMem struct{ d *cudart.DeviceMem }
 
+// Bytes (nil), DevAddr, Size and Close implement Mem; WriteAt, ReadAt and DMABuf DeviceMem.
 func (m devMem) Bytes() []byte   { return nil }
 func (m devMem) DevAddr() uint64 { return uint64(m.d.Ptr()) }
 func (m devMem) Size() int       { return m.d.Size() }
