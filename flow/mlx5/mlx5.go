@@ -173,8 +173,11 @@ type slot struct {
 	tir      uint32
 	tir6     uint32 // the IPv6 RSS TIR of a multi-queue rule (its v6 entries' destination)
 	reformat uint32 // GRE decap: the L3_TUNNEL_TO_L2 context
-	entries  []channel.Object
-	groups   []channel.Object
+	// fwd is the table a hardware reorder plan's slot forwards to instead of a TIR.
+	fwd     uint32
+	hasFwd  bool
+	entries []channel.Object
+	groups  []channel.Object
 }
 
 // New builds the port's steering on ch: TIRs, RQTs, the RX flow table with its groups and
@@ -489,6 +492,9 @@ func (s *Steering) writeEntries(sl *slot, base uint32, modify bool) error {
 		}
 		if m.v6 {
 			e.tir = sl.tir6
+		}
+		if sl.hasFwd && !s.dropAll {
+			e.hasTIR, e.nextTable, e.hasNextTable = false, sl.fwd, true
 		}
 		if e.action&prm.FlowActionPacketReformat != 0 {
 			e.reformat = sl.reformat
