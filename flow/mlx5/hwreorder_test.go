@@ -23,8 +23,23 @@ type slotRQ struct {
 	posted uint32
 }
 
+// batchMem is where the two batch buffers live: their addresses in the device's DMA space,
+// the key the WQEs name, and how the test reads them back (host memory: directly; GPU
+// memory: a device-to-host copy).
+type batchMem struct {
+	addr [2]uint64
+	lkey uint32
+	read func(addr uint64, n int) []byte
+}
+
+// hostBatch puts the batch buffers in the rig's host memory.
+func hostBatch(r *rig, n int) batchMem {
+	return batchMem{addr: [2]uint64{r.alloc(n, 4096), r.alloc(n, 4096)}, lkey: r.lkey,
+		read: func(a uint64, n int) []byte { return append([]byte(nil), r.at(a, n)...) }}
+}
+
 // newSlotRQ makes slot k's RQ on the shared CQ over the two batch buffers.
-func (r *rig) newSlotRQ(c *cq, k int, bufs [2]uint64, slotSize int) *slotRQ {
+func (r *rig) newSlotRQ(c *cq, k int, bm batchMem, slotSize int) *slotRQ {
 	const logSz = 1
 	w := prm.WQ
 	base := prm.CreateRQIn.Ctx.Off
@@ -37,10 +52,10 @@ func (r *rig) newSlotRQ(c *cq, k int, bufs [2]uint64, slotSize int) *slotRQ {
 	q.rqn = uint32(prm.CreateRQOut.RQN.Get(r.cmd(b, 16)))
 	r.cmd(cmdIn(prm.CmdOpModifyRQ, 0, int(prm.ModifyRQIn.Ctx.End()/8), prm.ModifyRQIn.RQN, q.rqn, prm.ModifyRQIn.RQState, prm.RQStateRST,
 		prm.RQC.State.At(prm.ModifyRQIn.Ctx.Off), prm.RQStateRDY), 16)
-	for j, buf := range bufs {
+	for j, buf := range bm.addr {
 		seg := r.at(ring+uint64(j)*16, 16)
 		prm.WQEData.ByteCount.Set(seg, uint64(slotSize))
-		prm.WQEData.LKey.Set(seg, uint64(r.lkey))
+		prm.WQEData.LKey.Set(seg, uint64(bm.lkey))
 		prm.WQEData.Addr.Set(seg, buf+uint64(k*slotSize))
 	}
 	return q
@@ -67,17 +82,20 @@ func seqFrame(r *rand.Rand, seq uint32) []byte {
 // buffer — the device places each at its slot; nothing on the CPU moves them — checked byte
 // for byte; in the second batch, out-of-range sequence numbers are counted by the plan and
 // duplicates dropped out of buffer, and neither is placed (both buffers stay exact).
-func TestHWReorder(t *testing.T) {
+func TestHWReorder(t *testing.T) { runHWReorder(t, hostBatch) }
+
+// runHWReorder is TestHWReorder with the batch buffers where mem puts them.
+func runHWReorder(t *testing.T, mem func(r *rig, n int) batchMem) {
 	const ppb, slotSize = 1024, 128
 	rng := rand.New(rand.NewPCG(32, 290))
 	rig := newRig(t, 1)
 	st := mustNew(t, rig, flowmlx5.Params{RQNs: rig.rqns, TD: rig.td, Isolation: true})
 	c := rig.newCQ(11)
-	bufs := [2]uint64{rig.alloc(ppb*slotSize, 4096), rig.alloc(ppb*slotSize, 4096)}
+	bm := mem(rig, ppb*slotSize)
 	slots := make([]*slotRQ, ppb)
 	rqns := make([]uint32, ppb)
 	for k := range slots {
-		slots[k] = rig.newSlotRQ(c, k, bufs, slotSize)
+		slots[k] = rig.newSlotRQ(c, k, bm, slotSize)
 		rqns[k] = slots[k].rqn
 		slots[k].arm(rig)
 	}
@@ -114,7 +132,7 @@ func TestHWReorder(t *testing.T) {
 	}
 	check := func(batch int, want [][]byte) {
 		t.Helper()
-		b := rig.at(bufs[batch], ppb*slotSize)
+		b := bm.read(bm.addr[batch], ppb*slotSize)
 		for k := range ppb {
 			if !bytes.Equal(b[k*slotSize:(k+1)*slotSize], want[k]) {
 				t.Fatalf("batch buffer %d slot %d holds % x\nwant % x", batch, k, b[k*slotSize:k*slotSize+80], want[k][:80])
