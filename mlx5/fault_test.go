@@ -188,7 +188,7 @@ func TestSQErrorCQE(t *testing.T) {
 	}
 }
 
-// TestFlowRejected: a flow the NIC's match layout cannot express (an IPv4 total length) and a
+// TestFlowRejected: a flow the NIC's match layout cannot express (VXLAN on port 8472) and a
 // flow beyond the last rule slot are typed errors; the flows before them stay installed and
 // can be deleted; deleting an unknown id is ErrInvalidParameter.
 func TestFlowRejected(t *testing.T) {
@@ -196,11 +196,12 @@ func TestFlowRejected(t *testing.T) {
 	e, _ := openTest(t, cfg, options{striding: -1, compression: true})
 	ok := config.Flow{Name: "ok", Actions: []config.Action{{Type: config.ActionQueue, Queues: []int{1}}}, Match: config.Match{UDPDst: config.PortRange{Lo: 7777, Hi: 7777}}}
 	bad := ok
-	bad.Name = "len"
-	bad.Match.IPv4Len = 100
+	bad.Name = "vxlan8472"
+	bad.Match = config.Match{}
+	bad.Actions = []config.Action{{Type: config.ActionTunnelDecap, Tunnel: config.Tunnel{Type: config.TunnelVXLAN, OuterUDPDst: 8472}}, ok.Actions[0]}
 	ids, err := e.AddRxFlows(1, []config.Flow{ok, bad})
 	if !errors.Is(err, engine.ErrInvalidParameter) || ids[0] == 0 || ids[1] != 0 {
-		t.Fatalf("AddRxFlows(ok, ipv4_len) = %v, %v; want one id and ErrInvalidParameter", ids, err)
+		t.Fatalf("AddRxFlows(ok, vxlan 8472) = %v, %v; want one id and ErrInvalidParameter", ids, err)
 	}
 	if err := e.DeleteFlow(ids[0]); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"sync"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 // the inline header of SEND WQEs (the 18 bytes DPDK's MLX5_ESEG_MIN_INLINE_SIZE and mlx5e
 // put in the Ethernet segment).
 const (
-	sqLog        = 13
+	minSQLog     = 13
 	mpwMax       = 32
 	signalEvery  = 16
 	inlineHeader = 18
@@ -50,6 +51,7 @@ type txq struct {
 
 	cq    []byte
 	cqLog uint8
+	sqLog uint8 // the SQ holds 1<<sqLog basic blocks: at least one whole burst (sqLogFor)
 	cqDBR []byte
 	ci    uint32
 
@@ -75,7 +77,8 @@ type pending struct {
 }
 
 func (pt *port) newTxq(idx int, q *engine.TxQueue) (*txq, error) {
-	t := &txq{pt: pt, q: q, cqLog: sqLog}
+	sqLog := sqLogFor(q.Config.BatchSize, len(q.Regions))
+	t := &txq{pt: pt, q: q, cqLog: sqLog, sqLog: sqLog}
 	for s, reg := range q.Regions {
 		k, err := pt.regionKey(reg)
 		if err != nil {
@@ -126,7 +129,7 @@ func (pt *port) newTxq(idx int, q *engine.TxQueue) (*txq, error) {
 	w.UARPage.At(wb).Set(in, uint64(pt.uar.Index()))
 	wqUMEM(in, wb, mem.umem, ringOff, dbrOff+32)
 	w.LogWQStride.At(wb).Set(in, prm.SendWQEShift)
-	w.LogWQSz.At(wb).Set(in, sqLog)
+	w.LogWQSz.At(wb).Set(in, uint64(sqLog))
 	if o, _, err = pt.create(in, 16); err != nil {
 		return nil, fmt.Errorf("%s: SQ: %w", q.Path(), err)
 	}
@@ -183,7 +186,17 @@ func (t *txq) room(n int) bool {
 	return t.free() >= uint32(3*n)
 }
 
-func (t *txq) free() uint32 { return 1<<sqLog - (t.pc - t.cc) }
+func (t *txq) free() uint32 { return 1<<t.sqLog - (t.pc - t.cc) }
+
+// sqLogFor sizes an SQ to take a whole burst of batch packets of segs segments each in their
+// largest form (SEND WQEs, each after a WAIT WQE): a burst the ring can never hold would be
+// refused as "SQ full" forever (upstream's HDS example: 10,240 packets of two segments need
+// 20,480 basic blocks). Never below 2^13; the device refuses a size above its log_max_wq_sz
+// at CREATE_SQ, naming the field.
+func sqLogFor(batch, segs int) uint8 {
+	need := uint(max(batch, 1)) * uint(wqeBBs(plan{at: 1}, max(segs, 1)))
+	return uint8(max(minSQLog, bits.Len(need-1)))
+}
 
 // plan is one WQE of a burst: packets [from, to) as one eMPW, or one packet as SEND (with a
 // WAIT first for a send time).
@@ -306,7 +319,7 @@ func (t *txq) ring_(ctrl []byte) {
 // wqe returns the bytes of n basic blocks from the producer counter, as one slice when they
 // do not wrap (callers write segment by segment through seg).
 func (t *txq) bb(i uint32) []byte {
-	o := (i & (1<<sqLog - 1)) * prm.SendWQEBB
+	o := (i & (1<<t.sqLog - 1)) * prm.SendWQEBB
 	return t.ring[o : o+prm.SendWQEBB]
 }
 

@@ -21,6 +21,7 @@ const (
 	enableOuter = 1 << 0
 	enableMisc  = 1 << 1
 	enableInner = 1 << 2
+	enableMisc4 = 1 << 5 // MLX5_MATCH_MISC_PARAMETERS_4
 )
 
 // IANA numbers the matches name.
@@ -124,7 +125,7 @@ func prefixes(r config.PortRange) []prefix {
 // Check reports whether r can be installed (nil) or why not (an error wrapping
 // ErrNotExpressible), without touching the device.
 func Check(r *flow.Rule) error {
-	_, err := ruleMatches(r)
+	_, err := ruleMatches(r, checkSampler{})
 	return err
 }
 
@@ -134,15 +135,13 @@ func notExpressible(r *flow.Rule, format string, args ...any) error {
 
 // ruleMatches compiles a rule's match fields into the entries that together match what
 // flow.Rule matches (see flow's package comment for the semantics).
-func ruleMatches(r *flow.Rule) ([]*match, error) {
+// Flex parser samples (flex.go) come from fx, which creates the parse-graph nodes they need.
+func ruleMatches(r *flow.Rule, fx sampler) ([]*match, error) {
 	if r == nil || len(r.Queues) == 0 {
 		return nil, fmt.Errorf("flow/mlx5: a rule needs at least one queue")
 	}
-	if r.Flex != nil {
-		return nil, notExpressible(r, "flex item payload matches need the flex parser (misc_parameters_4), which this device model does not have")
-	}
-	if r.IPv4Len != 0 {
-		return nil, notExpressible(r, "fte_match_set_lyr_2_4 has no IPv4 total-length field (ipv4_len %d)", r.IPv4Len)
+	if r.IPv4Len != 0 && r.Decap != flow.DecapNone {
+		return nil, notExpressible(r, "ipv4_len of a tunnel's inner header: the flex parser samples the outer IPv4 header")
 	}
 	m := newMatch()
 	l := prm.FTEMatchSetLyr24
@@ -155,10 +154,38 @@ func ruleMatches(r *flow.Rule) ([]*match, error) {
 		m.setMAC(outer, l.SMAC4716, l.SMAC150, r.EthSrc)
 	}
 	if e := r.ECPRI; e != nil {
-		if e.MsgType != nil || e.PCID != nil {
-			return nil, notExpressible(r, "eCPRI message type and PC_ID matches need the flex parser (misc_parameters_4)")
-		}
 		m.set(outer, l.Ethertype, flow.EtherTypeECPRI)
+		// The message type is the common header's second byte; PC_ID/RTC_ID the body's
+		// first two bytes (as upstream's build_ecpri_match_locked masks them).
+		n := 0
+		if e.MsgType != nil {
+			id, err := fx.sampleID(ecpriCommon)
+			if err != nil {
+				return nil, err
+			}
+			m.setSample(n, id, uint32(*e.MsgType)<<16, 0x00ff0000)
+			n++
+		}
+		if e.PCID != nil {
+			id, err := fx.sampleID(ecpriBody)
+			if err != nil {
+				return nil, err
+			}
+			m.setSample(n, id, uint32(*e.PCID)<<16, 0xffff0000)
+		}
+		return []*match{m}, nil
+	}
+	if f := r.Flex; f != nil {
+		// flow's flex item: the word at Offset after the UDP header of an IPv4 packet to
+		// the item's port; a node entered from UDP on that port samples it.
+		id, err := fx.sampleID(flexWord{prm.GraphArcNodeUDP, f.UDPPort, f.Offset})
+		if err != nil {
+			return nil, err
+		}
+		m.set(outer, l.IPVersion, 4)
+		m.set(outer, l.IPProtocol, protoUDP)
+		m.set(outer, l.UDPDport, uint64(f.UDPPort))
+		m.setSample(0, id, f.Value, f.Mask)
 		return []*match{m}, nil
 	}
 	// The headers the IPv4/UDP fields are matched in: the outer ones, or a tunnel's inner.
@@ -209,7 +236,7 @@ func ruleMatches(r *flow.Rule) ([]*match, error) {
 		m.setIPv4(outer, l.DstIPv4DstIPv6, r.OuterDst.As4())
 	}
 	ports := !r.UDPSrc.Any() || !r.UDPDst.Any()
-	ipFields := r.IPv4Src.IsValid() || r.IPv4Dst.IsValid() || (ports && fields == inner)
+	ipFields := r.IPv4Src.IsValid() || r.IPv4Dst.IsValid() || r.IPv4Len != 0 || (ports && fields == inner)
 	if ipv6 {
 		m.set(outer, l.IPVersion, 6)
 		m.v6 = true
@@ -234,6 +261,17 @@ func ruleMatches(r *flow.Rule) ([]*match, error) {
 	}
 	if r.IPv4Dst.IsValid() {
 		m.setIPv4(fields, l.DstIPv4DstIPv6, r.IPv4Dst.As4())
+	}
+	if r.IPv4Len != 0 {
+		// The total length is the low 16 bits of the IPv4 header's first word, sampled by a
+		// node entered from MAC on EtherType 0x0800 (upstream's ibverbs engine, mask
+		// 0x0000ffff); the EtherType pins the node's arc.
+		id, err := fx.sampleID(ipv4Word0)
+		if err != nil {
+			return nil, err
+		}
+		m.set(outer, l.Ethertype, flow.EtherTypeIPv4)
+		m.setSample(0, id, uint32(r.IPv4Len), 0x0000ffff)
 	}
 	ms := []*match{m}
 	switch {

@@ -54,13 +54,14 @@
 //
 // # What the NIC cannot express
 //
-// A rule that the fte_match_param layout cannot express is refused with an error wrapping
-// ErrNotExpressible that names the field: an IPv4 total-length match (no such field in
-// fte_match_set_lyr_2_4), flex-item payload words and eCPRI message type / PC_ID (they need
-// the flex parser of misc_parameters_4, which the model does not have), and VXLAN on a UDP
-// port other than 4789 (the parser recognises VXLAN on the port the device is told; the
-// model knows only 4789), and a port range whose prefixes exceed EntriesPerRule. Engines
-// report such a flow as unsupported (or steer it in software).
+// The IPv4 total length, eCPRI's message type and PC_ID/RTC_ID and flex items' payload words
+// are programmable sample matches (misc_parameters_4) on the flex parser's samples: a port
+// creates the parse-graph nodes its rules need (flex.go). A rule that the fte_match_param
+// layout cannot express is refused with an error wrapping ErrNotExpressible that names the
+// field: an ipv4_len of a tunnel's inner header (the flex parser samples outer headers),
+// VXLAN on a UDP port other than 4789 (the parser recognises VXLAN on the port the device is
+// told; the model knows only 4789), and a port range whose prefixes exceed EntriesPerRule.
+// Engines report such a flow as unsupported (or steer it in software).
 //
 // # Where the NIC differs from flow's reference (inferred, and tested as such)
 //
@@ -69,6 +70,9 @@
 //   - A GRE decap writes a fixed Ethernet header with zero MAC addresses (flow.Decapsulate
 //     keeps the outer ones); a VXLAN encap with outer_udp_src 0 uses one fixed source port
 //     (flow derives it from each inner flow).
+//   - A flex parser node's samples exist only when its whole fixed-length header is in the
+//     frame (eCPRI: 8 bytes after the EtherType, where flow needs 2 for the message type and
+//     6 for PC_ID) and, after UDP, in the IPv4 packet.
 //   - On damaged frames (a tot_len shorter than the frame, a truncated tunnel header) the
 //     device model's parser reads to the frame's end where flow reads to tot_len; a first
 //     fragment (MF set, offset 0) has no L4 fields on the model, where flow reads its UDP
@@ -144,6 +148,7 @@ type Steering struct {
 	tirs    []channel.Object // direct TIR per queue position
 	rss     map[string]channel.Object
 	l3decap map[uint64]channel.Object // L3_TUNNEL_TO_L2 reformat per GRE protocol
+	flex    map[flexWord]*flexNodeOf  // flex parser nodes by arc (offset 0), flex.go
 	table   channel.Object
 	detach  func() error
 	slots   [MaxRules]*slot
@@ -168,8 +173,11 @@ type slot struct {
 	tir      uint32
 	tir6     uint32 // the IPv6 RSS TIR of a multi-queue rule (its v6 entries' destination)
 	reformat uint32 // GRE decap: the L3_TUNNEL_TO_L2 context
-	entries  []channel.Object
-	groups   []channel.Object
+	// fwd is the table a hardware reorder plan's slot forwards to instead of a TIR.
+	fwd     uint32
+	hasFwd  bool
+	entries []channel.Object
+	groups  []channel.Object
 }
 
 // New builds the port's steering on ch: TIRs, RQTs, the RX flow table with its groups and
@@ -185,7 +193,7 @@ func New(ch channel.Channel, p Params) (*Steering, error) {
 	if len(p.Rules) > MaxRules {
 		return nil, fmt.Errorf("flow/mlx5: %d rules, at most %d", len(p.Rules), MaxRules)
 	}
-	s := &Steering{ch: ch, p: p, rss: map[string]channel.Object{}, l3decap: map[uint64]channel.Object{}, dropAll: p.DropAll}
+	s := &Steering{ch: ch, p: p, rss: map[string]channel.Object{}, l3decap: map[uint64]channel.Object{}, flex: map[flexWord]*flexNodeOf{}, dropAll: p.DropAll}
 	s.p.RQNs = slices.Clone(p.RQNs)
 	copy(s.key[:], flow.DefaultRSSKey[:])
 	if p.RSSKey != nil {
@@ -485,6 +493,9 @@ func (s *Steering) writeEntries(sl *slot, base uint32, modify bool) error {
 		if m.v6 {
 			e.tir = sl.tir6
 		}
+		if sl.hasFwd && !s.dropAll {
+			e.hasTIR, e.nextTable, e.hasNextTable = false, sl.fwd, true
+		}
 		if e.action&prm.FlowActionPacketReformat != 0 {
 			e.reformat = sl.reformat
 		}
@@ -510,7 +521,7 @@ func (s *Steering) writeEntries(sl *slot, base uint32, modify bool) error {
 
 // install writes r's entries into half (0 or 1) of slot i's block and returns the slot.
 func (s *Steering) install(i, half int, r *flow.Rule) (*slot, error) {
-	ms, err := ruleMatches(r)
+	ms, err := ruleMatches(r, s)
 	if err != nil {
 		return nil, err
 	}

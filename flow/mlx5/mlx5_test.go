@@ -57,10 +57,21 @@ func TestPropertyAgainstClassify(t *testing.T) {
 		tables, frames = 4, 100
 	}
 	var steered, dropped, passed, diverged int
+	// Frames a flex parser rule decided (flex.go): by class, so the test shows the
+	// misc_parameters_4 sample matches were exercised, not just compiled.
+	sampled := map[string]int{}
 	for seed := range tables {
 		r := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 		rig := newRig(t, nq)
 		rules := randRules(t, r, 1+r.IntN(12))
+		if lr := rand.New(rand.NewPCG(uint64(seed), 0x1e4)); lr.IntN(2) == 0 {
+			// An ipv4_len rule for a length RandUDPIPv4 makes often (no options: 28 +
+			// payload), first, so that frames of that length meet it. Its own source
+			// keeps r's sequence (the tables and frames) as it was.
+			n := uint16(28 + lr.IntN(48))
+			f := config.Flow{Name: "len", ID: 1 + lr.IntN(1000), Match: config.Match{IPv4Len: n}, Actions: []config.Action{{Type: config.ActionQueue, Queues: []int{lr.IntN(nq)}}}}
+			rules = append(frametest.Compile(t, []config.Flow{f}, nq), rules...)
+		}
 		p := flowmlx5.Params{RQNs: rig.rqns, TD: rig.td, Isolation: r.IntN(2) == 0, DefaultQueue: r.IntN(nq), DropAll: r.IntN(6) == 0, Rules: rules}
 		st, err := flowmlx5.New(rig.ch, p)
 		if err != nil {
@@ -77,6 +88,11 @@ func TestPropertyAgainstClassify(t *testing.T) {
 			}
 			if !verdictOK(v, g) {
 				t.Fatalf("seed %d frame %d % x:\nreference %+v\ndevice queue %d tag %d dropped %v missed %v\nrules: %s", seed, i, f, v, g.queue, g.tag, g.dropped, g.missed, describe(tb))
+			}
+			if v.Rule >= 0 {
+				if c := sampleClass(tb.Slots[v.Rule]); c != "" {
+					sampled[c]++
+				}
 			}
 			switch v.Action {
 			case flow.ActionSteer:
@@ -149,6 +165,27 @@ func TestPropertyAgainstClassify(t *testing.T) {
 	if steered == 0 || dropped == 0 || passed == 0 {
 		t.Fatal("the random tables did not exercise steer, drop and pass")
 	}
+	t.Logf("intact frames decided by flex parser matches: %v", sampled)
+	for _, c := range []string{"flex-item", "eCPRI msg_type", "eCPRI pc_id", "ipv4_len"} {
+		if sampled[c] == 0 && !testing.Short() { // -short's 4 tables may meet none of a class
+			t.Errorf("no intact frame was decided by a %s rule", c)
+		}
+	}
+}
+
+// sampleClass names the flex parser match a rule needs ("" for none).
+func sampleClass(r *flow.Rule) string {
+	switch {
+	case r.Flex != nil:
+		return "flex-item"
+	case r.ECPRI != nil && r.ECPRI.PCID != nil:
+		return "eCPRI pc_id"
+	case r.ECPRI != nil && r.ECPRI.MsgType != nil:
+		return "eCPRI msg_type"
+	case r.IPv4Len != 0:
+		return "ipv4_len"
+	}
+	return ""
 }
 
 // vxlanWithoutI: an IPv4/UDP frame (up to two VLAN tags) to port 4789 that flow does not

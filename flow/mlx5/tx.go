@@ -54,7 +54,7 @@ func CheckTX(r *flow.TxRule) error {
 	if err := checkTX(r); err != nil {
 		return err
 	}
-	_, err := ruleMatches(txMatchRule(r))
+	_, err := ruleMatches(txMatchRule(r), checkSampler{})
 	return err
 }
 
@@ -101,7 +101,7 @@ func (t *txTable) install(i int, r *flow.TxRule) error {
 	if err := checkTX(r); err != nil {
 		return err
 	}
-	ms, err := ruleMatches(txMatchRule(r))
+	ms, err := ruleMatches(txMatchRule(r), t.s)
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ var (
 	reachedBridged = bridgedStages
 	// reachedDPDK: part (d), each testpmd run of dpdkRuns by name (dpdk_test.go).
 	reachedDPDK = map[string][]string{
-		"loop default": {"probe", "port configured", "port started", "forwarding", "testpmd RX", "model RX", "testpmd exited"},
+		"loop default": {"probe", "port configured", "port started", "flow rules", "forwarding", "testpmd RX", "model RX", "testpmd exited"},
 		"loop verbs":   {"probe", "port configured", "port started", "forwarding", "testpmd RX", "model RX", "testpmd exited"},
 		"bridged default": {"probe", "port configured", "port started", "forwarding", "testpmd RX", "model RX",
 			"veth peer saw", "testpmd exited"},

@@ -42,6 +42,7 @@ var dpdkStages = []string{
 	"probe",           // mlx5_pci spawned an ethdev port per function ("port N MAC address is")
 	"port configured", // "Configuring Port N": rte_eth_dev_configure and the queues set up
 	"port started",    // "Port N: <MAC>", printed once rte_eth_dev_start succeeded
+	"flow rules",      // runs with flows: testpmd printed "Flow rule #N created" for each
 	"forwarding",      // "start packet forwarding" and the forwarding configuration
 	"testpmd RX",      // testpmd's forward statistics count received frames on every port
 	"model RX",        // the model's vport counters count at least as many frames received
@@ -55,7 +56,15 @@ type dpdkRun struct {
 	macs    []string // the functions, by their mlx5_core netdev's MAC
 	devargs string   // appended to each -a (",dv_flow_en=0")
 	args    []string // testpmd's own arguments (after --)
+	// flows are testpmd commands run from a --cmdline-file once the ports are started,
+	// before forwarding; stage "flow rules" is reached when testpmd created each.
+	flows []string
 }
+
+// ecpriFlow makes DPDK's mlx5 driver create its eCPRI flex parser node on the model
+// (mlx5.c mlx5_flex_parser_ecpri_alloc: CREATE_GENERAL_OBJECT FLEX_PARSE_GRAPH, then
+// QUERY_GENERAL_OBJECT for the sample ids) and a rule matching misc_parameters_4 (issue 32).
+const ecpriFlow = "flow create 0 ingress pattern eth / ecpri common type iq_data pc_id is 1 / end actions queue index 0 / end"
 
 // dpdkRuns are part (d)'s runs. dv_flow_en=0 is DPDK's Verbs mode (raw-packet QPs and flows
 // through verbs); default mode creates its queues as DevX objects and its flows through
@@ -63,7 +72,7 @@ type dpdkRun struct {
 // software write its steering memory) keeps to root tables the firmware programs.
 var dpdkRuns = []dpdkRun{
 	{name: "loop default", macs: []string{macLoop},
-		args: []string{"--forward-mode=io", "--port-topology=loop", "--tx-first"}},
+		args: []string{"--forward-mode=io", "--port-topology=loop", "--tx-first"}, flows: []string{ecpriFlow}},
 	{name: "loop verbs", macs: []string{macLoop}, devargs: ",dv_flow_en=0",
 		args: []string{"--forward-mode=io", "--port-topology=loop", "--tx-first"}},
 	{name: "bridged default", macs: []string{macPortA, macPortB},
@@ -103,8 +112,31 @@ func runDPDK(t *testing.T, s *stageSet, devs []string, r dpdkRun) {
 	}
 	args = append(args, "--", "--total-num-mbufs=2048", "--rxd=256", "--txd=256", "--nb-cores=1")
 	args = append(args, r.args...)
+	if len(r.flows) > 0 {
+		f := filepath.Join(t.TempDir(), "flows.txt")
+		if err := os.WriteFile(f, []byte(strings.Join(r.flows, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--cmdline-file="+f)
+	}
 	t.Logf("%s %s", testpmdBinary, strings.Join(args, " "))
 	out, exitErr, exited := runTestpmd(t, args)
+	if len(r.flows) > 0 {
+		var created, other []string
+		for _, l := range strings.Split(out, "\n") {
+			switch {
+			case strings.Contains(l, "Flow rule #") && strings.Contains(l, "created"):
+				created = append(created, strings.TrimSpace(l))
+			case strings.Contains(strings.ToLower(l), "flow") && strings.Contains(strings.ToLower(l), "error"):
+				other = append(other, strings.TrimSpace(l))
+			}
+		}
+		if len(created) == len(r.flows) {
+			s.ok("flow rules", strings.Join(created, "; "))
+		} else {
+			s.fail("flow rules", fmt.Sprintf("%d of %d created: %s", len(created), len(r.flows), strings.Join(append(created, other...), "; ")))
+		}
+	}
 	after := make([]vportCounts, len(bdfs))
 	for i, d := range bdfs {
 		c, err := queryVport(d)

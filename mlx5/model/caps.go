@@ -40,7 +40,8 @@ const maxFTLevel = 63
 // implement and the kernel's mlx5_core gates on (docs/MLX5-CONFORMANCE.md lists them): RoCE,
 // atomics, ODP (pg), IPsec, TLS, MACsec, SF, the eswitch and vport manager roles, LRO,
 // DCBX/ETS, PCAM/MCAM/QCAM (so no PTP pins, FW tracer, resource dump, extended PTYS),
-// the extended striding-RQ stride range, general objects and the UMR and KLM paths.
+// the extended striding-RQ stride range, general objects other than the flex parser and the
+// UMR and KLM paths.
 func defaultCaps(cfg Config) map[prm.CapType]*capPages {
 	// rq_ts_format/sq_ts_format: 2 is free-running and real time, 0 free-running only
 	// (mlx5_ifc.h MLX5_TIMESTAMP_FORMAT_CAP_*).
@@ -71,6 +72,10 @@ func defaultCaps(cfg Config) map[prm.CapType]*capPages {
 		// mlx5_ib (ib.go): XRC domains and SRQs at probe, the UMR QP; no UMR with PAS lists.
 		{g.XRC, 1}, {g.LogMaxXRCD, 4}, {g.LogMaxSRQ, 8}, {g.LogMaxSRQSz, 10}, {g.LogMaxQP, 8},
 		{g.LogMaxQPSz, 10}, {g.UmrModifyEntitySizeDisabled, 1},
+		// The flex parser (flex.go): the one general object type the model has, as a
+		// ConnectX-7 reports it in general_obj_types (DPDK mlx5_prm.h
+		// MLX5_GENERAL_OBJ_TYPES_CAP_PARSE_GRAPH_FLEX_NODE), with its PARSE_GRAPH_NODE page.
+		{g.GeneralObjTypes, 1 << prm.GeneralObjTypeFlexParseGraph},
 	}
 	e := prm.EthernetOffloadCaps
 	eth := []capVal{
@@ -114,7 +119,7 @@ func defaultCaps(cfg Config) map[prm.CapType]*capPages {
 	for t, vals := range map[prm.CapType][]capVal{
 		prm.CapTypeGeneral: gen, prm.CapTypeEthernetOffloads: eth,
 		prm.CapTypeFlowTable: flow, prm.CapTypeQoS: qos, prm.CapTypeGeneral2: nil,
-		prm.CapTypeAtomic: nil, prm.CapTypeDevMem: nil,
+		prm.CapTypeAtomic: nil, prm.CapTypeDevMem: nil, prm.CapTypeParseGraphNode: flexCaps(),
 	} {
 		cp := &capPages{max: make([]byte, capPageBytes()), cur: make([]byte, capPageBytes())}
 		for _, v := range vals {

@@ -65,8 +65,10 @@
 //     UMEM, MKEY (PA, MTT, and over a UMEM), EQ (event bitmask, owner bit per lap as eq.c reads it, arming
 //     through the UAR doorbell, an interrupt callback per armed EQ), Q counters, CQ, RQ
 //     (cyclic and striding), SQ, RQT, TIR (direct and Toeplitz RSS), TIS, NIC RX/TX flow
-//     tables, groups and entries, flow counters, packet reformat contexts and packet pacing
-//     indexes. Sizes beyond the capabilities, unknown or foreign object numbers, objects still
+//     tables, groups and entries, flow counters, packet reformat contexts, packet pacing
+//     indexes and the flex parser's parse-graph nodes (general object FLEX_PARSE_GRAPH,
+//     flex.go: DPDK's mlx5_prm.h layouts, fixed-length nodes entered from MAC or UDP,
+//     fixed-offset samples whose ids QUERY_GENERAL_OBJECT returns). Sizes beyond the capabilities, unknown or foreign object numbers, objects still
 //     in use, malformed contexts and illegal queue state transitions get the PRM status and a
 //     syndrome; short inputs get BAD_INP_LEN and short outputs BAD_OUTP_LEN.
 //   - UMEM-backed queues and keys, as DevX drivers make them (DPDK mlx5_devx.c): a CQ's ring

@@ -70,7 +70,7 @@ func ibHandler(op prm.CmdOp) handler {
 		prm.CmdOp2ERRQP, prm.CmdOp2RSTQP, prm.CmdOpINIT2INITQP:
 		return (*Device).modifyQP
 	}
-	return nil
+	return generalObjHandler(op)
 }
 
 // ibCreate allocates a number of a kind, at most 1 << the cap limit of them.

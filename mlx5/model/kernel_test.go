@@ -191,12 +191,17 @@ func TestKernelProbeSequence(t *testing.T) {
 	}
 	for _, f := range []prm.Field{g.IpoibEnhancedOffloads, g.Pg, g.Atomic, g.RoCE, g.VportGroupManager, g.EswitchManager,
 		g.VectorCalc, g.Debug, g.PcamReg, g.QcamReg, g.DeviceMemory, g.EventCap, g.IPsecOffload, g.Shampo,
-		g.GeneralObjTypes, g.AdvVirtualization, g.DriverVersion, g.SWOwnerID, g.Dcbx, g.Fpga, g.Pps,
+		g.AdvVirtualization, g.DriverVersion, g.SWOwnerID, g.Dcbx, g.Fpga, g.Pps,
 		g.PortModuleEvent, g.GeneralNotificationEvent, g.TempWarnEvent, g.MaxNumOfMonitorCounters,
 		g.VnicEnvQueueCounters, g.NICReceiveSteeringDiscard, g.UmrPtrRlky, g.DCT} {
 		if get(gen, f) != 0 {
 			t.Errorf("%s is on: a feature the model does not implement", f.Name)
 		}
+	}
+	// general_obj_types: only the flex parser (bit 0x22, which mlx5_core does not look at;
+	// it gates on the VIRTIO, MACSEC, IPsec, sampler and ASO bits).
+	if v := get(gen, g.GeneralObjTypes); v != 1<<prm.GeneralObjTypeFlexParseGraph {
+		t.Errorf("general_obj_types %#x: want only FLEX_PARSE_GRAPH (1<<%#x)", v, prm.GeneralObjTypeFlexParseGraph)
 	}
 	// fw.c mlx5_query_hca_caps: with mcam_reg, MCAM for the access-register groups 0, 1
 	// and 2 (feature group 0); the model has MTUTC, so that lib/clock.c sets its real-time

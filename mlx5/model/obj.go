@@ -75,7 +75,8 @@ type objects struct {
 	rqtMax                                       map[uint32]uint32   // rqt_max_size as created
 	umemUsers                                    map[uint32][]uint32 // object (tagged) → UMEMs it uses
 	pacing                                       map[uint16]bool
-	ib                                           ibObjects // mlx5_ib's kinds (ib.go)
+	ib                                           ibObjects   // mlx5_ib's kinds (ib.go)
+	flex                                         flexObjects // flex parser nodes (flex.go)
 }
 
 // firstMKey is the lowest MKEY index the model hands out. Index 1 with the key byte 0 is
@@ -100,7 +101,7 @@ func newObjects() objects {
 		queuePD: map[uint32]uint32{}, tirTD: map[uint32]uint32{}, tisTD: map[uint32]uint32{},
 		rqtMax: map[uint32]uint32{},
 		pacing: map[uint16]bool{}, umemUsers: map[uint32][]uint32{},
-		ib: newIBObjects(),
+		ib: newIBObjects(), flex: newFlexObjects(),
 	}
 }
 

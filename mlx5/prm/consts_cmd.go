@@ -543,6 +543,8 @@ func (v CapType) String() string {
 		return "QOS"
 	case CapTypeDevMem:
 		return "DEV_MEM"
+	case CapTypeParseGraphNode:
+		return "PARSE_GRAPH_NODE"
 	case CapTypeGeneral2:
 		return "GENERAL_2"
 	}

@@ -15,12 +15,13 @@ func NewCmdIn(op CmdOp, opMod uint16, n int) []byte {
 // destroy/dealloc *_in layouts, paired as the kernel's devx.c devx_obj_build_destroy_cmd
 // pairs them).
 type destroyOf struct {
-	op        CmdOp
-	outID     Field
-	inID      Field
-	flowTable bool // DESTROY_FLOW_TABLE names the table type as the create did
-	flowGroup bool // DESTROY_FLOW_GROUP names the table type and table id too
-	flowEntry bool // SET_FLOW_TABLE_ENTRY: the id is the input's flow_index
+	op         CmdOp
+	outID      Field
+	inID       Field
+	flowTable  bool // DESTROY_FLOW_TABLE names the table type as the create did
+	flowGroup  bool // DESTROY_FLOW_GROUP names the table type and table id too
+	flowEntry  bool // SET_FLOW_TABLE_ENTRY: the id is the input's flow_index
+	generalObj bool // DESTROY_GENERAL_OBJECT names the object type as the create did
 }
 
 func destroyFor(op CmdOp) (destroyOf, bool) {
@@ -55,6 +56,8 @@ func destroyFor(op CmdOp) (destroyOf, bool) {
 		return destroyOf{op: CmdOpDestroyFlowGroup, outID: CreateFlowGroupOut.GroupID, inID: DestroyFlowGroupIn.GroupID, flowGroup: true}, true
 	case CmdOpSetFlowTableEntry:
 		return destroyOf{op: CmdOpDeleteFlowTableEntry, flowEntry: true}, true
+	case CmdOpCreateGeneralObject:
+		return destroyOf{op: CmdOpDestroyGeneralObject, outID: GeneralObjOutCmdHdr.ObjID, inID: GeneralObjInCmdHdr.ObjID, generalObj: true}, true
 	}
 	return destroyOf{}, false
 }
@@ -86,6 +89,11 @@ func DestroyCommand(in, out []byte) (id uint32, destroy []byte, ok bool) {
 		destroy = NewCmdIn(d.op, 0, int(d.inID.End()/8))
 		DestroyFlowGroupIn.TableType.Set(destroy, CreateFlowGroupIn.TableType.Get(in))
 		DestroyFlowGroupIn.TableID.Set(destroy, CreateFlowGroupIn.TableID.Get(in))
+		d.inID.Set(destroy, uint64(id))
+	case d.generalObj:
+		id = uint32(d.outID.Get(out))
+		destroy = NewCmdIn(d.op, 0, int(GeneralObjInCmdHdr.LogObjRange.End()+7)/8)
+		GeneralObjInCmdHdr.ObjType.Set(destroy, GeneralObjInCmdHdr.ObjType.Get(in))
 		d.inID.Set(destroy, uint64(id))
 	case d.flowTable:
 		id = uint32(d.outID.Get(out))

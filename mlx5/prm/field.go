@@ -37,6 +37,17 @@ func newerIfcField(layout, name string, off, width uint32) Field {
 	return Field{Layout: layout, Name: name, Off: off, Width: width}
 }
 
+// dpdkIfcField names a field of a layout that only DPDK's drivers/common/mlx5/mlx5_prm.h
+// defines: the flex parser's parse-graph structures, which neither the installed kernel's
+// mlx5_ifc.h nor rdma-core's installed headers have. No installed header can check its
+// offset, so the layout test checks what it can: the layout is absent from the installed
+// mlx5_ifc.h (once a header has it, the field must become an ifcField), the fields of one
+// layout overlap no other, and each lies inside the layout's size that dpdkLayoutBits in the
+// test states. The arguments must be literals; the comment at each layout cites the source.
+func dpdkIfcField(layout, name string, off, width uint32) Field {
+	return Field{Layout: layout, Name: name, Off: off, Width: width}
+}
+
 // dvField names a byte-aligned field of a C structure in mlx5dv.h (the datapath: CQEs, WQE
 // segments), given as byte offset and byte size; checked like ifcField with offsetof/sizeof.
 // A layout written "linux:<struct>" is the kernel's include/linux/mlx5/device.h struct of

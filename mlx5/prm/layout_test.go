@@ -52,10 +52,12 @@ func (c checkItem) String() string {
 
 // fieldBuilders may construct or move a Field: the two checked constructors and At, which
 // only adds a base offset to a checked field.
-var fieldBuilders = map[string]bool{"ifcField": true, "dvField": true, "newerIfcField": true, "At": true}
+var fieldBuilders = map[string]bool{"ifcField": true, "dvField": true, "newerIfcField": true, "dpdkIfcField": true, "At": true}
 
 // isConstructor names the checked Field constructors.
-func isConstructor(n string) bool { return n == "ifcField" || n == "dvField" || n == "newerIfcField" }
+func isConstructor(n string) bool {
+	return n == "ifcField" || n == "dvField" || n == "newerIfcField" || n == "dpdkIfcField"
+}
 
 // cComment marks a checked constant: `// C: NAME` for an enumerator or macro of the installed
 // headers (mlx5dv.h and the rdma/ headers first, then the kernel's), `// C: linux:NAME` for one
@@ -192,6 +194,8 @@ func literalCall(fn string, args []ast.Expr) (checkItem, error) {
 		it.kind = "dv"
 	case "newerIfcField":
 		it.kind = "newer"
+	case "dpdkIfcField":
+		it.kind = "dpdk"
 	}
 	if len(args) != 4 {
 		return it, fmt.Errorf("%s with %d arguments", fn, len(args))
@@ -585,6 +589,9 @@ func TestLayout(t *testing.T) {
 	for _, b := range mismatches(items, got) {
 		t.Error(b)
 	}
+	for _, b := range dpdkProblems(items, h.kernText) {
+		t.Error(b)
+	}
 	if t.Failed() {
 		return
 	}
@@ -596,6 +603,9 @@ func TestLayout(t *testing.T) {
 	// The comparison sees a change of any single fact: move each one by one and count. A
 	// field inside reserved bits is moved instead to straddle the end of its reserved member.
 	for i := range items {
+		if items[i].kind == "dpdk" {
+			continue // checked for overlap and size only (dpdkProblems; TestDPDKProblems)
+		}
 		mut := append([]checkItem(nil), items...)
 		mut[i].a++
 		if mut[i].kind == "rsv" {
@@ -671,5 +681,79 @@ func TestReservedRange(t *testing.T) {
 	text := []byte("struct mlx5_ifc_x_bits {\n\tu8         a[0x4];\n\tstruct mlx5_ifc_y_bits y;\n\tu8 pas[][0x40];\n};\n")
 	if got := structMembers(text, "x"); len(got) != 2 || got[0].name != "a" || got[1].name != "y" {
 		t.Errorf("structMembers: %+v", got)
+	}
+}
+
+// dpdkLayoutBits is the size in bits of each layout only DPDK's drivers/common/mlx5/mlx5_prm.h
+// defines (its struct mlx5_ifc_<layout>_bits), for dpdkIfcField's check.
+var dpdkLayoutBits = map[string]uint64{
+	"parse_graph_flow_match_sample": 0x80,
+	"parse_graph_arc":               0x80,
+	"parse_graph_flex":              0xd00,
+	"create_flex_parser_in":         0xd80,
+	"parse_graph_node_cap":          0xc0,
+}
+
+// dpdkProblems checks the dpdkIfcField items: each layout is absent from the installed
+// kernel header (kernText) and listed in dpdkLayoutBits, every field lies inside that size,
+// and no two fields of one layout overlap.
+func dpdkProblems(items []checkItem, kernText []byte) []string {
+	var bad []string
+	by := map[string][]checkItem{}
+	for _, it := range items {
+		if it.kind != "dpdk" {
+			continue
+		}
+		by[it.layout] = append(by[it.layout], it)
+	}
+	layouts := make([]string, 0, len(by))
+	for l := range by {
+		layouts = append(layouts, l)
+	}
+	sort.Strings(layouts)
+	for _, l := range layouts {
+		its := by[l]
+		if kernText != nil && structMembers(kernText, l) != nil {
+			bad = append(bad, fmt.Sprintf("%v: the installed mlx5_ifc.h defines struct mlx5_ifc_%s_bits now: use ifcField", its[0], l))
+		}
+		size, ok := dpdkLayoutBits[l]
+		if !ok {
+			bad = append(bad, fmt.Sprintf("%v: layout %s has no size in dpdkLayoutBits", its[0], l))
+		}
+		sort.Slice(its, func(i, j int) bool { return its[i].a < its[j].a })
+		for i, it := range its {
+			if it.b == 0 || (ok && it.a+it.b > size) {
+				bad = append(bad, fmt.Sprintf("%v: outside the layout's %#x bits", it, size))
+			}
+			if i > 0 && its[i-1].a+its[i-1].b > it.a {
+				bad = append(bad, fmt.Sprintf("%v overlaps %v", it, its[i-1]))
+			}
+		}
+	}
+	return bad
+}
+
+// TestDPDKProblems: the DPDK-only check sees an overlap, a field past the layout's end, an
+// unknown layout and a layout the installed header has.
+func TestDPDKProblems(t *testing.T) {
+	ok := []checkItem{
+		{kind: "dpdk", layout: "parse_graph_arc", name: "a", a: 0, b: 8},
+		{kind: "dpdk", layout: "parse_graph_arc", name: "b", a: 8, b: 8},
+	}
+	if p := dpdkProblems(ok, nil); len(p) != 0 {
+		t.Fatalf("clean items: %v", p)
+	}
+	for name, c := range map[string]struct {
+		items []checkItem
+		kern  string
+	}{
+		"overlap":   {items: []checkItem{ok[0], {kind: "dpdk", layout: "parse_graph_arc", name: "b", a: 7, b: 8}}},
+		"past end":  {items: []checkItem{{kind: "dpdk", layout: "parse_graph_arc", name: "a", a: 0x78, b: 16}}},
+		"unknown":   {items: []checkItem{{kind: "dpdk", layout: "nope", name: "a", a: 0, b: 8}}},
+		"in header": {items: ok[:1], kern: "struct mlx5_ifc_parse_graph_arc_bits {\n\tu8 a[0x8];\n};"},
+	} {
+		if p := dpdkProblems(c.items, []byte(c.kern)); len(p) != 1 {
+			t.Errorf("%s: got %d problems %v, want 1", name, len(p), p)
+		}
 	}
 }

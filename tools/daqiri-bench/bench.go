@@ -400,6 +400,26 @@ func checkFits(s *daqiri.Session, port, queue int, pl *txPlan) error {
 	return nil
 }
 
+// segmentLengths splits an n-byte frame over the segments of a TX queue that names several
+// memory regions (header-data split), as upstream's bench sends it: every segment but the
+// last holds as much as its buffers take (the header region's buffers are header_size bytes),
+// the last one the rest. nil for a one-segment queue, whose packets take n directly.
+func segmentLengths(s *daqiri.Session, port, queue, n int) []int {
+	q := s.Ports()[port].TxQueueByID(queue)
+	if q == nil || len(q.Regions) < 2 {
+		return nil
+	}
+	lens := make([]int, len(q.Regions))
+	for i, r := range q.Regions {
+		lens[i] = min(n, r.BufSize)
+		if i == len(q.Regions)-1 {
+			lens[i] = n
+		}
+		n -= lens[i]
+	}
+	return lens
+}
+
 // sender fills and sends bursts until ctx ends. Each packet carries a sequence number: with
 // an upstream bench_tx section, a big-endian u32 at header_size + sequence_number_offset from
 // sequence_number_start, after the Ethernet/IPv4/UDP header area; otherwise a big-endian u64
@@ -413,6 +433,7 @@ func sender(ctx context.Context, s *daqiri.Session, port, queue int, pl *txPlan,
 		header = append([]byte(nil), pl.header...)
 		finishHeader(header, n)
 	}
+	lens := segmentLengths(s, port, queue, n)
 	start := time.Now()
 	bytesPerSec := gbps * 1e9 / 8
 	var dropped uint64
@@ -451,9 +472,15 @@ func sender(ctx context.Context, s *daqiri.Session, port, queue int, pl *txPlan,
 		wait.busy()
 		k := b.Len()
 		for i := 0; i < k; i++ {
-			if err := b.SetPacketLengths(i, n); err != nil {
+			var err error
+			if lens != nil {
+				err = b.SetPacketLengths(i, lens...)
+			} else {
+				err = b.SetPacketLengths(i, n)
+			}
+			if err != nil {
 				b.Free()
-				errs.add(fmt.Errorf("setting a %d-byte packet length: %w", n, err))
+				errs.add(fmt.Errorf("setting a %d-byte packet length (segments %v): %w", n, lens, err))
 				return
 			}
 			p := b.Packet(i)

@@ -48,9 +48,7 @@ func TestUpstreamExamplesOnModelPorts(t *testing.T) {
 		"daqiri_bench_raw_rx_spark_xhost":       "spark_xhost_pair",
 	}
 	// What a file that is refused needs (the branch that brings it).
-	needs := map[string]string{
-		"daqiri_bench_raw_tx_rx_hds": "needs flex parser (i32flex): its flow matches the IPv4 total length (ipv4_len)",
-	}
+	needs := map[string]string{}
 	outcome := map[string]string{}
 	var names []string
 	for _, f := range files {
@@ -145,16 +143,6 @@ func upstreamOnModel(t *testing.T, f string, gpus int) modelOutcome {
 	for _, ifc := range cfg.Interfaces {
 		runtimeFlows = runtimeFlows || ifc.RX != nil && ifc.RX.FlowIsolation && len(ifc.RX.Flows) == 0 && len(ifc.RX.Queues) > 0
 	}
-	// A flow that matches the IPv4 total length (upstream's HDS example) needs
-	// hardware steering's match definer (DPDK mlx5dr_definer.c ipv4_total_length);
-	// the FW-steering flow tables the model has cannot express it: the run must
-	// be refused, naming the field.
-	lenMatch := false
-	for _, ifc := range cfg.Interfaces {
-		for _, f := range rxFlows(&ifc) {
-			lenMatch = lenMatch || f.Match.IPv4Len != 0
-		}
-	}
 	notes, err := applyModelPortsGPU(cfg, "auto", gpus)
 	for _, n := range notes {
 		t.Log("model-ports:", n)
@@ -183,15 +171,6 @@ func upstreamOnModel(t *testing.T, f string, gpus int) modelOutcome {
 		args = append(args, "--runtime-flows")
 	}
 	rc := run(args, &out, &errb)
-	// Until the flex parser / IPv4-length match (branch i32flex) lands, an ipv4_len flow is
-	// refused naming the field; once it does, the file runs and is checked like the others.
-	if lenMatch && rc != 0 {
-		if !strings.Contains(errb.String(), "ipv4_len") {
-			t.Fatalf("an ipv4_len flow: rc %d, %s; want a refusal naming ipv4_len", rc, errb.String())
-		}
-		t.Logf("refused (needs the flex parser of branch i32flex): %s", strings.TrimSpace(errb.String()))
-		return modelRefused
-	}
 	if rc != 0 {
 		t.Fatalf("rc %d: %s", rc, errb.String())
 	}

@@ -39,7 +39,7 @@
 //     (kernel en/reporter_tx.c, MLX5.md).
 //   - Steering: NIC RX and NIC TX tables with levels, groups of index ranges with match
 //     criteria over fte_match_param (outer and inner L2–L4, misc: second VLAN, VXLAN VNI,
-//     GRE), entries with drop, forward (TIR, deeper table, wire), flow tag, counters,
+//     GRE; misc4: flex parser samples, flex.go), entries with drop, forward (TIR, deeper table, wire), flow tag, counters,
 //     packet reformat; a miss goes to the miss table or takes the default (RX: drop,
 //     counted; TX: the wire).
 //   - RSS: indirect TIRs hash with Toeplitz (Microsoft's RSS specification) over the fields

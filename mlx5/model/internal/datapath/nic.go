@@ -36,6 +36,7 @@ type NIC struct {
 	wire      Wire
 	pendingSQ map[uint32]bool
 	events    []func()
+	flex      map[uint32]*FlexNodeParams // flex parser nodes (flex.go)
 
 	inMu    sync.Mutex
 	inbox   [][]byte

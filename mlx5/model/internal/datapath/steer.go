@@ -20,6 +20,8 @@ type group struct {
 	p    FlowGroupParams
 	mask []byte // criteria, zero outside the enabled sections, full fte_match_param size
 	ftes int
+	// misc4 is set when the mask uses misc_parameters_4 (flex parser samples, flex.go).
+	misc4 bool
 }
 
 var matchParamBytes = int(prm.FTEMatchParam.MiscParameters5.End() / 8)
@@ -203,7 +205,9 @@ func (n *NIC) CreateFlowGroup(p FlowGroupParams) error {
 		return errf(StatusBadParam, SyndromeBadSize, "CREATE_FLOW_GROUP: %d bytes of match criteria, at most %d", len(p.Criteria), matchParamBytes)
 	}
 	p.Criteria = append([]byte(nil), p.Criteria...)
-	t.groups[p.ID] = &group{p: p, mask: effectiveMask(p.CriteriaEnable, p.Criteria)}
+	g := &group{p: p, mask: effectiveMask(p.CriteriaEnable, p.Criteria)}
+	g.misc4 = hasMisc4(g.mask)
+	t.groups[p.ID] = g
 	return nil
 }
 
@@ -511,8 +515,14 @@ func (n *NIC) steer(typ uint8, f []byte) verdict {
 	pkt := parse(f)
 	v.pkt = pkt
 	mp := pkt.matchParam()
+	var fx *flexMatch // the frame's flex samples, made when a misc4 group is met
 	for hops := 0; t != nil && hops < 64; hops++ {
-		fte := t.lookup(mp)
+		fte := t.lookup(mp, func() *flexMatch {
+			if fx == nil {
+				fx = newFlexMatch(n, pkt, mp)
+			}
+			return fx
+		})
 		if fte == nil {
 			if t.p.MissAction == 1 {
 				t = n.tables[typ][t.p.MissTable]
@@ -556,6 +566,7 @@ func (n *NIC) steer(typ uint8, f []byte) verdict {
 			pkt = parse(v.frame)
 			v.pkt = pkt
 			mp = pkt.matchParam()
+			fx = nil
 		}
 		if fte.Action&ActionDrop != 0 {
 			v.drop = true
@@ -590,10 +601,16 @@ func (n *NIC) steer(typ uint8, f []byte) verdict {
 	return v
 }
 
-func (t *table) lookup(mp []byte) *FTEParams {
+func (t *table) lookup(mp []byte, flex func() *flexMatch) *FTEParams {
 	for _, i := range t.order {
 		f := t.ftes[i]
 		g := t.groups[f.Group]
+		if g != nil && g.misc4 {
+			if flex().equal(g.mask, f.Value) {
+				return f
+			}
+			continue
+		}
 		if g != nil && maskedEqual(g.mask, mp, f.Value) {
 			return f
 		}
