@@ -34,3 +34,27 @@ func btoi(v bool) int {
 	}
 	return 0
 }
+
+// BenchmarkPoolGetPut is upstream's one-thread pool loop (pool_ring_bench's ObjectPool get/put
+// 1t): take up to 16 indices one at a time, return them one at a time; ns/pair is one Get and
+// one Put.
+func BenchmarkPoolGetPut(b *testing.B) {
+	p, _ := NewPool(4096)
+	var held [16]uint32
+	n := 0
+	for b.Loop() {
+		k := 0
+		for ; k < len(held); k++ {
+			v, ok := p.Get()
+			if !ok {
+				break
+			}
+			held[k] = v
+		}
+		for _, v := range held[:k] {
+			p.Put(v)
+		}
+		n += k
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/pair")
+}

@@ -22,6 +22,11 @@ import (
 // publishes it.
 type Pool struct {
 	head atomic.Uint64 // tag<<32 | (index+1); index+1 == 0 means empty
+	// hintNext and hintDepth are tag<<32 | (the top's next index+1) and tag<<32 | (the top's
+	// depth): the top's link word, written after each compare-and-swap by the thread whose
+	// CAS installed that tag (hints.go says why and why it is safe).
+	hintNext  uint64
+	hintDepth uint64
 	// link is depth<<32 | (next index+1) for each free index. It is loaded with sync/atomic
 	// and stored with storeRelease64: the head's compare-and-swap that follows every
 	// store is a full barrier already, so an exchange per link would only add its cost.
@@ -43,6 +48,7 @@ func NewPool(n int) (*Pool, error) {
 	}
 	p.link[n-1] = 1<<32 | none
 	p.head.Store(1) // tag 0, index 0
+	p.setHints(0, p.link[0])
 	return p, nil
 }
 
@@ -64,6 +70,9 @@ func (p *Pool) Available() int {
 // depth is the depth of head h's top index (0 when empty). Read without holding the head it
 // may be stale; callers validate it with the head's compare-and-swap or a second load.
 func (p *Pool) depth(h uint64) uint32 {
+	if d := atomic.LoadUint64(&p.hintDepth); d>>32 == h>>32 {
+		return uint32(d)
+	}
 	top := uint32(h)
 	if top == none || int(top) > p.n {
 		return 0
@@ -79,8 +88,10 @@ func (p *Pool) Get() (idx uint32, ok bool) {
 		if top == none {
 			return 0, false
 		}
-		nxt := uint32(atomic.LoadUint64(&p.link[top-1]))
-		if p.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(nxt)) {
+		nxt := p.next(h)
+		tag := (h>>32 + 1) << 32
+		if p.head.CompareAndSwap(h, tag|uint64(nxt)) {
+			p.hintAfterPop(tag, nxt)
 			return top - 1, true
 		}
 	}
@@ -110,7 +121,8 @@ func (p *Pool) GetBulk(dst []uint32) bool {
 		if int(cur) > p.n {
 			continue
 		}
-		if p.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(cur)) {
+		if tag := (h>>32 + 1) << 32; p.head.CompareAndSwap(h, tag|uint64(cur)) {
+			p.hintAfterPop(tag, cur)
 			return true
 		}
 	}
@@ -135,7 +147,8 @@ func (p *Pool) GetBurst(dst []uint32) int {
 		if k == 0 {
 			return 0
 		}
-		if p.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(cur)) {
+		if tag := (h>>32 + 1) << 32; p.head.CompareAndSwap(h, tag|uint64(cur)) {
+			p.hintAfterPop(tag, cur)
 			return k
 		}
 	}
@@ -146,8 +159,11 @@ func (p *Pool) GetBurst(dst []uint32) int {
 func (p *Pool) Put(idx uint32) {
 	for spins := 0; ; spins = backoff(spins) {
 		h := p.head.Load()
-		storeRelease64(&p.link[idx], uint64(p.depth(h)+1)<<32|uint64(uint32(h)))
-		if p.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(idx+1)) {
+		l := uint64(p.depth(h)+1)<<32 | uint64(uint32(h))
+		storeRelease64(&p.link[idx], l)
+		tag := (h>>32 + 1) << 32
+		if p.head.CompareAndSwap(h, tag|uint64(idx+1)) {
+			p.setHints(tag, l)
 			return
 		}
 	}
@@ -174,7 +190,12 @@ func (p *Pool) PutBulk(idx []uint32) {
 			storeRelease64(&p.link[idx[i]], uint64(d+k-i)<<32|uint64(idx[i+1]+1))
 		}
 		storeRelease64(&p.link[idx[k-1]], uint64(d+1)<<32|uint64(uint32(h)))
-		if p.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(idx[0]+1)) {
+		if tag := (h>>32 + 1) << 32; p.head.CompareAndSwap(h, tag|uint64(idx[0]+1)) {
+			if k == 1 {
+				p.setHints(tag, uint64(d+1)<<32|uint64(uint32(h)))
+			} else {
+				p.setHints(tag, uint64(d+k)<<32|uint64(idx[1]+1))
+			}
 			return
 		}
 	}

@@ -32,6 +32,73 @@ func checkChain(t *testing.T, p *Pool, want int) {
 	if cur != none {
 		t.Fatalf("chain longer than %d", want)
 	}
+	// A hint carrying the head's tag must say what the top's link word says.
+	h := p.head.Load()
+	var top uint64
+	if uint32(h) != none {
+		top = p.link[uint32(h)-1]
+	}
+	if x := p.hintNext; x>>32 == h>>32 && uint32(x) != uint32(top) {
+		t.Fatalf("next hint %d for tag %d, top's link says %d", uint32(x), h>>32, uint32(top))
+	}
+	if x := p.hintDepth; x>>32 == h>>32 && uint32(x) != uint32(top>>32) {
+		t.Fatalf("depth hint %d for tag %d, top's link says %d", uint32(x), h>>32, top>>32)
+	}
+}
+
+// TestPoolHintsFresh: every operation leaves hints for the head it installed (a pool whose
+// hints were never current would still work, through the link words, but slower).
+func TestPoolHintsFresh(t *testing.T) {
+	p, _ := NewPool(8)
+	fresh := func(what string) {
+		t.Helper()
+		h := p.head.Load()
+		if p.hintNext>>32 != h>>32 || p.hintDepth>>32 != h>>32 {
+			t.Fatalf("after %s: hints carry tags %d/%d, head %d", what, p.hintNext>>32, p.hintDepth>>32, h>>32)
+		}
+	}
+	fresh("NewPool")
+	a, _ := p.Get()
+	fresh("Get")
+	b := make([]uint32, 3)
+	p.GetBulk(b)
+	fresh("GetBulk")
+	p.GetBurst(make([]uint32, 10)) // takes the remaining 4, leaves it empty
+	fresh("GetBurst")
+	if _, ok := p.Get(); ok {
+		t.Fatal("Get on an empty pool succeeded")
+	}
+	p.Put(a)
+	fresh("Put")
+	p.PutBulk(b[:1])
+	fresh("PutBulk of 1")
+	p.PutBulk(b[1:])
+	fresh("PutBulk")
+	checkChain(t, p, 4)
+}
+
+// TestPoolStaleHints: hints written late by a thread whose tag has gone (as a thread stalled
+// between its compare-and-swap and its hint stores would) must be ignored, whatever they say.
+func TestPoolStaleHints(t *testing.T) {
+	rng := rand.New(rand.NewPCG(rand.Uint64(), 5))
+	const n = 16
+	p, _ := NewPool(n)
+	var held []uint32
+	for step := 0; step < 3000; step++ {
+		if rng.IntN(2) == 0 {
+			if v, ok := p.Get(); ok {
+				held = append(held, v)
+			}
+		} else if len(held) > 0 {
+			p.Put(held[len(held)-1])
+			held = held[:len(held)-1]
+		}
+		// Garbage under an older tag (1..3 operations back), as a late writer leaves it.
+		old := (p.head.Load()>>32 - 1 - uint64(rng.IntN(3))) << 32
+		p.hintNext = old | uint64(rng.Uint32N(n+1))
+		p.hintDepth = old | uint64(rng.Uint32N(n+1))
+		checkChain(t, p, n-len(held))
+	}
 }
 
 // TestPoolDepthCounts runs random single and bulk gets and puts against a model and checks

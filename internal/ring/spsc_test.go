@@ -288,3 +288,99 @@ func TestHandoffDirect(t *testing.T) {
 		t.Fatalf("%d of %d values arrived before the deadline (seed %d)", want, total, seed)
 	}
 }
+
+// TestHandoffRunsEveryOffset moves every run length from 1 to past shortRun (the values moved
+// one by one and those moved with copy) from every slot of a small ring, so each length also
+// wraps, with bulk and burst calls; values arrive in order, bulk calls take all or nothing,
+// a burst takes what fits, and dequeued pointers are cleared from their slots.
+func TestHandoffRunsEveryOffset(t *testing.T) {
+	const size = 16
+	h := mustHandoff(t, size)
+	p, _ := NewHandoff[*int](size)
+	next, want := uint64(0), uint64(0)
+	ppos := 0 // values through p
+	src := make([]uint64, size+1)
+	dst := make([]uint64, size+1)
+	for n := 1; n <= shortRun+2; n++ {
+		for start := range size {
+			// Empty the ring, then move both cursors to slot start.
+			for h.Len() > 0 || next%size != uint64(start) {
+				if h.Len() == 0 {
+					h.Enqueue(next)
+					next++
+				}
+				if v, _ := h.Dequeue(); v != want {
+					t.Fatalf("n %d start %d: got %d, want %d", n, start, v, want)
+				}
+				want++
+			}
+			for i := range n {
+				src[i] = next + uint64(i)
+			}
+			if start%2 == 0 {
+				if !h.EnqueueBulk(src[:n]) {
+					t.Fatalf("n %d start %d: bulk enqueue into an empty ring refused", n, start)
+				}
+			} else if k := h.EnqueueBurst(src[:n]); k != n {
+				t.Fatalf("n %d start %d: burst enqueue took %d of %d", n, start, k, n)
+			}
+			next += uint64(n)
+			if h.DequeueBulk(dst[:n+1]) {
+				t.Fatalf("n %d start %d: bulk dequeue of %d from %d values succeeded", n, start, n+1, n)
+			}
+			got := n
+			if start%2 == 0 {
+				if !h.DequeueBulk(dst[:n]) {
+					t.Fatalf("n %d start %d: bulk dequeue of all %d refused", n, start, n)
+				}
+			} else {
+				got = h.DequeueBurst(dst[:n+1])
+			}
+			if got != n {
+				t.Fatalf("n %d start %d: dequeued %d of %d", n, start, got, n)
+			}
+			for _, v := range dst[:n] {
+				if v != want {
+					t.Fatalf("n %d start %d: got %d, want %d", n, start, v, want)
+				}
+				want++
+			}
+			// A full ring: a bulk that does not fit is refused whole, a burst takes the room.
+			for h.Len() < size-n+1 {
+				h.Enqueue(next)
+				next++
+			}
+			if h.EnqueueBulk(src[:n]) {
+				t.Fatalf("n %d start %d: bulk of %d into %d free slots accepted", n, start, n, n-1)
+			}
+			if n > 1 {
+				for i := range n - 1 {
+					src[i] = next + uint64(i)
+				}
+				if k := h.EnqueueBurst(src[:n]); k != n-1 {
+					t.Fatalf("n %d start %d: burst into %d free slots took %d", n, start, n-1, k)
+				}
+				next += uint64(n - 1)
+			}
+
+			// Pointers: the same run through a ring of *int, every slot it used cleared.
+			for ; ppos%size != start; ppos++ {
+				p.Enqueue(nil)
+				p.Dequeue()
+			}
+			ppos += n
+			ps := make([]*int, n)
+			for i := range ps {
+				ps[i] = new(int)
+			}
+			if !p.EnqueueBulk(ps) || !p.DequeueBulk(make([]*int, n)) {
+				t.Fatalf("n %d start %d: pointer run refused", n, start)
+			}
+			for i, v := range p.vals {
+				if v != nil {
+					t.Fatalf("n %d start %d: slot %d still holds a pointer", n, start, i)
+				}
+			}
+		}
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/daqiri-go/daqiri/internal/osthread"
@@ -237,9 +238,17 @@ func (w *waiter) done() { w.n = 0 }
 func run(c bench, items int, useChan bool, o opts) float64 {
 	cores := len(o.cpus)
 	var wg sync.WaitGroup
+	// Every thread pins itself, says it is ready and spins until start is set, as upstream's
+	// threads do: the clock starts once all are on their cores and none has to be woken (a
+	// goroutine locked to its thread and blocked on a channel is woken through the scheduler
+	// and a futex, tens of microseconds for each thread, inside a run of a few milliseconds).
+	// Spinning threads hold their Ps, so they spin only while a P is left for the rest (the
+	// threads not started yet, this goroutine); otherwise they wait on startc.
+	var ready, start atomic.Int32
 	startc := make(chan struct{})
 	thread := 0
 	threads := c.pool + c.prod + c.cons
+	spin := threads < runtime.GOMAXPROCS(0)
 	spawn := func(fn func(w *waiter)) {
 		core := o.cpus[thread%cores]
 		thread++
@@ -249,7 +258,13 @@ func run(c bench, items int, useChan bool, o opts) float64 {
 			osthread.LockAndPin(core)
 			defer osthread.Unlock()
 			w := &waiter{mode: o.wait, shared: threads > cores}
-			<-startc
+			ready.Add(1)
+			if spin {
+				for start.Load() == 0 {
+				}
+			} else {
+				<-startc
+			}
 			fn(w)
 		}()
 	}
@@ -288,40 +303,11 @@ func run(c bench, items int, useChan bool, o opts) float64 {
 		} else {
 			p, _ := ring.NewPool(4096)
 			for t := 0; t < c.pool; t++ {
-				spawn(func(w *waiter) {
-					var cache *ring.Cache
-					if c.cached {
-						cache, _ = p.NewCache(256)
-						defer cache.Flush()
-					}
-					var held [16]uint32
-					for done := 0; done < items; {
-						k := 0
-						for ; k < len(held); k++ {
-							var ok bool
-							if cache != nil {
-								held[k], ok = cache.Get()
-							} else {
-								held[k], ok = p.Get()
-							}
-							if !ok {
-								break
-							}
-						}
-						for _, v := range held[:k] {
-							if cache != nil {
-								cache.Put(v)
-							} else {
-								p.Put(v)
-							}
-						}
-						if done += k; k == 0 {
-							w.wait()
-						} else {
-							w.done()
-						}
-					}
-				})
+				if c.cached {
+					spawn(func(w *waiter) { cachedGetPut(w, items, p) })
+				} else {
+					spawn(func(w *waiter) { poolGetPut(w, items, p) })
+				}
 			}
 		}
 	} else {
@@ -370,7 +356,14 @@ func run(c bench, items int, useChan bool, o opts) float64 {
 			}
 		}
 	}
+	for i := 0; ready.Load() < int32(threads); i++ {
+		if i > 1000 {
+			time.Sleep(10 * time.Microsecond)
+		}
+		runtime.Gosched()
+	}
 	t0 := time.Now()
+	start.Store(1)
 	close(startc)
 	wg.Wait()
 	return float64(total) / time.Since(t0).Seconds() / 1e6
@@ -452,6 +445,55 @@ func handoffConsume(w *waiter, n, bulk int, h *ring.Handoff[uint64]) {
 			w.done()
 		} else {
 			w.wait()
+		}
+	}
+}
+
+// poolGetPut takes up to 16 buffers from the pool and returns them, until it has moved items;
+// upstream's pool loop, with no branch of the harness's own per buffer.
+func poolGetPut(w *waiter, items int, p *ring.Pool) {
+	var held [16]uint32
+	for done := 0; done < items; {
+		k := 0
+		for ; k < len(held); k++ {
+			v, ok := p.Get()
+			if !ok {
+				break
+			}
+			held[k] = v
+		}
+		for _, v := range held[:k] {
+			p.Put(v)
+		}
+		if done += k; k == 0 {
+			w.wait()
+		} else {
+			w.done()
+		}
+	}
+}
+
+// cachedGetPut is poolGetPut through a per-thread cache.
+func cachedGetPut(w *waiter, items int, p *ring.Pool) {
+	cache, _ := p.NewCache(256)
+	defer cache.Flush()
+	var held [16]uint32
+	for done := 0; done < items; {
+		k := 0
+		for ; k < len(held); k++ {
+			v, ok := cache.Get()
+			if !ok {
+				break
+			}
+			held[k] = v
+		}
+		for _, v := range held[:k] {
+			cache.Put(v)
+		}
+		if done += k; k == 0 {
+			w.wait()
+		} else {
+			w.done()
 		}
 	}
 }
