@@ -157,3 +157,24 @@ func TestHDSTransmit(t *testing.T) {
 		t.Fatalf("received %d of %d", got, n)
 	}
 }
+
+// TestSQLogFor: an SQ takes a whole burst in its largest form (a SEND WQE after a WAIT WQE
+// per packet), never less than 2^13 basic blocks; upstream's HDS example (10,240 packets of
+// two segments) needs more than the 8,192 the ring had, and was refused "SQ full" forever.
+func TestSQLogFor(t *testing.T) {
+	for _, c := range []struct {
+		batch, segs int
+		want        uint8
+	}{
+		{0, 1, minSQLog}, {1, 1, minSQLog}, {64, 1, minSQLog}, {4096, 1, minSQLog},
+		{4097, 1, 14}, {10240, 2, 15}, {10240, 4, 15}, {1 << 14, 1, 15}, {1 << 14, 3, 16},
+	} {
+		got := sqLogFor(c.batch, c.segs)
+		if got != c.want {
+			t.Errorf("sqLogFor(%d, %d) = %d, want %d", c.batch, c.segs, got, c.want)
+		}
+		if need := uint(max(c.batch, 1)) * uint(wqeBBs(plan{at: 1}, max(c.segs, 1))); 1<<got < need {
+			t.Errorf("sqLogFor(%d, %d) = %d: %d basic blocks do not hold the burst's %d", c.batch, c.segs, got, 1<<got, need)
+		}
+	}
+}
