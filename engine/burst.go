@@ -201,6 +201,49 @@ func (b *Burst) Append(off uint64, length uint32, flowID uint32, tsNanos int64) 
 	return i
 }
 
+// Grow returns the arrays of packets Len() to Len()+k-1 of a one-segment burst — segment 0's
+// offsets and lengths, flow ids and receive timestamps — for an engine to fill in one pass
+// over its completions; Commit then makes the first n of them packets. Growing past the
+// burst's capacity allocates (once per burst: the pool keeps the arrays). For engines.
+func (b *Burst) Grow(k int) (offs []uint64, lens []uint32, flows []uint32, ts []int64) {
+	i := b.n
+	if cap(b.flow) < i+k {
+		b.grow1(i + k)
+	}
+	s := &b.segs[0]
+	return s.off[i : i+k : i+k], s.len[i : i+k : i+k], b.flow[i : i+k : i+k], b.ts[i : i+k : i+k]
+}
+
+// grow1 moves a one-segment burst's arrays to a capacity of at least n, keeping its packets.
+func (b *Burst) grow1(n int) {
+	c := max(n, 2*cap(b.flow))
+	s := &b.segs[0]
+	s.off = append(make([]uint64, 0, c), s.off[:b.n]...)
+	s.len = append(make([]uint32, 0, c), s.len[:b.n]...)
+	b.flow = append(make([]uint32, 0, c), b.flow[:b.n]...)
+	b.ts = append(make([]int64, 0, c), b.ts[:b.n]...)
+	b.freed = append(make([]uint8, 0, c), b.freed[:b.n]...)
+}
+
+// Commit makes the first n entries that Grow returned packets (for engines).
+func (b *Burst) Commit(n int) {
+	i := b.n
+	j := i + n
+	s := &b.segs[0]
+	s.off, s.len = s.off[:j], s.len[:j]
+	b.flow, b.ts = b.flow[:j], b.ts[:j]
+	b.freed = b.freed[:j]
+	clear(b.freed[i:j])
+	b.n = j
+}
+
+// SegmentArrays is segment seg's offsets and lengths of every packet (for engines that read
+// a burst in one pass, as a TX path does).
+func (b *Burst) SegmentArrays(seg int) (offs []uint64, lens []uint32) {
+	s := &b.segs[seg]
+	return s.off[:b.n], s.len[:b.n]
+}
+
 // AppendSegments adds a packet with one (offset, length) per segment (for engines).
 func (b *Burst) AppendSegments(offs []uint64, lens []uint32, flowID uint32, tsNanos int64) int {
 	i := b.n
