@@ -169,6 +169,15 @@ type cqeWriter struct {
 	pi      uint32 // CQE slots produced
 	written int
 	ts      uint64
+	// want, when not nil, collects each packet's offset in the region, its length and its
+	// receive time in the device's format, for tests.
+	want []wantPkt
+}
+
+type wantPkt struct {
+	off uint64
+	len uint32
+	ts  uint64
 }
 
 // write produces up to n completions of length bytes and returns how many it wrote.
@@ -196,6 +205,13 @@ func (w *cqeWriter) write(n, length int) int {
 		binary.BigEndian.PutUint32(t[cqeSopDropQPN:], w.flow)
 		binary.BigEndian.PutUint64(t[cqeTimestamp:], w.ts)
 		bc := uint32(1)<<prm.MPRQByteCntStrideShift | uint32(length)
+		if w.want != nil {
+			g := uint64(r.slotGrp[w.wc&(1<<r.ringLog-1)])
+			bs := uint64(r.q.Regions[0].BufSize)
+			for j := 0; j < k; j++ {
+				w.want = append(w.want, wantPkt{(g*uint64(r.spw) + uint64(w.strides+j)) * bs, uint32(length), w.ts})
+			}
+		}
 		if k == 1 {
 			binary.BigEndian.PutUint32(t[cqeByteCnt:], bc)
 			binary.BigEndian.PutUint16(t[cqeWQECounter:], uint16(w.strides))

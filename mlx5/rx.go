@@ -416,6 +416,11 @@ func (r *rxq) readCQ(budget int) int {
 		// cq.c mlx5_get_next_cqe: udma_from_device_barrier).
 		iomem.FromDevice()
 		if prm.CQEFormat(op) != prm.CQEFormatCompressed {
+			if r.striding && r.strideCQE(e) {
+				r.ci++
+				n++
+				continue
+			}
 			r.cqe(e, be32(e, cqeByteCnt), be16(e, cqeWQECounter), be32(e, cqeRSSHash), e[cqeRSSHashType] != 0)
 			r.ci++
 			n++
@@ -589,6 +594,41 @@ func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 	if r.consumed[g] >= int32(r.spw) {
 		r.maybeRepost(g)
 	}
+}
+
+// strideCQE takes a plain striding-RQ receive completion of one stride into the burst being
+// filled, straight into its arrays, and reports whether it did; anything else (an error or
+// filler CQE, several strides, no burst begun) is left to cqe.
+func (r *rxq) strideCQE(e []byte) bool {
+	bc := be32(e, cqeByteCnt)
+	st := uint32(be16(e, cqeWQECounter))
+	b := r.cur
+	if b == nil || prm.CQEOpcode(e[63]) != prm.CQEOpRespSend || st >= uint32(r.spw) ||
+		bc&(prm.MPRQByteCntFiller|prm.MPRQByteCntStridesMask) != 1<<prm.MPRQByteCntStrideShift {
+		return false
+	}
+	g := int(r.slotGrp[uint32(be16(e, cqeWQEID))&(1<<r.ringLog-1)])
+	idx := g*r.spw + int(st)
+	offs, lens, flows, tss := b.Grow(1)
+	offs[0] = uint64(idx) * uint64(r.q.Regions[0].BufSize)
+	lens[0] = bc & prm.MPRQByteCntLenMask
+	flows[0] = be32(e, cqeSopDropQPN) & 0xffffff
+	tss[0] = r.pt.rxTime(binary.BigEndian.Uint64(e[cqeTimestamp:]))
+	b.Commit(1)
+	if e[cqeRSSHashType] != 0 {
+		b.SetRSSHash(b.Len()-1, be32(e, cqeRSSHash))
+	}
+	r.packets++
+	r.out[idx] = true
+	r.held[g]--
+	r.consumed[g]++
+	if b.Len() >= r.batch {
+		r.deliver()
+	}
+	if r.consumed[g] >= int32(r.spw) {
+		r.maybeRepost(g)
+	}
+	return true
 }
 
 // mini is mini-CQE k of the compressed session at the consumer index: arrays of eight in the
