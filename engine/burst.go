@@ -49,6 +49,9 @@ type Burst struct {
 	flow        []uint32
 	ts          []int64
 	freed       []uint8 // per packet: bit s set once segment s went back to its region
+	// partial: some segment went back on its own (FreeSegment, FreePackets), so freed has
+	// bits set; without it Free returns every buffer without reading or writing freed.
+	partial bool
 	// hash and hashed: the NIC's RSS hash per packet, for engines whose device reports one
 	// (mlx5); empty for the others, so bursts of engines without hashes pay nothing.
 	hash   []uint32
@@ -124,6 +127,7 @@ func (b *Burst) ensure(n, nsegs int) {
 // Reset empties the burst and binds it to a port, queue and segment regions (for engines).
 func (b *Burst) Reset(port, queue int, regions []*Region, raw bool, capacity int) {
 	b.port, b.queue, b.n, b.conn, b.flags, b.reorder, b.Engine = port, queue, 0, 0, 0, nil, nil
+	b.partial = false
 	b.hash, b.hashed = b.hash[:0], b.hashed[:0]
 	b.raw = raw
 	b.nsegs = len(regions)
@@ -816,6 +820,7 @@ func (b *Burst) FreeSegment(seg, i int) {
 		return
 	}
 	b.freed[i] |= 1 << seg
+	b.partial = true
 	b.segs[seg].region.release(b.segs[seg].off[i])
 }
 
@@ -837,47 +842,80 @@ func (b *Burst) FreeSegmentAndBurst(seg int) {
 // Buffers go back to each region in bulk (one pool operation per 64 packets) unless the
 // region shares buffers between packets.
 func (b *Burst) FreePackets() {
-	var idx [64]uint32
-	for s := 0; s < b.nsegs; s++ {
-		seg := &b.segs[s]
-		r := seg.region
-		if r.refs != nil {
-			b.FreeAllSegment(s)
-			continue
-		}
-		bit := uint8(1) << s
-		for start := 0; start < b.n; start += len(idx) {
-			offs := seg.off[start:min(start+len(idx), b.n)]
-			freed := b.freed[start : start+len(offs)]
-			k := 0
-			// k ≤ i < 64: idx[k&63] is in range without a bounds check.
-			if r.shift >= 0 { // a shift instead of a division for power-of-two buffer sizes
-				sh := uint(r.shift)
+	b.freePackets(true)
+}
+
+// freePackets is FreePackets; with mark false (Free, the burst's end) and nothing freed before
+// (not partial), the freed flags are neither read nor set.
+func (b *Burst) freePackets(mark bool) {
+	if !mark && !b.partial {
+		var idx [64]uint32
+		for s := 0; s < b.nsegs; s++ {
+			seg := &b.segs[s]
+			r := seg.region
+			if r.refs != nil || r.shift < 0 {
+				b.freeSegmentMarked(s)
+				continue
+			}
+			sh := uint(r.shift)
+			for start := 0; start < b.n; start += len(idx) {
+				offs := seg.off[start:min(start+len(idx), b.n)]
+				dst := idx[:len(offs)]
 				for i, o := range offs {
-					if f := freed[i]; f&bit == 0 {
-						freed[i] = f | bit
-						idx[k&63] = uint32(o >> sh)
-						k++
-					}
+					dst[i] = uint32(o >> sh)
 				}
-			} else {
-				bs := uint64(r.BufSize)
-				for i, o := range offs {
-					if f := freed[i]; f&bit == 0 {
-						freed[i] = f | bit
-						idx[k&63] = uint32(o / bs)
-						k++
-					}
+				r.putBulk(dst)
+			}
+		}
+		return
+	}
+	b.partial = true
+	for s := 0; s < b.nsegs; s++ {
+		b.freeSegmentMarked(s)
+	}
+}
+
+// freeSegmentMarked returns every not yet freed buffer of segment s, marking each freed.
+func (b *Burst) freeSegmentMarked(s int) {
+	var idx [64]uint32
+	seg := &b.segs[s]
+	r := seg.region
+	if r.refs != nil {
+		b.FreeAllSegment(s)
+		return
+	}
+	bit := uint8(1) << s
+	for start := 0; start < b.n; start += len(idx) {
+		offs := seg.off[start:min(start+len(idx), b.n)]
+		freed := b.freed[start : start+len(offs)]
+		k := 0
+		// k ≤ i < 64: idx[k&63] is in range without a bounds check.
+		if r.shift >= 0 { // a shift instead of a division for power-of-two buffer sizes
+			sh := uint(r.shift)
+			for i, o := range offs {
+				if f := freed[i]; f&bit == 0 {
+					freed[i] = f | bit
+					idx[k&63] = uint32(o >> sh)
+					k++
 				}
 			}
-			r.putBulk(idx[:k])
+		} else {
+			bs := uint64(r.BufSize)
+			for i, o := range offs {
+				if f := freed[i]; f&bit == 0 {
+					freed[i] = f | bit
+					idx[k&63] = uint32(o / bs)
+					k++
+				}
+			}
 		}
+		r.putBulk(idx[:k])
 	}
 }
 
 // Free returns all packets and the burst's metadata. The burst must not be used afterwards.
 func (b *Burst) Free() {
-	b.FreePackets()
+	b.freePackets(false)
 	b.FreeMeta()
 }
 
