@@ -530,13 +530,28 @@ func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 	out := r.out[base : base+r.spw]
 	consumed := int32(0)
 	for k := uint32(0); k < cnt; {
-		b := r.burst()
+		b := r.cur
 		if b == nil {
-			// No burst: the rest is dropped (counted per packet by stridePacket).
+			if nb, err := r.q.NewBurst(); err == nil {
+				r.cur, r.first, b = nb, now(), nb
+			}
+		}
+		if b == nil {
+			// No burst: the rest of the session is dropped, each packet counted once.
 			for ; k < cnt; k++ {
 				m := r.mini(k, mask)
+				bc := be32(m, miniByteCnt)
+				used := int32(bc & prm.MPRQByteCntStridesMask >> prm.MPRQByteCntStrideShift)
+				consumed += max(used, 1)
+				if bc&prm.MPRQByteCntFiller != 0 {
+					continue
+				}
 				r.packets++
-				r.stridePacket(be16(e, cqeWQEID), uint32(be16(m, miniStrideIdx)), be32(m, miniByteCnt), tag, ts, 0, false)
+				if used > 1 || uint32(be16(m, miniStrideIdx)) >= spw {
+					r.q.Stats.Drop(engine.DropTruncated, 1)
+				} else {
+					r.q.Stats.Drop(engine.DropNoBurstBuffers, 1)
+				}
 			}
 			break
 		}

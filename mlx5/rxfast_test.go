@@ -69,3 +69,81 @@ func TestStridingCompletionPaths(t *testing.T) {
 		})
 	}
 }
+
+// TestStridingNoBursts: with every burst of the metadata pool held by the application, the
+// packets of a compressed session (or plain CQEs) are dropped and counted (no_burst_buffers),
+// their strides still settle and their WQE is reposted; once the bursts come back, what
+// follows is delivered exactly as written.
+func TestStridingNoBursts(t *testing.T) {
+	for _, comp := range []bool{true, false} {
+		t.Run(fmt.Sprintf("compression=%v", comp), func(t *testing.T) {
+			cfg := benchRxConfig(1)
+			cfg.RxMetaBuffers = 2
+			ports := enginetest.Ports(t, cfg)
+			e, err := open(t.Context(), &engine.Env{Config: cfg, Ports: ports, Log: discard()}, withModel(options{striding: -1, compression: comp}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { e.Close() })
+			e.w.Stop()
+			pt := e.ports[0]
+			r := pt.rxqs[0]
+			w := &cqeWriter{r: r, comp: comp, flow: 3, want: []wantPkt{}}
+			q := ports[0].Rx[0]
+			// Two bursts of directMaxPackets, held.
+			if n := w.write(2*directMaxPackets, 64); n != 2*directMaxPackets {
+				t.Fatalf("wrote %d", n)
+			}
+			var held []*engine.Burst
+			for polls := 0; len(held) < 2; polls++ {
+				if polls > 1000 {
+					t.Fatalf("%d bursts delivered; queue %+v", len(held), q.Stats.Snapshot())
+				}
+				if b, err := q.Poll(); err == nil {
+					held = append(held, b)
+				}
+			}
+			// A whole WQE's worth with no burst to put it in.
+			if n := w.write(r.spw, 64); n != r.spw {
+				t.Fatalf("wrote %d", n)
+			}
+			for range 10 {
+				if b, err := q.Poll(); err == nil {
+					t.Fatalf("a burst of %d with the pool empty", b.Len())
+				}
+			}
+			if d := q.Stats.Drops(engine.DropNoBurstBuffers); d != uint64(r.spw) {
+				t.Fatalf("%d dropped for want of a burst, want %d; queue %+v", d, r.spw, q.Stats.Snapshot())
+			}
+			for _, b := range held {
+				b.Free()
+			}
+			got := 2*directMaxPackets + r.spw // delivered or dropped so far
+			for round := 0; round < 8; round++ {
+				if n := w.write(3000, 100+round); n != 3000 {
+					t.Fatalf("round %d: the CQ or RQ took %d of 3000 (the dropped packets' WQE not reposted?)", round, n)
+				}
+				for polls := 0; got < w.written; polls++ {
+					if polls > 10000 {
+						t.Fatalf("round %d: %d of %d; queue %+v", round, got, w.written, q.Stats.Snapshot())
+					}
+					b, err := q.Poll()
+					if err != nil {
+						continue
+					}
+					for i := 0; i < b.Len(); i++ {
+						want := w.want[got+i]
+						if b.SegmentOffset(0, i) != want.off || b.PacketLen(i) != int(want.len) || b.FlowID(i) != 3 {
+							t.Fatalf("round %d packet %d: offset %d length %d flow %d, want %d %d 3", round, got+i, b.SegmentOffset(0, i), b.PacketLen(i), b.FlowID(i), want.off, want.len)
+						}
+					}
+					got += b.Len()
+					b.Free()
+				}
+			}
+			if s := q.Stats.Snapshot(); s.Packets+s.Dropped != uint64(w.written) || s.Dropped != uint64(r.spw) {
+				t.Fatalf("queue %+v after %d written", s, w.written)
+			}
+		})
+	}
+}
