@@ -46,6 +46,9 @@
 package daqiri
 
 import (
+	"net"
+	"net/netip"
+
 	"github.com/daqiri-go/daqiri/engine"
 )
 
@@ -54,6 +57,14 @@ const Version = "2026.11.0"
 
 // Burst is a batch of packets on one queue; see engine.Burst for its methods.
 type Burst = engine.Burst
+
+// UDPv4Header is an Ethernet + IPv4 + UDP header prepared once for Burst.SetUDPv4Header.
+type UDPv4Header = engine.UDPv4Header
+
+// NewUDPv4Header prepares a header for Burst.SetUDPv4Header; see engine.NewUDPv4Header.
+func NewUDPv4Header(dst, src net.HardwareAddr, srcIP, dstIP netip.Addr, srcPort, dstPort uint16) (*UDPv4Header, error) {
+	return engine.NewUDPv4Header(dst, src, srcIP, dstIP, srcPort, dstPort)
+}
 
 // Status is a DAQIRI status code; every failure status is an error.
 type Status = engine.Status

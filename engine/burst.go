@@ -49,6 +49,9 @@ type Burst struct {
 	flow        []uint32
 	ts          []int64
 	freed       []uint8 // per packet: bit s set once segment s went back to its region
+	// partial: some segment went back on its own (FreeSegment, FreePackets), so freed has
+	// bits set; without it Free returns every buffer without reading or writing freed.
+	partial bool
 	// hash and hashed: the NIC's RSS hash per packet, for engines whose device reports one
 	// (mlx5); empty for the others, so bursts of engines without hashes pay nothing.
 	hash   []uint32
@@ -124,6 +127,7 @@ func (b *Burst) ensure(n, nsegs int) {
 // Reset empties the burst and binds it to a port, queue and segment regions (for engines).
 func (b *Burst) Reset(port, queue int, regions []*Region, raw bool, capacity int) {
 	b.port, b.queue, b.n, b.conn, b.flags, b.reorder, b.Engine = port, queue, 0, 0, 0, nil, nil
+	b.partial = false
 	b.hash, b.hashed = b.hash[:0], b.hashed[:0]
 	b.raw = raw
 	b.nsegs = len(regions)
@@ -199,6 +203,49 @@ func (b *Burst) Append(off uint64, length uint32, flowID uint32, tsNanos int64) 
 	b.freed = append(b.freed[:i], 0)
 	b.n++
 	return i
+}
+
+// Grow returns the arrays of packets Len() to Len()+k-1 of a one-segment burst — segment 0's
+// offsets and lengths, flow ids and receive timestamps — for an engine to fill in one pass
+// over its completions; Commit then makes the first n of them packets. Growing past the
+// burst's capacity allocates (once per burst: the pool keeps the arrays). For engines.
+func (b *Burst) Grow(k int) (offs []uint64, lens []uint32, flows []uint32, ts []int64) {
+	i := b.n
+	if cap(b.flow) < i+k {
+		b.grow1(i + k)
+	}
+	s := &b.segs[0]
+	return s.off[i : i+k : i+k], s.len[i : i+k : i+k], b.flow[i : i+k : i+k], b.ts[i : i+k : i+k]
+}
+
+// grow1 moves a one-segment burst's arrays to a capacity of at least n, keeping its packets.
+func (b *Burst) grow1(n int) {
+	c := max(n, 2*cap(b.flow))
+	s := &b.segs[0]
+	s.off = append(make([]uint64, 0, c), s.off[:b.n]...)
+	s.len = append(make([]uint32, 0, c), s.len[:b.n]...)
+	b.flow = append(make([]uint32, 0, c), b.flow[:b.n]...)
+	b.ts = append(make([]int64, 0, c), b.ts[:b.n]...)
+	b.freed = append(make([]uint8, 0, c), b.freed[:b.n]...)
+}
+
+// Commit makes the first n entries that Grow returned packets (for engines).
+func (b *Burst) Commit(n int) {
+	i := b.n
+	j := i + n
+	s := &b.segs[0]
+	s.off, s.len = s.off[:j], s.len[:j]
+	b.flow, b.ts = b.flow[:j], b.ts[:j]
+	b.freed = b.freed[:j]
+	clear(b.freed[i:j])
+	b.n = j
+}
+
+// SegmentArrays is segment seg's offsets and lengths of every packet (for engines that read
+// a burst in one pass, as a TX path does).
+func (b *Burst) SegmentArrays(seg int) (offs []uint64, lens []uint32) {
+	s := &b.segs[seg]
+	return s.off[:b.n], s.len[:b.n]
 }
 
 // AppendSegments adds a packet with one (offset, length) per segment (for engines).
@@ -560,6 +607,71 @@ func (b *Burst) SetIPv4Header(i, payloadLen int, proto uint8, src, dst netip.Add
 	return nil
 }
 
+// UDPv4Header is an Ethernet + IPv4 + UDP header prepared once (NewUDPv4Header) for a
+// sender whose packets differ only in length: SetUDPv4Header writes it with one 42-byte copy
+// and three stores, where SetEthHeader, SetIPv4Header and SetUDPHeader each find the buffer,
+// check their arguments and sum the IPv4 header again for every packet.
+type UDPv4Header struct {
+	h   [UDPPayloadOffset]byte // the header, total length, checksum and UDP length zero
+	sum uint32                 // the IPv4 header's one's-complement sum without the total length
+}
+
+// NewUDPv4Header prepares the header SetEthHeader(i, dst, src), SetIPv4Header(i, …, 17,
+// srcIP, dstIP) and SetUDPHeader(i, …, srcPort, dstPort) write (src nil: zero; TTL 64,
+// don't fragment, UDP checksum 0).
+func NewUDPv4Header(dst, src net.HardwareAddr, srcIP, dstIP netip.Addr, srcPort, dstPort uint16) (*UDPv4Header, error) {
+	if len(dst) != 6 || (src != nil && len(src) != 6) {
+		return nil, fmt.Errorf("MAC addresses must be 6 bytes: %w", ErrInvalidParameter)
+	}
+	if !srcIP.Is4() || !dstIP.Is4() {
+		return nil, fmt.Errorf("UDP/IPv4 header needs IPv4 addresses, got %v and %v: %w", srcIP, dstIP, ErrInvalidParameter)
+	}
+	u := &UDPv4Header{}
+	h := u.h[:]
+	copy(h[0:6], dst)
+	copy(h[6:12], src)
+	binary.BigEndian.PutUint16(h[12:14], 0x0800)
+	s4, d4 := srcIP.As4(), dstIP.As4()
+	sa, da := binary.BigEndian.Uint32(s4[:]), binary.BigEndian.Uint32(d4[:])
+	ip := h[EthHeaderLen:]
+	binary.BigEndian.PutUint32(ip[0:], 0x45<<24)
+	binary.BigEndian.PutUint32(ip[4:], 0x4000)
+	binary.BigEndian.PutUint32(ip[8:], 64<<24|17<<16)
+	binary.BigEndian.PutUint32(ip[12:], sa)
+	binary.BigEndian.PutUint32(ip[16:], da)
+	// As SetIPv4Header sums it (RFC 1071), less the total length, added per packet.
+	u.sum = 0x4500 + 0x4000 + (64<<8 | 17) + sa>>16 + sa&0xffff + da>>16 + da&0xffff
+	binary.BigEndian.PutUint32(h[EthHeaderLen+IPv4HeaderLen:], uint32(srcPort)<<16|uint32(dstPort))
+	return u, nil
+}
+
+// SetUDPv4Header writes h into packet i for payloadLen bytes of UDP payload — the bytes
+// SetEthHeader, SetIPv4Header(i, UDPHeaderLen+payloadLen, 17, …) and SetUDPHeader(i,
+// payloadLen, …) write — and extends segment 0 to cover the headers.
+func (b *Burst) SetUDPv4Header(i int, h *UDPv4Header, payloadLen int) error {
+	buf, ok := b.buf0(i)
+	if !ok {
+		buf = b.SegmentBuffer(0, i)
+	}
+	if !b.raw || len(buf) < UDPPayloadOffset {
+		return b.headerRoomErr(i, UDPPayloadOffset)
+	}
+	if uint(payloadLen) > 65535-IPv4HeaderLen-UDPHeaderLen {
+		return fmt.Errorf("packet %d: UDP payload %d out of range (0 to %d): %w", i, payloadLen, 65535-IPv4HeaderLen-UDPHeaderLen, ErrInvalidParameter)
+	}
+	d := (*[UDPPayloadOffset]byte)(buf)
+	*d = h.h
+	total := uint32(IPv4HeaderLen + UDPHeaderLen + payloadLen)
+	sum := h.sum + total
+	sum = sum&0xffff + sum>>16
+	sum += sum >> 16
+	binary.BigEndian.PutUint16(d[EthHeaderLen+2:], uint16(total))
+	binary.BigEndian.PutUint16(d[EthHeaderLen+10:], ^uint16(sum))
+	binary.BigEndian.PutUint16(d[EthHeaderLen+IPv4HeaderLen+4:], uint16(UDPHeaderLen+payloadLen))
+	b.grow(i, UDPPayloadOffset)
+	return nil
+}
+
 // SetIPv6Header writes packet i's fixed IPv6 header after the Ethernet header (and sets the
 // EtherType to IPv6): version 6, traffic class and flow label 0, payload length payloadLen,
 // next header proto, hop limit 64, the addresses. Call it after SetEthHeader.
@@ -708,6 +820,7 @@ func (b *Burst) FreeSegment(seg, i int) {
 		return
 	}
 	b.freed[i] |= 1 << seg
+	b.partial = true
 	b.segs[seg].region.release(b.segs[seg].off[i])
 }
 
@@ -729,47 +842,80 @@ func (b *Burst) FreeSegmentAndBurst(seg int) {
 // Buffers go back to each region in bulk (one pool operation per 64 packets) unless the
 // region shares buffers between packets.
 func (b *Burst) FreePackets() {
-	var idx [64]uint32
-	for s := 0; s < b.nsegs; s++ {
-		seg := &b.segs[s]
-		r := seg.region
-		if r.refs != nil {
-			b.FreeAllSegment(s)
-			continue
-		}
-		bit := uint8(1) << s
-		for start := 0; start < b.n; start += len(idx) {
-			offs := seg.off[start:min(start+len(idx), b.n)]
-			freed := b.freed[start : start+len(offs)]
-			k := 0
-			// k ≤ i < 64: idx[k&63] is in range without a bounds check.
-			if r.shift >= 0 { // a shift instead of a division for power-of-two buffer sizes
-				sh := uint(r.shift)
+	b.freePackets(true)
+}
+
+// freePackets is FreePackets; with mark false (Free, the burst's end) and nothing freed before
+// (not partial), the freed flags are neither read nor set.
+func (b *Burst) freePackets(mark bool) {
+	if !mark && !b.partial {
+		var idx [64]uint32
+		for s := 0; s < b.nsegs; s++ {
+			seg := &b.segs[s]
+			r := seg.region
+			if r.refs != nil || r.shift < 0 {
+				b.freeSegmentMarked(s)
+				continue
+			}
+			sh := uint(r.shift)
+			for start := 0; start < b.n; start += len(idx) {
+				offs := seg.off[start:min(start+len(idx), b.n)]
+				dst := idx[:len(offs)]
 				for i, o := range offs {
-					if f := freed[i]; f&bit == 0 {
-						freed[i] = f | bit
-						idx[k&63] = uint32(o >> sh)
-						k++
-					}
+					dst[i] = uint32(o >> sh)
 				}
-			} else {
-				bs := uint64(r.BufSize)
-				for i, o := range offs {
-					if f := freed[i]; f&bit == 0 {
-						freed[i] = f | bit
-						idx[k&63] = uint32(o / bs)
-						k++
-					}
+				r.putBulk(dst)
+			}
+		}
+		return
+	}
+	b.partial = true
+	for s := 0; s < b.nsegs; s++ {
+		b.freeSegmentMarked(s)
+	}
+}
+
+// freeSegmentMarked returns every not yet freed buffer of segment s, marking each freed.
+func (b *Burst) freeSegmentMarked(s int) {
+	var idx [64]uint32
+	seg := &b.segs[s]
+	r := seg.region
+	if r.refs != nil {
+		b.FreeAllSegment(s)
+		return
+	}
+	bit := uint8(1) << s
+	for start := 0; start < b.n; start += len(idx) {
+		offs := seg.off[start:min(start+len(idx), b.n)]
+		freed := b.freed[start : start+len(offs)]
+		k := 0
+		// k ≤ i < 64: idx[k&63] is in range without a bounds check.
+		if r.shift >= 0 { // a shift instead of a division for power-of-two buffer sizes
+			sh := uint(r.shift)
+			for i, o := range offs {
+				if f := freed[i]; f&bit == 0 {
+					freed[i] = f | bit
+					idx[k&63] = uint32(o >> sh)
+					k++
 				}
 			}
-			r.putBulk(idx[:k])
+		} else {
+			bs := uint64(r.BufSize)
+			for i, o := range offs {
+				if f := freed[i]; f&bit == 0 {
+					freed[i] = f | bit
+					idx[k&63] = uint32(o / bs)
+					k++
+				}
+			}
 		}
+		r.putBulk(idx[:k])
 	}
 }
 
 // Free returns all packets and the burst's metadata. The burst must not be used afterwards.
 func (b *Burst) Free() {
-	b.FreePackets()
+	b.freePackets(false)
 	b.FreeMeta()
 }
 

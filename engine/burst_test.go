@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -338,5 +339,38 @@ func TestRxQueueConcurrentPollers(t *testing.T) {
 	}
 	if r.Available() != 64 {
 		t.Fatalf("%d of 64 buffers back", r.Available())
+	}
+}
+
+// TestFreeAfterPartialFrees: Free returns each buffer exactly once whatever went back before
+// it — nothing (Free's path that skips the per-packet flags), one packet, every packet
+// (FreePackets) — for power-of-two buffers and others; a burst taken again from the pool
+// after a partial free starts clean.
+func TestFreeAfterPartialFrees(t *testing.T) {
+	for _, size := range []int{64, 100} {
+		r := testRegion(t, "r"+strconv.Itoa(size), 16, size)
+		q := testTxQueue(t, true, r)
+		for _, before := range []string{"nothing", "one packet", "FreePackets", "FreePackets twice"} {
+			b, err := q.NewBurst(6)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Available() != 10 {
+				t.Fatalf("size %d, %s: %d available after taking 6", size, before, r.Available())
+			}
+			switch before {
+			case "one packet":
+				b.FreePacket(3)
+			case "FreePackets":
+				b.FreePackets()
+			case "FreePackets twice":
+				b.FreePackets()
+				b.FreePackets()
+			}
+			b.Free()
+			if r.Available() != 16 {
+				t.Fatalf("size %d, %s then Free: %d of 16 buffers back", size, before, r.Available())
+			}
+		}
 	}
 }

@@ -278,6 +278,104 @@ func TestHeaderHelpersRandom(t *testing.T) {
 	}
 }
 
+// TestUDPv4HeaderTemplate: SetUDPv4Header writes the same bytes as the three helpers (the
+// reference) for random addresses, ports and payload lengths up to the limit, over garbage,
+// the checksum verifying; bad arguments and buffers too small or not addressable are refused.
+func TestUDPv4HeaderTemplate(t *testing.T) {
+	r := rand.New(rand.NewPCG(rand.Uint64(), 23))
+	qs := []*TxQueue{testTxQueue(t, true, testRegion(t, "d", 8, 64)), testTxQueue(t, true, testRegion(t, "d100", 8, 100))}
+	for round := 0; round < 2000; round++ {
+		b, err := qs[round%2].NewBurst(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := b.SegmentBuffer(0, 0)
+		for k := range buf {
+			buf[k] = byte(r.Uint32())
+		}
+		mac := func() net.HardwareAddr {
+			m := make(net.HardwareAddr, 6)
+			for k := range m {
+				m[k] = byte(r.Uint32())
+			}
+			return m
+		}
+		dst, src := mac(), mac()
+		if r.IntN(2) == 0 {
+			src = nil
+		}
+		udpLen := r.IntN(65535 - IPv4HeaderLen - UDPHeaderLen + 1)
+		if r.IntN(4) == 0 {
+			udpLen = []int{0, 65535 - IPv4HeaderLen - UDPHeaderLen}[r.IntN(2)]
+		}
+		var a4, b4 [4]byte
+		binary.BigEndian.PutUint32(a4[:], r.Uint32())
+		binary.BigEndian.PutUint32(b4[:], r.Uint32())
+		s4, d4 := netip.AddrFrom4(a4), netip.AddrFrom4(b4)
+		sp, dp := uint16(r.Uint32()), uint16(r.Uint32())
+		h, err := NewUDPv4Header(dst, src, s4, d4, sp, dp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.SetUDPv4Header(0, h, udpLen); err != nil {
+			t.Fatal(err)
+		}
+		want := refHeaders(dst, src, UDPHeaderLen+udpLen, 17, s4, d4, sp, dp, udpLen)
+		if got := b.Packet(0); !bytes.Equal(got, want) {
+			t.Fatalf("round %d: headers\n got %x\nwant %x", round, got, want)
+		}
+		if IPv4Checksum(b.Packet(0)[EthHeaderLen:EthHeaderLen+IPv4HeaderLen]) != 0 {
+			t.Fatalf("round %d: checksum does not verify", round)
+		}
+		b.Free()
+	}
+	s4, d4 := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	mac := net.HardwareAddr{2, 0, 0, 0, 0, 1}
+	for name, f := range map[string]func() (*UDPv4Header, error){
+		"short mac":     func() (*UDPv4Header, error) { return NewUDPv4Header(mac[:5], nil, s4, d4, 1, 2) },
+		"short src mac": func() (*UDPv4Header, error) { return NewUDPv4Header(mac, mac[:4], s4, d4, 1, 2) },
+		"ipv6 source":   func() (*UDPv4Header, error) { return NewUDPv4Header(mac, nil, netip.MustParseAddr("::1"), d4, 1, 2) },
+		"zero address":  func() (*UDPv4Header, error) { return NewUDPv4Header(mac, nil, s4, netip.Addr{}, 1, 2) },
+	} {
+		if h, err := f(); h != nil || !errors.Is(err, ErrInvalidParameter) {
+			t.Errorf("%s: %v, want ErrInvalidParameter", name, err)
+		}
+	}
+	h, err := NewUDPv4Header(mac, nil, s4, d4, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := testTxQueue(t, true, testRegion(t, "small", 2, 40)).NewBurst(1) // 40 < 42 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Free()
+	ok, err := qs[0].NewBurst(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ok.Free()
+	for name, err := range map[string]error{
+		"beyond buffer":    b.SetUDPv4Header(0, h, 0),
+		"bad index":        ok.SetUDPv4Header(1, h, 0),
+		"negative index":   ok.SetUDPv4Header(-1, h, 0),
+		"negative payload": ok.SetUDPv4Header(0, h, -1),
+		"payload too long": ok.SetUDPv4Header(0, h, 65535-IPv4HeaderLen-UDPHeaderLen+1),
+	} {
+		if !errors.Is(err, ErrInvalidParameter) {
+			t.Errorf("%s: %v, want ErrInvalidParameter", name, err)
+		}
+	}
+	sb, err := testTxQueue(t, false, testRegion(t, "sock", 2, 2048)).NewBurst(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Free()
+	if err := sb.SetUDPv4Header(0, h, 0); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("socket stream: %v, want ErrNotSupported", err)
+	}
+}
+
 // TestHeaderHelpersDeviceMemory: on a region without a CPU view the helpers refuse, for
 // power-of-two buffers (the inlined path) and others alike, and nothing is written.
 func TestHeaderHelpersDeviceMemory(t *testing.T) {

@@ -1,6 +1,14 @@
 # The whole burst path without I/O (software loopback, 64 B frames: TX burst get → fill → send
-# → RX burst → free), ns per packet and allocations per packet, engine cost alone ("lengths")
-# and with Ethernet/IPv4/UDP headers written as a sender does ("headers").
+# → RX burst → free), ns per packet and allocations per packet, engine cost alone ("lengths"),
+# with Ethernet/IPv4/UDP headers written by the three helpers as a sender does ("headers"), and
+# the same headers from one prepared with NewUDPv4Header ("template"). The raw output goes to
+# $(BIN)/bench-burst.txt, then a table (mk/benchtable.awk).
 .PHONY: bench-burst
+BURST_BENCHTIME ?= 1s
+
 bench-burst:
-	$(GO) test -run '^$$' -bench LoopbackBurstPath -benchtime 2s -count 3 .
+	@mkdir -p $(BIN)
+	$(GO) test -run '^$$' -bench LoopbackBurstPath -benchtime $(BURST_BENCHTIME) -count 3 . > $(BIN)/bench-burst.txt || { cat $(BIN)/bench-burst.txt; exit 1; }
+	@cat $(BIN)/bench-burst.txt
+	@echo
+	@awk -f mk/benchtable.awk $(BIN)/bench-burst.txt

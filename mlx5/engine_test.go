@@ -277,6 +277,8 @@ func TestHotOffsets(t *testing.T) {
 		{"mini byte_cnt", miniByteCnt, prm.MiniCQE.ByteCnt},
 		{"dseg byte_count", dsegByteCount, prm.WQEData.ByteCount}, {"dseg lkey", dsegLKey, prm.WQEData.LKey},
 		{"dseg addr", dsegAddr, prm.WQEData.Addr},
+		{"ctrl opmod_idx_opcode", ctrlOpModIdxOpcode, prm.WQECtrl.OpModIdxOpcode}, {"ctrl qpn_ds", ctrlQPNDS, prm.WQECtrl.QPNDS},
+		{"ctrl fm_ce_se", ctrlFmCeSe, prm.WQECtrl.FmCeSe},
 	} {
 		if c.got != c.f.ByteOff() {
 			t.Errorf("%s at byte %d, prm says %d", c.name, c.got, c.f.ByteOff())

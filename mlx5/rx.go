@@ -49,7 +49,8 @@ type rxq struct {
 	dirty   bool   // pc moved since the last doorbell record write
 
 	striding bool
-	spw      int // strides per WQE
+	spw      int   // strides per WQE (a power of two)
+	spwLog   uint8 // log2 of spw
 	lkeys    [config.MaxSegments]uint32
 	bases    [config.MaxSegments]uint64
 	nseg     int
@@ -78,6 +79,7 @@ type rxq struct {
 
 func (pt *port) newRxq(idx int, q *engine.RxQueue) (*rxq, error) {
 	r := &rxq{pt: pt, q: q, direct: q.Config.PollMode == config.PollDirect, nseg: len(q.Regions), batch: q.BatchSize(), spw: pt.e.opts.strides}
+	r.spwLog = uint8(bits.TrailingZeros(uint(r.spw)))
 	if r.direct {
 		r.batch = directMaxPackets
 	}
@@ -364,11 +366,15 @@ func (r *rxq) reclaim() {
 		if n == 0 {
 			return
 		}
+		spw := int32(r.spw)
 		for _, idx := range r.scratch[:n] {
 			r.out[idx] = false
-			g := int(idx) / r.spw
-			r.held[g]++
-			r.maybeRepost(g)
+			g := int(idx >> r.spwLog)
+			h := r.held[g] + 1
+			r.held[g] = h
+			if h == spw && r.consumed[g] >= spw {
+				r.postGroup(g)
+			}
 		}
 	}
 }
@@ -415,12 +421,23 @@ func (r *rxq) readCQ(budget int) int {
 		// cq.c mlx5_get_next_cqe: udma_from_device_barrier).
 		iomem.FromDevice()
 		if prm.CQEFormat(op) != prm.CQEFormatCompressed {
+			if r.striding && r.strideCQE(e) {
+				r.ci++
+				n++
+				continue
+			}
 			r.cqe(e, be32(e, cqeByteCnt), be16(e, cqeWQECounter), be32(e, cqeRSSHash), e[cqeRSSHashType] != 0)
 			r.ci++
 			n++
 			continue
 		}
 		cnt := be32(e, cqeByteCnt)
+		if r.striding && prm.CQEOpcode(op) == prm.CQEOpRespSend && cnt <= uint32(len(r.cq)/64) {
+			r.strideSession(e, cnt, mask)
+			r.ci += cnt
+			n += int(cnt)
+			continue
+		}
 		title := *(*[64]byte)(e)
 		wc := be16(e, cqeWQECounter)
 		for k := uint32(0); k < cnt; k++ {
@@ -500,6 +517,149 @@ func (r *rxq) cqe(e []byte, bc uint32, wc uint16, hash uint32, hashed bool) {
 		return
 	}
 	r.cyclicPacket(wc, bc, tag, ts, hash, hashed)
+}
+
+// strideSession takes a compressed session of cnt packets on a striding RQ whose title e is
+// a receive completion: the shared fields (the WQE, flow tag, timestamp) are read once, and
+// the mini-CQEs' stride indexes and lengths go straight into the burst's arrays, as many as
+// the burst has room for at a time. The stride accounting of the WQE is settled once at the
+// end (the session's packets all come from the title's WQE). Consumed slots are invalidated,
+// as readCQ's other paths do.
+func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
+	g := int(r.slotGrp[uint32(be16(e, cqeWQEID))&(1<<r.ringLog-1)])
+	tag := be32(e, cqeSopDropQPN) & 0xffffff
+	ts := r.pt.rxTime(binary.BigEndian.Uint64(e[cqeTimestamp:]))
+	spw := uint32(r.spw)
+	bs := uint64(r.q.Regions[0].BufSize)
+	base := g * r.spw
+	out := r.out[base : base+r.spw]
+	consumed := int32(0)
+	for k := uint32(0); k < cnt; {
+		b := r.cur
+		if b == nil {
+			if nb, err := r.q.NewBurst(); err == nil {
+				r.cur, r.first, b = nb, now(), nb
+			}
+		}
+		if b == nil {
+			// No burst: the rest of the session is dropped, each packet counted once.
+			for ; k < cnt; k++ {
+				m := r.mini(k, mask)
+				bc := be32(m, miniByteCnt)
+				used := int32(bc & prm.MPRQByteCntStridesMask >> prm.MPRQByteCntStrideShift)
+				consumed += max(used, 1)
+				if bc&prm.MPRQByteCntFiller != 0 {
+					continue
+				}
+				r.packets++
+				if used > 1 || uint32(be16(m, miniStrideIdx)) >= spw {
+					r.q.Stats.Drop(engine.DropTruncated, 1)
+				} else {
+					r.q.Stats.Drop(engine.DropNoBurstBuffers, 1)
+				}
+			}
+			break
+		}
+		take := min(cnt-k, uint32(max(r.batch-b.Len(), 1)))
+		offs, lens, flows, tss := b.Grow(int(take))
+		lens, flows, tss = lens[:len(offs)], flows[:len(offs)], tss[:len(offs)]
+		a := 0
+		for j := uint32(0); j < take; {
+			// One array of eight mini-CQEs at a time: one slot computation and bounds
+			// check per array.
+			kk := k + j
+			at := r.ci + 1
+			if kk >= prm.MiniCQEArraySize {
+				at = r.ci + 8*(kk/prm.MiniCQEArraySize)
+			}
+			arr := (*[64]byte)(r.cq[(at&mask)*64:])
+			for q := kk % prm.MiniCQEArraySize; q < prm.MiniCQEArraySize && j < take; q, j = q+1, j+1 {
+				m := (*[prm.MiniCQESize]byte)(arr[(q&7)*prm.MiniCQESize:])
+				bc := binary.BigEndian.Uint32(m[miniByteCnt:])
+				st := uint32(binary.BigEndian.Uint16(m[miniStrideIdx:]))
+				used := int32(bc & prm.MPRQByteCntStridesMask >> prm.MPRQByteCntStrideShift)
+				if used == 1 && st < spw && a < len(offs) {
+					// The common case: one stride, one packet.
+					consumed++
+					r.packets++
+					out[st] = true
+					offs[a] = uint64(base+int(st)) * bs
+					lens[a] = bc & prm.MPRQByteCntLenMask
+					flows[a], tss[a] = tag, ts
+					a++
+					continue
+				}
+				if used == 0 {
+					used = 1
+				}
+				consumed += used
+				if bc&prm.MPRQByteCntFiller != 0 {
+					continue
+				}
+				r.packets++
+				r.q.Stats.Drop(engine.DropTruncated, 1)
+			}
+		}
+		b.Commit(a)
+		r.held[g] -= int32(a)
+		k += take
+		if b.Len() >= r.batch {
+			r.deliver()
+		}
+	}
+	r.consumed[g] += consumed
+	for k := uint32(0); k < cnt; k++ {
+		r.cq[((r.ci+k)&mask)*64+63] = prm.CQEOpInvalid << 4
+	}
+	if r.consumed[g] >= int32(r.spw) {
+		r.maybeRepost(g)
+	}
+}
+
+// strideCQE takes a plain striding-RQ receive completion of one stride into the burst being
+// filled, straight into its arrays, and reports whether it did; anything else (an error or
+// filler CQE, several strides, no burst begun) is left to cqe.
+func (r *rxq) strideCQE(e []byte) bool {
+	bc := be32(e, cqeByteCnt)
+	st := uint32(be16(e, cqeWQECounter))
+	b := r.cur
+	if b == nil || prm.CQEOpcode(e[63]) != prm.CQEOpRespSend || st >= uint32(r.spw) ||
+		bc&(prm.MPRQByteCntFiller|prm.MPRQByteCntStridesMask) != 1<<prm.MPRQByteCntStrideShift {
+		return false
+	}
+	g := int(r.slotGrp[uint32(be16(e, cqeWQEID))&(1<<r.ringLog-1)])
+	idx := g*r.spw + int(st)
+	offs, lens, flows, tss := b.Grow(1)
+	offs[0] = uint64(idx) * uint64(r.q.Regions[0].BufSize)
+	lens[0] = bc & prm.MPRQByteCntLenMask
+	flows[0] = be32(e, cqeSopDropQPN) & 0xffffff
+	tss[0] = r.pt.rxTime(binary.BigEndian.Uint64(e[cqeTimestamp:]))
+	b.Commit(1)
+	if e[cqeRSSHashType] != 0 {
+		b.SetRSSHash(b.Len()-1, be32(e, cqeRSSHash))
+	}
+	r.packets++
+	r.out[idx] = true
+	r.held[g]--
+	r.consumed[g]++
+	if b.Len() >= r.batch {
+		r.deliver()
+	}
+	if r.consumed[g] >= int32(r.spw) {
+		r.maybeRepost(g)
+	}
+	return true
+}
+
+// mini is mini-CQE k of the compressed session at the consumer index: arrays of eight in the
+// slot after the title and every eighth slot after it.
+func (r *rxq) mini(k, mask uint32) []byte {
+	at := r.ci + 1
+	if k >= prm.MiniCQEArraySize {
+		at = r.ci + 8*(k/prm.MiniCQEArraySize)
+	}
+	o := (at&mask)*64 + (k%prm.MiniCQEArraySize)*prm.MiniCQESize
+	return r.cq[o : o+prm.MiniCQESize]
 }
 
 func (r *rxq) stridePacket(wqeID uint16, stride, bc, tag uint32, ts int64, hash uint32, hashed bool) {

@@ -226,6 +226,9 @@ func (t *txq) send(b *engine.Burst) error {
 		return nil
 	}
 	nseg := b.NumSegments()
+	if nseg == 1 && len(t.q.Regions) == 1 && b.SegmentRegion(0) == t.q.Regions[0] && !b.AnyTimestamp() {
+		return t.sendMPW(b, n)
+	}
 	if nseg != len(t.q.Regions) {
 		return fmt.Errorf("%s: a burst of %d segments on a queue of %d regions: %w", t.q.Path(), nseg, len(t.q.Regions), engine.ErrInvalidParameter)
 	}
@@ -301,6 +304,85 @@ func (t *txq) send(b *engine.Burst) error {
 	t.lastWQEs = len(plans)
 	t.pend = append(t.pend, pending{b: b, last: last, end: t.pc, n: n, bytes: b.TotalBytes()})
 	t.ring_(lastCtrl)
+	return nil
+}
+
+// Control segment byte offsets (mlx5dv.h struct mlx5_wqe_ctrl_seg; TestHotOffsets checks
+// them against prm).
+const (
+	ctrlOpModIdxOpcode = 0
+	ctrlQPNDS          = 4
+	ctrlFmCeSe         = 11
+)
+
+// sendMPW is send for the common burst — one segment, no send times — in one pass: the
+// packets are checked while their data segments go straight into the SQ as eMPW WQEs of up
+// to mpwMax packets; a bad packet takes the producer counter back (nothing written past the
+// doorbell record is the device's), so the burst is still the caller's. One doorbell for the
+// burst, its bytes counted on the way.
+func (t *txq) sendMPW(b *engine.Burst, n int) error {
+	offs, lens := b.SegmentArrays(0)
+	lens = lens[:len(offs)]
+	base := uint64(t.q.Regions[0].Addr(0))
+	full, rest := n/mpwMax, n%mpwMax
+	need := uint32(full) * wqeBBs(plan{to: mpwMax, mpw: true}, 1)
+	wqes := full
+	if rest > 0 {
+		need += wqeBBs(plan{to: rest, mpw: true}, 1)
+		wqes++
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.free() < need {
+		t.pollCQ()
+		if t.free() < need {
+			return fmt.Errorf("%s: SQ full (%d basic blocks needed, %d free): %w", t.q.Path(), need, t.free(), engine.ErrNotReady)
+		}
+	}
+	pc0, since0 := t.pc, t.since
+	lkey := t.lkeys[0]
+	const units = 1 << sqLog * (prm.SendWQEBB / 16)
+	var last uint16
+	var ctrl *[16]byte
+	bytes := 0
+	for w, i := 0, 0; w < wqes; w++ {
+		k := min(mpwMax, n-i)
+		start := t.pc
+		ds := 2 + k
+		for j := 0; j < k; j, i = j+1, i+1 {
+			l := lens[i]
+			if l < 14 || l > maxFrame {
+				t.pc, t.since = pc0, since0
+				return fmt.Errorf("%s: packet %d is %d bytes (14 to %d): %w", t.q.Path(), i, l, maxFrame, engine.ErrInvalidParameter)
+			}
+			bytes += int(l)
+			// mlx5dv.h struct mlx5_wqe_data_seg: byte_count, lkey, addr, big-endian.
+			u := (start*4 + uint32(2+j)) & (units - 1)
+			d := (*[16]byte)(t.ring[u*16:])
+			binary.BigEndian.PutUint32(d[dsegByteCount:], l)
+			binary.BigEndian.PutUint32(d[dsegLKey:], lkey)
+			binary.BigEndian.PutUint64(d[dsegAddr:], base+offs[i])
+		}
+		// The Ethernet segment, no inline data; then the control segment (DPDK mlx5_tx.h
+		// mlx5_tx_burst_empw_simple).
+		clear((*[16]byte)(t.ring[((start*4+1)&(units-1))*16:])[:])
+		ctrl = (*[16]byte)(t.ring[((start*4)&(units-1))*16:])
+		signal := t.since+1 >= signalEvery || w == wqes-1
+		binary.BigEndian.PutUint32(ctrl[ctrlOpModIdxOpcode:], (start&0xffff)<<8|prm.WQEOpEnhancedMPSW)
+		binary.BigEndian.PutUint32(ctrl[ctrlQPNDS:], t.sqn<<8|uint32(ds))
+		binary.BigEndian.PutUint64(ctrl[8:], 0)
+		if signal {
+			ctrl[ctrlFmCeSe] = prm.WQECtrlCQUpdate
+			t.since = 0
+		} else {
+			t.since++
+		}
+		last = uint16(start)
+		t.pc += uint32((ds*16 + 63) / 64)
+	}
+	t.lastWQEs = wqes
+	t.pend = append(t.pend, pending{b: b, last: last, end: t.pc, n: n, bytes: bytes})
+	t.ring_(ctrl[:])
 	return nil
 }
 
@@ -431,7 +513,7 @@ func (t *txq) complete() int {
 // every WQE up to the one it names (the SQ executes in order).
 func (t *txq) pollCQ() int {
 	mask := uint32(1)<<t.cqLog - 1
-	n := 0
+	n, done := 0, 0
 	for {
 		e := t.cq[(t.ci&mask)*64 : (t.ci&mask)*64+64]
 		if !prm.CQESoftwareOwned(e[63], t.ci, t.cqLog) {
@@ -440,23 +522,29 @@ func (t *txq) pollCQ() int {
 		iomem.FromDevice() // rdma-core cq.c mlx5_get_next_cqe: udma_from_device_barrier
 		t.ci++
 		n++
-		wc := uint16(prm.CQE64.WQECounter.Get(e))
+		wc := be16(e, cqeWQECounter)
 		ok := prm.CQEOpcode(e[63]) == prm.CQEOpReq
 		if !ok {
 			t.failed++
 			t.inError = true
 		}
-		for len(t.pend) > 0 && int16(wc-t.pend[0].last) >= 0 {
-			p := t.pend[0]
-			t.pend = t.pend[1:]
+		// Completed bursts leave the front of pend together at the end (compacted once, so
+		// its array is reused and never grows).
+		for done < len(t.pend) && int16(wc-t.pend[done].last) >= 0 {
+			p := &t.pend[done]
+			done++
 			if ok {
 				t.q.Stats.Add(p.n, p.bytes)
 			} else {
 				t.q.Stats.Drop(engine.DropSendFailure, p.n)
 			}
 			p.b.Free()
+			p.b = nil
 			t.cc = p.end
 		}
+	}
+	if done > 0 {
+		t.pend = t.pend[:copy(t.pend, t.pend[done:])]
 	}
 	if n > 0 {
 		// rdma-core cq.c update_cons_index and DPDK's TX completion path have compiler order
