@@ -341,7 +341,7 @@ func (t *txq) sendMPW(b *engine.Burst, n int) error {
 	}
 	pc0, since0 := t.pc, t.since
 	lkey := t.lkeys[0]
-	const units = 1 << sqLog * (prm.SendWQEBB / 16)
+	units := uint32(prm.SendWQEBB/16) << t.sqLog // 16-byte units in the ring
 	var last uint16
 	var ctrl *[16]byte
 	bytes := 0
