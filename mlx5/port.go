@@ -351,29 +351,14 @@ func memBase(mem engine.Memory) uint64 {
 	return uint64(mem.Addr())
 }
 
-// umemKey creates a key over a whole UMEM at virtual address start (MTT mode with
-// mkey_umem_valid and no translations, as DPDK's mlx5_devx_cmd_mkey_create does for a UMEM)
-// with local read and write (mlx5_ifc.h mkc), and returns the lkey (index << 8 | the variant
-// byte).
+// umemKey creates a key over a whole UMEM at virtual address start (prm.UMEMMKeyIn) and
+// returns the lkey.
 func (pt *port) umemKey(umem uint32, start, n uint64) (uint32, error) {
-	const variant = 0xd5
-	base := prm.CreateMKeyIn.MemoryKeyMKeyEntry.Off
-	k := prm.MKC
-	in := prm.NewCmdIn(prm.CmdOpCreateMKey, 0, prm.CreateMKeyIn.KlmPASMtt.ByteOff())
-	for _, kv := range []struct {
-		f prm.Field
-		v uint64
-	}{{k.AccessMode10, prm.MKeyAccessMTT}, {k.Lr, 1}, {k.Lw, 1}, {k.PD, uint64(pt.pd)}, {k.QPN, 0xffffff},
-		{k.MKey70, variant}, {k.StartAddr, start}, {k.Len, n}} {
-		kv.f.At(base).Set(in, kv.v)
-	}
-	prm.CreateMKeyIn.MKeyUMEMValid.Set(in, 1)
-	prm.CreateMKeyIn.MKeyUMEMID.Set(in, uint64(umem))
-	o, _, err := pt.create(in, 16)
+	o, _, err := pt.create(prm.UMEMMKeyIn(pt.pd, umem, start, n), 16)
 	if err != nil {
 		return 0, err
 	}
-	return o.ID()<<8 | variant, nil
+	return o.ID()<<8 | prm.UMEMKeyVariant, nil
 }
 
 // queueMem is host memory for one queue's rings and doorbell record, registered with the

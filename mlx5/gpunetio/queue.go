@@ -324,24 +324,11 @@ func (q *Queue) create(what string, in []byte) (uint32, error) {
 	return o.ID(), nil
 }
 
-// mkey creates a key over a whole UMEM at its device address (the mlx5 engine's umemKey:
-// MTT mode with mkey_umem_valid, local read and write, mlx5_ifc.h mkc).
+// mkey creates a key over a whole UMEM at its device address (prm.UMEMMKeyIn, as the mlx5
+// engine's keys).
 func (q *Queue) mkey(um channel.UMEM, start, n uint64) (uint32, error) {
-	const variant = 0xd5
-	base := prm.CreateMKeyIn.MemoryKeyMKeyEntry.Off
-	k := prm.MKC
-	in := prm.NewCmdIn(prm.CmdOpCreateMKey, 0, prm.CreateMKeyIn.KlmPASMtt.ByteOff())
-	for _, kv := range []struct {
-		f prm.Field
-		v uint64
-	}{{k.AccessMode10, prm.MKeyAccessMTT}, {k.Lr, 1}, {k.Lw, 1}, {k.PD, uint64(q.pd)}, {k.QPN, 0xffffff},
-		{k.MKey70, variant}, {k.StartAddr, start}, {k.Len, n}} {
-		kv.f.At(base).Set(in, kv.v)
-	}
-	prm.CreateMKeyIn.MKeyUMEMValid.Set(in, 1)
-	prm.CreateMKeyIn.MKeyUMEMID.Set(in, uint64(um.ID()))
-	id, err := q.create("CREATE_MKEY", in)
-	return id<<8 | variant, err
+	id, err := q.create("CREATE_MKEY", prm.UMEMMKeyIn(q.pd, um.ID(), start, n))
+	return id<<8 | prm.UMEMKeyVariant, err
 }
 
 // cqIn is CREATE_CQ with ring and doorbell record in the ring UMEM.
