@@ -15,7 +15,7 @@ import (
 func TestLibraryLinksNoModel(t *testing.T) {
 	const module = "github.com/daqiri-go/daqiri"
 	roots := []string{".", "mlx5", "mlx5/channel", "mlx5/channel/devx", "mlx5/channel/vfioch",
-		"mlx5/channel/trace", "mlx5/prm", "mlx5/gpunetio", "flow/mlx5", "verbs"}
+		"mlx5/channel/trace", "mlx5/prm", "mlx5/gpunetio", "flow/mlx5", "verbs", "verbs/mlx5dv"}
 	forbidden := func(rel string) bool { return rel == "mlx5/model" || strings.HasPrefix(rel, "mlx5/model/") }
 	// via records how each package was reached, for the chain in the message.
 	via := map[string]string{}

@@ -13,9 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/daqiri-go/daqiri/verbs/internal/dv"
 	"github.com/daqiri-go/daqiri/verbs/internal/uapi"
 	"github.com/daqiri-go/daqiri/verbs/provider"
-	"github.com/daqiri-go/daqiri/verbs/rxe"
 )
 
 // Options tune Open.
@@ -23,16 +23,6 @@ type Options struct {
 	// Provider overrides the user-space driver chosen from the device's
 	// kernel driver (for example an mlx5 provider living outside verbs/).
 	Provider provider.Provider
-}
-
-// builtinProvider returns the provider shipped with this package for a
-// kernel driver name.
-func builtinProvider(driver string) provider.Provider {
-	switch driver {
-	case "rxe":
-		return rxe.Provider{}
-	}
-	return nil
 }
 
 // Context is an opened RDMA device: one uverbs file descriptor with its
@@ -77,7 +67,7 @@ func OpenDevice(dev DeviceInfo, opts *Options) (*Context, error) {
 	var p provider.Provider
 	if opts != nil && opts.Provider != nil {
 		p = opts.Provider
-	} else if p = builtinProvider(dev.Driver); p == nil {
+	} else if p = dv.BuiltinProvider(dev.Driver); p == nil {
 		return nil, fmt.Errorf("%w: device %s has driver %q", ErrNoProvider, dev.Name, dev.Driver)
 	}
 	if dev.UverbsDev == "" {
@@ -254,8 +244,48 @@ func (c *Context) write(op string, w *uapi.Write) ([]byte, error) {
 	return resp, c.wrap(op, err)
 }
 
-// kernel lends the provider the context's fd.
+// kernel lends the provider the context's fd. It also implements dv.Kernel, the surface
+// driver packages beside verbs (verbs/mlx5dv) issue their driver's methods through; its
+// exported methods are not part of verbs' API (the type is unexported and dv internal).
 type kernel struct{ c *Context }
+
+var _ dv.Kernel = kernel{}
+
+func (k kernel) Device() (name, driver string) { return k.c.dev.Name, k.c.dev.Driver }
+
+func (k kernel) Begin() error { return k.c.begin() }
+
+func (k kernel) NewCall(object, method uint16) *uapi.Call { return k.c.newCall(object, method) }
+
+func (k kernel) Do(call *uapi.Call) error { return call.Do(k.c.fd) }
+
+func (k kernel) Wrap(op string, err error) error { return k.c.wrap(op, err) }
+
+func (k kernel) MmapProt(offset int64, length, prot int) ([]byte, error) {
+	return unix.Mmap(k.c.fd, offset, length, prot, unix.MAP_SHARED)
+}
+
+// released is a driver package's object in the context's live set.
+type released struct{ f func() }
+
+func (r *released) release() { r.f() }
+
+func (k kernel) Track(release func()) func() {
+	r := &released{release}
+	k.c.track(r)
+	return func() { k.c.untrack(r) }
+}
+
+func (k kernel) PD(pd any) (uint32, error) {
+	p, ok := pd.(*PD)
+	if !ok || p == nil {
+		return 0, fmt.Errorf("verbs: %T is not a PD", pd)
+	}
+	if err := p.begin(); err != nil {
+		return 0, err
+	}
+	return p.handle, nil
+}
 
 func (k kernel) Mmap(offset int64, length int) ([]byte, error) {
 	b, err := unix.Mmap(k.c.fd, offset, length, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)

@@ -18,16 +18,12 @@
 //     CREATE_COMP_CHANNEL, MODIFY_QP, QUERY_QP, REQ_NOTIFY_CQ, POST_SEND).
 //     The byte layouts live in verbs/internal/uapi, checked against the
 //     kernel headers by its tests.
-//   - DevX (devx.go): OpenDevX opens an mlx5 device with a DevX user context
-//     and offers the mlx5 driver's methods as typed calls — PRM commands
-//     (General, CreateObj and the object's Modify/Query/Destroy), UMEM
-//     registration (host memory or a DMA-BUF), dynamic UAR pages mapped for
-//     doorbells, QUERY_EQN/QUERY_UAR, PD query, the kernel flow matcher and
-//     CREATE_FLOW, packet reformat actions, pacing indexes and the clock
-//     info page. Their ioctl encodings (verbs/internal/uapi/mlx5.go) are
-//     checked against the installed uapi headers by a gcc probe at test
-//     time. On another driver (rxe) the generic context still works and
-//     every mlx5 method fails with ErrNotMLX5 naming it.
+//   - Driver-specific methods live beside this package, as rdma-core keeps
+//     them in its providers: verbs/mlx5dv offers mlx5's DevX (PRM commands,
+//     UMEMs, UARs, the kernel flow matcher, the clock page). Such packages
+//     issue their calls through the context opened here, by the internal
+//     surface in verbs/internal/dv (the provider.Kernel a provider receives
+//     also implements dv.Kernel), so the public API stays the generic one.
 //   - The datapath (posting work requests, polling completions, doorbells)
 //     belongs to a provider (package verbs/provider), chosen by the device's
 //     kernel driver: verbs/rxe drives Soft-RoCE's user-mapped rings. Other

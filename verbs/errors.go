@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"syscall"
 
+	"github.com/daqiri-go/daqiri/verbs/internal/dv"
 	"github.com/daqiri-go/daqiri/verbs/provider"
 )
 
@@ -21,7 +22,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("verbs: %s on %s: %v (%s)", e.Op, e.Device, e.Errno.Error(), errnoName(e.Errno))
+	return fmt.Sprintf("verbs: %s on %s: %v (%s)", e.Op, e.Device, e.Errno.Error(), dv.ErrnoName(e.Errno))
 }
 
 // Unwrap returns the errno.
@@ -38,38 +39,6 @@ func (e *Error) Is(target error) bool {
 		return e.Errno == syscall.EBUSY
 	}
 	return false
-}
-
-func errnoName(e syscall.Errno) string {
-	switch e {
-	case syscall.EINVAL:
-		return "EINVAL"
-	case syscall.ENOENT:
-		return "ENOENT"
-	case syscall.EBUSY:
-		return "EBUSY"
-	case syscall.ENOMEM:
-		return "ENOMEM"
-	case syscall.EFAULT:
-		return "EFAULT"
-	case syscall.EPERM:
-		return "EPERM"
-	case syscall.EACCES:
-		return "EACCES"
-	case syscall.EOPNOTSUPP:
-		return "EOPNOTSUPP"
-	case syscall.EPROTONOSUPPORT:
-		return "EPROTONOSUPPORT"
-	case syscall.ENOSPC:
-		return "ENOSPC"
-	case syscall.EBADF:
-		return "EBADF"
-	case syscall.ENODEV:
-		return "ENODEV"
-	case syscall.EIO:
-		return "EIO"
-	}
-	return fmt.Sprintf("errno %d", int(e))
 }
 
 // Errors of the Go side.

@@ -14,7 +14,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/daqiri-go/daqiri/verbs/internal/dv"
 	"github.com/daqiri-go/daqiri/verbs/internal/uapi"
+	"github.com/daqiri-go/daqiri/verbs/provider"
+	"github.com/daqiri-go/daqiri/verbs/rxe"
 )
 
 func write(t *testing.T, path, s string) {
@@ -273,5 +276,50 @@ func TestQPAttrFromKernel(t *testing.T) {
 	}
 	if _, _, err := QPAttrFromKernel(make([]byte, SizeofKernelQPAttr-1)); err == nil {
 		t.Fatal("a short ib_uverbs_qp_attr was accepted")
+	}
+}
+
+// TestDriverKernel: what verbs lends driver packages (dv.Kernel, through the provider seam)
+// keeps verbs' rules — an object tracked is released when the context closes unless it was
+// forgotten first, a closed PD or context is ErrClosed, and errors name the device.
+func TestDriverKernel(t *testing.T) {
+	c := &Context{dev: DeviceInfo{Name: "fake0", Driver: "rxe"}, fd: -1, asyncFD: -1,
+		objects: map[uint64]any{}, live: map[closer]struct{}{}}
+	var k provider.Kernel = kernel{c}
+	dk, ok := k.(dv.Kernel)
+	if !ok {
+		t.Fatal("verbs' provider.Kernel does not implement dv.Kernel")
+	}
+	pc, err := rxe.Provider{}.NewContext(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.prov = pc
+	if name, driver := dk.Device(); name != "fake0" || driver != "rxe" {
+		t.Errorf("Device() = %q, %q", name, driver)
+	}
+	pd := &PD{ctx: c, handle: 9}
+	if h, err := dk.PD(pd); h != 9 || err != nil {
+		t.Errorf("PD(open PD) = %d, %v", h, err)
+	}
+	if _, err := dk.PD(c); err == nil || !strings.Contains(err.Error(), "not a PD") {
+		t.Errorf("PD(a Context) = %v, want an error saying it is not a PD", err)
+	}
+	pd.closed = true
+	if _, err := dk.PD(pd); !errors.Is(err, ErrClosed) {
+		t.Errorf("PD(closed PD) = %v, want ErrClosed", err)
+	}
+	if err := dk.Wrap("ioctl X", unix.EINVAL); !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "fake0") {
+		t.Errorf("Wrap = %v, want EINVAL naming fake0", err)
+	}
+	var kept, forgotten int
+	dk.Track(func() { kept++ })
+	dk.Track(func() { forgotten++ })()
+	c.Close() // fd -1: the close errors are not what this checks
+	if kept != 1 || forgotten != 0 {
+		t.Errorf("on Close: tracked object released %d times, forgotten one %d times; want 1 and 0", kept, forgotten)
+	}
+	if err := dk.Begin(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Begin after Close = %v, want ErrClosed", err)
 	}
 }

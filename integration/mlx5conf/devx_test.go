@@ -20,7 +20,7 @@ import (
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
-// Part (c): this project's DevX transport (mlx5/channel/devx over verbs/devx.go) against
+// Part (c): this project's DevX transport (mlx5/channel/devx over verbs/mlx5dv) against
 // the kernel's mlx5_ib in the guest. First the transport's own calls one by one, then the
 // mlx5 engine opening a port through it, every command of which the channel trace
 // (DAQIRI_MLX5_TRACE) records.

@@ -16,7 +16,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/daqiri-go/daqiri/verbs"
+	"github.com/daqiri-go/daqiri/verbs/mlx5dv"
 )
 
 // Channel is one open ConnectX function. Methods are safe for concurrent use unless a method
@@ -131,9 +131,9 @@ var (
 	// ErrUnsupported: the transport cannot do this (for example DMA-BUF UMEMs on the model).
 	ErrUnsupported = errors.New("mlx5 channel: not supported by this transport")
 	// ErrNotMLX5: the device behind the transport is not a ConnectX (DevX on another
-	// provider, such as rxe). It is verbs.ErrNotMLX5, so an error from the typed DevX calls
-	// in package verbs matches it without translation.
-	ErrNotMLX5 = verbs.ErrNotMLX5
+	// provider, such as rxe). It is mlx5dv.ErrNotMLX5, so an error from the typed DevX calls
+	// in package verbs/mlx5dv matches it without translation.
+	ErrNotMLX5 = mlx5dv.ErrNotMLX5
 )
 
 // Pacer is a channel that hands out packet pacing indexes itself. DevX does: user space

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/daqiri-go/daqiri/verbs"
+	"github.com/daqiri-go/daqiri/verbs/mlx5dv"
 )
 
 // TestTimebase: DevX converts CQE stamps as rdma-core's mlx5dv_ts_to_ns does from the
@@ -17,7 +17,7 @@ func TestTimebase(t *testing.T) {
 	now := uint64(time.Now().UnixNano())
 	// A 1 GHz-ish timer as mlx5_core's clocks_calc_mult_shift would scale it (shift 23,
 	// mult 2^23: 1 ns per tick), reference at now.
-	ci := verbs.MLX5ClockInfo{Nsec: now, Cycles: r.Uint64() & (1<<41 - 1), Mask: 1<<41 - 1, Mult: 1 << 23, Shift: 23}
+	ci := mlx5dv.ClockInfo{Nsec: now, Cycles: r.Uint64() & (1<<41 - 1), Mask: 1<<41 - 1, Mult: 1 << 23, Shift: 23}
 	c := newChannel(&fakeKernel{clock: ci})
 	defer c.Close()
 	tb, err := c.Timebase()

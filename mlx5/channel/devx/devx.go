@@ -1,6 +1,6 @@
 // Package devx is the command channel over DevX: a ConnectX function driven through the
-// kernel's mlx5_ib driver with the typed DevX calls of package verbs (no libibverbs, no
-// cgo). The kernel stamps every command with the context's DevX uid, keeps the destroy
+// kernel's mlx5_ib driver with the typed DevX calls of package verbs/mlx5dv (no libibverbs,
+// no cgo). The kernel stamps every command with the context's DevX uid, keeps the destroy
 // command of every object it created (devx.c devx_obj_build_destroy_cmd) and destroys what
 // is left when the context closes, so nothing outlives the process.
 //
@@ -36,12 +36,13 @@ import (
 	"github.com/daqiri-go/daqiri/mlx5/channel"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 	"github.com/daqiri-go/daqiri/verbs"
+	"github.com/daqiri-go/daqiri/verbs/mlx5dv"
 )
 
 // Channel is one ConnectX function over DevX.
 type Channel struct {
 	name string
-	dx   *verbs.DevX // nil in tests
+	dx   *mlx5dv.DevX // nil in tests
 	k    kernel
 
 	mu     sync.Mutex
@@ -64,7 +65,7 @@ func Open(address string) (*Channel, error) {
 		return nil, fmt.Errorf("devx:%s: %w", address, err)
 	}
 	device := dev.Name
-	d, err := verbs.OpenDevX(device)
+	d, err := mlx5dv.Open(device)
 	if err != nil {
 		return nil, fmt.Errorf("devx:%s: %w", device, err)
 	}
@@ -78,7 +79,7 @@ func Open(address string) (*Channel, error) {
 
 // New makes a channel of an opened DevX context, which the channel then owns (Close closes
 // it).
-func New(d *verbs.DevX) *Channel {
+func New(d *mlx5dv.DevX) *Channel {
 	c := newChannel(verbsKernel{d})
 	c.dx = d
 	return c
@@ -90,7 +91,7 @@ func newChannel(k kernel) *Channel {
 
 // DevX is the underlying context (for the mlx5 driver's answer: UAR and BlueFlame layout,
 // eth_min_inline, clock information).
-func (c *Channel) DevX() *verbs.DevX { return c.dx }
+func (c *Channel) DevX() *mlx5dv.DevX { return c.dx }
 
 // Name implements channel.Channel.
 func (c *Channel) Name() string { return c.name }
@@ -273,12 +274,12 @@ func (c *Channel) AllocUAR() (channel.UAR, error) {
 	if err := c.begin(); err != nil {
 		return nil, err
 	}
-	p, err := c.k.AllocUAR(verbs.UARTypeBF)
+	p, err := c.k.AllocUAR(mlx5dv.UARTypeBF)
 	if err != nil && !errors.Is(err, channel.ErrNotMLX5) {
 		// Functions without BlueFlame offer non-cached pages only (rdma-core falls back
 		// the same way).
 		var err2 error
-		if p, err2 = c.k.AllocUAR(verbs.UARTypeNC); err2 != nil {
+		if p, err2 = c.k.AllocUAR(mlx5dv.UARTypeNC); err2 != nil {
 			return nil, fmt.Errorf("%s: UAR: %w (non-cached: %v)", c.name, err, err2)
 		}
 		err = nil

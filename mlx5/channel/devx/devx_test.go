@@ -12,6 +12,7 @@ import (
 	"github.com/daqiri-go/daqiri/mlx5/channel"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 	"github.com/daqiri-go/daqiri/verbs"
+	"github.com/daqiri-go/daqiri/verbs/mlx5dv"
 )
 
 // TestCommandErrors: a command the firmware failed (EREMOTEIO with the output copied out)
@@ -64,7 +65,7 @@ func TestGuestChannelOnRxe(t *testing.T) {
 			t.Errorf("Open(%s) = %v, want ErrNotMLX5 naming the driver", a, err)
 		}
 	}
-	d, err := verbs.OpenDevX(dev)
+	d, err := mlx5dv.Open(dev)
 	if err != nil {
 		t.Fatal(err)
 	}

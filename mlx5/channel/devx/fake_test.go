@@ -13,6 +13,7 @@ import (
 	"github.com/daqiri-go/daqiri/mlx5/channel"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 	"github.com/daqiri-go/daqiri/verbs"
+	"github.com/daqiri-go/daqiri/verbs/mlx5dv"
 )
 
 // fakeKernel answers as the mlx5_ib driver would: general commands only through General
@@ -23,10 +24,10 @@ type fakeKernel struct {
 	nextID  uint32
 	bfFails error
 	closed  bool
-	clock   verbs.MLX5ClockInfo
+	clock   mlx5dv.ClockInfo
 }
 
-func (k *fakeKernel) ClockInfo() (verbs.MLX5ClockInfo, error) { return k.clock, nil }
+func (k *fakeKernel) ClockInfo() (mlx5dv.ClockInfo, error) { return k.clock, nil }
 
 func (k *fakeKernel) device() string { return "mlx5_9" }
 
@@ -88,8 +89,8 @@ func (k *fakeKernel) RegUMEM(mem []byte, _ verbs.Access) (kumem, error) {
 func (k *fakeKernel) RegUMEMDMABuf(fd int, _, n uint64, _ verbs.Access) (kumem, error) {
 	return fakeRes{k, "dmabuf umem", uint32(n)}, nil
 }
-func (k *fakeKernel) AllocUAR(t verbs.UARType) (kuar, error) {
-	if t == verbs.UARTypeBF && k.bfFails != nil {
+func (k *fakeKernel) AllocUAR(t mlx5dv.UARType) (kuar, error) {
+	if t == mlx5dv.UARTypeBF && k.bfFails != nil {
 		return nil, k.bfFails
 	}
 	return fakeRes{k, fmt.Sprintf("uar type %d", t), 5 + uint32(t)}, nil

@@ -2,9 +2,10 @@ package devx
 
 import (
 	"github.com/daqiri-go/daqiri/verbs"
+	"github.com/daqiri-go/daqiri/verbs/mlx5dv"
 )
 
-// kernel is what the channel asks of a DevX context: package verbs' typed calls, behind an
+// kernel is what the channel asks of a DevX context: package mlx5dv's typed calls, behind an
 // interface so that the channel's own logic (ids, errors, the root rule, release order) is
 // tested without a ConnectX.
 type kernel interface {
@@ -13,14 +14,14 @@ type kernel interface {
 	CreateObj(in, out []byte) (kobj, error)
 	RegUMEM(mem []byte, access verbs.Access) (kumem, error)
 	RegUMEMDMABuf(fd int, offset, length uint64, access verbs.Access) (kumem, error)
-	AllocUAR(t verbs.UARType) (kuar, error)
+	AllocUAR(t mlx5dv.UARType) (kuar, error)
 	QueryEQN(vector uint32) (uint32, error)
 	// RootRule creates a match-all NIC RX matcher and a rule forwarding to table; release
 	// deletes both.
 	RootRule(table kobj) (release func() error, err error)
 	AllocPP(ctx []byte, dedicated bool) (kpp, error)
 	// ClockInfo reads the kernel's clock information page (mlx5dv_get_clock_info).
-	ClockInfo() (verbs.MLX5ClockInfo, error)
+	ClockInfo() (mlx5dv.ClockInfo, error)
 	Close() error
 }
 
@@ -47,8 +48,8 @@ type kpp interface {
 	Close() error
 }
 
-// verbsKernel is the real kernel: a verbs.DevX.
-type verbsKernel struct{ d *verbs.DevX }
+// verbsKernel is the real kernel: an mlx5dv.DevX.
+type verbsKernel struct{ d *mlx5dv.DevX }
 
 func (k verbsKernel) device() string               { return k.d.Context().Device().Name }
 func (k verbsKernel) General(in, out []byte) error { return k.d.General(in, out) }
@@ -56,7 +57,7 @@ func (k verbsKernel) QueryEQN(v uint32) (uint32, error) {
 	return k.d.QueryEQN(v)
 }
 func (k verbsKernel) Close() error { return k.d.Close() }
-func (k verbsKernel) ClockInfo() (verbs.MLX5ClockInfo, error) {
+func (k verbsKernel) ClockInfo() (mlx5dv.ClockInfo, error) {
 	return k.d.ClockInfo()
 }
 
@@ -68,7 +69,7 @@ func (k verbsKernel) CreateObj(in, out []byte) (kobj, error) {
 	return o, nil
 }
 
-type verbsUMEM struct{ *verbs.UMEM }
+type verbsUMEM struct{ *mlx5dv.UMEM }
 
 func (u verbsUMEM) id() uint32 { return u.ID }
 
@@ -88,11 +89,11 @@ func (k verbsKernel) RegUMEMDMABuf(fd int, offset, length uint64, a verbs.Access
 	return verbsUMEM{u}, nil
 }
 
-type verbsUAR struct{ *verbs.UARPage }
+type verbsUAR struct{ *mlx5dv.UARPage }
 
 func (u verbsUAR) index() uint32 { return u.PageID }
 
-func (k verbsKernel) AllocUAR(t verbs.UARType) (kuar, error) {
+func (k verbsKernel) AllocUAR(t mlx5dv.UARType) (kuar, error) {
 	p, err := k.d.AllocUAR(t)
 	if err != nil {
 		return nil, err
@@ -101,11 +102,11 @@ func (k verbsKernel) AllocUAR(t verbs.UARType) (kuar, error) {
 }
 
 func (k verbsKernel) RootRule(table kobj) (func() error, error) {
-	m, err := k.d.CreateFlowMatcher(verbs.MatcherSpec{Table: verbs.FlowTableNICRX})
+	m, err := k.d.CreateFlowMatcher(mlx5dv.MatcherSpec{Table: mlx5dv.FlowTableNICRX})
 	if err != nil {
 		return nil, err
 	}
-	f, err := m.CreateFlow(verbs.FlowSpec{Dest: table.(*verbs.DevXObj)})
+	f, err := m.CreateFlow(mlx5dv.FlowSpec{Dest: table.(*mlx5dv.DevXObj)})
 	if err != nil {
 		m.Close()
 		return nil, err
@@ -118,7 +119,7 @@ func (k verbsKernel) RootRule(table kobj) (func() error, error) {
 	}, nil
 }
 
-type verbsPP struct{ *verbs.PP }
+type verbsPP struct{ *mlx5dv.PP }
 
 func (p verbsPP) index() uint16 { return p.Index }
 

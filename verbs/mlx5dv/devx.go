@@ -1,4 +1,4 @@
-package verbs
+package mlx5dv
 
 import (
 	"encoding/binary"
@@ -11,7 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/daqiri-go/daqiri/internal/iomem"
+	"github.com/daqiri-go/daqiri/verbs"
+	"github.com/daqiri-go/daqiri/verbs/internal/dv"
 	"github.com/daqiri-go/daqiri/verbs/internal/uapi"
+	"github.com/daqiri-go/daqiri/verbs/mlx5dv/internal/mlx5abi"
 	"github.com/daqiri-go/daqiri/verbs/provider"
 )
 
@@ -31,22 +34,21 @@ const MaxCommandSize = 0xffff
 // object's destroy command itself, so closing the context (or the process) destroys what it
 // made.
 //
-// On a device of another driver OpenDevX still opens the generic context (Context, AllocPD
-// and everything else package verbs offers work), and every mlx5-only method is still asked of
+// On a device of another driver Open still opens the generic context (Context, AllocPD and
+// everything else package verbs offers work), and every mlx5-only method is still asked of
 // the kernel, which refuses it; the error wraps ErrNotMLX5, names the method and keeps the
 // errno.
 type DevX struct {
-	ctx  *Context
+	ctx  *verbs.Context // nil in tests
+	k    dv.Kernel      // the context's calls; tests record them instead
 	mlx5 bool
-	info MLX5Info
-	// do issues a call; tests replace it to see the encodings.
-	do func(*uapi.Call) error
+	info Info
 }
 
-// MLX5Info is the mlx5 driver's answer to the user context request (struct
+// Info is the mlx5 driver's answer to the user context request (struct
 // mlx5_ib_alloc_ucontext_resp, rdma/mlx5-abi.h): UAR and BlueFlame layout, cache line,
 // the minimum inline header the device needs, clock information.
-type MLX5Info struct {
+type Info struct {
 	QPTableSize   uint32
 	BFRegSize     uint32 // bytes of one BlueFlame register (half a buffer pair)
 	TotalBFRegs   uint32
@@ -72,45 +74,44 @@ type MLX5Info struct {
 	NumDynBFRegs   uint32
 }
 
-// OpenDevX opens an RDMA device by name for DevX. On an mlx5 device it asks for a DevX
-// user context (MLX5_IB_ALLOC_UCTX_DEVX, dynamic 4K UARs); on any other it opens the
-// device's own provider so the generic parts stay usable (see DevX).
-func OpenDevX(name string) (*DevX, error) {
-	dev, err := LookupDevice(name)
+// Open opens an RDMA device by name for DevX. On an mlx5 device it asks for a DevX user
+// context (MLX5_IB_ALLOC_UCTX_DEVX, dynamic 4K UARs); on any other it opens the device's own
+// provider so the generic parts stay usable (see DevX).
+func Open(name string) (*DevX, error) {
+	dev, err := verbs.LookupDevice(name)
 	if err != nil {
 		return nil, err
 	}
 	if dev.Driver != "mlx5" {
-		c, err := OpenDevice(dev, nil)
-		if err != nil {
-			return nil, fmt.Errorf("verbs: DevX on %s (driver %q): %w; its own provider: %w", dev.Name, dev.Driver, ErrNotMLX5, err)
+		// The device's own provider, wrapped to receive the context's calls; a driver
+		// without one fails in verbs.OpenDevice as it would without DevX.
+		var opts *verbs.Options
+		w := &wrapped{}
+		if w.inner = dv.BuiltinProvider(dev.Driver); w.inner != nil {
+			opts = &verbs.Options{Provider: w}
 		}
-		return newDevX(c, false), nil
+		c, err := verbs.OpenDevice(dev, opts)
+		if err != nil {
+			return nil, fmt.Errorf("mlx5dv: DevX on %s (driver %q): %w; its own provider: %w", dev.Name, dev.Driver, ErrNotMLX5, err)
+		}
+		return &DevX{ctx: c, k: w.k}, nil
 	}
-	p := &mlx5DevXProvider{}
-	c, err := OpenDevice(dev, &Options{Provider: p})
+	p := &devxProvider{}
+	c, err := verbs.OpenDevice(dev, &verbs.Options{Provider: p})
 	if err != nil {
-		return nil, fmt.Errorf("verbs: DevX user context on %s (the device and its firmware must offer DevX): %w", dev.Name, err)
+		return nil, fmt.Errorf("mlx5dv: DevX user context on %s (the device and its firmware must offer DevX): %w", dev.Name, err)
 	}
-	d := newDevX(c, true)
-	d.info = p.ctx.info()
-	return d, nil
-}
-
-func newDevX(c *Context, mlx5 bool) *DevX {
-	d := &DevX{ctx: c, mlx5: mlx5}
-	d.do = func(call *uapi.Call) error { return call.Do(c.fd) }
-	return d
+	return &DevX{ctx: c, k: p.ctx.k, mlx5: true, info: p.ctx.info()}, nil
 }
 
 // Context is the generic verbs context (PDs, queries, the async event file).
-func (d *DevX) Context() *Context { return d.ctx }
+func (d *DevX) Context() *verbs.Context { return d.ctx }
 
 // IsMLX5 reports whether the device's driver is mlx5.
 func (d *DevX) IsMLX5() bool { return d.mlx5 }
 
 // Info is the mlx5 driver's answer to the DevX user context (zero on another driver).
-func (d *DevX) Info() MLX5Info { return d.info }
+func (d *DevX) Info() Info { return d.info }
 
 // Close closes the context; the kernel destroys every object, UMEM, UAR and flow it still
 // holds.
@@ -118,46 +119,50 @@ func (d *DevX) Close() error { return d.ctx.Close() }
 
 // run issues an mlx5 method and turns a failure into an error naming it.
 func (d *DevX) run(method string, call *uapi.Call) error {
-	if err := d.ctx.begin(); err != nil {
+	if err := d.k.Begin(); err != nil {
 		return err
 	}
-	err := d.do(call)
+	err := d.k.Do(call)
 	if err == nil {
 		return nil
 	}
-	werr := d.ctx.wrap("ioctl "+method, err)
+	werr := d.k.Wrap("ioctl "+method, err)
 	if !d.mlx5 {
-		return &notMLX5Error{op: "ioctl " + method, dev: d.ctx.dev, kernel: werr}
+		return d.notMLX5("ioctl "+method, werr)
 	}
 	return werr
 }
 
+func (d *DevX) notMLX5(op string, kernel error) error {
+	name, driver := d.k.Device()
+	return &notMLX5Error{op: op, dev: name, driver: driver, kernel: kernel}
+}
+
 // notMLX5Error is an mlx5 method the kernel refused because the device is not mlx5: it
-// matches ErrNotMLX5 and the kernel's error (an *Error with the errno).
+// matches ErrNotMLX5 and the kernel's error (a *verbs.Error with the errno).
 type notMLX5Error struct {
-	op     string
-	dev    DeviceInfo
-	kernel error
+	op, dev, driver string
+	kernel          error
 }
 
 func (e *notMLX5Error) Error() string {
 	k := e.kernel.Error()
-	var ke *Error
+	var ke *verbs.Error
 	if errors.As(e.kernel, &ke) {
-		k = fmt.Sprintf("%v (%s)", ke.Errno.Error(), errnoName(ke.Errno))
+		k = fmt.Sprintf("%v (%s)", ke.Errno.Error(), dv.ErrnoName(ke.Errno))
 	}
-	return fmt.Sprintf("verbs: %s on %s: %v (driver %q; the kernel: %s)", e.op, e.dev.Name, ErrNotMLX5, e.dev.Driver, k)
+	return fmt.Sprintf("mlx5dv: %s on %s: %v (driver %q; the kernel: %s)", e.op, e.dev, ErrNotMLX5, e.driver, k)
 }
 
 func (e *notMLX5Error) Unwrap() []error { return []error{ErrNotMLX5, e.kernel} }
 
-func (d *DevX) call(object, method uint16) *uapi.Call { return d.ctx.newCall(object, method) }
+func (d *DevX) call(object, method uint16) *uapi.Call { return d.k.NewCall(object, method) }
 
 func checkCmd(method string, in, out []byte) error {
 	// The kernel wants at least the general command headers (16 bytes each way: devx.c's
 	// UVERBS_ATTR_MIN_SIZE(MLX5_ST_SZ_BYTES(general_obj_in/out_cmd_hdr))).
 	if len(in) < 16 || len(in) > MaxCommandSize || len(out) < 16 || len(out) > MaxCommandSize {
-		return fmt.Errorf("verbs: %s: command input of %d bytes and output of %d bytes; each must be 16 to %d bytes", method, len(in), len(out), MaxCommandSize)
+		return fmt.Errorf("mlx5dv: %s: command input of %d bytes and output of %d bytes; each must be 16 to %d bytes", method, len(in), len(out), MaxCommandSize)
 	}
 	return nil
 }
@@ -171,18 +176,19 @@ func (d *DevX) General(in, out []byte) error {
 	if err := checkCmd(m, in, out); err != nil {
 		return err
 	}
-	call := d.call(uapi.MLX5ObjectDevX, uapi.MLX5MethodDevXOther)
-	call.In(uapi.MLX5AttrDevXOtherCmdIn, in)
-	call.Out(uapi.MLX5AttrDevXOtherCmdOut, out)
+	call := d.call(mlx5abi.MLX5ObjectDevX, mlx5abi.MLX5MethodDevXOther)
+	call.In(mlx5abi.MLX5AttrDevXOtherCmdIn, in)
+	call.Out(mlx5abi.MLX5AttrDevXOtherCmdOut, out)
 	return d.run(m, call)
 }
 
 // DevXObj is a device object created by a PRM command through DevX (DEVX_OBJ_CREATE).
 type DevXObj struct {
-	d      *DevX
-	handle uint32
-	mu     sync.Mutex
-	closed bool
+	d       *DevX
+	handle  uint32
+	mu      sync.Mutex
+	closed  bool
+	untrack func() // forgets it in the context: set when made
 }
 
 // CreateObj runs a PRM create command (CREATE_CQ, CREATE_TIR, ALLOC_PD, …) and returns the
@@ -192,15 +198,15 @@ func (d *DevX) CreateObj(in, out []byte) (*DevXObj, error) {
 	if err := checkCmd(m, in, out); err != nil {
 		return nil, err
 	}
-	call := d.call(uapi.MLX5ObjectDevXObj, uapi.MLX5MethodDevXObjCreate)
-	h := call.NewIDR(uapi.MLX5AttrDevXObjCreateHandle)
-	call.In(uapi.MLX5AttrDevXObjCreateCmdIn, in)
-	call.Out(uapi.MLX5AttrDevXObjCreateCmdOut, out)
+	call := d.call(mlx5abi.MLX5ObjectDevXObj, mlx5abi.MLX5MethodDevXObjCreate)
+	h := call.NewIDR(mlx5abi.MLX5AttrDevXObjCreateHandle)
+	call.In(mlx5abi.MLX5AttrDevXObjCreateCmdIn, in)
+	call.Out(mlx5abi.MLX5AttrDevXObjCreateCmdOut, out)
 	if err := d.run(m, call); err != nil {
 		return nil, err
 	}
 	o := &DevXObj{d: d, handle: call.Handle(h)}
-	d.ctx.track(o)
+	o.untrack = d.k.Track(o.release)
 	return o, nil
 }
 
@@ -211,19 +217,19 @@ func (o *DevXObj) begin() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
-		return fmt.Errorf("%w: DevX object %d", ErrClosed, o.handle)
+		return fmt.Errorf("%w: DevX object %d", verbs.ErrClosed, o.handle)
 	}
 	return nil
 }
 
 // Modify runs a PRM modify command on the object (DEVX_OBJ_MODIFY).
 func (o *DevXObj) Modify(in, out []byte) error {
-	return o.objCmd("DEVX_OBJ_MODIFY", uapi.MLX5MethodDevXObjModify, uapi.MLX5AttrDevXObjModifyHandle, uapi.MLX5AttrDevXObjModifyCmdIn, uapi.MLX5AttrDevXObjModifyCmdOut, in, out)
+	return o.objCmd("DEVX_OBJ_MODIFY", mlx5abi.MLX5MethodDevXObjModify, mlx5abi.MLX5AttrDevXObjModifyHandle, mlx5abi.MLX5AttrDevXObjModifyCmdIn, mlx5abi.MLX5AttrDevXObjModifyCmdOut, in, out)
 }
 
 // Query runs a PRM query command on the object (DEVX_OBJ_QUERY).
 func (o *DevXObj) Query(in, out []byte) error {
-	return o.objCmd("DEVX_OBJ_QUERY", uapi.MLX5MethodDevXObjQuery, uapi.MLX5AttrDevXObjQueryHandle, uapi.MLX5AttrDevXObjQueryCmdIn, uapi.MLX5AttrDevXObjQueryCmdOut, in, out)
+	return o.objCmd("DEVX_OBJ_QUERY", mlx5abi.MLX5MethodDevXObjQuery, mlx5abi.MLX5AttrDevXObjQueryHandle, mlx5abi.MLX5AttrDevXObjQueryCmdIn, mlx5abi.MLX5AttrDevXObjQueryCmdOut, in, out)
 }
 
 func (o *DevXObj) objCmd(m string, method, hAttr, inAttr, outAttr uint16, in, out []byte) error {
@@ -233,7 +239,7 @@ func (o *DevXObj) objCmd(m string, method, hAttr, inAttr, outAttr uint16, in, ou
 	if err := o.begin(); err != nil {
 		return err
 	}
-	call := o.d.call(uapi.MLX5ObjectDevXObj, method)
+	call := o.d.call(mlx5abi.MLX5ObjectDevXObj, method)
 	call.IDR(hAttr, o.handle)
 	call.In(inAttr, in)
 	call.Out(outAttr, out)
@@ -241,20 +247,20 @@ func (o *DevXObj) objCmd(m string, method, hAttr, inAttr, outAttr uint16, in, ou
 }
 
 // Destroy destroys the object with the destroy command the kernel built from the create.
-// A second Destroy returns ErrClosed.
+// A second Destroy returns verbs.ErrClosed.
 func (o *DevXObj) Destroy() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
-		return fmt.Errorf("%w: DevX object %d", ErrClosed, o.handle)
+		return fmt.Errorf("%w: DevX object %d", verbs.ErrClosed, o.handle)
 	}
-	call := o.d.call(uapi.MLX5ObjectDevXObj, uapi.MLX5MethodDevXObjDestroy)
-	call.IDR(uapi.MLX5AttrDevXObjDestroyHandle, o.handle)
+	call := o.d.call(mlx5abi.MLX5ObjectDevXObj, mlx5abi.MLX5MethodDevXObjDestroy)
+	call.IDR(mlx5abi.MLX5AttrDevXObjDestroyHandle, o.handle)
 	if err := o.d.run("DEVX_OBJ_DESTROY", call); err != nil {
 		return err
 	}
 	o.closed = true
-	o.d.ctx.untrack(o)
+	o.untrack()
 	return nil
 }
 
@@ -270,17 +276,18 @@ type UMEM struct {
 	d      *DevX
 	handle uint32
 	// ID is the UMEM id the PRM contexts name (wq_umem_id, dbr_umem_id, …).
-	ID     uint32
-	Addr   uint64
-	Length uint64
-	mu     sync.Mutex
-	closed bool
+	ID      uint32
+	Addr    uint64
+	Length  uint64
+	mu      sync.Mutex
+	closed  bool
+	untrack func() // forgets it in the context: set when made
 }
 
 // RegUMEM registers mem (memory outside the Go heap that stays mapped while the UMEM lives).
-func (d *DevX) RegUMEM(mem []byte, access Access) (*UMEM, error) {
+func (d *DevX) RegUMEM(mem []byte, access verbs.Access) (*UMEM, error) {
 	if len(mem) == 0 {
-		return nil, fmt.Errorf("verbs: DEVX_UMEM_REG: empty memory")
+		return nil, fmt.Errorf("mlx5dv: DEVX_UMEM_REG: empty memory")
 	}
 	return d.regUMEM(uint64(uintptr(unsafe.Pointer(unsafe.SliceData(mem)))), uint64(len(mem)), -1, access)
 }
@@ -288,29 +295,29 @@ func (d *DevX) RegUMEM(mem []byte, access Access) (*UMEM, error) {
 // RegUMEMDMABuf registers length bytes at offset of a DMA-BUF (GPU memory exported by its
 // driver): the kernel reads the ADDR attribute as the offset into the buffer when a DMA-BUF
 // fd is given (devx.c devx_umem_get).
-func (d *DevX) RegUMEMDMABuf(fd int, offset, length uint64, access Access) (*UMEM, error) {
+func (d *DevX) RegUMEMDMABuf(fd int, offset, length uint64, access verbs.Access) (*UMEM, error) {
 	if fd < 0 || length == 0 {
-		return nil, fmt.Errorf("verbs: DEVX_UMEM_REG: DMA-BUF fd %d, length %d", fd, length)
+		return nil, fmt.Errorf("mlx5dv: DEVX_UMEM_REG: DMA-BUF fd %d, length %d", fd, length)
 	}
 	return d.regUMEM(offset, length, fd, access)
 }
 
-func (d *DevX) regUMEM(addr, length uint64, fd int, access Access) (*UMEM, error) {
+func (d *DevX) regUMEM(addr, length uint64, fd int, access verbs.Access) (*UMEM, error) {
 	var id [4]byte
-	call := d.call(uapi.MLX5ObjectDevXUMEM, uapi.MLX5MethodDevXUMEMReg)
-	h := call.NewIDR(uapi.MLX5AttrDevXUMEMRegHandle)
-	call.U64(uapi.MLX5AttrDevXUMEMRegAddr, addr)
-	call.U64(uapi.MLX5AttrDevXUMEMRegLen, length)
-	call.U64(uapi.MLX5AttrDevXUMEMRegAccess, uint64(access))
-	call.Out(uapi.MLX5AttrDevXUMEMRegOutID, id[:])
+	call := d.call(mlx5abi.MLX5ObjectDevXUMEM, mlx5abi.MLX5MethodDevXUMEMReg)
+	h := call.NewIDR(mlx5abi.MLX5AttrDevXUMEMRegHandle)
+	call.U64(mlx5abi.MLX5AttrDevXUMEMRegAddr, addr)
+	call.U64(mlx5abi.MLX5AttrDevXUMEMRegLen, length)
+	call.U64(mlx5abi.MLX5AttrDevXUMEMRegAccess, uint64(access))
+	call.Out(mlx5abi.MLX5AttrDevXUMEMRegOutID, id[:])
 	if fd >= 0 {
-		call.FD(uapi.MLX5AttrDevXUMEMRegDMABufFD, fd)
+		call.FD(mlx5abi.MLX5AttrDevXUMEMRegDMABufFD, fd)
 	}
 	if err := d.run("DEVX_UMEM_REG", call); err != nil {
 		return nil, err
 	}
 	u := &UMEM{d: d, handle: call.Handle(h), ID: binary.NativeEndian.Uint32(id[:]), Addr: addr, Length: length}
-	d.ctx.track(u)
+	u.untrack = d.k.Track(u.release)
 	return u, nil
 }
 
@@ -321,13 +328,13 @@ func (u *UMEM) Close() error {
 	if u.closed {
 		return nil
 	}
-	call := u.d.call(uapi.MLX5ObjectDevXUMEM, uapi.MLX5MethodDevXUMEMDereg)
-	call.IDR(uapi.MLX5AttrDevXUMEMDeregHandle, u.handle)
+	call := u.d.call(mlx5abi.MLX5ObjectDevXUMEM, mlx5abi.MLX5MethodDevXUMEMDereg)
+	call.IDR(mlx5abi.MLX5AttrDevXUMEMDeregHandle, u.handle)
 	if err := u.d.run("DEVX_UMEM_DEREG", call); err != nil {
 		return err
 	}
 	u.closed = true
-	u.d.ctx.untrack(u)
+	u.untrack()
 	return nil
 }
 
@@ -342,8 +349,8 @@ type UARType uint32
 
 // UAR types: BF is mapped write-combining (BlueFlame), NC non-cached.
 const (
-	UARTypeBF UARType = uapi.MLX5UARAllocTypeBF
-	UARTypeNC UARType = uapi.MLX5UARAllocTypeNC
+	UARTypeBF UARType = mlx5abi.MLX5UARAllocTypeBF
+	UARTypeNC UARType = mlx5abi.MLX5UARAllocTypeNC
 )
 
 // UARPage is a dynamically allocated doorbell page, mapped into this process.
@@ -351,11 +358,12 @@ type UARPage struct {
 	d      *DevX
 	handle uint32
 	// PageID is the UAR index that SQ, CQ and EQ contexts name (uar_page).
-	PageID uint32
-	Type   UARType
-	mem    []byte
-	mu     sync.Mutex
-	closed bool
+	PageID  uint32
+	Type    UARType
+	mem     []byte
+	mu      sync.Mutex
+	closed  bool
+	untrack func() // forgets it in the context: set when made
 }
 
 // AllocUAR allocates a doorbell page (UAR_OBJ_ALLOC) and maps it at the offset the kernel
@@ -363,12 +371,12 @@ type UARPage struct {
 func (d *DevX) AllocUAR(t UARType) (*UARPage, error) {
 	var off [8]byte
 	var length, page [4]byte
-	call := d.call(uapi.MLX5ObjectUAR, uapi.MLX5MethodUARObjAlloc)
-	h := call.NewIDR(uapi.MLX5AttrUARObjAllocHandle)
-	call.U64(uapi.MLX5AttrUARObjAllocType, uint64(t))
-	call.Out(uapi.MLX5AttrUARObjAllocMmapOffset, off[:])
-	call.Out(uapi.MLX5AttrUARObjAllocMmapLength, length[:])
-	call.Out(uapi.MLX5AttrUARObjAllocPageID, page[:])
+	call := d.call(mlx5abi.MLX5ObjectUAR, mlx5abi.MLX5MethodUARObjAlloc)
+	h := call.NewIDR(mlx5abi.MLX5AttrUARObjAllocHandle)
+	call.U64(mlx5abi.MLX5AttrUARObjAllocType, uint64(t))
+	call.Out(mlx5abi.MLX5AttrUARObjAllocMmapOffset, off[:])
+	call.Out(mlx5abi.MLX5AttrUARObjAllocMmapLength, length[:])
+	call.Out(mlx5abi.MLX5AttrUARObjAllocPageID, page[:])
 	if err := d.run("UAR_OBJ_ALLOC", call); err != nil {
 		return nil, err
 	}
@@ -381,20 +389,21 @@ func (d *DevX) AllocUAR(t UARType) (*UARPage, error) {
 		return nil, err
 	}
 	u.mem = mem
-	d.ctx.track(u)
+	u.untrack = d.k.Track(u.release)
 	return u, nil
 }
 
 // mmap maps the device file; a failure on another driver wraps ErrNotMLX5.
 func (d *DevX) mmap(off int64, length int, prot int) ([]byte, error) {
 	if length <= 0 {
-		return nil, fmt.Errorf("verbs: mmap of %d bytes at %#x on %s", length, off, d.ctx.dev.Name)
+		name, _ := d.k.Device()
+		return nil, fmt.Errorf("mlx5dv: mmap of %d bytes at %#x on %s", length, off, name)
 	}
-	b, err := unix.Mmap(d.ctx.fd, off, length, prot, unix.MAP_SHARED)
+	b, err := d.k.MmapProt(off, length, prot)
 	if err != nil {
-		werr := d.ctx.wrap(fmt.Sprintf("mmap(%#x, %d)", off, length), err)
+		werr := d.k.Wrap(fmt.Sprintf("mmap(%#x, %d)", off, length), err)
 		if !d.mlx5 {
-			return nil, &notMLX5Error{op: fmt.Sprintf("mmap of mlx5 page %#x", off), dev: d.ctx.dev, kernel: werr}
+			return nil, d.notMLX5(fmt.Sprintf("mmap of mlx5 page %#x", off), werr)
 		}
 		return nil, werr
 	}
@@ -402,8 +411,8 @@ func (d *DevX) mmap(off int64, length int, prot int) ([]byte, error) {
 }
 
 func (u *UARPage) destroy() error {
-	call := u.d.call(uapi.MLX5ObjectUAR, uapi.MLX5MethodUARObjDestroy)
-	call.IDR(uapi.MLX5AttrUARObjDestroyHandle, u.handle)
+	call := u.d.call(mlx5abi.MLX5ObjectUAR, mlx5abi.MLX5MethodUARObjDestroy)
+	call.IDR(mlx5abi.MLX5AttrUARObjDestroyHandle, u.handle)
 	return u.d.run("UAR_OBJ_DESTROY", call)
 }
 
@@ -424,7 +433,7 @@ func (u *UARPage) Write32(off uint32, v uint32) {
 
 func (u *UARPage) word(off uint32, n uint32) []byte {
 	if off%n != 0 || uint64(off)+uint64(n) > uint64(len(u.mem)) {
-		panic(fmt.Sprintf("verbs: UAR page %d: %d-byte store at offset %#x outside the %d-byte page or unaligned", u.PageID, n, off, len(u.mem)))
+		panic(fmt.Sprintf("mlx5dv: UAR page %d: %d-byte store at offset %#x outside the %d-byte page or unaligned", u.PageID, n, off, len(u.mem)))
 	}
 	return u.mem[off : off+n]
 }
@@ -437,14 +446,14 @@ func (u *UARPage) Close() error {
 		return nil
 	}
 	if err := unix.Munmap(u.mem); err != nil {
-		return u.d.ctx.wrap("munmap UAR", err)
+		return u.d.k.Wrap("munmap UAR", err)
 	}
 	u.mem = nil
 	if err := u.destroy(); err != nil {
 		return err
 	}
 	u.closed = true
-	u.d.ctx.untrack(u)
+	u.untrack()
 	return nil
 }
 
@@ -462,12 +471,12 @@ func (u *UARPage) release() {
 // CQ context names in c_eqn.
 func (d *DevX) QueryEQN(vector uint32) (uint32, error) {
 	var eqn [4]byte
-	call := d.call(uapi.MLX5ObjectDevX, uapi.MLX5MethodDevXQueryEQN)
+	call := d.call(mlx5abi.MLX5ObjectDevX, mlx5abi.MLX5MethodDevXQueryEQN)
 	// A PTR_IN of type u32: the kernel refuses a longer attribute with EINVAL (devx.c
 	// MLX5_IB_METHOD_DEVX_QUERY_EQN; uverbs_ioctl.c uverbs_process_attr), which the first
 	// run against mlx5_ib showed when this passed 8 bytes.
-	call.U32(uapi.MLX5AttrDevXQueryEQNUserVec, vector)
-	call.Out(uapi.MLX5AttrDevXQueryEQNDevEQN, eqn[:])
+	call.U32(mlx5abi.MLX5AttrDevXQueryEQNUserVec, vector)
+	call.Out(mlx5abi.MLX5AttrDevXQueryEQNDevEQN, eqn[:])
 	if err := d.run(fmt.Sprintf("DEVX_QUERY_EQN(vector %d)", vector), call); err != nil {
 		return 0, err
 	}
@@ -478,9 +487,9 @@ func (d *DevX) QueryEQN(vector uint32) (uint32, error) {
 // (DEVX_QUERY_UAR).
 func (d *DevX) QueryUAR(userIdx uint32) (uint32, error) {
 	var idx [4]byte
-	call := d.call(uapi.MLX5ObjectDevX, uapi.MLX5MethodDevXQueryUAR)
-	call.U32(uapi.MLX5AttrDevXQueryUARUserIdx, userIdx) // PTR_IN u32, as QUERY_EQN's vector
-	call.Out(uapi.MLX5AttrDevXQueryUARDevIdx, idx[:])
+	call := d.call(mlx5abi.MLX5ObjectDevX, mlx5abi.MLX5MethodDevXQueryUAR)
+	call.U32(mlx5abi.MLX5AttrDevXQueryUARUserIdx, userIdx) // PTR_IN u32, as QUERY_EQN's vector
+	call.Out(mlx5abi.MLX5AttrDevXQueryUARDevIdx, idx[:])
 	if err := d.run(fmt.Sprintf("DEVX_QUERY_UAR(%d)", userIdx), call); err != nil {
 		return 0, err
 	}
@@ -489,14 +498,15 @@ func (d *DevX) QueryUAR(userIdx uint32) (uint32, error) {
 
 // PDN returns the device's number for a PD made through the verbs context (MLX5 PD_QUERY):
 // what PRM contexts (MKEY, QP) name as pd.
-func (d *DevX) PDN(pd *PD) (uint32, error) {
-	if err := pd.begin(); err != nil {
+func (d *DevX) PDN(pd *verbs.PD) (uint32, error) {
+	h, err := d.k.PD(pd)
+	if err != nil {
 		return 0, err
 	}
 	var pdn [4]byte
-	call := d.call(uapi.ObjectPD, uapi.MLX5MethodPDQuery)
-	call.IDR(uapi.MLX5AttrQueryPDHandle, pd.handle)
-	call.Out(uapi.MLX5AttrQueryPDRespPDN, pdn[:])
+	call := d.call(uapi.ObjectPD, mlx5abi.MLX5MethodPDQuery)
+	call.IDR(mlx5abi.MLX5AttrQueryPDHandle, h)
+	call.Out(mlx5abi.MLX5AttrQueryPDRespPDN, pdn[:])
 	if err := d.run("PD_QUERY", call); err != nil {
 		return 0, err
 	}
@@ -505,17 +515,17 @@ func (d *DevX) PDN(pd *PD) (uint32, error) {
 
 // ClockInfo reads the kernel's clock information page (MLX5_IB_MMAP_CLOCK_INFO, mapped
 // read-only): what converts the free-running counter in CQE timestamps to nanoseconds.
-func (d *DevX) ClockInfo() (MLX5ClockInfo, error) {
-	if err := d.ctx.begin(); err != nil {
-		return MLX5ClockInfo{}, err
+func (d *DevX) ClockInfo() (ClockInfo, error) {
+	if err := d.k.Begin(); err != nil {
+		return ClockInfo{}, err
 	}
 	page := unix.Getpagesize()
-	b, err := d.mmap(int64(uapi.MLX5MmapClockInfo<<uapi.MLX5MmapCmdShift)*int64(page), page, unix.PROT_READ)
+	b, err := d.mmap(int64(mlx5abi.MLX5MmapClockInfo<<mlx5abi.MLX5MmapCmdShift)*int64(page), page, unix.PROT_READ)
 	if err != nil {
-		return MLX5ClockInfo{}, err
+		return ClockInfo{}, err
 	}
 	defer unix.Munmap(b)
-	var ci uapi.MLX5ClockInfo
+	var ci mlx5abi.MLX5ClockInfo
 	raw := uapi.Bytes(&ci)
 	// The kernel updates the page under a sequence count in sign (odd while writing);
 	// bounded retries, as rdma-core's mlx5dv_get_clock_info.
@@ -527,15 +537,16 @@ func (d *DevX) ClockInfo() (MLX5ClockInfo, error) {
 		}
 		copy(raw, b)
 		if atomic.LoadUint32(sign) == s {
-			return MLX5ClockInfo{Nsec: ci.Nsec, Cycles: ci.Cycles, Frac: ci.Frac, Mult: ci.Mult, Shift: ci.Shift, Mask: ci.Mask, OverflowPeriod: ci.OverflowPeriod}, nil
+			return ClockInfo{Nsec: ci.Nsec, Cycles: ci.Cycles, Frac: ci.Frac, Mult: ci.Mult, Shift: ci.Shift, Mask: ci.Mask, OverflowPeriod: ci.OverflowPeriod}, nil
 		}
 	}
-	return MLX5ClockInfo{}, fmt.Errorf("verbs: clock info page of %s kept changing", d.ctx.dev.Name)
+	name, _ := d.k.Device()
+	return ClockInfo{}, fmt.Errorf("mlx5dv: clock info page of %s kept changing", name)
 }
 
-// MLX5ClockInfo converts the device's free-running counter to nanoseconds: ns = Nsec +
+// ClockInfo converts the device's free-running counter to nanoseconds: ns = Nsec +
 // ((cycles - Cycles) & Mask) * Mult >> Shift (struct mlx5_ib_clock_info).
-type MLX5ClockInfo struct {
+type ClockInfo struct {
 	Nsec, Cycles, Frac, Mask, OverflowPeriod uint64
 	Mult, Shift                              uint32
 }
@@ -547,8 +558,8 @@ type FlowTableType uint8
 
 // Flow table types.
 const (
-	FlowTableNICRX FlowTableType = uapi.MLX5FlowTableTypeNICRX
-	FlowTableNICTX FlowTableType = uapi.MLX5FlowTableTypeNICTX
+	FlowTableNICRX FlowTableType = mlx5abi.MLX5FlowTableTypeNICRX
+	FlowTableNICTX FlowTableType = mlx5abi.MLX5FlowTableTypeNICTX
 )
 
 // MatchParamsSize is the size of a match mask or value: the PRM's fte_match_param (0x1000
@@ -573,15 +584,16 @@ type MatcherSpec struct {
 
 // FlowMatcher is a kernel flow matcher (MLX5_IB_OBJECT_FLOW_MATCHER).
 type FlowMatcher struct {
-	d      *DevX
-	handle uint32
-	mu     sync.Mutex
-	closed bool
+	d       *DevX
+	handle  uint32
+	mu      sync.Mutex
+	closed  bool
+	untrack func() // forgets it in the context: set when made
 }
 
 func matchParams(what string, b []byte) ([]byte, error) {
 	if len(b) > MatchParamsSize {
-		return nil, fmt.Errorf("verbs: flow %s of %d bytes exceeds the %d-byte fte_match_param", what, len(b), MatchParamsSize)
+		return nil, fmt.Errorf("mlx5dv: flow %s of %d bytes exceeds the %d-byte fte_match_param", what, len(b), MatchParamsSize)
 	}
 	p := make([]byte, MatchParamsSize)
 	copy(p, b)
@@ -596,17 +608,17 @@ func (d *DevX) CreateFlowMatcher(s MatcherSpec) (*FlowMatcher, error) {
 	}
 	var prio [2]byte
 	binary.NativeEndian.PutUint16(prio[:], s.Priority)
-	call := d.call(uapi.MLX5ObjectFlowMatcher, uapi.MLX5MethodFlowMatcherCreate)
-	h := call.NewIDR(uapi.MLX5AttrFlowMatcherCreateHandle)
-	call.In(uapi.MLX5AttrFlowMatcherMatchMask, mask)
-	call.Enum(uapi.MLX5AttrFlowMatcherFlowType, uapi.MLX5FlowTypeNormal, prio[:])
-	call.In(uapi.MLX5AttrFlowMatcherMatchCriteria, []byte{s.CriteriaEnable})
-	call.U64(uapi.MLX5AttrFlowMatcherFTType, uint64(s.Table))
+	call := d.call(mlx5abi.MLX5ObjectFlowMatcher, mlx5abi.MLX5MethodFlowMatcherCreate)
+	h := call.NewIDR(mlx5abi.MLX5AttrFlowMatcherCreateHandle)
+	call.In(mlx5abi.MLX5AttrFlowMatcherMatchMask, mask)
+	call.Enum(mlx5abi.MLX5AttrFlowMatcherFlowType, mlx5abi.MLX5FlowTypeNormal, prio[:])
+	call.In(mlx5abi.MLX5AttrFlowMatcherMatchCriteria, []byte{s.CriteriaEnable})
+	call.U64(mlx5abi.MLX5AttrFlowMatcherFTType, uint64(s.Table))
 	if err := d.run("FLOW_MATCHER_CREATE", call); err != nil {
 		return nil, err
 	}
 	m := &FlowMatcher{d: d, handle: call.Handle(h)}
-	d.ctx.track(m)
+	m.untrack = d.k.Track(m.release)
 	return m, nil
 }
 
@@ -617,13 +629,13 @@ func (m *FlowMatcher) Close() error {
 	if m.closed {
 		return nil
 	}
-	call := m.d.call(uapi.MLX5ObjectFlowMatcher, uapi.MLX5MethodFlowMatcherDestroy)
-	call.IDR(uapi.MLX5AttrFlowMatcherDestroyHandle, m.handle)
+	call := m.d.call(mlx5abi.MLX5ObjectFlowMatcher, mlx5abi.MLX5MethodFlowMatcherDestroy)
+	call.IDR(mlx5abi.MLX5AttrFlowMatcherDestroyHandle, m.handle)
 	if err := m.d.run("FLOW_MATCHER_DESTROY", call); err != nil {
 		return err
 	}
 	m.closed = true
-	m.d.ctx.untrack(m)
+	m.untrack()
 	return nil
 }
 
@@ -647,16 +659,17 @@ type FlowSpec struct {
 
 // Flow is a kernel flow rule (CREATE_FLOW).
 type Flow struct {
-	d      *DevX
-	handle uint32
-	mu     sync.Mutex
-	closed bool
+	d       *DevX
+	handle  uint32
+	mu      sync.Mutex
+	closed  bool
+	untrack func() // forgets it in the context: set when made
 }
 
 // CreateFlow adds a rule under the matcher.
 func (m *FlowMatcher) CreateFlow(s FlowSpec) (*Flow, error) {
 	if s.Drop == (s.Dest != nil) {
-		return nil, fmt.Errorf("verbs: CREATE_FLOW needs exactly one of a destination and drop (dest %v, drop %v)", s.Dest != nil, s.Drop)
+		return nil, fmt.Errorf("mlx5dv: CREATE_FLOW needs exactly one of a destination and drop (dest %v, drop %v)", s.Dest != nil, s.Drop)
 	}
 	value, err := matchParams("match value", s.Value)
 	if err != nil {
@@ -666,34 +679,34 @@ func (m *FlowMatcher) CreateFlow(s FlowSpec) (*Flow, error) {
 	closed := m.closed
 	m.mu.Unlock()
 	if closed {
-		return nil, fmt.Errorf("%w: flow matcher %d", ErrClosed, m.handle)
+		return nil, fmt.Errorf("%w: flow matcher %d", verbs.ErrClosed, m.handle)
 	}
 	d := m.d
-	call := d.call(uapi.ObjectFlow, uapi.MLX5MethodCreateFlow)
-	h := call.NewIDR(uapi.MLX5AttrCreateFlowHandle)
-	call.In(uapi.MLX5AttrCreateFlowMatchValue, value)
-	call.IDR(uapi.MLX5AttrCreateFlowMatcher, m.handle)
+	call := d.call(uapi.ObjectFlow, mlx5abi.MLX5MethodCreateFlow)
+	h := call.NewIDR(mlx5abi.MLX5AttrCreateFlowHandle)
+	call.In(mlx5abi.MLX5AttrCreateFlowMatchValue, value)
+	call.IDR(mlx5abi.MLX5AttrCreateFlowMatcher, m.handle)
 	if s.Dest != nil {
-		call.IDR(uapi.MLX5AttrCreateFlowDestDevX, s.Dest.handle)
+		call.IDR(mlx5abi.MLX5AttrCreateFlowDestDevX, s.Dest.handle)
 	}
 	if len(s.Actions) > 0 {
 		hs := make([]uint32, len(s.Actions))
 		for i, a := range s.Actions {
 			hs[i] = a.handle
 		}
-		call.Handles(uapi.MLX5AttrCreateFlowArrFlowActions, hs)
+		call.Handles(mlx5abi.MLX5AttrCreateFlowArrFlowActions, hs)
 	}
 	if s.HasTag {
-		call.U32(uapi.MLX5AttrCreateFlowTag, s.Tag)
+		call.U32(mlx5abi.MLX5AttrCreateFlowTag, s.Tag)
 	}
 	if s.Drop {
-		call.U64(uapi.MLX5AttrCreateFlowFlags, uapi.MLX5CreateFlowFlagsDrop)
+		call.U64(mlx5abi.MLX5AttrCreateFlowFlags, mlx5abi.MLX5CreateFlowFlagsDrop)
 	}
 	if err := d.run("CREATE_FLOW", call); err != nil {
 		return nil, err
 	}
 	f := &Flow{d: d, handle: call.Handle(h)}
-	d.ctx.track(f)
+	f.untrack = d.k.Track(f.release)
 	return f, nil
 }
 
@@ -704,13 +717,13 @@ func (f *Flow) Close() error {
 	if f.closed {
 		return nil
 	}
-	call := f.d.call(uapi.ObjectFlow, uapi.MLX5MethodDestroyFlow)
-	call.IDR(uapi.MLX5AttrDestroyFlowHandle, f.handle)
+	call := f.d.call(uapi.ObjectFlow, mlx5abi.MLX5MethodDestroyFlow)
+	call.IDR(mlx5abi.MLX5AttrDestroyFlowHandle, f.handle)
 	if err := f.d.run("DESTROY_FLOW", call); err != nil {
 		return err
 	}
 	f.closed = true
-	f.d.ctx.untrack(f)
+	f.untrack()
 	return nil
 }
 
@@ -725,38 +738,39 @@ type PacketReformatType uint8
 
 // Packet reformat types: decapsulation (tunnel to L2) and encapsulation (L2 to tunnel).
 const (
-	ReformatL2TunnelToL2 PacketReformatType = uapi.MLX5PacketReformatL2TunnelToL2
-	ReformatL2ToL2Tunnel PacketReformatType = uapi.MLX5PacketReformatL2ToL2Tunnel
-	ReformatL3TunnelToL2 PacketReformatType = uapi.MLX5PacketReformatL3TunnelToL2
-	ReformatL2ToL3Tunnel PacketReformatType = uapi.MLX5PacketReformatL2ToL3Tunnel
+	ReformatL2TunnelToL2 PacketReformatType = mlx5abi.MLX5PacketReformatL2TunnelToL2
+	ReformatL2ToL2Tunnel PacketReformatType = mlx5abi.MLX5PacketReformatL2ToL2Tunnel
+	ReformatL3TunnelToL2 PacketReformatType = mlx5abi.MLX5PacketReformatL3TunnelToL2
+	ReformatL2ToL3Tunnel PacketReformatType = mlx5abi.MLX5PacketReformatL2ToL3Tunnel
 )
 
 // FlowAction is a kernel flow action (a packet reformat context) that flows name.
 type FlowAction struct {
-	d      *DevX
-	handle uint32
-	mu     sync.Mutex
-	closed bool
+	d       *DevX
+	handle  uint32
+	mu      sync.Mutex
+	closed  bool
+	untrack func() // forgets it in the context: set when made
 }
 
 // CreatePacketReformat creates a reformat context of type t for tables of type table; data
 // is the header to push for encapsulations (none for decapsulation).
 func (d *DevX) CreatePacketReformat(t PacketReformatType, table FlowTableType, data []byte) (*FlowAction, error) {
 	if len(data) > MaxCommandSize {
-		return nil, fmt.Errorf("verbs: packet reformat data of %d bytes", len(data))
+		return nil, fmt.Errorf("mlx5dv: packet reformat data of %d bytes", len(data))
 	}
-	call := d.call(uapi.ObjectFlowAction, uapi.MLX5MethodFlowActionCreatePacketReformat)
-	h := call.NewIDR(uapi.MLX5AttrCreatePacketReformatHandle)
-	call.U64(uapi.MLX5AttrCreatePacketReformatType, uint64(t))
-	call.U64(uapi.MLX5AttrCreatePacketReformatFTType, uint64(table))
+	call := d.call(uapi.ObjectFlowAction, mlx5abi.MLX5MethodFlowActionCreatePacketReformat)
+	h := call.NewIDR(mlx5abi.MLX5AttrCreatePacketReformatHandle)
+	call.U64(mlx5abi.MLX5AttrCreatePacketReformatType, uint64(t))
+	call.U64(mlx5abi.MLX5AttrCreatePacketReformatFTType, uint64(table))
 	if len(data) > 0 {
-		call.In(uapi.MLX5AttrCreatePacketReformatDataBuf, data)
+		call.In(mlx5abi.MLX5AttrCreatePacketReformatDataBuf, data)
 	}
 	if err := d.run("FLOW_ACTION_CREATE_PACKET_REFORMAT", call); err != nil {
 		return nil, err
 	}
 	a := &FlowAction{d: d, handle: call.Handle(h)}
-	d.ctx.track(a)
+	a.untrack = d.k.Track(a.release)
 	return a, nil
 }
 
@@ -767,13 +781,13 @@ func (a *FlowAction) Close() error {
 	if a.closed {
 		return nil
 	}
-	call := a.d.call(uapi.ObjectFlowAction, uapi.MethodFlowActionDestroy)
-	call.IDR(uapi.AttrDestroyFlowActionHandle, a.handle)
+	call := a.d.call(uapi.ObjectFlowAction, mlx5abi.MethodFlowActionDestroy)
+	call.IDR(mlx5abi.AttrDestroyFlowActionHandle, a.handle)
 	if err := a.d.run("FLOW_ACTION_DESTROY", call); err != nil {
 		return err
 	}
 	a.closed = true
-	a.d.ctx.untrack(a)
+	a.untrack()
 	return nil
 }
 
@@ -786,34 +800,35 @@ func (a *FlowAction) release() {
 // PP is a packet pacing index (MLX5_IB_OBJECT_PP): SQ contexts name Index to pace at the
 // rate the context set.
 type PP struct {
-	d      *DevX
-	handle uint32
-	Index  uint16
-	mu     sync.Mutex
-	closed bool
+	d       *DevX
+	handle  uint32
+	Index   uint16
+	mu      sync.Mutex
+	closed  bool
+	untrack func() // forgets it in the context: set when made
 }
 
 // AllocPP allocates a pacing index for ctx (a PRM set_pp_rate_limit_context); dedicated
 // asks for an index of its own even when another user has the same rate.
 func (d *DevX) AllocPP(ctx []byte, dedicated bool) (*PP, error) {
 	if len(ctx) == 0 || len(ctx) > MaxCommandSize {
-		return nil, fmt.Errorf("verbs: PP_OBJ_ALLOC: rate limit context of %d bytes", len(ctx))
+		return nil, fmt.Errorf("mlx5dv: PP_OBJ_ALLOC: rate limit context of %d bytes", len(ctx))
 	}
 	var flags uint64
 	if dedicated {
-		flags = uapi.MLX5PPAllocFlagsDedicatedIndex
+		flags = mlx5abi.MLX5PPAllocFlagsDedicatedIndex
 	}
 	var idx [2]byte
-	call := d.call(uapi.MLX5ObjectPP, uapi.MLX5MethodPPObjAlloc)
-	h := call.NewIDR(uapi.MLX5AttrPPObjAllocHandle)
-	call.In(uapi.MLX5AttrPPObjAllocCtx, ctx)
-	call.U64(uapi.MLX5AttrPPObjAllocFlags, flags)
-	call.Out(uapi.MLX5AttrPPObjAllocIndex, idx[:])
+	call := d.call(mlx5abi.MLX5ObjectPP, mlx5abi.MLX5MethodPPObjAlloc)
+	h := call.NewIDR(mlx5abi.MLX5AttrPPObjAllocHandle)
+	call.In(mlx5abi.MLX5AttrPPObjAllocCtx, ctx)
+	call.U64(mlx5abi.MLX5AttrPPObjAllocFlags, flags)
+	call.Out(mlx5abi.MLX5AttrPPObjAllocIndex, idx[:])
 	if err := d.run("PP_OBJ_ALLOC", call); err != nil {
 		return nil, err
 	}
 	p := &PP{d: d, handle: call.Handle(h), Index: binary.NativeEndian.Uint16(idx[:])}
-	d.ctx.track(p)
+	p.untrack = d.k.Track(p.release)
 	return p, nil
 }
 
@@ -824,13 +839,13 @@ func (p *PP) Close() error {
 	if p.closed {
 		return nil
 	}
-	call := p.d.call(uapi.MLX5ObjectPP, uapi.MLX5MethodPPObjDestroy)
-	call.IDR(uapi.MLX5AttrPPObjDestroyHandle, p.handle)
+	call := p.d.call(mlx5abi.MLX5ObjectPP, mlx5abi.MLX5MethodPPObjDestroy)
+	call.IDR(mlx5abi.MLX5AttrPPObjDestroyHandle, p.handle)
 	if err := p.d.run("PP_OBJ_DESTROY", call); err != nil {
 		return err
 	}
 	p.closed = true
-	p.d.ctx.untrack(p)
+	p.untrack()
 	return nil
 }
 
@@ -842,54 +857,80 @@ func (p *PP) release() {
 
 // ---- the provider half of a DevX context ----
 
-// mlx5DevXProvider opens an mlx5 device with a DevX user context and no datapath of its
-// own: DevX users create queues with PRM commands.
-type mlx5DevXProvider struct{ ctx *mlx5DevXContext }
+// devxProvider opens an mlx5 device with a DevX user context and no datapath of its own:
+// DevX users create queues with PRM commands.
+type devxProvider struct{ ctx *devxContext }
 
-func (p *mlx5DevXProvider) Name() string     { return "mlx5-devx" }
-func (p *mlx5DevXProvider) DriverID() uint32 { return uapi.DriverMLX5 }
-func (p *mlx5DevXProvider) NewContext(provider.Kernel) (provider.Context, error) {
-	p.ctx = &mlx5DevXContext{}
+func (p *devxProvider) Name() string     { return "mlx5-devx" }
+func (p *devxProvider) DriverID() uint32 { return mlx5abi.DriverMLX5 }
+func (p *devxProvider) NewContext(k provider.Kernel) (provider.Context, error) {
+	dk, ok := k.(dv.Kernel)
+	if !ok {
+		return nil, fmt.Errorf("mlx5dv: verbs lent a %T, not its context's ioctl surface", k)
+	}
+	p.ctx = &devxContext{k: dk}
 	return p.ctx, nil
 }
 
-type mlx5DevXContext struct{ resp uapi.MLX5AllocUcontextResp }
+type devxContext struct {
+	k    dv.Kernel
+	resp mlx5abi.MLX5AllocUcontextResp
+}
 
 // DriverIn is struct mlx5_ib_alloc_ucontext_req_v2 as rdma-core's mlx5 provider fills it for
 // a DevX context with dynamic UARs: the DEVX flag, CQE version 1, 4K and dynamic UAR
 // library capabilities; static BlueFlame registers are not needed (UAR_OBJ_ALLOC).
-func (c *mlx5DevXContext) DriverIn() []byte {
-	req := uapi.MLX5AllocUcontextReqV2{
+func (c *devxContext) DriverIn() []byte {
+	req := mlx5abi.MLX5AllocUcontextReqV2{
 		TotalNumBfregs: 4, // one UAR's worth: the kernel rounds up to a UAR and ignores it with DYN_UAR
-		Flags:          uapi.MLX5AllocUctxDevX,
+		Flags:          mlx5abi.MLX5AllocUctxDevX,
 		MaxCQEVersion:  1,
-		LibCaps:        uapi.MLX5LibCap4KUAR | uapi.MLX5LibCapDynUAR,
+		LibCaps:        mlx5abi.MLX5LibCap4KUAR | mlx5abi.MLX5LibCapDynUAR,
 	}
 	return append([]byte(nil), uapi.Bytes(&req)...)
 }
 
-func (c *mlx5DevXContext) DriverOutLen() int { return int(unsafe.Sizeof(uapi.MLX5AllocUcontextResp{})) }
+func (c *devxContext) DriverOutLen() int { return int(unsafe.Sizeof(mlx5abi.MLX5AllocUcontextResp{})) }
 
-func (c *mlx5DevXContext) Attach(out []byte) error {
+func (c *devxContext) Attach(out []byte) error {
 	copy(uapi.Bytes(&c.resp), out)
 	return nil
 }
 
-func (c *mlx5DevXContext) info() MLX5Info {
+func (c *devxContext) info() Info {
 	r := &c.resp
-	return MLX5Info{
+	return Info{
 		QPTableSize: r.QPTabSize, BFRegSize: r.BfRegSize, TotalBFRegs: r.TotBfregs, CacheLineSize: r.CacheLineSize,
 		MaxSQDescSize: r.MaxSQDescSz, MaxRQDescSize: r.MaxRQDescSz, MaxSendWQEBB: r.MaxSendWQEBB, MaxRecvWR: r.MaxRecvWR,
 		NumPorts: r.NumPorts, CQEVersion: r.CQEVersion, EthMinInline: r.EthMinInline, ClockInfoVersions: r.ClockInfoVersions,
-		CoreClockOffset: r.HCACoreClockOffset, HasCoreClockOffset: r.CompMask&uapi.MLX5RespMaskCoreClockOffset != 0,
-		RealTimeTS: r.CompMask&uapi.MLX5RespMaskRealTimeTS != 0,
+		CoreClockOffset: r.HCACoreClockOffset, HasCoreClockOffset: r.CompMask&mlx5abi.MLX5RespMaskCoreClockOffset != 0,
+		RealTimeTS: r.CompMask&mlx5abi.MLX5RespMaskRealTimeTS != 0,
 		LogUARSize: r.LogUARSize, NumUARsPerPage: r.NumUARsPerPage, NumDynBFRegs: r.NumDynBfregs,
 	}
 }
 
-var errDevXQueues = fmt.Errorf("%w: a DevX context makes its queues with PRM commands (verbs.DevX)", ErrNotSupported)
+var errDevXQueues = fmt.Errorf("%w: a DevX context makes its queues with PRM commands (mlx5dv.DevX)", verbs.ErrNotSupported)
 
-func (c *mlx5DevXContext) NewCQ(int) (provider.CQ, error)                { return nil, errDevXQueues }
-func (c *mlx5DevXContext) NewQP(provider.QPRequest) (provider.QP, error) { return nil, errDevXQueues }
-func (c *mlx5DevXContext) NewAH() (provider.AHState, error)              { return nil, errDevXQueues }
-func (c *mlx5DevXContext) Close() error                                  { return nil }
+func (c *devxContext) NewCQ(int) (provider.CQ, error)                { return nil, errDevXQueues }
+func (c *devxContext) NewQP(provider.QPRequest) (provider.QP, error) { return nil, errDevXQueues }
+func (c *devxContext) NewAH() (provider.AHState, error)              { return nil, errDevXQueues }
+func (c *devxContext) Close() error                                  { return nil }
+
+// wrapped is a device's own provider (rxe's on Soft-RoCE) with the context's calls kept, so
+// that the mlx5 methods can be asked of a device of another driver and refused by its
+// kernel.
+type wrapped struct {
+	inner provider.Provider
+	k     dv.Kernel
+}
+
+func (w *wrapped) Name() string     { return w.inner.Name() }
+func (w *wrapped) DriverID() uint32 { return w.inner.DriverID() }
+func (w *wrapped) NewContext(k provider.Kernel) (provider.Context, error) {
+	dk, ok := k.(dv.Kernel)
+	if !ok {
+		return nil, fmt.Errorf("mlx5dv: verbs lent a %T, not its context's ioctl surface", k)
+	}
+	w.k = dk
+	return w.inner.NewContext(k)
+}

@@ -1,4 +1,4 @@
-package verbs
+package mlx5dv
 
 import (
 	"encoding/binary"
@@ -13,7 +13,9 @@ import (
 
 	"github.com/daqiri-go/daqiri/integration/vm/guest"
 	"github.com/daqiri-go/daqiri/internal/testutil"
+	"github.com/daqiri-go/daqiri/verbs"
 	"github.com/daqiri-go/daqiri/verbs/internal/uapi"
+	"github.com/daqiri-go/daqiri/verbs/mlx5dv/internal/mlx5abi"
 )
 
 // recorded is one ioctl as the kernel would have read it.
@@ -23,35 +25,62 @@ type recorded struct {
 	attrs          []uapi.Attr
 }
 
-// fakeDevX is a DevX whose ioctls are recorded instead of issued; fail, when set, is the
-// errno every call gets.
-func fakeDevX(t *testing.T, driver string, fail syscall.Errno) (*DevX, *[]recorded) {
-	t.Helper()
-	id := uint32(uapi.DriverMLX5)
-	if driver != "mlx5" {
-		id = uapi.DriverRXE
-	}
-	c := &Context{dev: DeviceInfo{Name: "fake0", Driver: driver}, fd: -1, driverID: id, asyncFD: -1,
-		objects: map[uint64]any{}, live: map[closer]struct{}{}}
-	d := newDevX(c, driver == "mlx5")
-	var log []recorded
-	d.do = func(call *uapi.Call) error {
-		b := call.Encode()
-		ne := binary.NativeEndian
-		r := recorded{object: ne.Uint16(b[2:]), method: ne.Uint16(b[4:]), driver: ne.Uint32(b[16:])}
-		if int(ne.Uint16(b[0:])) != len(b) || int(ne.Uint16(b[6:]))*16+24 != len(b) {
-			t.Errorf("call header length %d / %d attributes for %d bytes", ne.Uint16(b[0:]), ne.Uint16(b[6:]), len(b))
-		}
-		for i := 24; i < len(b); i += 16 {
-			r.attrs = append(r.attrs, uapi.Attr{AttrID: ne.Uint16(b[i:]), Len: ne.Uint16(b[i+2:]), Flags: ne.Uint16(b[i+4:]), AttrData: ne.Uint16(b[i+6:]), Data: ne.Uint64(b[i+8:])})
-		}
-		log = append(log, r)
-		if fail != 0 {
-			return fail
-		}
+// fakeKernel is a context whose ioctls are recorded instead of issued; fail, when set, is
+// the errno every call gets. It wraps errors as verbs does.
+type fakeKernel struct {
+	t      *testing.T
+	driver string
+	id     uint32
+	fail   syscall.Errno
+	log    []recorded
+	live   int // objects tracked and not forgotten
+}
+
+func (k *fakeKernel) Mmap(int64, int) ([]byte, error) { return nil, unix.EBADF }
+func (k *fakeKernel) Munmap([]byte) error             { return nil }
+func (k *fakeKernel) PostSendDoorbell(uint32) error   { return unix.EBADF }
+func (k *fakeKernel) Device() (string, string)        { return "fake0", k.driver }
+func (k *fakeKernel) Begin() error                    { return nil }
+func (k *fakeKernel) NewCall(object, method uint16) *uapi.Call {
+	return uapi.NewCall(k.id, object, method)
+}
+func (k *fakeKernel) MmapProt(int64, int, int) ([]byte, error) { return nil, unix.EBADF }
+func (k *fakeKernel) PD(pd any) (uint32, error)                { return 5, nil }
+func (k *fakeKernel) Track(func()) func()                      { k.live++; return func() { k.live-- } }
+func (k *fakeKernel) Wrap(op string, err error) error {
+	if err == nil {
 		return nil
 	}
-	return d, &log
+	return &verbs.Error{Op: op, Device: "fake0", Errno: err.(syscall.Errno)}
+}
+
+func (k *fakeKernel) Do(call *uapi.Call) error {
+	t := k.t
+	b := call.Encode()
+	ne := binary.NativeEndian
+	r := recorded{object: ne.Uint16(b[2:]), method: ne.Uint16(b[4:]), driver: ne.Uint32(b[16:])}
+	if int(ne.Uint16(b[0:])) != len(b) || int(ne.Uint16(b[6:]))*16+24 != len(b) {
+		t.Errorf("call header length %d / %d attributes for %d bytes", ne.Uint16(b[0:]), ne.Uint16(b[6:]), len(b))
+	}
+	for i := 24; i < len(b); i += 16 {
+		r.attrs = append(r.attrs, uapi.Attr{AttrID: ne.Uint16(b[i:]), Len: ne.Uint16(b[i+2:]), Flags: ne.Uint16(b[i+4:]), AttrData: ne.Uint16(b[i+6:]), Data: ne.Uint64(b[i+8:])})
+	}
+	k.log = append(k.log, r)
+	if k.fail != 0 {
+		return k.fail
+	}
+	return nil
+}
+
+// fakeDevX is a DevX on a fakeKernel.
+func fakeDevX(t *testing.T, driver string, fail syscall.Errno) (*DevX, *fakeKernel) {
+	t.Helper()
+	id := uint32(mlx5abi.DriverMLX5)
+	if driver != "mlx5" {
+		id = mlx5abi.DriverRXE
+	}
+	k := &fakeKernel{t: t, driver: driver, id: id, fail: fail}
+	return &DevX{k: k, mlx5: driver == "mlx5"}, k
 }
 
 // attrWant is how the kernel's method definition (devx.c, fs.c, qos.c, main.c) reads an
@@ -86,7 +115,8 @@ func TestDevXEncodingsMatchHeaders(t *testing.T) {
 	if guest.Active() {
 		t.Skip("the header probe runs on the host")
 	}
-	d, log := fakeDevX(t, "mlx5", 0)
+	d, k := fakeDevX(t, "mlx5", 0)
+	log := &k.log
 	in, out := make([]byte, 16+8*rand.IntN(30)), make([]byte, 16+8*rand.IntN(30))
 	ctxIn := make([]byte, 48)
 	encap := make([]byte, 50)
@@ -135,10 +165,10 @@ func TestDevXEncodingsMatchHeaders(t *testing.T) {
 		{"MLX5_IB_ATTR_DEVX_UMEM_REG_LEN", "in", u64, ""}, {"MLX5_IB_ATTR_DEVX_UMEM_REG_ACCESS", "const", "", ""},
 		{"MLX5_IB_ATTR_DEVX_UMEM_REG_OUT_ID", "out", u32, ""}}
 	step(callWant{"MLX5_IB_OBJECT_DEVX_UMEM", "MLX5_IB_METHOD_DEVX_UMEM_REG", umemAttrs},
-		func() (err error) { umem, err = d.RegUMEM(mem, AccessLocalWrite); return })
+		func() (err error) { umem, err = d.RegUMEM(mem, verbs.AccessLocalWrite); return })
 	step(callWant{"MLX5_IB_OBJECT_DEVX_UMEM", "MLX5_IB_METHOD_DEVX_UMEM_REG", append(append([]attrWant(nil), umemAttrs...),
 		attrWant{"MLX5_IB_ATTR_DEVX_UMEM_REG_DMABUF_FD", "fd", "", ""})},
-		func() error { _, err := d.RegUMEMDMABuf(7, 0, 1<<20, AccessLocalWrite); return err })
+		func() error { _, err := d.RegUMEMDMABuf(7, 0, 1<<20, verbs.AccessLocalWrite); return err })
 	step(callWant{"MLX5_IB_OBJECT_DEVX_UMEM", "MLX5_IB_METHOD_DEVX_UMEM_DEREG", []attrWant{
 		{"MLX5_IB_ATTR_DEVX_UMEM_DEREG_HANDLE", "idr", "", ""}}},
 		func() error { return umem.Close() })
@@ -156,7 +186,7 @@ func TestDevXEncodingsMatchHeaders(t *testing.T) {
 		})
 	steps = append(steps, callWant{"MLX5_IB_OBJECT_UAR", "MLX5_IB_METHOD_UAR_OBJ_DESTROY", []attrWant{
 		{"MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE", "idr", "", ""}}})
-	pd := &PD{ctx: d.ctx, handle: 5}
+	pd := &verbs.PD{} // the fake kernel answers handle 5
 	step(callWant{"UVERBS_OBJECT_PD", "MLX5_IB_METHOD_PD_QUERY", []attrWant{
 		{"MLX5_IB_ATTR_QUERY_PD_HANDLE", "idr", "", ""}, {"MLX5_IB_ATTR_QUERY_PD_RESP_PDN", "out", u32, ""}}},
 		func() error { _, err := d.PDN(pd); return err })
@@ -223,7 +253,7 @@ func TestDevXEncodingsMatchHeaders(t *testing.T) {
 			}
 		}
 	}
-	vals := testutil.CProbe(t, "Debian: apt-get install linux-libc-dev", uapi.ProbeHeaders(), exprs)
+	vals := testutil.CProbe(t, "Debian: apt-get install linux-libc-dev", mlx5abi.ProbeHeaders(), exprs)
 	v := func() uint64 { x := vals[0]; vals = vals[1:]; return x }
 	driver := v()
 	for i, s := range steps {
@@ -280,7 +310,8 @@ func TestDevXEncodingsMatchHeaders(t *testing.T) {
 // TestDevXBadInput: what the kernel would refuse is refused before any call, with the
 // method named; a kernel error keeps its errno; a non-mlx5 device wraps ErrNotMLX5.
 func TestDevXBadInput(t *testing.T) {
-	d, log := fakeDevX(t, "mlx5", 0)
+	d, k := fakeDevX(t, "mlx5", 0)
+	log := &k.log
 	cases := []struct {
 		name string
 		err  error
@@ -319,13 +350,14 @@ func TestDevXBadInput(t *testing.T) {
 	}
 
 	// On rxe the kernel has no mlx5 methods: EPROTONOSUPPORT, reported as not mlx5.
-	r, rlog := fakeDevX(t, "rxe", unix.EPROTONOSUPPORT)
+	r, rk := fakeDevX(t, "rxe", unix.EPROTONOSUPPORT)
+	rlog := &rk.log
 	_, err = r.QueryEQN(0)
 	if !errors.Is(err, ErrNotMLX5) || !errors.Is(err, unix.EPROTONOSUPPORT) || !strings.Contains(err.Error(), "DEVX_QUERY_EQN") {
 		t.Errorf("QueryEQN on rxe = %v, want ErrNotMLX5 with EPROTONOSUPPORT naming the method", err)
 	}
-	if (*rlog)[0].driver != uapi.DriverRXE {
-		t.Errorf("call on rxe named driver %d, want rxe's %d (the kernel refuses another)", (*rlog)[0].driver, uapi.DriverRXE)
+	if (*rlog)[0].driver != mlx5abi.DriverRXE {
+		t.Errorf("call on rxe named driver %d, want rxe's %d (the kernel refuses another)", (*rlog)[0].driver, mlx5abi.DriverRXE)
 	}
 }
 
@@ -365,13 +397,13 @@ func TestDevXUARStores(t *testing.T) {
 // TestDevXContextRequest: the GET_CONTEXT driver data asks for DevX with dynamic 4K UARs,
 // and the response is read field by field.
 func TestDevXContextRequest(t *testing.T) {
-	c := &mlx5DevXContext{}
-	var req uapi.MLX5AllocUcontextReqV2
+	c := &devxContext{}
+	var req mlx5abi.MLX5AllocUcontextReqV2
 	copy(uapi.Bytes(&req), c.DriverIn())
-	if req.Flags&uapi.MLX5AllocUctxDevX == 0 || req.LibCaps&uapi.MLX5LibCapDynUAR == 0 || req.LibCaps&uapi.MLX5LibCap4KUAR == 0 || req.MaxCQEVersion != 1 {
+	if req.Flags&mlx5abi.MLX5AllocUctxDevX == 0 || req.LibCaps&mlx5abi.MLX5LibCapDynUAR == 0 || req.LibCaps&mlx5abi.MLX5LibCap4KUAR == 0 || req.MaxCQEVersion != 1 {
 		t.Errorf("request %+v lacks DEVX, dynamic 4K UARs or CQE version 1", req)
 	}
-	resp := uapi.MLX5AllocUcontextResp{CacheLineSize: 64, BfRegSize: 256, EthMinInline: 2, CompMask: uapi.MLX5RespMaskRealTimeTS, NumDynBfregs: 1 << 14, LogUARSize: 12}
+	resp := mlx5abi.MLX5AllocUcontextResp{CacheLineSize: 64, BfRegSize: 256, EthMinInline: 2, CompMask: mlx5abi.MLX5RespMaskRealTimeTS, NumDynBfregs: 1 << 14, LogUARSize: 12}
 	if err := c.Attach(uapi.Bytes(&resp)); err != nil {
 		t.Fatal(err)
 	}
@@ -379,15 +411,15 @@ func TestDevXContextRequest(t *testing.T) {
 	if i.CacheLineSize != 64 || i.BFRegSize != 256 || i.EthMinInline != 2 || !i.RealTimeTS || i.HasCoreClockOffset || i.NumDynBFRegs != 1<<14 || i.LogUARSize != 12 {
 		t.Errorf("info %+v from %+v", i, resp)
 	}
-	if _, err := c.NewCQ(1); !errors.Is(err, ErrNotSupported) {
-		t.Errorf("NewCQ on a DevX context = %v, want ErrNotSupported", err)
+	if _, err := c.NewCQ(1); !errors.Is(err, verbs.ErrNotSupported) {
+		t.Errorf("NewCQ on a DevX context = %v, want verbs.ErrNotSupported", err)
 	}
 }
 
 // TestMatchParamsSizeFitsTheKernel: masks and values are one fte_match_param (eight 64-byte
 // match sets, mlx5_ifc.h), no longer than the ioctl attribute allows.
 func TestMatchParamsSizeFitsTheKernel(t *testing.T) {
-	if MatchParamsSize != 8*64 || MatchParamsSize > uapi.MLX5MatchParamsSize {
-		t.Fatalf("MatchParamsSize %#x: want 0x200 (fte_match_param), at most %#x (mlx5_ib_match_params)", MatchParamsSize, uapi.MLX5MatchParamsSize)
+	if MatchParamsSize != 8*64 || MatchParamsSize > mlx5abi.MLX5MatchParamsSize {
+		t.Fatalf("MatchParamsSize %#x: want 0x200 (fte_match_param), at most %#x (mlx5_ib_match_params)", MatchParamsSize, mlx5abi.MLX5MatchParamsSize)
 	}
 }

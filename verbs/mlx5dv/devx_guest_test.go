@@ -1,4 +1,4 @@
-package verbs
+package mlx5dv
 
 import (
 	"errors"
@@ -6,7 +6,50 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/daqiri-go/daqiri/integration/vm/guest"
+	"github.com/daqiri-go/daqiri/internal/testutil"
+	"github.com/daqiri-go/daqiri/verbs"
 )
+
+// The tests in this file need a kernel with rdma_rxe and the Soft-RoCE device the VM harness
+// (integration/vm) creates; they run inside its guest and skip elsewhere.
+
+// guestDevice is the harness's rxe device.
+func guestDevice(t *testing.T) string {
+	t.Helper()
+	dev, _ := guest.RxeAddr(t)
+	return dev
+}
+
+// offHeap maps n bytes of anonymous memory outside the Go heap, as MRs and UMEMs require.
+func offHeap(t *testing.T, n int) []byte {
+	t.Helper()
+	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatalf("mmap %d bytes: %v", n, err)
+	}
+	t.Cleanup(func() { unix.Munmap(b) })
+	return b
+}
+
+// checkNoLeak records the kernel's object counts of dev and, at cleanup, checks they came
+// back (cleanups run in reverse, so register it first).
+func checkNoLeak(t *testing.T, dev string) {
+	t.Helper()
+	testutil.CountsUnchanged(t, "kernel", func(t testing.TB) map[string]uint64 {
+		t.Helper()
+		all, err := verbs.ResourceSummary()
+		if err != nil {
+			t.Fatalf("ResourceSummary: %v", err)
+		}
+		m, ok := all[dev]
+		if !ok {
+			t.Fatalf("ResourceSummary has no %s: %v", dev, all)
+		}
+		return m
+	})
+}
 
 // TestGuestDevXOnRxe opens Soft-RoCE for DevX in the VM: the generic parts (the user
 // context, queries, a PD and an MR, a CQ whose ring rxe maps through the device file) run
@@ -14,18 +57,18 @@ import (
 // mlx5-only method is asked of the kernel, which refuses it; each error wraps ErrNotMLX5
 // (channel.ErrNotMLX5), names the method and keeps the kernel's errno.
 func TestGuestDevXOnRxe(t *testing.T) {
-	checkNoLeak(t)
-	requireGuest(t)
-	d, err := OpenDevX(guestDev)
+	guestDev := guestDevice(t)
+	checkNoLeak(t, guestDev)
+	d, err := Open(guestDev)
 	if err != nil {
-		t.Fatalf("OpenDevX(%s): %v", guestDev, err)
+		t.Fatalf("Open(%s): %v", guestDev, err)
 	}
 	defer func() {
 		if err := d.Close(); err != nil {
 			t.Errorf("DevX.Close: %v", err)
 		}
 	}()
-	if d.IsMLX5() || d.Info() != (MLX5Info{}) {
+	if d.IsMLX5() || d.Info() != (Info{}) {
 		t.Fatalf("rxe reported as mlx5: %v %+v", d.IsMLX5(), d.Info())
 	}
 	c := d.Context()
@@ -37,7 +80,7 @@ func TestGuestDevXOnRxe(t *testing.T) {
 		t.Fatalf("AllocPD through the DevX context: %v", err)
 	}
 	buf := offHeap(t, 8192)
-	mr, err := pd.RegMR(buf, AccessLocalWrite)
+	mr, err := pd.RegMR(buf, verbs.AccessLocalWrite)
 	if err != nil || mr.LKey == 0 {
 		t.Fatalf("RegMR through the DevX context: %v", err)
 	}
@@ -52,7 +95,7 @@ func TestGuestDevXOnRxe(t *testing.T) {
 			t.Errorf("CQ.Close: %v", err)
 		}
 	}()
-	memfd, err := unixMemfd("devx-dmabuf")
+	memfd, err := unix.MemfdCreate("devx-dmabuf", unix.MFD_CLOEXEC)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,8 +112,8 @@ func TestGuestDevXOnRxe(t *testing.T) {
 		{"DEVX_OBJ_MODIFY", func() error { return (&DevXObj{d: d, handle: 1}).Modify(in, out) }},
 		{"DEVX_OBJ_QUERY", func() error { return (&DevXObj{d: d, handle: 1}).Query(in, out) }},
 		{"DEVX_OBJ_DESTROY", func() error { return (&DevXObj{d: d, handle: 1}).Destroy() }},
-		{"DEVX_UMEM_REG", func() error { _, err := d.RegUMEM(buf, AccessLocalWrite); return err }},
-		{"DEVX_UMEM_REG", func() error { _, err := d.RegUMEMDMABuf(memfd, 0, 4096, AccessLocalWrite); return err }},
+		{"DEVX_UMEM_REG", func() error { _, err := d.RegUMEM(buf, verbs.AccessLocalWrite); return err }},
+		{"DEVX_UMEM_REG", func() error { _, err := d.RegUMEMDMABuf(memfd, 0, 4096, verbs.AccessLocalWrite); return err }},
 		{"DEVX_UMEM_DEREG", func() error { return (&UMEM{d: d, handle: 1}).Close() }},
 		{"UAR_OBJ_ALLOC", func() error { _, err := d.AllocUAR(UARTypeBF); return err }},
 		{"DEVX_QUERY_EQN", func() error { _, err := d.QueryEQN(0); return err }},
@@ -87,7 +130,7 @@ func TestGuestDevXOnRxe(t *testing.T) {
 	}
 	for _, k := range calls {
 		err := k.run()
-		var kerr *Error
+		var kerr *verbs.Error
 		switch {
 		case err == nil:
 			t.Errorf("%s succeeded on rxe", k.method)
@@ -108,8 +151,8 @@ func TestGuestDevXOnRxe(t *testing.T) {
 
 // TestGuestDevXNoDevice: a device that does not exist is ErrNoDevice, not ErrNotMLX5.
 func TestGuestDevXNoDevice(t *testing.T) {
-	requireGuest(t)
-	if _, err := OpenDevX("mlx5_nonexistent"); !errors.Is(err, ErrNoDevice) {
-		t.Errorf("OpenDevX of a missing device = %v, want ErrNoDevice", err)
+	guestDevice(t)
+	if _, err := Open("mlx5_nonexistent"); !errors.Is(err, verbs.ErrNoDevice) {
+		t.Errorf("Open of a missing device = %v, want ErrNoDevice", err)
 	}
 }

@@ -1,4 +1,6 @@
-package uapi
+// Package mlx5abi is the mlx5 driver's part of the RDMA ioctl ABI, for package mlx5dv: the
+// generic framing (headers, attributes, the core ids) is verbs/internal/uapi's.
+package mlx5abi
 
 // The mlx5 driver's part of the ioctl ABI: DevX (PRM commands and objects from user space),
 // UMEM registration, dynamic UARs, the kernel flow matcher and CREATE_FLOW, packet reformat

@@ -1,4 +1,4 @@
-package uapi
+package mlx5abi
 
 import (
 	"encoding/binary"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/daqiri-go/daqiri/integration/vm/guest"
 	"github.com/daqiri-go/daqiri/internal/testutil"
+	"github.com/daqiri-go/daqiri/verbs/internal/uapi"
 )
 
 const probeHint = "Debian: apt-get install linux-libc-dev"
@@ -61,7 +62,7 @@ func collectMLX5Facts(t *testing.T) []probeFact {
 	}
 	info := &types.Info{Defs: map[*ast.Ident]types.Object{}}
 	conf := types.Config{Importer: importer.Default()}
-	if _, err := conf.Check("uapi", fset, []*ast.File{f}, info); err != nil {
+	if _, err := conf.Check("mlx5abi", fset, []*ast.File{f}, info); err != nil {
 		t.Fatalf("type-checking mlx5.go: %v", err)
 	}
 	var facts []probeFact
@@ -155,7 +156,7 @@ func TestMLX5ABIMatchesHeaders(t *testing.T) {
 // TestEnumAndHandles: an ENUM_IN's element is attr_data's first byte with its data inline; an
 // IDRS array of two handles is 8 bytes inline, of three a pointer to 12 bytes.
 func TestEnumAndHandles(t *testing.T) {
-	c := NewCall(DriverMLX5, MLX5ObjectFlowMatcher, MLX5MethodFlowMatcherCreate)
+	c := uapi.NewCall(DriverMLX5, MLX5ObjectFlowMatcher, MLX5MethodFlowMatcherCreate)
 	c.Enum(MLX5AttrFlowMatcherFlowType, 3, []byte{0x34, 0x12})
 	c.Handles(MLX5AttrCreateFlowArrFlowActions, []uint32{7, 9})
 	c.Handles(MLX5AttrCreateFlowArrCounters, []uint32{1, 2, 3})
