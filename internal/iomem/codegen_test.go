@@ -99,8 +99,8 @@ var sites = []site{
 	{"vfio", `(*MMIO).Write32`, "Store32", "", ""},
 	{"vfio", `(*MMIO).Read64`, "Load64", "", ""},
 	{"vfio", `(*MMIO).Read32`, "Load32", "", ""},
-	{"verbs", `(*UARPage).Write64`, "Store64", `binary\.BigEndian\.PutUint64`, `^}`},
-	{"verbs", `(*UARPage).Write32`, "Store32", `binary\.BigEndian\.PutUint32`, `^}`},
+	{"verbs/mlx5dv", `(*UARPage).Write64`, "Store64", `binary\.BigEndian\.PutUint64`, `^}`},
+	{"verbs/mlx5dv", `(*UARPage).Write32`, "Store32", `binary\.BigEndian\.PutUint32`, `^}`},
 }
 
 const module = "github.com/daqiri-go/daqiri"
