@@ -162,6 +162,15 @@ func (v *validator) reorders(base string, rx *RxConfig) {
 		if src == nil {
 			continue
 		}
+		if r.Engine == ReorderEngineHW {
+			// The NIC writes each packet's payload at its slot: no CPU or GPU reads the
+			// queue's region, and no burst of the queue carries the batch's packets. A slot
+			// is buf_size / packets_per_batch bytes of an output buffer.
+			if ppb > 0 && out != nil && out.BufSize > 0 && out.BufSize < ppb {
+				v.errf(p+".memory_region", "output region %s has buf_size %d: a hardware plan gives each of its %d slots buf_size / packets_per_batch bytes, at least one", out.Name, out.BufSize, ppb)
+			}
+			continue
+		}
 		v.reorderRegions(p, r, src, out)
 		if r.PayloadByteOffset >= src.BufSize {
 			v.errf(p+".payload_byte_offset", "must be smaller than the source region's buf_size (%s: %d), got %d", src.Name, src.BufSize, r.PayloadByteOffset)
