@@ -203,6 +203,9 @@ func (s *Session) FlushReorder() error {
 		return fmt.Errorf("session closed: %w", ErrNotReady)
 	}
 	if s.reorder == nil {
+		if len(s.hwReorders) > 0 {
+			return fmt.Errorf("the session's reorder plans are hardware plans (reorder_engine: hw), which deliver complete batches only: %w", ErrNotSupported)
+		}
 		return fmt.Errorf("session has no reorder plans: %w", ErrNotSupported)
 	}
 	s.reorder.Flush()
