@@ -213,3 +213,128 @@ func TestHWReorderRefused(t *testing.T) {
 		t.Fatalf("no cyclic_sequence: %v, want a refusal naming cyclic_sequence", err)
 	}
 }
+
+// TestHWReorderTimeout: a hardware batch missing slots when the queue's timeout_us has
+// passed is ended as upstream ends it — the missing slots' RQs reset, then (passthrough)
+// delivered with FlagReorderTimeout, its missing slots zero-filled and named by the presence
+// bitmap, or (drop) dropped whole and counted — and the next batch, sent after, fills every
+// slot again, the reset ones included, byte for byte.
+func TestHWReorderTimeout(t *testing.T) {
+	for _, action := range []config.MissingAction{config.MissingPassthrough, config.MissingDrop} {
+		t.Run(string(action), func(t *testing.T) {
+			const ppb, slot = 256, 64
+			cfg := hwReorderConfig(ppb, slot)
+			cfg.Interfaces[1].RX.Queues[0].TimeoutUs = 300000 // far longer than sending a batch takes, so only the skipped slots miss
+			cfg.Interfaces[1].RX.Reorders[0].MissingAction = action
+			s, err := Open(context.Background(), cfg, WithMLX5Fabric(&modelch.Fabric{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := s.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			}()
+			r := rand.New(rand.NewPCG(32, 291))
+			send := func(frames [][]byte) {
+				for i := 0; i < len(frames); {
+					n := min(32, len(frames)-i)
+					var b *Burst
+					for try := 0; ; try++ {
+						if b, err = s.TxBurst(0, 0, n); err == nil {
+							break
+						}
+						if try > 20000 {
+							t.Fatalf("no TX burst: %v", err)
+						}
+						time.Sleep(50 * time.Microsecond)
+					}
+					for j := 0; j < n; j++ {
+						if err := b.SetPacketLengths(j, len(frames[i+j])); err != nil {
+							t.Fatal(err)
+						}
+						copy(b.Packet(j), frames[i+j])
+					}
+					if err := s.Send(b); err != nil {
+						t.Fatalf("Send: %v", err)
+					}
+					i += n
+				}
+			}
+			// recv waits (bounded) for the next aggregate; nil when the plan dropped a batch.
+			recv := func(dropped uint64) *Burst {
+				for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Microsecond) {
+					b, err := s.RxBurst(1, 0)
+					if err == nil {
+						return b
+					}
+					if !errors.Is(err, ErrNotReady) {
+						t.Fatal(err)
+					}
+					if st, _ := s.ReorderStats(1, "hw"); st.Dropped > dropped {
+						return nil
+					}
+				}
+				t.Fatal("no aggregate and no dropped batch within 30 s")
+				return nil
+			}
+			batch := func(skip map[int]bool) [][]byte {
+				want := make([][]byte, ppb)
+				var frames [][]byte
+				for _, k := range r.Perm(ppb) {
+					want[k] = seqPayload(r, uint32(k), slot)
+					if !skip[k] {
+						frames = append(frames, udpTo1(want[k]))
+					}
+				}
+				send(frames)
+				return want
+			}
+			skip := map[int]bool{3: true, 100: true, 255: true}
+			batch(skip)
+			b := recv(0)
+			st, _ := s.ReorderStats(1, "hw")
+			if action == config.MissingDrop {
+				if b != nil || st.Dropped != 1 || st.Aggregates != 0 {
+					t.Fatalf("missing_action drop: burst %v, stats %+v; want the batch dropped and counted", b != nil, st)
+				}
+				if d := s.Stats().Ports[1].Rx[0].Drops["incomplete"]; d != ppb-3 {
+					t.Fatalf("drop reason incomplete %d, want %d", d, ppb-3)
+				}
+			} else {
+				if b == nil {
+					t.Fatal("passthrough: no aggregate")
+				}
+				ri, _ := b.ReorderInfo()
+				if ri.Missing != 3 || ri.SourcePackets != ppb-3 || b.Flags()&FlagReorderTimeout == 0 || st.Incomplete != 1 {
+					t.Fatalf("timed-out batch: info %+v flags %v stats %+v", *ri, b.Flags(), st)
+				}
+				if m := ri.MissingSlots(nil); len(m) != 3 || m[0] != 3 || m[1] != 100 || m[2] != 255 {
+					t.Fatalf("missing slots %v, want [3 100 255]", m)
+				}
+				d := b.Packet(0)
+				for k := range skip {
+					if !bytes.Equal(d[k*slot:(k+1)*slot], make([]byte, slot)) {
+						t.Fatalf("missing slot %d is not zero-filled", k)
+					}
+				}
+				b.Free()
+			}
+			want := batch(nil)
+			if b = recv(st.Dropped); b == nil {
+				t.Fatal("the batch after the timeout was dropped")
+			}
+			ri, _ := b.ReorderInfo()
+			if ri.Missing != 0 || ri.SourcePackets != ppb || b.Flags()&FlagReorderTimeout != 0 {
+				t.Fatalf("batch after the timeout: info %+v flags %v", *ri, b.Flags())
+			}
+			d := b.Packet(0)
+			for k := range ppb {
+				if !bytes.Equal(d[k*slot:(k+1)*slot], want[k]) {
+					t.Fatalf("batch after the timeout: slot %d differs (reset slots: 3, 100, 255)", k)
+				}
+			}
+			b.Free()
+		})
+	}
+}

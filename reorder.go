@@ -184,7 +184,8 @@ func (s *Session) ReorderStats(port int, name string) (ReorderStats, error) {
 		c := &h.Stats
 		st := ReorderStats{Packets: c.Packets.Load(), Aggregates: c.Aggregates.Load(), Complete: c.Complete.Load(),
 			Incomplete: c.Incomplete.Load(), MissingSlots: c.Missing.Load(), Duplicates: c.Duplicates.Load(),
-			OutOfRange: c.OutOfRange.Load(), Malformed: c.Malformed.Load(), NoBuffers: c.NoBuffers.Load(), NoMetadata: c.NoMetadata.Load()}
+			OutOfRange: c.OutOfRange.Load(), Malformed: c.Malformed.Load(), NoBuffers: c.NoBuffers.Load(), NoMetadata: c.NoMetadata.Load(),
+			Dropped: c.Dropped.Load()}
 		st.Received = st.Packets + st.Duplicates + st.OutOfRange + st.Malformed
 		return st, nil
 	}

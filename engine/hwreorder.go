@@ -31,11 +31,12 @@ type HWReorderCounters struct {
 	Packets    atomic.Uint64 // packets placed into delivered aggregates
 	Aggregates atomic.Uint64 // aggregates handed to the queue's ring
 	Complete   atomic.Uint64 // aggregates with every slot filled
-	Incomplete atomic.Uint64 // aggregates with a slot the NIC completed in error (FlagReorderTimeout)
+	Incomplete atomic.Uint64 // aggregates missing a slot: timed out, or a slot completed in error (FlagReorderTimeout)
 	Missing    atomic.Uint64 // slots of delivered aggregates without a packet
 	Duplicates atomic.Uint64 // packets the NIC dropped: their slot was already filled (or not yet re-armed)
 	OutOfRange atomic.Uint64 // packets the NIC dropped: a sequence number no slot takes
 	Malformed  atomic.Uint64 // packets the NIC completed in error (too long for the slot)
 	NoBuffers  atomic.Uint64 // times a batch waited for a free output buffer
 	NoMetadata atomic.Uint64 // aggregates dropped for want of burst metadata
+	Dropped    atomic.Uint64 // incomplete batches dropped whole at timeout (missing_action: drop)
 }

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"sync"
 
+	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/flow"
 	flowmlx5 "github.com/daqiri-go/daqiri/flow/mlx5"
@@ -34,8 +35,11 @@ import (
 // payload_byte_offset the WQE's first segment takes the frame's first bytes into a scratch
 // area, so a slot holds the payload only. A frame longer than offset + slot completes in
 // error: its slot stays missing (counted malformed) and the aggregate carries
-// FlagReorderTimeout. Not done yet: a batch with a slot that never arrives is not flushed on
-// the queue's timeout_us (upstream quiesces and resets the batch RQs); it waits.
+// FlagReorderTimeout. A batch still missing slots when the queue's timeout_us has passed since
+// its first packet is ended as upstream ends it (expire): the missing slots' RQs are reset,
+// then it is delivered or dropped as missing_action says. A packet of that batch arriving
+// later takes its slot in the next batch (the NIC cannot tell cycles apart: the sender's
+// cycle must be slower than the timeout).
 
 // hwSlotTag is the flow tag of slot 0's frames (0 is "no tag" to a ConnectX).
 const hwSlotTag = 1
@@ -63,7 +67,8 @@ type hwPlan struct {
 	ci    uint32
 	rings [][]byte // per slot: two WQEs
 	dbrs  [][]byte // per slot: the receive counter word
-	pc    uint32   // WQEs posted on every slot RQ
+	pcs   []uint32 // per slot: WQEs posted since the RQ was last reset
+	rqs   []channel.Object
 
 	steer   *flowmlx5.HWReorder
 	qctr    uint32
@@ -77,6 +82,8 @@ type hwPlan struct {
 	bad     int    // slots completed in error
 	inLen   int    // payload bytes of the first frame
 	ts      int64
+	first   int64 // when the batch's first completion was read (now())
+	failed  bool  // a slot RQ could not be reset: the plan delivers nothing more
 	infos   map[uint32]*engine.ReorderInfo
 	batches uint64 // batches delivered: the next one's BatchID
 
@@ -159,15 +166,18 @@ func (pt *port) newHWPlan(h *engine.HWReorder) (*hwPlan, error) {
 	}
 	hp.qctr, hp.qctrObj = o.ID(), o
 	rqns := make([]uint32, ppb)
+	hp.pcs = make([]uint32, ppb)
+	hp.rqs = make([]channel.Object, ppb)
 	hp.rings = make([][]byte, ppb)
 	hp.dbrs = make([][]byte, ppb)
 	for k := range ppb {
 		ring, ringOff := mem.alloc(2*hp.wqeSize, 64)
 		dbr, dOff := mem.alloc(64, 64)
 		hp.rings[k], hp.dbrs[k] = ring, dbr[:4]
-		if rqns[k], err = hp.createRQ(cq.ID(), mem.umem, ringOff, dOff); err != nil {
+		if hp.rqs[k], err = hp.createRQ(cq.ID(), mem.umem, ringOff, dOff); err != nil {
 			return nil, err
 		}
+		rqns[k] = hp.rqs[k].ID()
 	}
 	if hp.off > 0 {
 		if hp.hdrKey, err = pt.umemKey(mem.umem, mem.addr, uint64(len(mem.b))); err != nil {
@@ -198,7 +208,7 @@ func (pt *port) newHWPlan(h *engine.HWReorder) (*hwPlan, error) {
 
 // createRQ makes one slot's cyclic RQ of two WQEs on the shared CQ, counted by the plan's Q
 // counter, and moves it to ready.
-func (hp *hwPlan) createRQ(cqn, umem uint32, ringOff, dbrOff uint64) (uint32, error) {
+func (hp *hwPlan) createRQ(cqn, umem uint32, ringOff, dbrOff uint64) (channel.Object, error) {
 	pt := hp.pt
 	base := prm.CreateRQIn.Ctx.Off
 	wb := base + prm.RQC.WQ.Off
@@ -219,16 +229,24 @@ func (hp *hwPlan) createRQ(cqn, umem uint32, ringOff, dbrOff uint64) (uint32, er
 	w.WQType.At(wb).Set(in, prm.WQTypeCyclic)
 	o, _, err := pt.create(in, 16)
 	if err != nil {
-		return 0, fmt.Errorf("%s: slot RQ: %w", hp.h.Path, err)
+		return nil, fmt.Errorf("%s: slot RQ: %w", hp.h.Path, err)
 	}
+	if err := hp.modifyRQ(o, prm.RQStateRST, prm.RQStateRDY); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// modifyRQ moves a slot RQ from state from to state to.
+func (hp *hwPlan) modifyRQ(o channel.Object, from, to uint64) error {
 	m := prm.NewCmdIn(prm.CmdOpModifyRQ, 0, int(prm.ModifyRQIn.Ctx.End()/8))
 	prm.ModifyRQIn.RQN.Set(m, uint64(o.ID()))
-	prm.ModifyRQIn.RQState.Set(m, prm.RQStateRST)
-	prm.RQC.State.At(prm.ModifyRQIn.Ctx.Off).Set(m, prm.RQStateRDY)
+	prm.ModifyRQIn.RQState.Set(m, from)
+	prm.RQC.State.At(prm.ModifyRQIn.Ctx.Off).Set(m, to)
 	if err := o.Modify(m, make([]byte, 16)); err != nil {
-		return 0, fmt.Errorf("%s: slot RQ to ready: %w", hp.h.Path, err)
+		return fmt.Errorf("%s: slot RQ %d from state %d to %d: %w", hp.h.Path, o.ID(), from, to, err)
 	}
-	return o.ID(), nil
+	return nil
 }
 
 // startHWReorders arms the port's plans and starts a poller for each (unpinned: the plan's
@@ -267,8 +285,8 @@ func (hp *hwPlan) arm() bool {
 	clear(hp.present)
 	hp.got, hp.bad, hp.inLen = 0, 0, 0
 	at := hp.base + uint64(idx)*uint64(hp.out.BufSize)
-	w := int(hp.pc&1) * hp.wqeSize
 	for k, ring := range hp.rings {
+		w := int(hp.pcs[k]&1) * hp.wqeSize
 		seg := ring[w : w+hp.wqeSize]
 		if hp.off > 0 {
 			prm.WQEData.ByteCount.Set(seg, uint64(hp.off))
@@ -280,10 +298,10 @@ func (hp *hwPlan) arm() bool {
 		prm.WQEData.LKey.Set(seg, uint64(hp.lkey))
 		prm.WQEData.Addr.Set(seg, at+uint64(k*hp.slot))
 	}
-	hp.pc++
 	iomem.ToDevice() // the WQEs before the doorbell records that hand them over
-	for _, d := range hp.dbrs {
-		binary.BigEndian.PutUint32(d, hp.pc&0xffff)
+	for k, d := range hp.dbrs {
+		hp.pcs[k]++
+		binary.BigEndian.PutUint32(d, hp.pcs[k]&0xffff)
 	}
 	return true
 }
@@ -291,9 +309,22 @@ func (hp *hwPlan) arm() bool {
 // poll reads the slots' completions and delivers the batch when every slot has completed;
 // it returns the CQEs read.
 func (hp *hwPlan) poll() int {
-	if !hp.armed && !hp.arm() {
+	if hp.failed || !hp.armed && !hp.arm() {
 		return 0
 	}
+	n := hp.readCQ()
+	if hp.got+hp.bad >= hp.ppb {
+		hp.emit()
+		hp.sync()
+		hp.arm()
+	} else if to := int64(hp.q.Timeout()); to > 0 && hp.got+hp.bad > 0 && now()-hp.first >= to {
+		hp.expire()
+	}
+	return n
+}
+
+// readCQ consumes the slots' completions into the batch and returns how many it read.
+func (hp *hwPlan) readCQ() int {
 	mask := uint32(1)<<hp.cqLog - 1
 	n := 0
 	for n < hp.ppb {
@@ -305,6 +336,9 @@ func (hp *hwPlan) poll() int {
 		iomem.FromDevice()
 		hp.ci++
 		n++
+		if hp.got+hp.bad == 0 {
+			hp.first = now()
+		}
 		if op>>4 != prm.CQEOpRespSend {
 			hp.bad++
 			hp.h.Stats.Malformed.Add(1)
@@ -330,12 +364,52 @@ func (hp *hwPlan) poll() int {
 	if n > 0 {
 		binary.BigEndian.PutUint32(hp.cqDBR, hp.ci&0xffffff)
 	}
-	if hp.got+hp.bad >= hp.ppb {
-		hp.emit()
-		hp.sync()
-		hp.arm()
-	}
 	return n
+}
+
+// expire ends a batch still missing slots when the queue's timeout_us has passed since its
+// first packet (a fixed deadline, as upstream's): the missing slots' RQs are reset — moved to
+// RST, which withdraws their posted WQE so the NIC writes nothing more into the buffer, and
+// back to RDY — then completions that raced with the reset are read, and the batch is
+// delivered with FlagReorderTimeout (missing_action passthrough: missing slots zero-filled
+// where the CPU can write the output) or dropped whole (missing_action drop).
+func (hp *hwPlan) expire() {
+	for k, o := range hp.rqs {
+		if hp.present[k/8]&(1<<(k%8)) != 0 {
+			continue
+		}
+		err := hp.modifyRQ(o, prm.RQStateRDY, prm.RQStateRST)
+		if err == nil {
+			hp.pcs[k] = 0
+			binary.BigEndian.PutUint32(hp.dbrs[k], 0)
+			err = hp.modifyRQ(o, prm.RQStateRST, prm.RQStateRDY)
+		}
+		if err != nil {
+			hp.pt.e.env.Log.Error("mlx5: hardware reorder: cannot reset a slot RQ; the plan stops", "plan", hp.h.Path, "err", err)
+			hp.failed = true
+			return
+		}
+	}
+	hp.readCQ()
+	st := &hp.h.Stats
+	if hp.h.Config.MissingAction == config.MissingDrop {
+		st.Dropped.Add(1)
+		hp.q.Stats.Drop(engine.DropIncomplete, hp.got)
+		hp.armed = false
+		hp.batches++
+		hp.out.Put(hp.idx)
+	} else {
+		if buf := hp.out.Buf(hp.idx); buf != nil {
+			for k := range hp.ppb {
+				if hp.present[k/8]&(1<<(k%8)) == 0 {
+					clear(buf[k*hp.slot : (k+1)*hp.slot])
+				}
+			}
+		}
+		hp.emit()
+	}
+	hp.sync()
+	hp.arm()
 }
 
 // emit delivers the batch's buffer as one aggregate.
