@@ -68,6 +68,35 @@ func udpTo1(payload []byte) []byte {
 	return f
 }
 
+// hwSend sends frames from port 0's queue 0, 32 at a time (waiting, bounded, for TX room).
+func hwSend(t *testing.T, s *Session, frames [][]byte) {
+	t.Helper()
+	for i := 0; i < len(frames); {
+		n := min(32, len(frames)-i)
+		var b *Burst
+		var err error
+		for try := 0; ; try++ {
+			if b, err = s.TxBurst(0, 0, n); err == nil {
+				break
+			}
+			if try > 20000 {
+				t.Fatalf("no TX burst: %v", err)
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+		for j := 0; j < n; j++ {
+			if err := b.SetPacketLengths(j, len(frames[i+j])); err != nil {
+				t.Fatal(err)
+			}
+			copy(b.Packet(j), frames[i+j])
+		}
+		if err := s.Send(b); err != nil {
+			t.Fatalf("Send: %v", err)
+		}
+		i += n
+	}
+}
+
 // TestHWReorderSession (issue 32): reorder_engine: hw through daqiri.Open and RxBurst on model
 // ports. Batches of 1,024 packets sent in a random order arrive as one aggregate each whose
 // slot k holds, byte for byte, the payload of the packet with sequence number k — placed by
@@ -91,31 +120,7 @@ func TestHWReorderSession(t *testing.T) {
 		t.Fatal("the session runs a software reorder service for a hardware plan")
 	}
 	r := rand.New(rand.NewPCG(32, 290))
-	send := func(frames [][]byte) {
-		for i := 0; i < len(frames); {
-			n := min(32, len(frames)-i)
-			var b *Burst
-			for try := 0; ; try++ {
-				if b, err = s.TxBurst(0, 0, n); err == nil {
-					break
-				}
-				if try > 20000 {
-					t.Fatalf("no TX burst: %v", err)
-				}
-				time.Sleep(50 * time.Microsecond)
-			}
-			for j := 0; j < n; j++ {
-				if err := b.SetPacketLengths(j, len(frames[i+j])); err != nil {
-					t.Fatal(err)
-				}
-				copy(b.Packet(j), frames[i+j])
-			}
-			if err := s.Send(b); err != nil {
-				t.Fatalf("Send: %v", err)
-			}
-			i += n
-		}
-	}
+	send := func(frames [][]byte) { hwSend(t, s, frames) }
 	for bt := 0; bt < batches; bt++ {
 		want := make([][]byte, ppb)
 		order := r.Perm(ppb)
@@ -236,31 +241,7 @@ func TestHWReorderTimeout(t *testing.T) {
 				}
 			}()
 			r := rand.New(rand.NewPCG(32, 291))
-			send := func(frames [][]byte) {
-				for i := 0; i < len(frames); {
-					n := min(32, len(frames)-i)
-					var b *Burst
-					for try := 0; ; try++ {
-						if b, err = s.TxBurst(0, 0, n); err == nil {
-							break
-						}
-						if try > 20000 {
-							t.Fatalf("no TX burst: %v", err)
-						}
-						time.Sleep(50 * time.Microsecond)
-					}
-					for j := 0; j < n; j++ {
-						if err := b.SetPacketLengths(j, len(frames[i+j])); err != nil {
-							t.Fatal(err)
-						}
-						copy(b.Packet(j), frames[i+j])
-					}
-					if err := s.Send(b); err != nil {
-						t.Fatalf("Send: %v", err)
-					}
-					i += n
-				}
-			}
+			send := func(frames [][]byte) { hwSend(t, s, frames) }
 			// recv waits (bounded) for the next aggregate; nil when the plan dropped a batch.
 			recv := func(dropped uint64) *Burst {
 				for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Microsecond) {
@@ -336,5 +317,51 @@ func TestHWReorderTimeout(t *testing.T) {
 			}
 			b.Free()
 		})
+	}
+}
+
+// TestHWReorderWholeFrames: with payload_byte_offset 0 each slot RQ's WQE has one segment
+// and a slot holds the whole frame: one batch of 64 frames of exactly one slot, shuffled,
+// lands in order byte for byte.
+func TestHWReorderWholeFrames(t *testing.T) {
+	const ppb, slot = 64, 128
+	cfg := hwReorderConfig(ppb, slot)
+	cfg.Interfaces[1].RX.Reorders[0].PayloadByteOffset = 0
+	s, err := Open(context.Background(), cfg, WithMLX5Fabric(&modelch.Fabric{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	r := rand.New(rand.NewPCG(32, 292))
+	want := make([][]byte, ppb)
+	var frames [][]byte
+	for _, k := range r.Perm(ppb) {
+		want[k] = udpTo1(seqPayload(r, uint32(k), slot-42))
+		frames = append(frames, want[k])
+	}
+	hwSend(t, s, frames)
+	var b *Burst
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Microsecond) {
+		if b, err = s.RxBurst(1, 0); err == nil {
+			break
+		}
+		if !errors.Is(err, ErrNotReady) || time.Now().After(end) {
+			t.Fatalf("no aggregate: %v", err)
+		}
+	}
+	defer b.Free()
+	ri, err := b.ReorderInfo()
+	if err != nil || ri.SourcePackets != ppb || ri.PayloadLen != slot {
+		t.Fatalf("info %+v, err %v", ri, err)
+	}
+	d := b.Packet(0)
+	for k := range ppb {
+		if !bytes.Equal(d[k*slot:(k+1)*slot], want[k]) {
+			t.Fatalf("slot %d differs from frame %d", k, k)
+		}
 	}
 }
