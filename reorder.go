@@ -2,6 +2,7 @@ package daqiri
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
@@ -44,6 +45,14 @@ func openReorder(s *Session) error {
 			out := s.regions[rc.MemoryRegion]
 			if out == nil {
 				return fail(s.cfg.Errorf(path+".memory_region", "output memory region %q is not allocated", rc.MemoryRegion))
+			}
+			if rc.Engine == config.ReorderEngineHW {
+				h, err := hwReorder(s.cfg, p, rc, path, q, out)
+				if err != nil {
+					return fail(err)
+				}
+				s.hwReorders = append(s.hwReorders, h)
+				continue
 			}
 			if svc == nil {
 				svc = reorder.NewService(s.log.With("service", "reorder"))
@@ -107,6 +116,44 @@ func reorderQueue(cfg *config.Config, p *engine.Port, rc *config.Reorder, path s
 	return q, nil
 }
 
+// hwReorder prepares a reorder_engine: hw plan for its engine, which must be one with
+// hardware reorder: engine mlx5 (the flex parser and one steering rule per slot).
+func hwReorder(cfg *config.Config, p *engine.Port, rc *config.Reorder, path string, q *engine.RxQueue, out *engine.Region) (*engine.HWReorder, error) {
+	if p.Engine != config.EngineMLX5 {
+		return nil, cfg.Errorf(path+".reorder_engine", "reorder_engine: hw needs engine mlx5 (the NIC's flex parser places each packet at its slot); interface %s runs on engine %s, which has no hardware reorder: use reorder_engine: sw", p.Name, p.Engine)
+	}
+	if len(rc.FlowIDs) != 1 {
+		return nil, cfg.Errorf(path+".flow_ids", "reorder_engine: hw takes exactly one flow, got %d", len(rc.FlowIDs))
+	}
+	for i, f := range p.Config.RX.Flows {
+		if f.ID == rc.FlowIDs[0] {
+			return &engine.HWReorder{Path: path, Port: p, Queue: q, Config: rc, FlowID: uint32(f.ID), Flow: i, Out: out}, nil
+		}
+	}
+	return nil, cfg.Errorf(path+".flow_ids", "flow id %d is not an RX flow of interface %s", rc.FlowIDs[0], p.Name)
+}
+
+// hwReordersOf lists the session's hardware reorder plans on ports.
+func (s *Session) hwReordersOf(ports []*engine.Port) []*engine.HWReorder {
+	var hs []*engine.HWReorder
+	for _, h := range s.hwReorders {
+		if slices.Contains(ports, h.Port) {
+			hs = append(hs, h)
+		}
+	}
+	return hs
+}
+
+// hwReorderPlan finds a hardware reorder plan by interface port and name.
+func (s *Session) hwReorderPlan(port int, name string) *engine.HWReorder {
+	for _, h := range s.hwReorders {
+		if h.Port.ID == port && h.Config.Name == name {
+			return h
+		}
+	}
+	return nil
+}
+
 // reorderPlan finds a plan by interface port and name.
 func (s *Session) reorderPlan(port int, name string) (*reorder.Plan, error) {
 	p, err := s.port(port)
@@ -124,11 +171,24 @@ func (s *Session) reorderPlan(port int, name string) (*reorder.Plan, error) {
 	return nil, fmt.Errorf("port %d (%s) has no reorder plan %q: %w", port, p.Name, name, ErrInvalidParameter)
 }
 
-// ReorderStats snapshots the counters of reorder plan name on a port: packets placed,
+// ReorderStats snapshots the counters of reorder plan name on a port (software or hardware
+// plan): packets placed,
 // aggregates delivered (complete and incomplete), missing slots, and packets dropped as
 // duplicate, late, malformed or for want of output buffers. ErrInvalidParameter when the port
 // has no such plan.
 func (s *Session) ReorderStats(port int, name string) (ReorderStats, error) {
+	if h := s.hwReorderPlan(port, name); h != nil {
+		if h.Sync != nil && !s.closed.Load() {
+			h.Sync()
+		}
+		c := &h.Stats
+		st := ReorderStats{Packets: c.Packets.Load(), Aggregates: c.Aggregates.Load(), Complete: c.Complete.Load(),
+			Incomplete: c.Incomplete.Load(), MissingSlots: c.Missing.Load(), Duplicates: c.Duplicates.Load(),
+			OutOfRange: c.OutOfRange.Load(), Malformed: c.Malformed.Load(), NoBuffers: c.NoBuffers.Load(), NoMetadata: c.NoMetadata.Load(),
+			Dropped: c.Dropped.Load()}
+		st.Received = st.Packets + st.Duplicates + st.OutOfRange + st.Malformed
+		return st, nil
+	}
 	pl, err := s.reorderPlan(port, name)
 	if err != nil {
 		return ReorderStats{}, err
@@ -144,6 +204,9 @@ func (s *Session) FlushReorder() error {
 		return fmt.Errorf("session closed: %w", ErrNotReady)
 	}
 	if s.reorder == nil {
+		if len(s.hwReorders) > 0 {
+			return fmt.Errorf("the session's reorder plans are hardware plans (reorder_engine: hw), which deliver complete batches only: %w", ErrNotSupported)
+		}
 		return fmt.Errorf("session has no reorder plans: %w", ErrNotSupported)
 	}
 	s.reorder.Flush()

@@ -11,6 +11,9 @@ import (
 
 // readBy reports whether a reorder plan reads q.
 func (s *Session) readBy(q *engine.RxQueue) bool {
+	if slices.ContainsFunc(s.hwReorders, func(h *engine.HWReorder) bool { return h.Queue == q }) {
+		return true // a hardware plan delivers its aggregates there
+	}
 	return s.reorder != nil && slices.ContainsFunc(s.reorder.Plans(), func(pl *reorder.Plan) bool {
 		return pl.Port() == q.Port.ID && pl.Queue() == q.ID
 	})
@@ -285,6 +288,9 @@ func (s *Session) DeleteMemoryRegion(name string) error {
 	}
 	if s.reorder != nil && slices.ContainsFunc(s.reorder.Plans(), func(pl *reorder.Plan) bool { return pl.Output() == r }) {
 		return inUse("a reorder plan writes into it")
+	}
+	if slices.ContainsFunc(s.hwReorders, func(h *engine.HWReorder) bool { return h.Out == r }) {
+		return inUse("a hardware reorder plan's NIC writes into it")
 	}
 	if a := r.Available(); a != r.NumBufs {
 		return inUse("%d of its %d buffers are still held (bursts not freed, or a deleted queue's engine buffers)", r.NumBufs-a, r.NumBufs)

@@ -84,6 +84,7 @@ type Session struct {
 	meterProvider metric.MeterProvider // WithMeterProvider's, or nil
 	metricsReg    metric.Registration  // registration with meterProvider
 	reorder       *reorder.Service     // nil without reorder plans
+	hwReorders    []*engine.HWReorder  // reorder_engine: hw plans, run by their engines
 
 	opened    []sessionHook // hooks whose open succeeded, closed in reverse order
 	closeOnce sync.Once
@@ -182,7 +183,7 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (s *Session, 
 		if err != nil {
 			return nil, err
 		}
-		e, err := open(ctx, &engine.Env{Config: cfg, Ports: groups[name], Log: s.log.With("engine", name)})
+		e, err := open(ctx, &engine.Env{Config: cfg, Ports: groups[name], Log: s.log.With("engine", name), HWReorders: s.hwReordersOf(groups[name])})
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,10 @@
 package config
 
-import "math"
+import (
+	"math"
+
+	"go.yaml.in/yaml/v3"
+)
 
 // reorder decodes one rx.reorder_configs[] item.
 func (d *decoder) reorder(it entry, r *Reorder) {
@@ -36,7 +40,20 @@ func (d *decoder) reorder(it entry, r *Reorder) {
 				r.MissingAction = MissingAction(s)
 			}
 		},
+		"reorder_engine": func(e entry) {
+			if s, ok := d.str(e); ok {
+				r.Engine = ReorderEngine(s)
+			}
+		},
 		"cyclic_sequence": func(e entry) {
+			// Upstream's hardware reorder (#290) writes `cyclic_sequence: true`: the sender
+			// cycles its sequence over the batch's slots. The map form names an epoch field.
+			if e.v != nil && e.v.Kind == yaml.ScalarNode {
+				if b, ok := d.boolean(e); ok {
+					r.CyclicSequence = b
+				}
+				return
+			}
 			r.Cyclic = &CyclicSequence{}
 			g := d.fields(e.v, e.path, "cyclic_sequence", map[string]handler{
 				"epoch": func(e entry) { d.bitField(e, &r.Cyclic.Epoch) },

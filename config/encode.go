@@ -444,6 +444,10 @@ func (e *encoder) reorder(r *Reorder) *yaml.Node {
 		e.kv(m, "data_types", dm)
 	}
 	e.optStr(m, "missing_action", string(r.MissingAction))
+	e.optStr(m, "reorder_engine", string(r.Engine))
+	if r.CyclicSequence {
+		e.kv(m, "cyclic_sequence", e.bool(true))
+	}
 	if c := r.Cyclic; c != nil {
 		cm := e.m()
 		e.kv(cm, "epoch", bits(c.Epoch))

@@ -477,8 +477,27 @@ type Reorder struct {
 	// Cyclic, when set, names the epoch field that tells one cycle of the (wrapping)
 	// sequence from the next, so that a late packet of the previous cycle is never taken for
 	// one of the new cycle.
-	Cyclic *CyclicSequence // `cyclic_sequence`
+	Cyclic *CyclicSequence // `cyclic_sequence` (map form)
+	// CyclicSequence is `cyclic_sequence: true` (upstream's form, #290): the sender cycles
+	// its sequence number over [0, packets_per_batch), which hardware reorder requires.
+	CyclicSequence bool
+	// Engine is `reorder_engine`: sw (the default: the reorder package's cpu or gpu plan)
+	// or hw (the NIC places each packet at its slot; engine mlx5 only).
+	Engine ReorderEngine
 }
+
+// ReorderEngine says what reorders a plan's packets (`reorder_engine`, upstream #290).
+type ReorderEngine string
+
+// Reorder engines.
+const (
+	ReorderEngineSW ReorderEngine = "sw" // the default (also when the key is absent)
+	ReorderEngineHW ReorderEngine = "hw"
+)
+
+// MaxHWReorderSlots is the most slots (packets per batch) a hardware reorder plan may have:
+// one steering rule per slot, and 2,048 is what upstream ran on an IGX ConnectX-7 (#291).
+const MaxHWReorderSlots = 2048
 
 // MissingAction is a reorder plan's policy for incomplete batches.
 type MissingAction string

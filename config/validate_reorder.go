@@ -98,6 +98,7 @@ func (v *validator) reorders(base string, rx *RxConfig) {
 				}
 			}
 		}
+		v.reorderEngine(p, r, ppb)
 
 		// Flows: all known, each in one plan only, all steering to the same single queue.
 		// Without flows (a socket stream) the plan reads the interface's only RX queue.
@@ -159,6 +160,15 @@ func (v *validator) reorders(base string, rx *RxConfig) {
 		}
 		src := v.regions[q.MemoryRegions[0]]
 		if src == nil {
+			continue
+		}
+		if r.Engine == ReorderEngineHW {
+			// The NIC writes each packet's payload at its slot: no CPU or GPU reads the
+			// queue's region, and no burst of the queue carries the batch's packets. A slot
+			// is buf_size / packets_per_batch bytes of an output buffer.
+			if ppb > 0 && out != nil && out.BufSize > 0 && out.BufSize < ppb {
+				v.errf(p+".memory_region", "output region %s has buf_size %d: a hardware plan gives each of its %d slots buf_size / packets_per_batch bytes, at least one", out.Name, out.BufSize, ppb)
+			}
 			continue
 		}
 		v.reorderRegions(p, r, src, out)
@@ -292,5 +302,57 @@ func (v *validator) dataTypes(p string, dt *DataTypes) {
 	case "", EndianHost, EndianNetwork:
 	default:
 		v.errf(end, "invalid endianness %q (valid: host, network)", dt.Endianness)
+	}
+}
+
+// reorderEngine checks reorder_engine, and what hardware reorder (upstream #290) takes: the
+// NIC matches the whole sequence field exactly, one steering rule per slot, and writes raw
+// bytes, so the plan needs a cyclic sequence over [0, packets_per_batch) in one 32-bit word
+// of the frame after its Ethernet header, at most MaxHWReorderSlots slots, one flow and no
+// conversion. Which engine serves the interface is checked when the session opens.
+func (v *validator) reorderEngine(p string, r *Reorder, ppb int) {
+	switch r.Engine {
+	case "", ReorderEngineSW:
+		return
+	case ReorderEngineHW:
+	default:
+		v.errf(p+".reorder_engine", "invalid reorder_engine %q (valid: sw, hw)", r.Engine)
+		return
+	}
+	switch {
+	case r.Cyclic != nil:
+		v.errf(p+".cyclic_sequence", "reorder_engine: hw matches only the sequence field, not an epoch; write cyclic_sequence: true (the sender cycles its sequence over [0, packets_per_batch))")
+	case !r.CyclicSequence:
+		v.errf(p+".cyclic_sequence", "reorder_engine: hw requires cyclic_sequence: true: each slot's steering rule matches one sequence value exactly (ConnectX-7 firmware takes flex parser samples as exact 32-bit matches), so the sender must cycle its sequence over [0, packets_per_batch)")
+	}
+	if r.Method.Kind != MethodSeqPacketsPerBatch {
+		if r.Method.Kind != "" {
+			v.errf(p+".method", "reorder_engine: hw takes method seq_packets_per_batch (the batch is one cycle of the sequence), not %s", r.Method.Kind)
+		}
+		return
+	}
+	mp := p + ".method." + string(MethodSeqPacketsPerBatch)
+	seq := r.Method.Seq
+	switch {
+	case ppb > MaxHWReorderSlots:
+		v.errf(mp+".packets_per_batch", "%d slots: reorder_engine: hw installs one steering rule per slot, at most %d", ppb, MaxHWReorderSlots)
+	case seq.Width >= 1 && seq.Width < 32 && ppb > 1<<seq.Width:
+		v.errf(mp+".packets_per_batch", "%d slots cannot be named by a %d-bit sequence_number", ppb, seq.Width)
+	}
+	switch {
+	case seq.Width < 1 || seq.Width > 32 || seq.Offset < 0:
+		// reported by method
+	case seq.Offset < 14*8:
+		v.errf(mp+".sequence_number.bit_offset", "bit %d lies in the Ethernet header; the NIC's flex parser samples the frame from byte 14 (after an untagged Ethernet header)", seq.Offset)
+	case seq.Offset%8+seq.Width > 32:
+		v.errf(mp+".sequence_number", "bits %d..%d span two 32-bit words; the flex parser samples one aligned-to-a-byte 32-bit word (bit_offset mod 8 + bit_width must be ≤ 32)", seq.Offset, seq.Offset+seq.Width-1)
+	case seq.Offset/8-14+4 > 255:
+		v.errf(mp+".sequence_number.bit_offset", "byte %d: the flex parser samples bytes 14..265 of the frame", seq.Offset/8)
+	}
+	if r.DataTypes != nil {
+		v.errf(p+".data_types", "reorder_engine: hw places the received bytes as they are; conversion needs reorder_engine: sw")
+	}
+	if len(r.FlowIDs) > 1 {
+		v.errf(p+".flow_ids", "reorder_engine: hw takes one flow (its steering rule forwards to the plan's slot rules); got %d", len(r.FlowIDs))
 	}
 }

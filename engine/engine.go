@@ -32,6 +32,10 @@ type Env struct {
 	Config *config.Config
 	Ports  []*Port // the ports this engine serves
 	Log    *slog.Logger
+	// HWReorders are the reorder plans of these ports with reorder_engine: hw, for the
+	// engine to run on its NIC; an engine without hardware reorder is never given any (the
+	// session refuses the key first).
+	HWReorders []*HWReorder
 }
 
 // Opener opens an engine for the ports in env.

@@ -22,13 +22,14 @@ const (
 	DropLate                              // reorder: the packet's batch was already delivered
 	DropIncomplete                        // reorder: its batch was incomplete when flushed, under missing_action: drop
 	DropPeerFiltered                      // a UDP server's datagram from a peer other than its remote_addr
+	DropOutOfRange                        // hardware reorder: a sequence number no slot of the batch takes
 	NumDropReasons
 )
 
 var dropNames = [NumDropReasons]string{
 	"rx_ring_full", "no_burst_buffers", "no_packet_buffers", "truncated", "malformed",
 	"send_failure", "socket_overflow", "not_connected", "closed", "filtered", "other",
-	"duplicate", "late", "incomplete", "peer_filtered",
+	"duplicate", "late", "incomplete", "peer_filtered", "out_of_range",
 }
 
 // String is the reason's metric label.

@@ -42,6 +42,7 @@ type port struct {
 	txqs   []*txq
 	txByID map[int]*txq
 	steer  steering
+	hw     []*hwPlan // hardware reorder plans (hwreorder.go)
 
 	seen   [4]atomic.Uint64 // NIC drop counters already counted: out of buffer, receive errors, drop rules, port discards
 	missed atomic.Uint64    // the steering's miss counter as last read (frames passed to the kernel)
@@ -152,6 +153,9 @@ func (e *Engine) openPort(p *engine.Port, ch, base channel.Channel) (_ *port, er
 	}
 	if len(pt.rxqs) > 0 || p.Config.TX != nil && len(p.Config.TX.Flows) > 0 {
 		if err := pt.openSteering(); err != nil {
+			return nil, err
+		}
+		if err := pt.openHWReorders(); err != nil {
 			return nil, err
 		}
 	}
@@ -396,6 +400,7 @@ func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.Slice
 // start launches the port's workers: one per distinct cpu_core of its indirect RX queues
 // (polling them in turn) and one for TX completions when no RX worker would poll them.
 func (pt *port) start() {
+	pt.startHWReorders()
 	groups := map[string][]*rxq{}
 	var order []string
 	for _, r := range pt.rxqs {
@@ -620,6 +625,7 @@ func (pt *port) close() error {
 		t.drain()
 	}
 	pt.countOutOfBuffer()
+	pt.closeHWReorders()
 	if pt.steer != nil {
 		if err := pt.steer.Close(); err != nil {
 			errs = append(errs, err)

@@ -61,6 +61,10 @@
 // finished, so an application never sees unfinished GPU output and needs no CUDA stream of
 // its own. Both produce the same bytes.
 //
+// A plan with reorder_engine: hw is not this package's: the NIC places each packet (engine
+// mlx5, see config/SCHEMA.md "Hardware reorder"), and the session reports its counters in
+// the same Stats (OutOfRange is its own).
+//
 // # Conversions
 //
 // Every conversion rounds once, to nearest with ties to even, straight from the integer

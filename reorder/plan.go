@@ -61,6 +61,9 @@ type Stats struct {
 	// packets are counted under the queue's drop reason "incomplete"); they are not in
 	// Aggregates or Incomplete.
 	Dropped uint64
+	// OutOfRange counts, for hardware plans (reorder_engine: hw), packets whose sequence
+	// number no slot takes, dropped by the NIC; software plans place every sequence number.
+	OutOfRange uint64
 }
 
 type statCounters struct {

@@ -54,6 +54,10 @@ type HWReorderParams struct {
 	SeqBitOffset, SeqBitWidth int
 	// SlotRQNs are the slots' RQs in slot order: packets per batch is their number.
 	SlotRQNs []uint32
+	// SlotTagBase, when not 0, makes slot k's entry tag its frames SlotTagBase+k instead of
+	// the flow's id, so that a CQ shared by the slot RQs tells each completion's slot from
+	// the CQE's flow tag (defined on every ConnectX, unlike the RQ number).
+	SlotTagBase uint32
 }
 
 // HWReorder is an installed plan: a table of one entry per slot behind the port's rule slot.
@@ -139,8 +143,12 @@ func (s *Steering) AddHWReorder(ruleSlot int, p HWReorderParams) (*HWReorder, er
 		}
 		m := slotM.clone()
 		m.setSample(0, id, uint32(k)<<shift, mask)
+		tag := r.FlowID & 0xffffff
+		if p.SlotTagBase != 0 {
+			tag = (p.SlotTagBase + uint32(k)) & 0xffffff
+		}
 		e := &entry{table: table.ID(), typ: prm.FlowTableNICRX, index: uint32(k), group: g.ID(), m: m,
-			action: prm.FlowActionFwdDest, tag: r.FlowID & 0xffffff, tir: tir.ID(), hasTIR: true}
+			action: prm.FlowActionFwdDest, tag: tag, tir: tir.ID(), hasTIR: true}
 		if _, _, err := s.create(e.bytes(), 16); err != nil {
 			return nil, fmt.Errorf("flow/mlx5: %s: entry of slot %d: %w", p.Name, k, err)
 		}

@@ -1,0 +1,367 @@
+package daqiri
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/mlx5/model/modelch"
+)
+
+// hwReorderConfig is model:0 sending to model:1, whose flow 1 (UDP destination 5000) feeds a
+// reorder_engine: hw plan of ppb slots of slot bytes: the payload after the 42-byte
+// Ethernet/IPv4/UDP header, whose first 32 bits are the sequence number (bit 336).
+func hwReorderConfig(ppb, slot int) *config.Config {
+	return &config.Config{Version: 1, StreamType: config.StreamRaw, LogLevel: "error", RxMetaBuffers: 256, TxMetaBuffers: 64,
+		MemoryRegions: []config.MemoryRegion{
+			{Name: "tx", Kind: config.KindHost, NumBufs: 1024, BufSize: 2048},
+			{Name: "rx", Kind: config.KindHost, NumBufs: 1024, BufSize: 2048},
+			{Name: "out", Kind: config.KindHost, NumBufs: 4, BufSize: ppb * slot},
+		},
+		Interfaces: []config.Interface{
+			{Name: "t", Address: "model:0", TX: &config.TxConfig{Queues: []config.Queue{{Name: "t", ID: 0, CPUCore: "0", BatchSize: 64, MemoryRegions: []string{"tx"}}}}},
+			{Name: "r", Address: "model:1", RX: &config.RxConfig{
+				FlowIsolation: true,
+				Queues:        []config.Queue{{Name: "q", ID: 0, CPUCore: "1", BatchSize: 64, MemoryRegions: []string{"rx"}}},
+				Flows: []config.Flow{{Name: "seq", ID: 1, Actions: []config.Action{{Type: config.ActionQueue, Queues: []int{0}}},
+					Match: config.Match{UDPDst: config.PortRange{Lo: 5000, Hi: 5000}}}},
+				Reorders: []config.Reorder{{Name: "hw", Type: config.ReorderCPU, Engine: config.ReorderEngineHW, CyclicSequence: true,
+					MemoryRegion: "out", PayloadByteOffset: 42, FlowIDs: []int{1},
+					Method: config.ReorderMethod{Kind: config.MethodSeqPacketsPerBatch, Seq: config.BitField{Offset: 42 * 8, Width: 32}, PacketsPerBatch: ppb}}},
+			}},
+		},
+	}
+}
+
+// seqPayload is a slot's payload: the sequence number, then random bytes.
+func seqPayload(r *rand.Rand, seq uint32, n int) []byte {
+	p := make([]byte, n)
+	for i := range p {
+		p[i] = byte(r.Uint32())
+	}
+	binary.BigEndian.PutUint32(p, seq)
+	return p
+}
+
+// udpTo1 is an IPv4/UDP frame from model:0 to model:1's UDP port 5000.
+func udpTo1(payload []byte) []byte {
+	f := make([]byte, 42+len(payload))
+	copy(f[0:], modelch.MAC(1))
+	copy(f[6:], modelch.MAC(0))
+	binary.BigEndian.PutUint16(f[12:], 0x0800)
+	ip := f[14:34]
+	ip[0], ip[8], ip[9] = 0x45, 64, 17
+	binary.BigEndian.PutUint16(ip[2:], uint16(len(f)-14))
+	copy(ip[12:], []byte{10, 0, 0, 1, 10, 0, 0, 2})
+	binary.BigEndian.PutUint16(ip[10:], engine.IPv4Checksum(ip))
+	binary.BigEndian.PutUint16(f[34:], 4000)
+	binary.BigEndian.PutUint16(f[36:], 5000)
+	binary.BigEndian.PutUint16(f[38:], uint16(len(f)-34))
+	copy(f[42:], payload)
+	return f
+}
+
+// hwSend sends frames from port 0's queue 0, 32 at a time (waiting, bounded, for TX room).
+func hwSend(t *testing.T, s *Session, frames [][]byte) {
+	t.Helper()
+	for i := 0; i < len(frames); {
+		n := min(32, len(frames)-i)
+		var b *Burst
+		var err error
+		for try := 0; ; try++ {
+			if b, err = s.TxBurst(0, 0, n); err == nil {
+				break
+			}
+			if try > 20000 {
+				t.Fatalf("no TX burst: %v", err)
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+		for j := 0; j < n; j++ {
+			if err := b.SetPacketLengths(j, len(frames[i+j])); err != nil {
+				t.Fatal(err)
+			}
+			copy(b.Packet(j), frames[i+j])
+		}
+		if err := s.Send(b); err != nil {
+			t.Fatalf("Send: %v", err)
+		}
+		i += n
+	}
+}
+
+// TestHWReorderSession (issue 32): reorder_engine: hw through daqiri.Open and RxBurst on model
+// ports. Batches of 1,024 packets sent in a random order arrive as one aggregate each whose
+// slot k holds, byte for byte, the payload of the packet with sequence number k — placed by
+// the NIC (the model) through the flex parser's sample of the sequence field and one steering
+// rule per slot; the session runs no reorder service, so no CPU or GPU step moved a byte. In
+// the second batch, 7 packets with sequence numbers past the batch and 5 duplicates (sent
+// after their originals, before the batch's last packet) are counted — plan and queue — and
+// never placed: every aggregate still matches exactly.
+func TestHWReorderSession(t *testing.T) {
+	const ppb, slot, batches, oor, dups = 1024, 128, 3, 7, 5
+	s, err := Open(context.Background(), hwReorderConfig(ppb, slot), WithMLX5Fabric(&modelch.Fabric{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	if s.reorder != nil {
+		t.Fatal("the session runs a software reorder service for a hardware plan")
+	}
+	r := rand.New(rand.NewPCG(32, 290))
+	send := func(frames [][]byte) { hwSend(t, s, frames) }
+	for bt := 0; bt < batches; bt++ {
+		want := make([][]byte, ppb)
+		order := r.Perm(ppb)
+		frames := make([][]byte, 0, ppb+oor+dups)
+		for _, k := range order {
+			want[k] = seqPayload(r, uint32(k), slot)
+			frames = append(frames, udpTo1(want[k]))
+		}
+		if bt == 1 {
+			// Out of range anywhere; each duplicate right after its original (and so before
+			// the batch's last packet), with other bytes that must not land anywhere.
+			for i := range oor {
+				at := r.IntN(len(frames))
+				f := udpTo1(seqPayload(r, uint32(ppb+r.IntN(1<<20)+i), slot))
+				frames = append(frames[:at], append([][]byte{f}, frames[at:]...)...)
+			}
+			for i := range dups {
+				at := 10 + 100*i
+				k := binary.BigEndian.Uint32(frames[at][42:])
+				if k >= ppb {
+					at++
+					k = binary.BigEndian.Uint32(frames[at][42:])
+				}
+				f := udpTo1(seqPayload(r, k, slot))
+				frames = append(frames[:at+1], append([][]byte{f}, frames[at+1:]...)...)
+			}
+		}
+		send(frames)
+		var b *Burst
+		for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Microsecond) {
+			if b, err = s.RxBurst(1, 0); err == nil {
+				break
+			}
+			if !errors.Is(err, ErrNotReady) {
+				t.Fatal(err)
+			}
+			if time.Now().After(end) {
+				st, _ := s.ReorderStats(1, "hw")
+				t.Fatalf("batch %d: no aggregate within 30 s (plan %+v)", bt, st)
+			}
+		}
+		ri, err := b.ReorderInfo()
+		if err != nil {
+			t.Fatalf("batch %d: the burst is no aggregate: %v", bt, err)
+		}
+		if ri.BatchID != uint64(bt) || ri.SourcePackets != ppb || ri.PacketsPerBatch != ppb || ri.Missing != 0 ||
+			ri.PayloadLen != slot || ri.AggregateLen != ppb*slot || b.Flags()&FlagReorderTimeout != 0 || b.FlowID(0) != 1 {
+			t.Fatalf("batch %d: info %+v flags %v flow %d", bt, *ri, b.Flags(), b.FlowID(0))
+		}
+		d := b.Packet(0)
+		if len(d) != ppb*slot {
+			t.Fatalf("batch %d: aggregate of %d bytes, want %d", bt, len(d), ppb*slot)
+		}
+		for k := range ppb {
+			if !bytes.Equal(d[k*slot:(k+1)*slot], want[k]) {
+				t.Fatalf("batch %d: slot %d differs from the payload of packet %d", bt, k, k)
+			}
+		}
+		b.Free()
+	}
+	st, err := s.ReorderStats(1, "hw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Packets != batches*ppb || st.Aggregates != batches || st.Complete != batches || st.Incomplete != 0 ||
+		st.OutOfRange != oor || st.Duplicates != dups || st.Malformed != 0 || st.Received != batches*ppb+oor+dups {
+		t.Fatalf("plan stats %+v: want %d packets in %d complete aggregates, %d out of range, %d duplicates", st, batches*ppb, batches, oor, dups)
+	}
+	q := s.Stats().Ports[1].Rx[0]
+	if q.Drops["out_of_range"] != oor || q.Drops["duplicate"] != dups || q.Packets != batches {
+		t.Fatalf("queue stats: %d aggregates, drops %v; want %d, out_of_range %d, duplicate %d", q.Packets, q.Drops, batches, oor, dups)
+	}
+	t.Logf("%d batches of %d packets placed in order by the NIC; %d out of range and %d duplicates counted, none placed", batches, ppb, oor, dups)
+}
+
+// TestHWReorderRefused: an engine without hardware reorder refuses the key, naming it; so
+// does the mlx5 engine for a plan its NIC cannot run (no free rule for a plan: checked by
+// config), and config refuses a plan the flex parser cannot sample.
+func TestHWReorderRefused(t *testing.T) {
+	cfg := hwReorderConfig(64, 128)
+	cfg.Loopback = "sw"
+	_, err := Open(context.Background(), cfg, WithMLX5Fabric(&modelch.Fabric{}))
+	if err == nil || !strings.Contains(err.Error(), "interfaces[1].rx.reorder_configs[0].reorder_engine: reorder_engine: hw needs engine mlx5") {
+		t.Fatalf("engine loopback: %v, want a refusal naming reorder_engine", err)
+	}
+	cfg = hwReorderConfig(4096, 16)
+	_, err = Open(context.Background(), cfg, WithMLX5Fabric(&modelch.Fabric{}))
+	if err == nil || !strings.Contains(err.Error(), "interfaces[1].rx.reorder_configs[0].method.seq_packets_per_batch.packets_per_batch: 4096 slots") {
+		t.Fatalf("4096 slots: %v, want a refusal naming packets_per_batch", err)
+	}
+	cfg = hwReorderConfig(64, 128)
+	cfg.Interfaces[1].RX.Reorders[0].CyclicSequence = false
+	_, err = Open(context.Background(), cfg, WithMLX5Fabric(&modelch.Fabric{}))
+	if err == nil || !strings.Contains(err.Error(), "interfaces[1].rx.reorder_configs[0].cyclic_sequence: reorder_engine: hw requires cyclic_sequence: true") {
+		t.Fatalf("no cyclic_sequence: %v, want a refusal naming cyclic_sequence", err)
+	}
+}
+
+// TestHWReorderTimeout: a hardware batch missing slots when the queue's timeout_us has
+// passed is ended as upstream ends it — the missing slots' RQs reset, then (passthrough)
+// delivered with FlagReorderTimeout, its missing slots zero-filled and named by the presence
+// bitmap, or (drop) dropped whole and counted — and the next batch, sent after, fills every
+// slot again, the reset ones included, byte for byte.
+func TestHWReorderTimeout(t *testing.T) {
+	for _, action := range []config.MissingAction{config.MissingPassthrough, config.MissingDrop} {
+		t.Run(string(action), func(t *testing.T) {
+			const ppb, slot = 256, 64
+			cfg := hwReorderConfig(ppb, slot)
+			cfg.Interfaces[1].RX.Queues[0].TimeoutUs = 300000 // far longer than sending a batch takes, so only the skipped slots miss
+			cfg.Interfaces[1].RX.Reorders[0].MissingAction = action
+			s, err := Open(context.Background(), cfg, WithMLX5Fabric(&modelch.Fabric{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := s.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			}()
+			r := rand.New(rand.NewPCG(32, 291))
+			send := func(frames [][]byte) { hwSend(t, s, frames) }
+			// recv waits (bounded) for the next aggregate; nil when the plan dropped a batch.
+			recv := func(dropped uint64) *Burst {
+				for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Microsecond) {
+					b, err := s.RxBurst(1, 0)
+					if err == nil {
+						return b
+					}
+					if !errors.Is(err, ErrNotReady) {
+						t.Fatal(err)
+					}
+					if st, _ := s.ReorderStats(1, "hw"); st.Dropped > dropped {
+						return nil
+					}
+				}
+				t.Fatal("no aggregate and no dropped batch within 30 s")
+				return nil
+			}
+			batch := func(skip map[int]bool) [][]byte {
+				want := make([][]byte, ppb)
+				var frames [][]byte
+				for _, k := range r.Perm(ppb) {
+					want[k] = seqPayload(r, uint32(k), slot)
+					if !skip[k] {
+						frames = append(frames, udpTo1(want[k]))
+					}
+				}
+				send(frames)
+				return want
+			}
+			skip := map[int]bool{3: true, 100: true, 255: true}
+			batch(skip)
+			b := recv(0)
+			st, _ := s.ReorderStats(1, "hw")
+			if action == config.MissingDrop {
+				if b != nil || st.Dropped != 1 || st.Aggregates != 0 {
+					t.Fatalf("missing_action drop: burst %v, stats %+v; want the batch dropped and counted", b != nil, st)
+				}
+				if d := s.Stats().Ports[1].Rx[0].Drops["incomplete"]; d != ppb-3 {
+					t.Fatalf("drop reason incomplete %d, want %d", d, ppb-3)
+				}
+			} else {
+				if b == nil {
+					t.Fatal("passthrough: no aggregate")
+				}
+				ri, _ := b.ReorderInfo()
+				if ri.Missing != 3 || ri.SourcePackets != ppb-3 || b.Flags()&FlagReorderTimeout == 0 || st.Incomplete != 1 {
+					t.Fatalf("timed-out batch: info %+v flags %v stats %+v", *ri, b.Flags(), st)
+				}
+				if m := ri.MissingSlots(nil); len(m) != 3 || m[0] != 3 || m[1] != 100 || m[2] != 255 {
+					t.Fatalf("missing slots %v, want [3 100 255]", m)
+				}
+				d := b.Packet(0)
+				for k := range skip {
+					if !bytes.Equal(d[k*slot:(k+1)*slot], make([]byte, slot)) {
+						t.Fatalf("missing slot %d is not zero-filled", k)
+					}
+				}
+				b.Free()
+			}
+			want := batch(nil)
+			if b = recv(st.Dropped); b == nil {
+				t.Fatal("the batch after the timeout was dropped")
+			}
+			ri, _ := b.ReorderInfo()
+			if ri.Missing != 0 || ri.SourcePackets != ppb || b.Flags()&FlagReorderTimeout != 0 {
+				t.Fatalf("batch after the timeout: info %+v flags %v", *ri, b.Flags())
+			}
+			d := b.Packet(0)
+			for k := range ppb {
+				if !bytes.Equal(d[k*slot:(k+1)*slot], want[k]) {
+					t.Fatalf("batch after the timeout: slot %d differs (reset slots: 3, 100, 255)", k)
+				}
+			}
+			b.Free()
+		})
+	}
+}
+
+// TestHWReorderWholeFrames: with payload_byte_offset 0 each slot RQ's WQE has one segment
+// and a slot holds the whole frame: one batch of 64 frames of exactly one slot, shuffled,
+// lands in order byte for byte.
+func TestHWReorderWholeFrames(t *testing.T) {
+	const ppb, slot = 64, 128
+	cfg := hwReorderConfig(ppb, slot)
+	cfg.Interfaces[1].RX.Reorders[0].PayloadByteOffset = 0
+	s, err := Open(context.Background(), cfg, WithMLX5Fabric(&modelch.Fabric{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	r := rand.New(rand.NewPCG(32, 292))
+	want := make([][]byte, ppb)
+	var frames [][]byte
+	for _, k := range r.Perm(ppb) {
+		want[k] = udpTo1(seqPayload(r, uint32(k), slot-42))
+		frames = append(frames, want[k])
+	}
+	hwSend(t, s, frames)
+	var b *Burst
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Microsecond) {
+		if b, err = s.RxBurst(1, 0); err == nil {
+			break
+		}
+		if !errors.Is(err, ErrNotReady) || time.Now().After(end) {
+			t.Fatalf("no aggregate: %v", err)
+		}
+	}
+	defer b.Free()
+	ri, err := b.ReorderInfo()
+	if err != nil || ri.SourcePackets != ppb || ri.PayloadLen != slot {
+		t.Fatalf("info %+v, err %v", ri, err)
+	}
+	d := b.Packet(0)
+	for k := range ppb {
+		if !bytes.Equal(d[k*slot:(k+1)*slot], want[k]) {
+			t.Fatalf("slot %d differs from frame %d", k, k)
+		}
+	}
+}
