@@ -106,8 +106,18 @@ func hwSend(t *testing.T, s *Session, frames [][]byte) {
 // after their originals, before the batch's last packet) are counted — plan and queue — and
 // never placed: every aggregate still matches exactly.
 func TestHWReorderSession(t *testing.T) {
-	const ppb, slot, batches, oor, dups = 1024, 128, 3, 7, 5
-	s, err := Open(context.Background(), hwReorderConfig(ppb, slot), WithMLX5Fabric(&modelch.Fabric{}))
+	const ppb, slot = 1024, 128
+	hwReorderRun(t, hwReorderConfig(ppb, slot), ppb, slot, 3, func(b *Burst) []byte { return b.Packet(0) })
+}
+
+// hwReorderRun sends batches of ppb shuffled packets of slot-byte payloads through cfg (as
+// hwReorderConfig builds it), with 7 out-of-range and 5 duplicate packets in the second
+// batch, and checks every aggregate, read by read, byte for byte, and the plan's and the
+// queue's counts.
+func hwReorderRun(t *testing.T, cfg *config.Config, ppb, slot, batches int, read func(*Burst) []byte) {
+	t.Helper()
+	const oor, dups = 7, 5
+	s, err := Open(context.Background(), cfg, WithMLX5Fabric(&modelch.Fabric{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +150,7 @@ func TestHWReorderSession(t *testing.T) {
 			for i := range dups {
 				at := 10 + 100*i
 				k := binary.BigEndian.Uint32(frames[at][42:])
-				if k >= ppb {
+				if k >= uint32(ppb) {
 					at++
 					k = binary.BigEndian.Uint32(frames[at][42:])
 				}
@@ -170,7 +180,7 @@ func TestHWReorderSession(t *testing.T) {
 			ri.PayloadLen != slot || ri.AggregateLen != ppb*slot || b.Flags()&FlagReorderTimeout != 0 || b.FlowID(0) != 1 {
 			t.Fatalf("batch %d: info %+v flags %v flow %d", bt, *ri, b.Flags(), b.FlowID(0))
 		}
-		d := b.Packet(0)
+		d := read(b)
 		if len(d) != ppb*slot {
 			t.Fatalf("batch %d: aggregate of %d bytes, want %d", bt, len(d), ppb*slot)
 		}
@@ -185,12 +195,12 @@ func TestHWReorderSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Packets != batches*ppb || st.Aggregates != batches || st.Complete != batches || st.Incomplete != 0 ||
-		st.OutOfRange != oor || st.Duplicates != dups || st.Malformed != 0 || st.Received != batches*ppb+oor+dups {
+	if st.Packets != uint64(batches*ppb) || st.Aggregates != uint64(batches) || st.Complete != uint64(batches) || st.Incomplete != 0 ||
+		st.OutOfRange != oor || st.Duplicates != dups || st.Malformed != 0 || st.Received != uint64(batches*ppb+oor+dups) {
 		t.Fatalf("plan stats %+v: want %d packets in %d complete aggregates, %d out of range, %d duplicates", st, batches*ppb, batches, oor, dups)
 	}
 	q := s.Stats().Ports[1].Rx[0]
-	if q.Drops["out_of_range"] != oor || q.Drops["duplicate"] != dups || q.Packets != batches {
+	if q.Drops["out_of_range"] != oor || q.Drops["duplicate"] != dups || q.Packets != uint64(batches) {
 		t.Fatalf("queue stats: %d aggregates, drops %v; want %d, out_of_range %d, duplicate %d", q.Packets, q.Drops, batches, oor, dups)
 	}
 	t.Logf("%d batches of %d packets placed in order by the NIC; %d out of range and %d duplicates counted, none placed", batches, ppb, oor, dups)

@@ -220,3 +220,30 @@ func TestGPUReorderFedByMLX5(t *testing.T) {
 	st, _ := s.ReorderStats(3, "gpu")
 	t.Logf("%d batches (%d missing a slot) from %d packets per plan equal byte for byte; gpu plan %+v", batches, incomplete, sent, st)
 }
+
+// TestGPUHWReorderSession (issue 32): reorder_engine: hw with its output region in GPU
+// memory. The model (standing in for the ConnectX; no NIC wrote GPU memory) writes each
+// packet's payload through the flow's slot rule straight into its slot of a device buffer;
+// every aggregate is copied back and compared byte for byte, with the out-of-range and
+// duplicate packets of the second batch counted and placed nowhere (TestHWReorderSession's
+// checks, in device memory).
+func TestGPUHWReorderSession(t *testing.T) {
+	dev := gputest.Device(t)
+	const ppb, slot = 1024, 128
+	cfg := hwReorderConfig(ppb, slot)
+	for i := range cfg.MemoryRegions {
+		if cfg.MemoryRegions[i].Name == "out" {
+			cfg.MemoryRegions[i].Kind = config.KindDevice
+		}
+	}
+	hwReorderRun(t, cfg, ppb, slot, 3, func(b *Burst) []byte {
+		if b.Packet(0) != nil {
+			t.Fatal("the aggregate of a device region has a CPU view")
+		}
+		d := make([]byte, b.PacketLen(0))
+		if err := dev.CopyDtoH(d, cudart.DevicePtr(b.SegmentAddr(0, 0))); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	})
+}
