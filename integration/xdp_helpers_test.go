@@ -28,7 +28,10 @@ func xdpIface(name, netdev string, nq int, flows []config.Flow, iso bool, shared
 }
 
 func rawConfig(ifcs ...config.Interface) *config.Config {
-	c := &config.Config{Version: 1, StreamType: config.StreamRaw, LogLevel: "error", RxMetaBuffers: 64, TxMetaBuffers: 64}
+	// 1,024 burst buffers: a peer's frames arrive one at a time (scapy), each in a burst of
+	// its own after the burst timeout, so 64 ran out whenever a loaded CI host kept the
+	// collector off the CPU for a moment (no_burst_buffers drops in TestXDPRuntimeQueues).
+	c := &config.Config{Version: 1, StreamType: config.StreamRaw, LogLevel: "error", RxMetaBuffers: 1024, TxMetaBuffers: 64}
 	regions := map[string]bool{}
 	for _, ifc := range ifcs {
 		var qs []config.Queue
