@@ -3,7 +3,7 @@ package datapath
 import (
 	"context"
 	"encoding/binary"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,6 +40,17 @@ type NIC struct {
 	inMu    sync.Mutex
 	inbox   [][]byte
 	inDrops uint64 // frames the full inbox refused, under inMu
+	// spare holds frame buffers Step is done with, for Receive to copy the next frames
+	// into (under inMu): a frame costs no allocation once the port has run a while.
+	spare [][]byte
+
+	// work is Step's batch of frames taken from the inbox, and sqns its list of SQs to
+	// serve (reused between Steps, under mu).
+	work [][]byte
+	sqns []uint32
+	// kickPeer is the cabled port this Step put frames into: it is woken once, when the
+	// Step ends, rather than once per frame (under mu).
+	kickPeer *NIC
 
 	kick chan struct{}
 }
@@ -166,16 +177,39 @@ func (n *NIC) SetWire(w Wire) {
 // Receive hands the port a frame from its wire. The frame is copied and processed on the
 // next Step (or at once in free-running mode).
 func (n *NIC) Receive(frame []byte) {
+	if n.enqueue(frame) {
+		n.signal()
+	}
+}
+
+// enqueue copies a frame into the inbox; it reports whether the inbox was empty before, so
+// that the port's goroutine needs a wake-up (while frames wait, a Step is due anyway: Run
+// steps until Step finds nothing, and a frame arriving after that finds the inbox empty).
+func (n *NIC) enqueue(frame []byte) (wake bool) {
 	n.inMu.Lock()
 	if len(n.inbox) >= inboxLimit {
 		n.inDrops++
 		n.inMu.Unlock()
-		return
+		return false
 	}
-	n.inbox = append(n.inbox, append([]byte(nil), frame...))
+	var b []byte
+	if k := len(n.spare); k > 0 {
+		b = n.spare[k-1]
+		n.spare[k-1] = nil
+		n.spare = n.spare[:k-1]
+	}
+	if cap(b) < len(frame) {
+		b = make([]byte, 0, max(len(frame), minFrameBuf))
+	}
+	wake = len(n.inbox) == 0
+	n.inbox = append(n.inbox, append(b[:0], frame...))
 	n.inMu.Unlock()
-	n.signal()
+	return wake
 }
+
+// minFrameBuf is the smallest inbox buffer: a standard frame fits, so buffers are reused
+// whatever the frame sizes of a run.
+const minFrameBuf = 2048
 
 // Transmit makes a NIC a Wire: what is transmitted to it, it receives.
 func (n *NIC) Transmit(frame []byte) { n.Receive(frame) }
@@ -183,6 +217,10 @@ func (n *NIC) Transmit(frame []byte) { n.Receive(frame) }
 // Step does the work pending now: SQ doorbells rung since the last Step and frames received
 // are processed until none is left or budget units of work (a WQE, a frame) were done. It
 // returns the units done; 0 means idle. Deterministic mode is calling only Step.
+//
+// The frames are taken from the inbox in one batch and processed under one hold of the
+// port's lock; the CQEs of the Step are written at its end (compressed where the CQ asks),
+// and a cabled peer that got frames is woken once.
 func (n *NIC) Step(budget int) int {
 	if budget <= 0 {
 		return 0
@@ -190,11 +228,12 @@ func (n *NIC) Step(budget int) int {
 	done := 0
 	n.lock()
 	// SQs in number order, so that runs are reproducible.
-	sqns := make([]uint32, 0, len(n.pendingSQ))
+	sqns := n.sqns[:0]
 	for sqn := range n.pendingSQ {
 		sqns = append(sqns, sqn)
 	}
-	sort.Slice(sqns, func(i, j int) bool { return sqns[i] < sqns[j] })
+	slices.Sort(sqns)
+	n.sqns = sqns
 	for _, sqn := range sqns {
 		s := n.sqs[sqn]
 		if s == nil {
@@ -210,25 +249,35 @@ func (n *NIC) Step(budget int) int {
 			break
 		}
 	}
-	n.unlock()
-	for done < budget {
+	if done < budget {
 		n.inMu.Lock()
-		if len(n.inbox) == 0 {
-			n.inMu.Unlock()
-			break
-		}
-		f := n.inbox[0]
-		n.inbox[0] = nil
-		n.inbox = n.inbox[1:]
+		k := min(len(n.inbox), budget-done)
+		work := append(n.work[:0], n.inbox[:k]...)
+		rest := copy(n.inbox, n.inbox[k:])
+		clear(n.inbox[rest:])
+		n.inbox = n.inbox[:rest]
 		n.inMu.Unlock()
-		n.lock()
-		n.receive(f)
-		n.unlock()
-		done++
+		for _, f := range work {
+			n.receive(f)
+		}
+		done += len(work)
+		n.inMu.Lock()
+		for i, f := range work {
+			if len(n.spare) < inboxLimit {
+				n.spare = append(n.spare, f)
+			}
+			work[i] = nil
+		}
+		n.inMu.Unlock()
+		n.work = work[:0]
 	}
-	n.lock()
 	n.flushCQs()
+	peer := n.kickPeer
+	n.kickPeer = nil
 	n.unlock()
+	if peer != nil {
+		peer.signal()
+	}
 	return done
 }
 

@@ -500,8 +500,15 @@ func (n *NIC) transmit(s *sq, f []byte) {
 		}
 		s.nextSend += uint64(len(f)) * 8 * 1e6 / uint64(pp.RateKbps)
 	}
-	if n.wire != nil {
-		n.wire.Transmit(f)
+	switch w := n.wire.(type) {
+	case nil:
+	case *NIC:
+		// A cable: the peer is woken when this Step ends, once for all its frames.
+		if w.enqueue(f) {
+			n.kickPeer = w
+		}
+	default:
+		w.Transmit(f)
 	}
 }
 
