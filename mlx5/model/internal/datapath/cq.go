@@ -2,8 +2,9 @@ package datapath
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
-	"sort"
+	"slices"
 
 	"github.com/daqiri-go/daqiri/internal/iomem"
 	"github.com/daqiri-go/daqiri/mlx5/model/internal/dma"
@@ -26,6 +27,8 @@ type cq struct {
 	// continues (DPDK mlx5_rx.c keeps a copy as rxq->title_cqe).
 	title     [prm.CQESize]byte
 	haveTitle bool
+	// slots and dbr cache the ring's CQE slots and the doorbell record.
+	slots, dbr memCache
 }
 
 // pendingCQE is a CQE waiting for the end of a Step, when runs of them may be compressed.
@@ -65,7 +68,9 @@ func (n *NIC) CreateCQ(p CQParams) error {
 	if p.Compress && p.Layout > LayoutEnhanced {
 		return errf(StatusBadParam, SyndromeBadFormat, "CREATE_CQ: cqe_compression_layout %d unknown", p.Layout)
 	}
-	n.cqs[p.CQN] = &cq{p: p}
+	n.cqs[p.CQN] = &cq{p: p,
+		slots: newMemCache(p.Buf, 1<<p.LogSize, prm.CQESize, dma.Write),
+		dbr:   newMemCache(p.DBR, 1, 8, dma.Read)}
 	return nil
 }
 
@@ -109,7 +114,7 @@ func (n *NIC) DestroyCQ(cqn uint32) error {
 // consumer reads the CQ's consumer counter from its doorbell record (24 bits, kernel cq.h
 // mlx5_cq_set_ci).
 func (c *cq) consumer() (uint32, error) {
-	b, err := c.p.DBR.Slice(0, 8, dma.Read)
+	b, err := c.dbr.get(0)
 	if err != nil {
 		return 0, err
 	}
@@ -148,24 +153,25 @@ func (n *NIC) fireCQ(c *cq) {
 
 // pushCQE queues a CQE; flushCQs writes the queue at the end of the Step.
 func (n *NIC) pushCQE(c *cq, e *[prm.CQESize]byte, compressible, solicited bool) {
+	if len(c.batch) == 0 {
+		n.dirty = append(n.dirty, c)
+	}
 	c.batch = append(c.batch, pendingCQE{b: *e, compressible: compressible && c.p.Compress, solicited: solicited})
 }
 
-// flushCQs writes every CQ's pending CQEs, compressing runs where the CQ asks for it.
+// flushCQs writes every CQ's pending CQEs in CQ number order, compressing runs where the
+// CQ asks for it. The batches keep their memory for the next Step.
 func (n *NIC) flushCQs() {
-	var cqns []uint32
-	for cqn, c := range n.cqs {
-		if len(c.batch) > 0 {
-			cqns = append(cqns, cqn)
+	slices.SortFunc(n.dirty, func(a, b *cq) int { return cmp.Compare(a.p.CQN, b.p.CQN) })
+	for i, c := range n.dirty {
+		n.dirty[i] = nil
+		b := c.batch
+		c.batch = b[:0]
+		if n.cqs[c.p.CQN] == c { // not destroyed since (a CQ with queues cannot be)
+			n.writeBatch(c, b)
 		}
 	}
-	sort.Slice(cqns, func(i, j int) bool { return cqns[i] < cqns[j] })
-	for _, cqn := range cqns {
-		c := n.cqs[cqn]
-		b := c.batch
-		c.batch = nil
-		n.writeBatch(c, b)
-	}
+	n.dirty = n.dirty[:0]
 }
 
 func (n *NIC) writeBatch(c *cq, b []pendingCQE) {
@@ -311,7 +317,7 @@ func (n *NIC) cqError(c *cq, synd uint8) {
 // slot returns CQE slot i's bytes, or faults the CQ (syndrome 2, access violation).
 func (n *NIC) slot(c *cq, i uint32) []byte {
 	mask := uint32(1)<<c.p.LogSize - 1
-	s, err := c.p.Buf.Slice(uint64(i&mask)*prm.CQESize, prm.CQESize, dma.Write)
+	s, err := c.slots.get(i & mask)
 	if err != nil {
 		n.cqError(c, 2)
 		return nil

@@ -51,6 +51,17 @@ type NIC struct {
 	// kickPeer is the cabled port this Step put frames into: it is woken once, when the
 	// Step ends, rather than once per frame (under mu).
 	kickPeer *NIC
+	// dirty lists the CQs with CQEs pending for the end of the Step (under mu).
+	dirty []*cq
+	// txFrame is the frame a SEND or enhanced MPW WQE builds, reused WQE after WQE (the
+	// wire copies it; under mu).
+	txFrame []byte
+	// mpwSegs are an enhanced MPW WQE's packets, checked before any is sent (under mu).
+	mpwSegs [][]byte
+	// steerPkt and steerMP are steering's parsed frame and match parameter, per table
+	// type (under mu).
+	steerPkt [2]packet
+	steerMP  [2][]byte
 
 	kick chan struct{}
 }

@@ -143,7 +143,14 @@ func parseIP(f []byte, p int, h *headers) {
 // parse parses a frame, and behind a VXLAN (UDP 4789) or GRE header the inner frame
 // (transparent Ethernet bridging 0x6558) or the inner IP packet (GRE protocol IPv4/IPv6).
 func parse(f []byte) *packet {
-	p := &packet{frame: f, outer: parseL2(f, 0)}
+	p := &packet{}
+	parseInto(p, f)
+	return p
+}
+
+// parseInto is parse into a caller's packet (the NIC's, reused frame after frame).
+func parseInto(p *packet, f []byte) {
+	*p = packet{frame: f, outer: parseL2(f, 0)}
 	o := &p.outer
 	switch {
 	case o.proto == protoUDP && o.l4 >= 0 && o.dport == vxlanPort && len(f) >= o.l4+16:
@@ -160,7 +167,7 @@ func parse(f []byte) *packet {
 			g = o.l3 + 40
 		}
 		if len(f) < g+4 {
-			return p
+			return
 		}
 		flags := binary.BigEndian.Uint16(f[g:])
 		p.tunneled = true
@@ -186,14 +193,19 @@ func parse(f []byte) *packet {
 			p.inner = parseL3(f, q, p.greProto)
 		}
 	}
-	return p
 }
 
 // matchParam lays a parsed frame out as an fte_match_param, so that a flow entry matches
 // when (param & criteria) == (value & criteria) (mlx5_ifc.h fte_match_param: outer L2-L4,
 // misc, inner L2-L4).
 func (p *packet) matchParam() []byte {
-	b := make([]byte, prm.FTEMatchParam.MiscParameters5.End()/8)
+	return p.matchParamInto(make([]byte, prm.FTEMatchParam.MiscParameters5.End()/8))
+}
+
+// matchParamInto is matchParam into b (a whole fte_match_param, cleared first: the NIC's,
+// reused frame after frame).
+func (p *packet) matchParamInto(b []byte) []byte {
+	clear(b)
 	setLyr24(b[prm.FTEMatchParam.OuterHeaders.ByteOff():], &p.outer)
 	misc := b[prm.FTEMatchParam.MiscParameters.ByteOff():]
 	m := prm.FTEMatchSetMisc

@@ -23,6 +23,8 @@ type rq struct {
 	// strides used in the current striding WQE.
 	strides int
 	refs    int
+	// ring and dbr cache the ring's WQEs and the doorbell record.
+	ring, dbr memCache
 }
 
 func (r *rq) linked() bool {
@@ -78,7 +80,9 @@ func (n *NIC) CreateRQ(p RQParams) error {
 	if p.WQ.LogSize > 16 || p.WQ.LogStride < 4 || p.WQ.LogStride > 11 {
 		return errf(StatusBadParam, SyndromeBadSize, "CREATE_RQ: rq %#x log_wq_sz %d / log_wq_stride %d out of range", p.RQN, p.WQ.LogSize, p.WQ.LogStride)
 	}
-	r := &rq{p: p, state: StateReset, cq: c}
+	r := &rq{p: p, state: StateReset, cq: c,
+		ring: newMemCache(p.WQ.Buf, 1<<p.WQ.LogSize, 1<<p.WQ.LogStride, dma.Read),
+		dbr:  newMemCache(p.WQ.DBR, 1, 4, dma.Read)}
 	switch p.WQ.Type {
 	case WQCyclic, WQLinkedList:
 	case WQLinkedListStrided, WQCyclicStriding:
@@ -164,7 +168,7 @@ func (n *NIC) DestroyRQ(rqn uint32) error {
 
 // posted reads the receive counter from the doorbell record (word MLX5_RCV_DBR, 16 bits).
 func (r *rq) posted() (uint32, error) {
-	b, err := r.p.WQ.DBR.Slice(0, 4, dma.Read)
+	b, err := r.dbr.get(0)
 	if err != nil {
 		return 0, err
 	}
@@ -182,9 +186,8 @@ func (r *rq) available() uint32 {
 
 // wqe returns the bytes of WQE index i.
 func (r *rq) wqe(i uint32) ([]byte, error) {
-	size := 1 << r.p.WQ.LogStride
 	mask := uint32(1)<<r.p.WQ.LogSize - 1
-	return r.p.WQ.Buf.Slice(uint64(i&mask)*uint64(size), size, dma.Read)
+	return r.ring.get(i & mask)
 }
 
 // outOfBuffer counts a frame an RQ had no WQE for.

@@ -14,6 +14,10 @@ type sq struct {
 	state QueueState
 	cq    *cq
 	pc    uint32 // basic blocks consumed (16 bits on the wire)
+	// wqe is the copy readWQE makes of the WQE being carried out (reused WQE after WQE).
+	wqe []byte
+	// ring and dbr cache the ring's basic blocks and the doorbell record.
+	ring, dbr memCache
 	// nextSend is when a paced SQ may send again, in nanoseconds of the real-time clock.
 	nextSend uint64
 }
@@ -51,7 +55,9 @@ func (n *NIC) CreateSQ(p SQParams) error {
 		}
 	}
 	c.refs++
-	n.sqs[p.SQN] = &sq{p: p, state: StateReset, cq: c}
+	n.sqs[p.SQN] = &sq{p: p, state: StateReset, cq: c,
+		ring: newMemCache(p.WQ.Buf, 1<<p.WQ.LogSize, prm.SendWQEBB, dma.Read),
+		dbr:  newMemCache(p.WQ.DBR, 1, 8, dma.Read)}
 	return nil
 }
 
@@ -114,7 +120,7 @@ func (n *NIC) DestroySQ(sqn uint32) error {
 // producer reads the send counter from the doorbell record (word MLX5_SND_DBR, 16 bits:
 // rdma-core qp.c and DPDK mlx5_tx.h write the WQE basic-block counter there).
 func (s *sq) producer() (uint32, error) {
-	b, err := s.p.WQ.DBR.Slice(0, 8, dma.Read)
+	b, err := s.dbr.get(0)
 	if err != nil {
 		return 0, err
 	}
@@ -130,7 +136,7 @@ type wqeError struct{ synd uint8 }
 func (s *sq) readWQE(pc uint32) ([]byte, *wqeError) {
 	mask := uint32(1)<<s.p.WQ.LogSize - 1
 	bb := func(i uint32) ([]byte, error) {
-		return s.p.WQ.Buf.Slice(uint64((pc+i)&mask)*prm.SendWQEBB, prm.SendWQEBB, dma.Read)
+		return s.ring.get((pc + i) & mask)
 	}
 	first, err := bb(0)
 	if err != nil {
@@ -144,8 +150,7 @@ func (s *sq) readWQE(pc uint32) ([]byte, *wqeError) {
 	if uint32(nbb) > mask+1 {
 		return nil, &wqeError{prm.CQESyndLocalQPOp}
 	}
-	w := make([]byte, 0, nbb*prm.SendWQEBB)
-	w = append(w, first...)
+	w := append(s.wqe[:0], first...)
 	for i := 1; i < nbb; i++ {
 		b, err := bb(uint32(i))
 		if err != nil {
@@ -153,6 +158,7 @@ func (s *sq) readWQE(pc uint32) ([]byte, *wqeError) {
 		}
 		w = append(w, b...)
 	}
+	s.wqe = w
 	return w[:ds*prm.SendWQEDS], nil
 }
 
@@ -299,12 +305,17 @@ func (n *NIC) execWQE(s *sq, w []byte) (bbs int, stall bool, werr *wqeError) {
 		if n.paceBlocked(s) {
 			return bbs, true, nil
 		}
-		fs, werr := n.buildMPW(s, w)
+		cs, segs, werr := n.buildMPW(s, w)
 		if werr != nil {
 			return bbs, false, werr
 		}
-		for _, f := range fs {
+		for i, d := range segs {
+			// Each packet is copied out of host memory before its checksums are filled in.
+			f := append(n.txFrame[:0], d...)
+			n.txFrame = f
+			offload(f, cs)
 			n.transmit(s, f)
+			segs[i] = nil
 		}
 		return bbs, false, nil
 	case prm.WQEOpTSO:
@@ -411,7 +422,7 @@ func (n *NIC) buildSend(s *sq, w []byte) ([]byte, *wqeError) {
 	if vlan == 0 && len(inline) < minInline(s.p.MinInline) {
 		return nil, &wqeError{prm.CQESyndLocalQPOp}
 	}
-	f := append([]byte(nil), inline...)
+	f := append(n.txFrame[:0], inline...)
 	for off < len(w) {
 		var d []byte
 		d, off, werr = n.dataSeg(w, off)
@@ -423,6 +434,7 @@ func (n *NIC) buildSend(s *sq, w []byte) ([]byte, *wqeError) {
 			return nil, &wqeError{prm.CQESyndLocalLength}
 		}
 	}
+	n.txFrame = f[:0]
 	if len(f) < 14 {
 		return nil, &wqeError{prm.CQESyndLocalLength}
 	}
@@ -441,32 +453,37 @@ func (n *NIC) buildSend(s *sq, w []byte) ([]byte, *wqeError) {
 // (checksum flags for all of them, no inline headers) each data segment, pointer or inline,
 // is one packet (DPDK mlx5_tx.h mlx5_tx_burst_empw_simple/inline; kernel en/txrx.h
 // mlx5e_tx_mpwqe_session_start).
-func (n *NIC) buildMPW(s *sq, w []byte) ([][]byte, *wqeError) {
+//
+// It returns the checksum flags and the packets' bytes as the data segments give them (in
+// host memory or the WQE), every segment checked before any packet is sent; the caller
+// copies each packet out before filling in its checksums.
+func (n *NIC) buildMPW(s *sq, w []byte) (uint8, [][]byte, *wqeError) {
 	cs, inline, vlan, off, werr := ethSeg(w)
 	if werr != nil {
-		return nil, werr
+		return 0, nil, werr
 	}
 	if len(inline) > 0 || vlan != 0 {
-		return nil, &wqeError{prm.CQESyndLocalQPOp}
+		return 0, nil, &wqeError{prm.CQESyndLocalQPOp}
 	}
-	var fs [][]byte
+	fs := n.mpwSegs[:0]
 	for off < len(w) {
 		var d []byte
 		d, off, werr = n.dataSeg(w, off)
 		if werr != nil {
-			return nil, werr
+			clear(fs)
+			return 0, nil, werr
 		}
 		if len(d) < 14 {
-			return nil, &wqeError{prm.CQESyndLocalLength}
+			clear(fs)
+			return 0, nil, &wqeError{prm.CQESyndLocalLength}
 		}
-		f := append([]byte(nil), d...)
-		offload(f, cs)
-		fs = append(fs, f)
+		fs = append(fs, d)
 	}
+	n.mpwSegs = fs[:0]
 	if len(fs) == 0 {
-		return nil, &wqeError{prm.CQESyndLocalQPOp}
+		return 0, nil, &wqeError{prm.CQESyndLocalQPOp}
 	}
-	return fs, nil
+	return cs, fs, nil
 }
 
 // offload computes the checksums a WQE asks for, outer and (for tunneled frames) inner.
