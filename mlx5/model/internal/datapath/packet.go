@@ -211,22 +211,22 @@ func (p *packet) matchParamInto(b []byte) []byte {
 	m := prm.FTEMatchSetMisc
 	if len(p.outer.vlans) > 1 {
 		v := p.outer.vlans[1]
-		m.OuterSecondPrio.Set(misc, uint64(v.tci>>13))
-		m.OuterSecondCFI.Set(misc, uint64(v.tci>>12&1))
-		m.OuterSecondVid.Set(misc, uint64(v.tci&0xfff))
+		pos(m.OuterSecondPrio).set(misc, uint64(v.tci>>13))
+		pos(m.OuterSecondCFI).set(misc, uint64(v.tci>>12&1))
+		pos(m.OuterSecondVid).set(misc, uint64(v.tci&0xfff))
 		if v.tpid == etherSVLAN {
-			m.OuterSecondSVLANTag.Set(misc, 1)
+			pos(m.OuterSecondSVLANTag).set(misc, 1)
 		} else {
-			m.OuterSecondCVLANTag.Set(misc, 1)
+			pos(m.OuterSecondCVLANTag).set(misc, 1)
 		}
 	}
 	if p.tunneled {
-		m.VXLANVNI.Set(misc, uint64(p.vni))
+		pos(m.VXLANVNI).set(misc, uint64(p.vni))
 		if p.greProto != 0 {
-			m.GREProtocol.Set(misc, uint64(p.greProto))
+			pos(m.GREProtocol).set(misc, uint64(p.greProto))
 			if p.greK {
-				m.GREKPresent.Set(misc, 1)
-				m.GREKey.Set(misc, uint64(p.greKey))
+				pos(m.GREKPresent).set(misc, 1)
+				pos(m.GREKey).set(misc, uint64(p.greKey))
 			}
 		}
 		setLyr24(b[prm.FTEMatchParam.InnerHeaders.ByteOff():], &p.inner)
@@ -236,35 +236,35 @@ func (p *packet) matchParamInto(b []byte) []byte {
 
 func setLyr24(b []byte, h *headers) {
 	l := prm.FTEMatchSetLyr24
-	l.SMAC4716.Set(b, uint64(binary.BigEndian.Uint32(h.smac[:])))
-	l.SMAC150.Set(b, uint64(binary.BigEndian.Uint16(h.smac[4:])))
-	l.DMAC4716.Set(b, uint64(binary.BigEndian.Uint32(h.dmac[:])))
-	l.DMAC150.Set(b, uint64(binary.BigEndian.Uint16(h.dmac[4:])))
-	l.Ethertype.Set(b, uint64(h.ethertype))
+	pos(l.SMAC4716).set(b, uint64(binary.BigEndian.Uint32(h.smac[:])))
+	pos(l.SMAC150).set(b, uint64(binary.BigEndian.Uint16(h.smac[4:])))
+	pos(l.DMAC4716).set(b, uint64(binary.BigEndian.Uint32(h.dmac[:])))
+	pos(l.DMAC150).set(b, uint64(binary.BigEndian.Uint16(h.dmac[4:])))
+	pos(l.Ethertype).set(b, uint64(h.ethertype))
 	if len(h.vlans) > 0 {
 		v := h.vlans[0]
 		if v.tpid == etherSVLAN {
-			l.SVLANTag.Set(b, 1)
+			pos(l.SVLANTag).set(b, 1)
 		} else {
-			l.CVLANTag.Set(b, 1)
+			pos(l.CVLANTag).set(b, 1)
 		}
-		l.FirstPrio.Set(b, uint64(v.tci>>13))
-		l.FirstCFI.Set(b, uint64(v.tci>>12&1))
-		l.FirstVid.Set(b, uint64(v.tci&0xfff))
+		pos(l.FirstPrio).set(b, uint64(v.tci>>13))
+		pos(l.FirstCFI).set(b, uint64(v.tci>>12&1))
+		pos(l.FirstVid).set(b, uint64(v.tci&0xfff))
 	}
 	if h.l3 < 0 {
 		return
 	}
-	l.IPVersion.Set(b, uint64(h.ipVersion))
-	l.IPProtocol.Set(b, uint64(h.proto))
-	l.IPDSCP.Set(b, uint64(h.dscp))
-	l.IPECN.Set(b, uint64(h.ecn))
-	l.TTLHoplimit.Set(b, uint64(h.ttl))
+	pos(l.IPVersion).set(b, uint64(h.ipVersion))
+	pos(l.IPProtocol).set(b, uint64(h.proto))
+	pos(l.IPDSCP).set(b, uint64(h.dscp))
+	pos(l.IPECN).set(b, uint64(h.ecn))
+	pos(l.TTLHoplimit).set(b, uint64(h.ttl))
 	if h.frag {
-		l.Frag.Set(b, 1)
+		pos(l.Frag).set(b, 1)
 	}
 	if h.ipVersion == 4 {
-		l.IPv4Ihl.Set(b, uint64(h.ihl))
+		pos(l.IPv4Ihl).set(b, uint64(h.ihl))
 	}
 	copy(l.SrcIPv4SrcIPv6.Slice(b), h.src[:])
 	copy(l.DstIPv4DstIPv6.Slice(b), h.dst[:])
@@ -273,28 +273,44 @@ func setLyr24(b []byte, h *headers) {
 	}
 	switch h.proto {
 	case protoTCP:
-		l.TCPSport.Set(b, uint64(h.sport))
-		l.TCPDport.Set(b, uint64(h.dport))
-		l.TCPFlags.Set(b, uint64(h.tcpFlags))
+		pos(l.TCPSport).set(b, uint64(h.sport))
+		pos(l.TCPDport).set(b, uint64(h.dport))
+		pos(l.TCPFlags).set(b, uint64(h.tcpFlags))
 	case protoUDP:
-		l.UDPSport.Set(b, uint64(h.sport))
-		l.UDPDport.Set(b, uint64(h.dport))
+		pos(l.UDPSport).set(b, uint64(h.sport))
+		pos(l.UDPDport).set(b, uint64(h.dport))
 	}
 }
 
 // csum16 is the 16-bit ones' complement sum of b, folded, not inverted (RFC 1071).
+//
+// Eight bytes are added at a time, as two 32-bit big-endian numbers into a 64-bit sum:
+// 2^16 ≡ 1 modulo 0xffff, so folding that sum gives the 16-bit words' ones' complement sum
+// (RFC 1071 section 2(B), deferred carries), and it is never 0 unless every word was.
 func csum16(sum uint32, b []byte) uint32 {
+	s := uint64(sum)
+	for len(b) >= 32 {
+		v0, v1 := binary.BigEndian.Uint64(b), binary.BigEndian.Uint64(b[8:])
+		v2, v3 := binary.BigEndian.Uint64(b[16:]), binary.BigEndian.Uint64(b[24:])
+		s += v0>>32 + v0&0xffffffff + v1>>32 + v1&0xffffffff + v2>>32 + v2&0xffffffff + v3>>32 + v3&0xffffffff
+		b = b[32:]
+	}
+	for len(b) >= 8 {
+		v := binary.BigEndian.Uint64(b)
+		s += v>>32 + v&0xffffffff
+		b = b[8:]
+	}
 	for len(b) >= 2 {
-		sum += uint32(binary.BigEndian.Uint16(b))
+		s += uint64(binary.BigEndian.Uint16(b))
 		b = b[2:]
 	}
 	if len(b) == 1 {
-		sum += uint32(b[0]) << 8
+		s += uint64(b[0]) << 8
 	}
-	for sum>>16 != 0 {
-		sum = sum&0xffff + sum>>16
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
 	}
-	return sum
+	return uint32(s)
 }
 
 // pseudo is the TCP/UDP pseudo-header sum of an IP header at h.l3 for an L4 length.

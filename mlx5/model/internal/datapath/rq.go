@@ -222,7 +222,7 @@ func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta) {
 		g = append(g, f[16:]...)
 		f = g
 		pkt = parse(f)
-		prm.CQE64.VLANInfo.Set(e[:], uint64(tci))
+		pos(prm.CQE64.VLANInfo).set(e[:], uint64(tci))
 		e[29] |= 1
 	}
 	if r.p.ScatterFCS {
@@ -277,8 +277,8 @@ func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta) {
 		n.rxError(r, idx, prm.CQESyndLocalLength)
 		return
 	}
-	prm.CQE64.WQECounter.Set(e[:], uint64(idx&0xffff))
-	prm.CQE64.ByteCnt.Set(e[:], uint64(len(f)))
+	pos(prm.CQE64.WQECounter).set(e[:], uint64(idx&0xffff))
+	pos(prm.CQE64.ByteCnt).set(e[:], uint64(len(f)))
 	n.stats.RXPackets++
 	n.stats.RXBytes += uint64(len(f))
 	n.pushCQE(r.cq, &e, true, false)
@@ -308,10 +308,10 @@ func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
 	if r.strides+k > ns {
 		var fe [prm.CQESize]byte
 		left := ns - r.strides
-		prm.CQE64.WQEID.Set(fe[:], uint64(r.id()))
-		prm.CQE64.WQECounter.Set(fe[:], uint64(r.strides))
-		prm.CQE64.ByteCnt.Set(fe[:], uint64(prm.MPRQByteCntFiller|uint32(left)<<prm.MPRQByteCntStrideShift))
-		prm.CQE64.FlagsRQPN.Set(fe[:], uint64(r.p.RQN))
+		pos(prm.CQE64.WQEID).set(fe[:], uint64(r.id()))
+		pos(prm.CQE64.WQECounter).set(fe[:], uint64(r.strides))
+		pos(prm.CQE64.ByteCnt).set(fe[:], uint64(prm.MPRQByteCntFiller|uint32(left)<<prm.MPRQByteCntStrideShift))
+		pos(prm.CQE64.FlagsRQPN).set(fe[:], uint64(r.p.RQN))
 		fe[63] = prm.CQEOpRespSend << 4
 		n.pushCQE(r.cq, &fe, false, false)
 		r.advance()
@@ -349,9 +349,9 @@ func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
 		return
 	}
 	r.strides += k
-	prm.CQE64.WQEID.Set(e[:], uint64(idx&0xffff))
-	prm.CQE64.WQECounter.Set(e[:], uint64(first))
-	prm.CQE64.ByteCnt.Set(e[:], uint64(uint32(k)<<prm.MPRQByteCntStrideShift|uint32(len(f))&prm.MPRQByteCntLenMask))
+	pos(prm.CQE64.WQEID).set(e[:], uint64(idx&0xffff))
+	pos(prm.CQE64.WQECounter).set(e[:], uint64(first))
+	pos(prm.CQE64.ByteCnt).set(e[:], uint64(uint32(k)<<prm.MPRQByteCntStrideShift|uint32(len(f))&prm.MPRQByteCntLenMask))
 	if r.strides == ns {
 		// Every stride used: the WQE is done and the next packet takes the next one.
 		r.advance()
@@ -365,9 +365,9 @@ func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
 // rxError completes an RQ WQE in error (MLX5_CQE_RESP_ERR with a syndrome) and counts it.
 func (n *NIC) rxError(r *rq, idx uint32, synd uint8) {
 	var e [prm.CQESize]byte
-	prm.ErrCQE.Syndrome.Set(e[:], uint64(synd))
-	prm.ErrCQE.WQECounter.Set(e[:], uint64(idx&0xffff))
-	prm.ErrCQE.SRQN.Set(e[:], uint64(r.p.RQN))
+	pos(prm.ErrCQE.Syndrome).set(e[:], uint64(synd))
+	pos(prm.ErrCQE.WQECounter).set(e[:], uint64(idx&0xffff))
+	pos(prm.ErrCQE.SRQN).set(e[:], uint64(r.p.RQN))
 	e[63] = prm.CQEOpRespErr << 4
 	n.stats.RXErrors++
 	n.pushCQE(r.cq, &e, false, false)
@@ -390,8 +390,8 @@ func (n *NIC) fillRXCQE(r *rq, pkt *packet, f []byte, meta rxMeta, e *[prm.CQESi
 	if pkt.tunneled {
 		e[0] |= 1
 	}
-	prm.CQE64.RSSHashResult.Set(e[:], uint64(meta.hash))
-	prm.CQE64.RSSHashType.Set(e[:], uint64(meta.hashType))
+	pos(prm.CQE64.RSSHashResult).set(e[:], uint64(meta.hash))
+	pos(prm.CQE64.RSSHashType).set(e[:], uint64(meta.hashType))
 	var ok uint8
 	if len(f) >= 14 {
 		ok |= prm.CQEL2OK
@@ -402,7 +402,7 @@ func (n *NIC) fillRXCQE(r *rq, pkt *packet, f []byte, meta rxMeta, e *[prm.CQESi
 			ok |= prm.CQEL4OK
 		}
 	}
-	prm.CQE64.HdsIPExt.Set(e[:], uint64(ok))
+	pos(prm.CQE64.HdsIPExt).set(e[:], uint64(ok))
 	var l3, l4 uint8
 	switch h.ipVersion {
 	case 4:
@@ -429,15 +429,15 @@ func (n *NIC) fillRXCQE(r *rq, pkt *packet, f []byte, meta rxMeta, e *[prm.CQESi
 	// bytes after the L2 header (inferred from kernel en_rx.c mlx5e_handle_csum, which
 	// adds it to skb->csum after pulling ETH_HLEN).
 	if h.l3 >= 0 {
-		prm.CQE64.Checksum.Set(e[:], uint64(csum16(0, f[h.l3:])))
+		pos(prm.CQE64.Checksum).set(e[:], uint64(csum16(0, f[h.l3:])))
 	}
-	prm.CQE64.FlagsRQPN.Set(e[:], uint64(r.p.RQN))
-	prm.CQE64.SopDropQPN.Set(e[:], uint64(meta.flowTag&0xffffff))
+	pos(prm.CQE64.FlagsRQPN).set(e[:], uint64(r.p.RQN))
+	pos(prm.CQE64.SopDropQPN).set(e[:], uint64(meta.flowTag&0xffffff))
 	free, rt := n.now()
 	ts := free
 	if r.p.TSFormat == TSRealTime {
 		ts = rt
 	}
-	prm.CQE64.Timestamp.Set(e[:], ts)
+	pos(prm.CQE64.Timestamp).set(e[:], ts)
 	e[63] = prm.CQEOpRespSend << 4
 }

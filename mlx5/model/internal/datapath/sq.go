@@ -218,14 +218,14 @@ func (n *NIC) runSQ(s *sq, budget int) (done int, idle bool) {
 // from sop_drop_qpn's high byte and the WQE index from wqe_counter).
 func (n *NIC) txCQE(s *sq, ctrl uint32, solicited bool) {
 	var e [prm.CQESize]byte
-	prm.CQE64.WQECounter.Set(e[:], uint64(prm.CtrlIndex(ctrl)))
-	prm.CQE64.SopDropQPN.Set(e[:], uint64(prm.CtrlOpcode(ctrl))<<24|uint64(s.p.SQN&0xffffff))
+	pos(prm.CQE64.WQECounter).set(e[:], uint64(prm.CtrlIndex(ctrl)))
+	pos(prm.CQE64.SopDropQPN).set(e[:], uint64(prm.CtrlOpcode(ctrl))<<24|uint64(s.p.SQN&0xffffff))
 	free, rt := n.now()
 	ts := free
 	if s.p.TSFormat == TSRealTime {
 		ts = rt
 	}
-	prm.CQE64.Timestamp.Set(e[:], ts)
+	pos(prm.CQE64.Timestamp).set(e[:], ts)
 	e[63] = prm.CQEOpReq << 4
 	if solicited {
 		e[63] |= 2
@@ -253,9 +253,9 @@ func (n *NIC) sqError(s *sq, w []byte, synd uint8) {
 
 func (n *NIC) errCQE(s *sq, ctrl uint32, synd uint8) {
 	var e [prm.CQESize]byte
-	prm.ErrCQE.Syndrome.Set(e[:], uint64(synd))
-	prm.ErrCQE.SWQEOpcodeQPN.Set(e[:], uint64(prm.CtrlOpcode(ctrl))<<24|uint64(s.p.SQN&0xffffff))
-	prm.ErrCQE.WQECounter.Set(e[:], uint64(prm.CtrlIndex(ctrl)))
+	pos(prm.ErrCQE.Syndrome).set(e[:], uint64(synd))
+	pos(prm.ErrCQE.SWQEOpcodeQPN).set(e[:], uint64(prm.CtrlOpcode(ctrl))<<24|uint64(s.p.SQN&0xffffff))
+	pos(prm.ErrCQE.WQECounter).set(e[:], uint64(prm.CtrlIndex(ctrl)))
 	e[63] = prm.CQEOpReqErr << 4
 	n.pushCQE(s.cq, &e, false, false)
 }
