@@ -1,7 +1,6 @@
 package datapath
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/binary"
 	"slices"
@@ -29,6 +28,8 @@ type cq struct {
 	haveTitle bool
 	// slots and dbr cache the ring's CQE slots and the doorbell record.
 	slots, dbr memCache
+	// shared is sharedBytes of the CQ's mini-CQE format.
+	shared [prm.CQESize]byte
 }
 
 // pendingCQE is a CQE waiting for the end of a Step, when runs of them may be compressed.
@@ -70,7 +71,7 @@ func (n *NIC) CreateCQ(p CQParams) error {
 	}
 	n.cqs[p.CQN] = &cq{p: p,
 		slots: newMemCache(p.Buf, 1<<p.LogSize, prm.CQESize, dma.Write),
-		dbr:   newMemCache(p.DBR, 1, 8, dma.Read)}
+		dbr:   newMemCache(p.DBR, 1, 8, dma.Read), shared: sharedBytes(p.MiniFormat)}
 	return nil
 }
 
@@ -153,10 +154,14 @@ func (n *NIC) fireCQ(c *cq) {
 
 // pushCQE queues a CQE; flushCQs writes the queue at the end of the Step.
 func (n *NIC) pushCQE(c *cq, e *[prm.CQESize]byte, compressible, solicited bool) {
-	if len(c.batch) == 0 {
+	k := len(c.batch)
+	if k == 0 {
 		n.dirty = append(n.dirty, c)
 	}
-	c.batch = append(c.batch, pendingCQE{b: *e, compressible: compressible && c.p.Compress, solicited: solicited})
+	c.batch = slices.Grow(c.batch, 1)[:k+1]
+	p := &c.batch[k]
+	p.b = *e
+	p.compressible, p.solicited = compressible && c.p.Compress, solicited
 }
 
 // flushCQs writes every CQ's pending CQEs in CQ number order, compressing runs where the
@@ -179,7 +184,7 @@ func (n *NIC) writeBatch(c *cq, b []pendingCQE) {
 		run := 1
 		if b[i].compressible {
 			for i+run < len(b) && run < maxSession && b[i+run].compressible &&
-				compatible(c.p, &b[i+run-1].b, &b[i+run].b) {
+				compatible(c.p, &c.shared, &b[i+run-1].b, &b[i+run].b) {
 				run++
 			}
 		}
@@ -190,7 +195,7 @@ func (n *NIC) writeBatch(c *cq, b []pendingCQE) {
 			// The first CQE of the run goes out whole unless the last CQE written is its
 			// title already; then blocks of up to seven mini-CQEs follow.
 			first := 0
-			if !c.haveTitle || !compatible(c.p, &c.title, &b[i].b) || !sameTitle(c.p.MiniFormat, &c.title, &b[i].b) {
+			if !c.haveTitle || !compatible(c.p, &c.shared, &c.title, &b[i].b) || !sameShared(&c.shared, &c.title, &b[i].b) {
 				n.writeOne(c, &b[i])
 				first = 1
 			}
@@ -228,10 +233,26 @@ func commonMask(f MiniFormat, e *[prm.CQESize]byte) [prm.CQESize]byte {
 	return m
 }
 
-// sameTitle reports whether b's shared fields equal the title's.
-func sameTitle(f MiniFormat, title, b *[prm.CQESize]byte) bool {
-	x, y := commonMask(f, title), commonMask(f, b)
-	return bytes.Equal(x[:], y[:])
+// sharedBytes is commonMask of a CQE of all ones: 0xff in the bytes all CQEs of a session
+// of format f share, 0 in the others.
+func sharedBytes(f MiniFormat) [prm.CQESize]byte {
+	var ones [prm.CQESize]byte
+	for i := range ones {
+		ones[i] = 0xff
+	}
+	return commonMask(f, &ones)
+}
+
+// sameShared reports whether a and b agree in the bytes of m (a sharedBytes mask): what
+// comparing their commonMask copies finds, eight bytes at a time.
+func sameShared(m, a, b *[prm.CQESize]byte) bool {
+	for i := 0; i < prm.CQESize; i += 8 {
+		x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:])
+		if x&binary.LittleEndian.Uint64(m[i:]) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // striding reports whether a CQE is a striding-RQ completion (its byte count word has a
@@ -246,9 +267,10 @@ func cqeStrides(e *[prm.CQESize]byte) uint32 {
 // is the one the decompressor derives from a — in the basic layout +1 on a cyclic RQ and +
 // consumed strides on a striding RQ (kernel en_rx.c mlx5e_decompress_cqe), in the enhanced
 // layout +1 from the compressed CQE's wqe_counter (DPDK mlx5_rx.c: widx = wqe_idx + ai).
-func compatible(p CQParams, a, b *[prm.CQESize]byte) bool {
+// m is the CQ's sharedBytes mask.
+func compatible(p CQParams, m, a, b *[prm.CQESize]byte) bool {
 	f := p.MiniFormat
-	if !sameTitle(f, a, b) {
+	if !sameShared(m, a, b) {
 		return false
 	}
 	bc := uint32(prm.CQE64.ByteCnt.Get(b[:]))

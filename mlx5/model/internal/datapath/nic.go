@@ -53,9 +53,11 @@ type NIC struct {
 	kickPeer *NIC
 	// dirty lists the CQs with CQEs pending for the end of the Step (under mu).
 	dirty []*cq
-	// txFrame is the frame a SEND or enhanced MPW WQE builds, reused WQE after WQE (the
-	// wire copies it; under mu).
+	// txFrame is the buffer a SEND or enhanced MPW WQE builds its frame in when the wire
+	// is not a cable (the wire copies it), reused WQE after WQE (under mu).
 	txFrame []byte
+	// txBufs are frame buffers for frames to a cabled peer (see frameBuf; under mu).
+	txBufs [][]byte
 	// mpwSegs are an enhanced MPW WQE's packets, checked before any is sent (under mu).
 	mpwSegs [][]byte
 	// steerPkt and steerMP are steering's parsed frame and match parameter, per table
@@ -218,6 +220,23 @@ func (n *NIC) enqueue(frame []byte) (wake bool) {
 	return wake
 }
 
+// push is enqueue for a frame already in a buffer of the port's kind (frameBuf): the inbox
+// takes the buffer itself. A full inbox drops the frame and keeps the buffer as a spare.
+func (n *NIC) push(buf []byte) (wake bool) {
+	n.inMu.Lock()
+	defer n.inMu.Unlock()
+	if len(n.inbox) >= inboxLimit {
+		n.inDrops++
+		if len(n.spare) < inboxLimit {
+			n.spare = append(n.spare, buf)
+		}
+		return false
+	}
+	wake = len(n.inbox) == 0
+	n.inbox = append(n.inbox, buf)
+	return wake
+}
+
 // minFrameBuf is the smallest inbox buffer: a standard frame fits, so buffers are reused
 // whatever the frame sizes of a run.
 const minFrameBuf = 2048
@@ -341,6 +360,18 @@ func (n *NIC) now() (free, rt uint64) {
 		return 0, 0
 	}
 	return n.cfg.Clock.FreeRunning(), n.cfg.Clock.RealTime()
+}
+
+// stamp is a CQE timestamp in a queue's format: the real-time clock or the free-running
+// counter, whichever the format names (only that one is read).
+func (n *NIC) stamp(f TSFormat) uint64 {
+	switch {
+	case n.cfg.Clock == nil:
+		return 0
+	case f == TSRealTime:
+		return n.cfg.Clock.RealTime()
+	}
+	return n.cfg.Clock.FreeRunning()
 }
 
 // rtNanos converts the PRM real-time format (seconds << 32 | nanoseconds) to nanoseconds.

@@ -362,6 +362,41 @@ func l4OK(f []byte, h *headers) bool {
 	return csum16(pseudo(f, h, end-h.l4), f[h.l4:end]) == 0xffff
 }
 
+// rxChecks computes in one pass over the frame what an RX CQE reports: l3OK, l4OK (when
+// the L3 check passes; false otherwise) and the ones' complement sum of the bytes from the
+// IP header on (the CQE checksum; 0 without an IP header). The IP header's sum and the L4
+// bytes' sum serve both the checks and the CQE sum (the IP header has an even length, so the
+// words line up); only Ethernet padding after an odd-length datagram takes a second pass.
+func rxChecks(f []byte, h *headers) (l3ok, l4ok bool, sum uint32) {
+	if h.l3 < 0 {
+		return false, false, 0
+	}
+	if h.l4 < 0 || (h.proto != protoTCP && h.proto != protoUDP) {
+		l3ok = l3OK(f, h)
+		return l3ok, l3ok && l4OK(f, h), csum16(0, f[h.l3:])
+	}
+	hdr := csum16(0, f[h.l3:h.l4])
+	l3ok = h.ipVersion == 6 || hdr == 0xffff
+	end := ipPayloadEnd(f, h)
+	l4 := csum16(0, f[h.l4:end])
+	switch {
+	case end == len(f):
+		sum = csum16(hdr+l4, nil)
+	case (end-h.l4)%2 == 0:
+		sum = csum16(hdr+l4, f[end:])
+	default:
+		sum = csum16(0, f[h.l3:])
+	}
+	switch {
+	case !l3ok || end < h.l4+h.l4Len:
+	case h.proto == protoUDP && h.ipVersion == 4 && binary.BigEndian.Uint16(f[h.l4+6:]) == 0:
+		l4ok = true // UDP over IPv4 without checksum
+	default:
+		l4ok = csum16(pseudo(f, h, end-h.l4)+l4, nil) == 0xffff
+	}
+	return l3ok, l4ok, sum
+}
+
 // fillChecksums computes the IPv4 header and TCP/UDP checksums of a frame in place, as
 // the SQ's checksum offload does (WQEEthL3Csum, WQEEthL4Csum).
 func fillChecksums(f []byte, h *headers, l3, l4 bool) {

@@ -396,9 +396,10 @@ func (n *NIC) fillRXCQE(r *rq, pkt *packet, f []byte, meta rxMeta, e *[prm.CQESi
 	if len(f) >= 14 {
 		ok |= prm.CQEL2OK
 	}
-	if l3OK(f, h) {
+	l3ok, l4ok, sum := rxChecks(f, h)
+	if l3ok {
 		ok |= prm.CQEL3OK
-		if l4OK(f, h) {
+		if l4ok {
 			ok |= prm.CQEL4OK
 		}
 	}
@@ -429,15 +430,10 @@ func (n *NIC) fillRXCQE(r *rq, pkt *packet, f []byte, meta rxMeta, e *[prm.CQESi
 	// bytes after the L2 header (inferred from kernel en_rx.c mlx5e_handle_csum, which
 	// adds it to skb->csum after pulling ETH_HLEN).
 	if h.l3 >= 0 {
-		pos(prm.CQE64.Checksum).set(e[:], uint64(csum16(0, f[h.l3:])))
+		pos(prm.CQE64.Checksum).set(e[:], uint64(sum))
 	}
 	pos(prm.CQE64.FlagsRQPN).set(e[:], uint64(r.p.RQN))
 	pos(prm.CQE64.SopDropQPN).set(e[:], uint64(meta.flowTag&0xffffff))
-	free, rt := n.now()
-	ts := free
-	if r.p.TSFormat == TSRealTime {
-		ts = rt
-	}
-	pos(prm.CQE64.Timestamp).set(e[:], ts)
+	pos(prm.CQE64.Timestamp).set(e[:], n.stamp(r.p.TSFormat))
 	e[63] = prm.CQEOpRespSend << 4
 }

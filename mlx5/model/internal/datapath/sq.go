@@ -220,12 +220,7 @@ func (n *NIC) txCQE(s *sq, ctrl uint32, solicited bool) {
 	var e [prm.CQESize]byte
 	pos(prm.CQE64.WQECounter).set(e[:], uint64(prm.CtrlIndex(ctrl)))
 	pos(prm.CQE64.SopDropQPN).set(e[:], uint64(prm.CtrlOpcode(ctrl))<<24|uint64(s.p.SQN&0xffffff))
-	free, rt := n.now()
-	ts := free
-	if s.p.TSFormat == TSRealTime {
-		ts = rt
-	}
-	pos(prm.CQE64.Timestamp).set(e[:], ts)
+	pos(prm.CQE64.Timestamp).set(e[:], n.stamp(s.p.TSFormat))
 	e[63] = prm.CQEOpReq << 4
 	if solicited {
 		e[63] |= 2
@@ -292,11 +287,13 @@ func (n *NIC) execWQE(s *sq, w []byte) (bbs int, stall bool, werr *wqeError) {
 		if n.paceBlocked(s) {
 			return bbs, true, nil
 		}
-		f, werr := n.buildSend(s, w)
+		buf, owned := n.frameBuf(minFrameBuf)
+		f, werr := n.buildSend(s, w, buf)
 		if werr != nil {
+			n.recycle(buf, owned)
 			return bbs, false, werr
 		}
-		n.transmit(s, f)
+		n.transmit(s, f, owned)
 		return bbs, false, nil
 	case prm.WQEOpEnhancedMPSW:
 		// Enhanced MPW needs no permission in the SQ context: the kernel's mlx5e sends it
@@ -311,10 +308,10 @@ func (n *NIC) execWQE(s *sq, w []byte) (bbs int, stall bool, werr *wqeError) {
 		}
 		for i, d := range segs {
 			// Each packet is copied out of host memory before its checksums are filled in.
-			f := append(n.txFrame[:0], d...)
-			n.txFrame = f
+			buf, owned := n.frameBuf(len(d))
+			f := append(buf, d...)
 			offload(f, cs)
-			n.transmit(s, f)
+			n.transmit(s, f, owned)
 			segs[i] = nil
 		}
 		return bbs, false, nil
@@ -327,7 +324,7 @@ func (n *NIC) execWQE(s *sq, w []byte) (bbs int, stall bool, werr *wqeError) {
 			return bbs, false, werr
 		}
 		for _, f := range fs {
-			n.transmit(s, f)
+			n.transmit(s, f, false)
 		}
 		return bbs, false, nil
 	case prm.WQEOpWait:
@@ -414,7 +411,9 @@ func minInline(mode uint8) int {
 	return 14
 }
 
-func (n *NIC) buildSend(s *sq, w []byte) ([]byte, *wqeError) {
+//
+// The frame is built in buf (from frameBuf).
+func (n *NIC) buildSend(s *sq, w []byte, buf []byte) ([]byte, *wqeError) {
 	cs, inline, vlan, off, werr := ethSeg(w)
 	if werr != nil {
 		return nil, werr
@@ -422,7 +421,7 @@ func (n *NIC) buildSend(s *sq, w []byte) ([]byte, *wqeError) {
 	if vlan == 0 && len(inline) < minInline(s.p.MinInline) {
 		return nil, &wqeError{prm.CQESyndLocalQPOp}
 	}
-	f := append(n.txFrame[:0], inline...)
+	f := append(buf, inline...)
 	for off < len(w) {
 		var d []byte
 		d, off, werr = n.dataSeg(w, off)
@@ -434,7 +433,6 @@ func (n *NIC) buildSend(s *sq, w []byte) ([]byte, *wqeError) {
 			return nil, &wqeError{prm.CQESyndLocalLength}
 		}
 	}
-	n.txFrame = f[:0]
 	if len(f) < 14 {
 		return nil, &wqeError{prm.CQESyndLocalLength}
 	}
@@ -498,13 +496,61 @@ func offload(f []byte, cs uint8) {
 	fillChecksums(f, &p.outer, cs&prm.WQEEthL3Csum != 0, cs&prm.WQEEthL4Csum != 0)
 }
 
+// frameBuf is an empty buffer of at least size bytes to build a frame in. On a cable it is
+// one of the buffers the ports pass around (owned: transmit hands it to the peer's inbox,
+// which takes it without a copy, and the peer's Step returns it to the peer's spare
+// buffers, from which this port takes them back in bulk); on another wire it is the port's
+// own frame buffer, which the wire copies.
+func (n *NIC) frameBuf(size int) (buf []byte, owned bool) {
+	peer, ok := n.wire.(*NIC)
+	if !ok {
+		if cap(n.txFrame) < size {
+			n.txFrame = make([]byte, 0, max(size, minFrameBuf))
+		}
+		return n.txFrame[:0], false
+	}
+	if len(n.txBufs) == 0 {
+		peer.inMu.Lock()
+		k := min(len(peer.spare), txBufBatch)
+		n.txBufs = append(n.txBufs, peer.spare[len(peer.spare)-k:]...)
+		clear(peer.spare[len(peer.spare)-k:])
+		peer.spare = peer.spare[:len(peer.spare)-k]
+		peer.inMu.Unlock()
+	}
+	if k := len(n.txBufs); k > 0 {
+		buf = n.txBufs[k-1]
+		n.txBufs[k-1] = nil
+		n.txBufs = n.txBufs[:k-1]
+	}
+	if cap(buf) < size {
+		buf = make([]byte, 0, max(size, minFrameBuf))
+	}
+	return buf[:0], true
+}
+
+// txBufBatch is how many frame buffers a port takes back from its peer at a time.
+const txBufBatch = 64
+
+// recycle keeps an owned frame buffer that was not handed on, for the next frame.
+func (n *NIC) recycle(buf []byte, owned bool) {
+	if owned && len(n.txBufs) < inboxLimit {
+		n.txBufs = append(n.txBufs, buf[:0])
+	}
+}
+
 // transmit runs a frame through NIC TX steering, counts it, paces the SQ and puts it on the
-// wire.
-func (n *NIC) transmit(s *sq, f []byte) {
+// wire. owned says f is in a buffer from frameBuf that the wire may keep.
+func (n *NIC) transmit(s *sq, f []byte, owned bool) {
 	v := n.steer(TableNICTX, f)
 	if v.drop {
 		n.stats.TXDropRule++
+		n.recycle(f, owned)
 		return
+	}
+	if len(v.frame) == 0 || len(f) == 0 || &v.frame[0] != &f[0] {
+		// A header action made a new frame: f's buffer stays here.
+		n.recycle(f, owned)
+		owned = false
 	}
 	f = v.frame
 	n.stats.TXPackets++
@@ -519,13 +565,21 @@ func (n *NIC) transmit(s *sq, f []byte) {
 	}
 	switch w := n.wire.(type) {
 	case nil:
+		n.recycle(f, owned)
 	case *NIC:
 		// A cable: the peer is woken when this Step ends, once for all its frames.
-		if w.enqueue(f) {
+		var wake bool
+		if owned {
+			wake = w.push(f)
+		} else {
+			wake = w.enqueue(f)
+		}
+		if wake {
 			n.kickPeer = w
 		}
 	default:
 		w.Transmit(f)
+		n.recycle(f, owned)
 	}
 }
 
