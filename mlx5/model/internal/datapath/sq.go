@@ -411,7 +411,6 @@ func minInline(mode uint8) int {
 	return 14
 }
 
-//
 // The frame is built in buf (from frameBuf).
 func (n *NIC) buildSend(s *sq, w []byte, buf []byte) ([]byte, *wqeError) {
 	cs, inline, vlan, off, werr := ethSeg(w)
