@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"encoding/binary"
+	"math/bits"
 
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
@@ -208,7 +209,7 @@ func (p *packet) matchParamInto(b []byte) []byte {
 	clear(b)
 	setLyr24(b[prm.FTEMatchParam.OuterHeaders.ByteOff():], &p.outer)
 	misc := b[prm.FTEMatchParam.MiscParameters.ByteOff():]
-	m := prm.FTEMatchSetMisc
+	m := &prm.FTEMatchSetMisc
 	if len(p.outer.vlans) > 1 {
 		v := p.outer.vlans[1]
 		pos(m.OuterSecondPrio).set(misc, uint64(v.tci>>13))
@@ -235,7 +236,7 @@ func (p *packet) matchParamInto(b []byte) []byte {
 }
 
 func setLyr24(b []byte, h *headers) {
-	l := prm.FTEMatchSetLyr24
+	l := &prm.FTEMatchSetLyr24 // a pointer: the layout is a large struct of fields
 	pos(l.SMAC4716).set(b, uint64(binary.BigEndian.Uint32(h.smac[:])))
 	pos(l.SMAC150).set(b, uint64(binary.BigEndian.Uint16(h.smac[4:])))
 	pos(l.DMAC4716).set(b, uint64(binary.BigEndian.Uint32(h.dmac[:])))
@@ -284,22 +285,32 @@ func setLyr24(b []byte, h *headers) {
 
 // csum16 is the 16-bit ones' complement sum of b, folded, not inverted (RFC 1071).
 //
-// Eight bytes are added at a time, as two 32-bit big-endian numbers into a 64-bit sum:
-// 2^16 ≡ 1 modulo 0xffff, so folding that sum gives the 16-bit words' ones' complement sum
-// (RFC 1071 section 2(B), deferred carries), and it is never 0 unless every word was.
+// Eight bytes are added at a time, as one 64-bit big-endian number: 2^16 ≡ 1 modulo 0xffff,
+// so folding the sum gives the 16-bit words' ones' complement sum (RFC 1071 section 2(B),
+// deferred carries), and it is never 0 unless every word was.
+//
+// The bulk goes 64 bits at a time with the carries counted apart (each one is 2^64, which is
+// ≡ 1 as well).
 func csum16(sum uint32, b []byte) uint32 {
 	s := uint64(sum)
+	var carries uint64
 	for len(b) >= 32 {
-		v0, v1 := binary.BigEndian.Uint64(b), binary.BigEndian.Uint64(b[8:])
-		v2, v3 := binary.BigEndian.Uint64(b[16:]), binary.BigEndian.Uint64(b[24:])
-		s += v0>>32 + v0&0xffffffff + v1>>32 + v1&0xffffffff + v2>>32 + v2&0xffffffff + v3>>32 + v3&0xffffffff
+		var c0, c1, c2, c3 uint64
+		s, c0 = bits.Add64(s, binary.BigEndian.Uint64(b), 0)
+		s, c1 = bits.Add64(s, binary.BigEndian.Uint64(b[8:]), 0)
+		s, c2 = bits.Add64(s, binary.BigEndian.Uint64(b[16:]), 0)
+		s, c3 = bits.Add64(s, binary.BigEndian.Uint64(b[24:]), 0)
+		carries += c0 + c1 + c2 + c3
 		b = b[32:]
 	}
 	for len(b) >= 8 {
-		v := binary.BigEndian.Uint64(b)
-		s += v>>32 + v&0xffffffff
+		var c uint64
+		s, c = bits.Add64(s, binary.BigEndian.Uint64(b), 0)
+		carries += c
 		b = b[8:]
 	}
+	// Fold to 32 bits before the word loop so that it cannot overflow.
+	s = s>>32 + s&0xffffffff + carries
 	for len(b) >= 2 {
 		s += uint64(binary.BigEndian.Uint16(b))
 		b = b[2:]

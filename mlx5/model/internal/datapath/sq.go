@@ -411,7 +411,8 @@ func minInline(mode uint8) int {
 	return 14
 }
 
-// The frame is built in buf (from frameBuf).
+// buildSend builds a SEND WQE's frame in buf (from frameBuf): inline headers, data
+// segments, VLAN insertion and checksum offloads.
 func (n *NIC) buildSend(s *sq, w []byte, buf []byte) ([]byte, *wqeError) {
 	cs, inline, vlan, off, werr := ethSeg(w)
 	if werr != nil {
