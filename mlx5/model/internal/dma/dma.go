@@ -68,8 +68,8 @@ func (m mapping) end() uint64 { return m.iova + m.size }
 // cost an atomic load and a binary search, and the model's goroutines do not contend on a
 // lock's cache line.
 type Space struct {
-	mu   sync.Mutex                // held by writers
-	cur  atomic.Pointer[[]mapping] // sorted by iova, never overlapping; nil: none
+	mu  sync.Mutex                // held by writers
+	cur atomic.Pointer[[]mapping] // sorted by iova, never overlapping; nil: none
 	// gen counts the changes of maps (every Map, MapWindow and Unmap), so that a user may
 	// keep a slice Slice gave while gen stays the same: the same call would give it again.
 	gen atomic.Uint64
