@@ -37,6 +37,11 @@ type NIC struct {
 	pendingSQ map[uint32]bool
 	events    []func()
 
+	// rung lists the SQs whose doorbell was rung since the last Step, each once (under
+	// dbMu, which UARWrite takes instead of mu for SQ doorbells).
+	dbMu sync.Mutex
+	rung []uint32
+
 	inMu    sync.Mutex
 	inbox   [][]byte
 	inDrops uint64 // frames the full inbox refused, under inMu
@@ -153,7 +158,24 @@ func (n *NIC) QCounterOutOfBuffer(set uint32, clear bool) uint64 {
 // BlueFlame buffer), big-endian data as the driver wrote it: CQ arm doorbells (0x20), EQ
 // doorbells (0x40, 0x48, forwarded to Events) and SQ doorbells/BlueFlame (0x800 to 0xfff).
 // A store the model does not decode is ignored, as writes to unused UAR space are.
+//
+// An SQ doorbell takes only the doorbell lock, not the port's: the driver's sending thread
+// never waits for a Step in progress (which holds the port's lock while it serves the SQs and
+// the frames), and the next Step serves every SQ rung since the last one.
 func (n *NIC) UARWrite(uar uint32, off uint32, data []byte) {
+	if off >= prm.UARBlueFlame && off < prm.UARPageSize && len(data) >= 8 {
+		// The first 8 bytes of the control segment: the SQ number is in qpn_ds (rdma-core
+		// qp.c mlx5_bf_copy / DPDK mlx5_tx_dbrec: the doorbell is the ctrl segment's head).
+		// An SQ that does not exist (or no longer does when the Step comes) is ignored.
+		sqn := prm.CtrlSQN(binary.BigEndian.Uint32(data[4:]))
+		n.dbMu.Lock()
+		if !slices.Contains(n.rung, sqn) {
+			n.rung = append(n.rung, sqn)
+		}
+		n.dbMu.Unlock()
+		n.signal()
+		return
+	}
 	n.lock()
 	defer n.unlock()
 	switch {
@@ -169,14 +191,6 @@ func (n *NIC) UARWrite(uar uint32, off uint32, data []byte) {
 		arm := off == prm.UAREQDoorbellArm
 		ev := n.cfg.Events
 		n.raise(func() { ev.EQDoorbell(uar, v>>24, v&0xffffff, arm) })
-	case off >= prm.UARBlueFlame && off < prm.UARPageSize && len(data) >= 8:
-		// The first 8 bytes of the control segment: the SQ number is in qpn_ds (rdma-core
-		// qp.c mlx5_bf_copy / DPDK mlx5_tx_dbrec: the doorbell is the ctrl segment's head).
-		sqn := prm.CtrlSQN(binary.BigEndian.Uint32(data[4:]))
-		if s := n.sqs[sqn]; s != nil {
-			n.pendingSQ[sqn] = true
-			n.signal()
-		}
 	}
 }
 
@@ -257,6 +271,14 @@ func (n *NIC) Step(budget int) int {
 	}
 	done := 0
 	n.lock()
+	n.dbMu.Lock()
+	for _, sqn := range n.rung {
+		if n.sqs[sqn] != nil {
+			n.pendingSQ[sqn] = true
+		}
+	}
+	n.rung = n.rung[:0]
+	n.dbMu.Unlock()
 	// SQs in number order, so that runs are reproducible.
 	sqns := n.sqns[:0]
 	for sqn := range n.pendingSQ {
@@ -317,6 +339,9 @@ func (n *NIC) Pending() bool {
 	n.lock()
 	p := len(n.pendingSQ) > 0
 	n.unlock()
+	n.dbMu.Lock()
+	p = p || len(n.rung) > 0
+	n.dbMu.Unlock()
 	n.inMu.Lock()
 	p = p || len(n.inbox) > 0
 	n.inMu.Unlock()
