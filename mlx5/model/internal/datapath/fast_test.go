@@ -10,7 +10,7 @@ import (
 )
 
 // TestBitsSetIsFieldSet checks the datapath's field writer against prm.Field.Set on random
-// positions, widths (1 to 64 bits), values and buffers, including fields beyond the buffer.
+// positions, widths (1 to 80 bits), values and buffers, including fields beyond the buffer.
 func TestBitsSetIsFieldSet(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for range 20000 {
@@ -20,7 +20,7 @@ func TestBitsSetIsFieldSet(t *testing.T) {
 			a[i] = byte(r.Uint32())
 		}
 		b := append([]byte(nil), a...)
-		width := 1 + r.Uint32N(64)
+		width := 1 + r.Uint32N(80) // wider than 64 bits too: their last 64 bits are written
 		off := r.Uint32N(uint32(n)*8 + 16)
 		v := r.Uint64()
 		prm.Field{Off: off, Width: width}.Set(a, v)

@@ -17,9 +17,27 @@ func pos(f prm.Field) fieldPos { return fieldPos{f.Off, f.Width} }
 // set writes v into the field of b with prm.Field.Set's semantics (MLX5_SET: bits of v
 // above the width dropped, the bits around the field kept; a field beyond b not written).
 func (x fieldPos) set(b []byte, v uint64) {
+	if x.width == 0 || uint64(x.off)+uint64(x.width) > uint64(len(b))*8 {
+		return // beyond b: not written, as prm.Field.Set
+	}
+	if x.width > 64 {
+		// The last 64 bits, as prm.Field.Set writes wider fields.
+		x.off += x.width - 64
+		x.width = 64
+	}
 	first, last := x.off/8, (x.off+x.width-1)/8
-	if x.width == 0 || x.width > 64 || last-first >= 8 || int(last) >= len(b) {
-		prm.Field{Off: x.off, Width: x.width}.Set(b, v)
+	if last-first >= 8 {
+		// A 58- to 64-bit field that does not start on a byte: bit by bit.
+		for i := x.width; i > 0; i-- {
+			bit := x.off + i - 1
+			mask := byte(1) << (7 - bit%8)
+			if v&1 != 0 {
+				b[bit/8] |= mask
+			} else {
+				b[bit/8] &^= mask
+			}
+			v >>= 1
+		}
 		return
 	}
 	switch {
