@@ -62,14 +62,9 @@ func (m mapping) end() uint64 { return m.iova + m.size }
 
 // Space is one I/O virtual address space. Its methods are safe for concurrent use; the bytes
 // it hands out alias the mapped memory, as a device and its driver share it.
-//
-// Readers take no lock: the mappings are an immutable slice that Map, MapWindow and Unmap
-// replace (copy on write, under mu), so the device's accesses — every CQE, WQE and frame —
-// cost an atomic load and a binary search, and the model's goroutines do not contend on a
-// lock's cache line.
 type Space struct {
-	mu  sync.Mutex                // held by writers
-	cur atomic.Pointer[[]mapping] // sorted by iova, never overlapping; nil: none
+	mu   sync.RWMutex
+	maps []mapping // sorted by iova, never overlapping
 	// gen counts the changes of maps (every Map, MapWindow and Unmap), so that a user may
 	// keep a slice Slice gave while gen stays the same: the same call would give it again.
 	gen atomic.Uint64
@@ -104,29 +99,19 @@ func (s *Space) MapWindow(iova, size uint64, w Window, perm Perm) error {
 	return s.insert(mapping{iova: iova, win: w, size: size, perm: perm})
 }
 
-// maps is the current mappings (readers must not modify the slice).
-func (s *Space) maps() []mapping {
-	if p := s.cur.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
 func (s *Space) insert(m mapping) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	maps := s.maps()
-	i, _ := slices.BinarySearchFunc(maps, m.iova, byIOVA)
+	i, _ := slices.BinarySearchFunc(s.maps, m.iova, byIOVA)
 	if i > 0 {
-		if p := maps[i-1]; p.end() > m.iova {
+		if p := s.maps[i-1]; p.end() > m.iova {
 			return fmt.Errorf("dma: mapping at %#x overlaps the one at %#x", m.iova, p.iova)
 		}
 	}
-	if i < len(maps) && maps[i].iova < m.end() {
-		return fmt.Errorf("dma: mapping at %#x overlaps the one at %#x", m.iova, maps[i].iova)
+	if i < len(s.maps) && s.maps[i].iova < m.end() {
+		return fmt.Errorf("dma: mapping at %#x overlaps the one at %#x", m.iova, s.maps[i].iova)
 	}
-	next := slices.Insert(slices.Clone(maps), i, m)
-	s.cur.Store(&next)
+	s.maps = slices.Insert(s.maps, i, m)
 	s.gen.Add(1)
 	return nil
 }
@@ -135,11 +120,9 @@ func (s *Space) insert(m mapping) error {
 func (s *Space) Unmap(iova uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	maps := s.maps()
-	for i, m := range maps {
+	for i, m := range s.maps {
 		if m.iova == iova {
-			next := slices.Delete(slices.Clone(maps), i, i+1)
-			s.cur.Store(&next)
+			s.maps = slices.Delete(s.maps, i, i+1)
 			s.gen.Add(1)
 			return nil
 		}
@@ -153,12 +136,13 @@ func (s *Space) Slice(iova uint64, n int, perm Perm) ([]byte, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("%w: negative length at %#x", ErrFault, iova)
 	}
-	maps := s.maps()
-	i := find(maps, iova)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	i := s.find(iova)
 	if i < 0 {
 		return nil, fmt.Errorf("%w: %d bytes at %#x", ErrFault, n, iova)
 	}
-	m := maps[i]
+	m := s.maps[i]
 	off := iova - m.iova
 	if off > m.size || uint64(n) > m.size-off {
 		return nil, fmt.Errorf("%w: %d bytes at %#x", ErrFault, n, iova)
@@ -174,15 +158,16 @@ func (s *Space) Slice(iova uint64, n int, perm Perm) ([]byte, error) {
 
 // Window reports whether iova lies in a window (device memory) rather than host memory.
 func (s *Space) Window(iova uint64) bool {
-	maps := s.maps()
-	i := find(maps, iova)
-	return i >= 0 && iova-maps[i].iova < maps[i].size && maps[i].win != nil
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	i := s.find(iova)
+	return i >= 0 && iova-s.maps[i].iova < s.maps[i].size && s.maps[i].win != nil
 }
 
-// find returns the index of the mapping of maps that starts at or below iova (the only one
-// that can hold it: mappings do not overlap), -1 for none.
-func find(maps []mapping, iova uint64) int {
-	i, found := slices.BinarySearchFunc(maps, iova, byIOVA)
+// find returns the index of the mapping that starts at or below iova (the only one that can
+// hold it: mappings do not overlap), -1 for none. Called with mu held.
+func (s *Space) find(iova uint64) int {
+	i, found := slices.BinarySearchFunc(s.maps, iova, byIOVA)
 	if !found {
 		i--
 	}
@@ -228,13 +213,14 @@ func (s *Space) walk(iova, n uint64, perm Perm, fn func(m mapping, off, k uint64
 	if iova+n < iova {
 		return fmt.Errorf("%w: %d bytes at %#x", ErrFault, n, iova)
 	}
-	maps := s.maps()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	for at, end := iova, iova+n; at < end; {
-		i := find(maps, at)
+		i := s.find(at)
 		if i < 0 {
 			return fmt.Errorf("%w: %d bytes at %#x (nothing mapped at %#x)", ErrFault, n, iova, at)
 		}
-		m := maps[i]
+		m := s.maps[i]
 		off := at - m.iova
 		if off >= m.size {
 			return fmt.Errorf("%w: %d bytes at %#x (nothing mapped at %#x)", ErrFault, n, iova, at)
@@ -275,16 +261,17 @@ func (s *Space) Write(iova uint64, p []byte) error {
 	})
 }
 
-// one runs fn on the mapping that holds all n bytes at iova with perm (no lock is held: a
+// one runs fn on the mapping that holds all n bytes at iova with perm, outside the lock (a
 // window's copy may take a while; the mapping's owner keeps it until Unmap, which the model
 // orders after the last access as a device's DMA is ordered before its unmap).
 func (s *Space) one(iova uint64, n int, perm Perm, fn func(m mapping, off uint64) error) error {
-	maps := s.maps()
-	i := find(maps, iova)
+	s.mu.RLock()
+	i := s.find(iova)
 	var m mapping
 	if i >= 0 {
-		m = maps[i]
+		m = s.maps[i]
 	}
+	s.mu.RUnlock()
 	if i < 0 {
 		return fmt.Errorf("%w: %d bytes at %#x", ErrFault, n, iova)
 	}
@@ -303,7 +290,9 @@ func (s *Space) one(iova uint64, n int, perm Perm, fn func(m mapping, off uint64
 
 // Len is the number of mappings, for leak checks.
 func (s *Space) Len() int {
-	return len(s.maps())
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.maps)
 }
 
 func (p Perm) String() string {
