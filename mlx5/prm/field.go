@@ -100,6 +100,18 @@ func (f Field) Get(b []byte) uint64 {
 		}
 		return binary.BigEndian.Uint64(b[off/8:])
 	}
+	// The bytes that hold the field, read as one big-endian number (at most eight of them
+	// for any field of up to 57 bits, and for wider ones that start on a byte), then
+	// shifted and masked.
+	first, last := off/8, (off+width-1)/8
+	if last-first < 8 {
+		var v uint64
+		for _, c := range b[first : last+1] {
+			v = v<<8 | uint64(c)
+		}
+		v >>= (8 - (off+width)%8) % 8
+		return v & (1<<width - 1)
+	}
 	var v uint64
 	for i := uint32(0); i < width; i++ {
 		bit := off + i
@@ -125,6 +137,22 @@ func (f Field) Set(b []byte, v uint64) bool {
 			binary.BigEndian.PutUint32(b[off/8:], uint32(v))
 		} else {
 			binary.BigEndian.PutUint64(b[off/8:], v)
+		}
+		return true
+	}
+	// As Get: the bytes that hold the field changed as one number, the bits around it kept.
+	first, last := off/8, (off+width-1)/8
+	if last-first < 8 {
+		shift := (8 - (off+width)%8) % 8
+		mask := (uint64(1)<<width - 1) << shift
+		var cur uint64
+		for _, c := range b[first : last+1] {
+			cur = cur<<8 | uint64(c)
+		}
+		cur = cur&^mask | v<<shift&mask
+		for i := last + 1; i > first; i-- {
+			b[i-1] = byte(cur)
+			cur >>= 8
 		}
 		return true
 	}

@@ -578,8 +578,14 @@ func (i *idler) idle() {
 		i.since = time.Now()
 	}
 	i.n++
-	if i.n%16 == 0 && time.Since(i.since) > spinFor {
-		time.Sleep(20 * time.Microsecond)
+	if i.n%16 == 0 {
+		if d := time.Since(i.since); d > spinFor {
+			// The longer the loop has been idle, the longer it sleeps, up to 1 ms: a queue
+			// that gets no traffic (an RSS queue no flow hashes to) costs a wake-up per
+			// millisecond, not one per 20 µs, each of which hands the core's P between
+			// threads (a goroutine locked to its thread parks with several futex calls).
+			time.Sleep(min(max(20*time.Microsecond, d/8), time.Millisecond))
+		}
 	}
 }
 

@@ -5,6 +5,7 @@
 //	daqiri-bench [--config FILE] [--duration 10s] [--mode both|tx|rx] [--payload N]
 //	             [--rate GBPS] [--window PACKETS] [--json]
 //	             [--metrics-addr HOST:PORT [--metrics-linger DURATION]] [--plot FILE.svg]
+//	             [--cpuprofile FILE]
 //	daqiri-bench --validate FILE
 package main
 
@@ -19,6 +20,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"time"
@@ -52,6 +54,7 @@ type options struct {
 	plotFile      string
 	plot          *plotter // set by run when plotFile is
 	runtimeFlows  bool
+	cpuProfile    string
 }
 
 // optInt is an integer flag that knows whether it was given (its help shows no default:
@@ -98,6 +101,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.modelPorts, "model-ports", "", "run a raw configuration written for ConnectX NICs on the ConnectX device model: `auto` (raw interfaces in order on model:0, model:1, ...; 0↔1 are cabled) or KEY=N[@IFNAME],... with KEY an interface name or address; device/host_pinned regions stay GPU memory on a GPU host (the model writes them) and become host memory elsewhere, and tunnel placeholders get test values")
 	fs.BoolVar(&o.runtimeFlows, "runtime-flows", false, "add RX flows once the session is open, as upstream's dynamic_rx_flow example application does: on each raw RX interface with flow_isolation and no rx.flows, one flow matching the bench_tx entries' UDP ports that spreads over all its RX queues (RSS)")
 	fs.StringVar(&o.plotFile, "plot", "", "write TX/RX Gb/s and drops over time per interface to this SVG `file` (opens in a browser)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (open, send/receive, close) to this `file` for go tool pprof")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -204,6 +208,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer o.metrics.stop()
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "daqiri-bench: --cpuprofile:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "daqiri-bench: --cpuprofile:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 	res, err := bench(ctx, cfg, o, stderr)
 	if err != nil {
 		o.plot.discard()

@@ -92,6 +92,28 @@ func TestShortRunJSON(t *testing.T) {
 	}
 }
 
+// TestCPUProfile: --cpuprofile writes a profile of the run (a gzipped protobuf, which starts
+// with the gzip magic), and a file that cannot be created fails the run before it starts.
+func TestCPUProfile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "cpu.prof")
+	var out, errb bytes.Buffer
+	if rc := run([]string{"--duration", "200ms", "--json", "--cpuprofile", f}, &out, &errb); rc != 0 {
+		t.Fatalf("rc %d: %s", rc, errb.String())
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("%s: %d bytes, not a gzipped profile", f, len(b))
+	}
+	errb.Reset()
+	bad := filepath.Join(t.TempDir(), "no-such-dir", "cpu.prof")
+	if rc := run([]string{"--duration", "200ms", "--cpuprofile", bad}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "--cpuprofile") {
+		t.Fatalf("cpuprofile %s: rc %d, stderr %q; want 1 and a message naming --cpuprofile", bad, rc, errb.String())
+	}
+}
+
 // TestWindowHelp (issue 19 item 17): --window's help names its real default and no "-1".
 func TestWindowHelp(t *testing.T) {
 	var out, errb bytes.Buffer

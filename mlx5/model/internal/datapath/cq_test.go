@@ -202,3 +202,40 @@ func TestCompressionSessions(t *testing.T) {
 		}
 	}
 }
+
+// TestCompressionStopsAtRingEnd: a run of compressible CQEs that reaches the CQ ring's last
+// slot ends its session there; the rest starts a new session at the ring's first slot. The
+// second batch of six CQEs starts at slot 6 of an 8-slot CQ, so its first session holds at
+// most two; the driver still gets all six, in order, with their byte counts.
+func TestCompressionStopsAtRingEnd(t *testing.T) {
+	e := newEnv(t)
+	c := e.newCQ(3, func(p *CQParams) { p.Compress, p.MiniFormat = true, MiniHash })
+	r := e.newRQ(c, 4, 2048, 0, 0)
+	r.post(16)
+	e.direct(r)
+	f := udpFrame([4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 1, 2, 100, 7)
+	for round := 0; round < 2; round++ {
+		for i := 0; i < 6; i++ {
+			e.nic.Receive(f)
+		}
+		for e.nic.Step(64) > 0 {
+		}
+		if round == 1 {
+			title := c.slot(6)
+			if prm.CQEFormat(title[63]) == prm.CQEFormatCompressed {
+				if n := prm.CQE64.ByteCnt.Get(title); n > 2 {
+					t.Fatalf("the session at slot 6 of 8 holds %d CQEs: it wraps the ring", n)
+				}
+			}
+		}
+		got := c.poll()
+		if len(got) != 6 {
+			t.Fatalf("round %d: %d CQEs, want 6", round, len(got))
+		}
+		for i, q := range got {
+			if n := prm.CQE64.ByteCnt.Get(q[:]); n != uint64(len(f)) {
+				t.Fatalf("round %d CQE %d: byte count %d, want %d", round, i, n, len(f))
+			}
+		}
+	}
+}

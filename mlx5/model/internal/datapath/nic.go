@@ -3,7 +3,7 @@ package datapath
 import (
 	"context"
 	"encoding/binary"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -38,9 +38,38 @@ type NIC struct {
 	events    []func()
 	flex      map[uint32]*FlexNodeParams // flex parser nodes (flex.go)
 
+	// rung lists the SQs whose doorbell was rung since the last Step, each once (under
+	// dbMu, which UARWrite takes instead of mu for SQ doorbells).
+	dbMu sync.Mutex
+	rung []uint32
+
 	inMu    sync.Mutex
 	inbox   [][]byte
 	inDrops uint64 // frames the full inbox refused, under inMu
+	// spare holds frame buffers Step is done with, for Receive to copy the next frames
+	// into (under inMu): a frame costs no allocation once the port has run a while.
+	spare [][]byte
+
+	// work is Step's batch of frames taken from the inbox, and sqns its list of SQs to
+	// serve (reused between Steps, under mu).
+	work [][]byte
+	sqns []uint32
+	// kickPeer is the cabled port this Step put frames into: it is woken once, when the
+	// Step ends, rather than once per frame (under mu).
+	kickPeer *NIC
+	// dirty lists the CQs with CQEs pending for the end of the Step (under mu).
+	dirty []*cq
+	// txFrame is the buffer a SEND or enhanced MPW WQE builds its frame in when the wire
+	// is not a cable (the wire copies it), reused WQE after WQE (under mu).
+	txFrame []byte
+	// txBufs are frame buffers for frames to a cabled peer (see frameBuf; under mu).
+	txBufs [][]byte
+	// mpwSegs are an enhanced MPW WQE's packets, checked before any is sent (under mu).
+	mpwSegs [][]byte
+	// steerPkt and steerMP are steering's parsed frame and match parameter, per table
+	// type (under mu).
+	steerPkt [2]packet
+	steerMP  [2][]byte
 
 	kick chan struct{}
 }
@@ -130,7 +159,24 @@ func (n *NIC) QCounterOutOfBuffer(set uint32, clear bool) uint64 {
 // BlueFlame buffer), big-endian data as the driver wrote it: CQ arm doorbells (0x20), EQ
 // doorbells (0x40, 0x48, forwarded to Events) and SQ doorbells/BlueFlame (0x800 to 0xfff).
 // A store the model does not decode is ignored, as writes to unused UAR space are.
+//
+// An SQ doorbell takes only the doorbell lock, not the port's: the driver's sending thread
+// never waits for a Step in progress (which holds the port's lock while it serves the SQs and
+// the frames), and the next Step serves every SQ rung since the last one.
 func (n *NIC) UARWrite(uar uint32, off uint32, data []byte) {
+	if off >= prm.UARBlueFlame && off < prm.UARPageSize && len(data) >= 8 {
+		// The first 8 bytes of the control segment: the SQ number is in qpn_ds (rdma-core
+		// qp.c mlx5_bf_copy / DPDK mlx5_tx_dbrec: the doorbell is the ctrl segment's head).
+		// An SQ that does not exist (or no longer does when the Step comes) is ignored.
+		sqn := prm.CtrlSQN(binary.BigEndian.Uint32(data[4:]))
+		n.dbMu.Lock()
+		if !slices.Contains(n.rung, sqn) {
+			n.rung = append(n.rung, sqn)
+		}
+		n.dbMu.Unlock()
+		n.signal()
+		return
+	}
 	n.lock()
 	defer n.unlock()
 	switch {
@@ -146,14 +192,6 @@ func (n *NIC) UARWrite(uar uint32, off uint32, data []byte) {
 		arm := off == prm.UAREQDoorbellArm
 		ev := n.cfg.Events
 		n.raise(func() { ev.EQDoorbell(uar, v>>24, v&0xffffff, arm) })
-	case off >= prm.UARBlueFlame && off < prm.UARPageSize && len(data) >= 8:
-		// The first 8 bytes of the control segment: the SQ number is in qpn_ds (rdma-core
-		// qp.c mlx5_bf_copy / DPDK mlx5_tx_dbrec: the doorbell is the ctrl segment's head).
-		sqn := prm.CtrlSQN(binary.BigEndian.Uint32(data[4:]))
-		if s := n.sqs[sqn]; s != nil {
-			n.pendingSQ[sqn] = true
-			n.signal()
-		}
 	}
 }
 
@@ -167,16 +205,56 @@ func (n *NIC) SetWire(w Wire) {
 // Receive hands the port a frame from its wire. The frame is copied and processed on the
 // next Step (or at once in free-running mode).
 func (n *NIC) Receive(frame []byte) {
+	if n.enqueue(frame) {
+		n.signal()
+	}
+}
+
+// enqueue copies a frame into the inbox; it reports whether the inbox was empty before, so
+// that the port's goroutine needs a wake-up (while frames wait, a Step is due anyway: Run
+// steps until Step finds nothing, and a frame arriving after that finds the inbox empty).
+func (n *NIC) enqueue(frame []byte) (wake bool) {
 	n.inMu.Lock()
 	if len(n.inbox) >= inboxLimit {
 		n.inDrops++
 		n.inMu.Unlock()
-		return
+		return false
 	}
-	n.inbox = append(n.inbox, append([]byte(nil), frame...))
+	var b []byte
+	if k := len(n.spare); k > 0 {
+		b = n.spare[k-1]
+		n.spare[k-1] = nil
+		n.spare = n.spare[:k-1]
+	}
+	if cap(b) < len(frame) {
+		b = make([]byte, 0, max(len(frame), minFrameBuf))
+	}
+	wake = len(n.inbox) == 0
+	n.inbox = append(n.inbox, append(b[:0], frame...))
 	n.inMu.Unlock()
-	n.signal()
+	return wake
 }
+
+// push is enqueue for a frame already in a buffer of the port's kind (frameBuf): the inbox
+// takes the buffer itself. A full inbox drops the frame and keeps the buffer as a spare.
+func (n *NIC) push(buf []byte) (wake bool) {
+	n.inMu.Lock()
+	defer n.inMu.Unlock()
+	if len(n.inbox) >= inboxLimit {
+		n.inDrops++
+		if len(n.spare) < inboxLimit {
+			n.spare = append(n.spare, buf)
+		}
+		return false
+	}
+	wake = len(n.inbox) == 0
+	n.inbox = append(n.inbox, buf)
+	return wake
+}
+
+// minFrameBuf is the smallest inbox buffer: a standard frame fits, so buffers are reused
+// whatever the frame sizes of a run.
+const minFrameBuf = 2048
 
 // Transmit makes a NIC a Wire: what is transmitted to it, it receives.
 func (n *NIC) Transmit(frame []byte) { n.Receive(frame) }
@@ -184,18 +262,31 @@ func (n *NIC) Transmit(frame []byte) { n.Receive(frame) }
 // Step does the work pending now: SQ doorbells rung since the last Step and frames received
 // are processed until none is left or budget units of work (a WQE, a frame) were done. It
 // returns the units done; 0 means idle. Deterministic mode is calling only Step.
+//
+// The frames are taken from the inbox in one batch and processed under one hold of the
+// port's lock; the CQEs of the Step are written at its end (compressed where the CQ asks),
+// and a cabled peer that got frames is woken once.
 func (n *NIC) Step(budget int) int {
 	if budget <= 0 {
 		return 0
 	}
 	done := 0
 	n.lock()
+	n.dbMu.Lock()
+	for _, sqn := range n.rung {
+		if n.sqs[sqn] != nil {
+			n.pendingSQ[sqn] = true
+		}
+	}
+	n.rung = n.rung[:0]
+	n.dbMu.Unlock()
 	// SQs in number order, so that runs are reproducible.
-	sqns := make([]uint32, 0, len(n.pendingSQ))
+	sqns := n.sqns[:0]
 	for sqn := range n.pendingSQ {
 		sqns = append(sqns, sqn)
 	}
-	sort.Slice(sqns, func(i, j int) bool { return sqns[i] < sqns[j] })
+	slices.Sort(sqns)
+	n.sqns = sqns
 	for _, sqn := range sqns {
 		s := n.sqs[sqn]
 		if s == nil {
@@ -211,25 +302,35 @@ func (n *NIC) Step(budget int) int {
 			break
 		}
 	}
-	n.unlock()
-	for done < budget {
+	if done < budget {
 		n.inMu.Lock()
-		if len(n.inbox) == 0 {
-			n.inMu.Unlock()
-			break
-		}
-		f := n.inbox[0]
-		n.inbox[0] = nil
-		n.inbox = n.inbox[1:]
+		k := min(len(n.inbox), budget-done)
+		work := append(n.work[:0], n.inbox[:k]...)
+		rest := copy(n.inbox, n.inbox[k:])
+		clear(n.inbox[rest:])
+		n.inbox = n.inbox[:rest]
 		n.inMu.Unlock()
-		n.lock()
-		n.receive(f)
-		n.unlock()
-		done++
+		for _, f := range work {
+			n.receive(f)
+		}
+		done += len(work)
+		n.inMu.Lock()
+		for i, f := range work {
+			if len(n.spare) < inboxLimit {
+				n.spare = append(n.spare, f)
+			}
+			work[i] = nil
+		}
+		n.inMu.Unlock()
+		n.work = work[:0]
 	}
-	n.lock()
 	n.flushCQs()
+	peer := n.kickPeer
+	n.kickPeer = nil
 	n.unlock()
+	if peer != nil {
+		peer.signal()
+	}
 	return done
 }
 
@@ -239,6 +340,9 @@ func (n *NIC) Pending() bool {
 	n.lock()
 	p := len(n.pendingSQ) > 0
 	n.unlock()
+	n.dbMu.Lock()
+	p = p || len(n.rung) > 0
+	n.dbMu.Unlock()
 	n.inMu.Lock()
 	p = p || len(n.inbox) > 0
 	n.inMu.Unlock()
@@ -282,6 +386,18 @@ func (n *NIC) now() (free, rt uint64) {
 		return 0, 0
 	}
 	return n.cfg.Clock.FreeRunning(), n.cfg.Clock.RealTime()
+}
+
+// stamp is a CQE timestamp in a queue's format: the real-time clock or the free-running
+// counter, whichever the format names (only that one is read).
+func (n *NIC) stamp(f TSFormat) uint64 {
+	switch {
+	case n.cfg.Clock == nil:
+		return 0
+	case f == TSRealTime:
+		return n.cfg.Clock.RealTime()
+	}
+	return n.cfg.Clock.FreeRunning()
 }
 
 // rtNanos converts the PRM real-time format (seconds << 32 | nanoseconds) to nanoseconds.

@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"encoding/binary"
+	"math/bits"
 
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
@@ -143,7 +144,14 @@ func parseIP(f []byte, p int, h *headers) {
 // parse parses a frame, and behind a VXLAN (UDP 4789) or GRE header the inner frame
 // (transparent Ethernet bridging 0x6558) or the inner IP packet (GRE protocol IPv4/IPv6).
 func parse(f []byte) *packet {
-	p := &packet{frame: f, outer: parseL2(f, 0)}
+	p := &packet{}
+	parseInto(p, f)
+	return p
+}
+
+// parseInto is parse into a caller's packet (the NIC's, reused frame after frame).
+func parseInto(p *packet, f []byte) {
+	*p = packet{frame: f, outer: parseL2(f, 0)}
 	o := &p.outer
 	switch {
 	case o.proto == protoUDP && o.l4 >= 0 && o.dport == vxlanPort && len(f) >= o.l4+16:
@@ -160,7 +168,7 @@ func parse(f []byte) *packet {
 			g = o.l3 + 40
 		}
 		if len(f) < g+4 {
-			return p
+			return
 		}
 		flags := binary.BigEndian.Uint16(f[g:])
 		p.tunneled = true
@@ -186,35 +194,40 @@ func parse(f []byte) *packet {
 			p.inner = parseL3(f, q, p.greProto)
 		}
 	}
-	return p
 }
 
 // matchParam lays a parsed frame out as an fte_match_param, so that a flow entry matches
 // when (param & criteria) == (value & criteria) (mlx5_ifc.h fte_match_param: outer L2-L4,
 // misc, inner L2-L4).
 func (p *packet) matchParam() []byte {
-	b := make([]byte, prm.FTEMatchParam.MiscParameters5.End()/8)
+	return p.matchParamInto(make([]byte, prm.FTEMatchParam.MiscParameters5.End()/8))
+}
+
+// matchParamInto is matchParam into b (a whole fte_match_param, cleared first: the NIC's,
+// reused frame after frame).
+func (p *packet) matchParamInto(b []byte) []byte {
+	clear(b)
 	setLyr24(b[prm.FTEMatchParam.OuterHeaders.ByteOff():], &p.outer)
 	misc := b[prm.FTEMatchParam.MiscParameters.ByteOff():]
-	m := prm.FTEMatchSetMisc
+	m := &prm.FTEMatchSetMisc
 	if len(p.outer.vlans) > 1 {
 		v := p.outer.vlans[1]
-		m.OuterSecondPrio.Set(misc, uint64(v.tci>>13))
-		m.OuterSecondCFI.Set(misc, uint64(v.tci>>12&1))
-		m.OuterSecondVid.Set(misc, uint64(v.tci&0xfff))
+		pos(m.OuterSecondPrio).set(misc, uint64(v.tci>>13))
+		pos(m.OuterSecondCFI).set(misc, uint64(v.tci>>12&1))
+		pos(m.OuterSecondVid).set(misc, uint64(v.tci&0xfff))
 		if v.tpid == etherSVLAN {
-			m.OuterSecondSVLANTag.Set(misc, 1)
+			pos(m.OuterSecondSVLANTag).set(misc, 1)
 		} else {
-			m.OuterSecondCVLANTag.Set(misc, 1)
+			pos(m.OuterSecondCVLANTag).set(misc, 1)
 		}
 	}
 	if p.tunneled {
-		m.VXLANVNI.Set(misc, uint64(p.vni))
+		pos(m.VXLANVNI).set(misc, uint64(p.vni))
 		if p.greProto != 0 {
-			m.GREProtocol.Set(misc, uint64(p.greProto))
+			pos(m.GREProtocol).set(misc, uint64(p.greProto))
 			if p.greK {
-				m.GREKPresent.Set(misc, 1)
-				m.GREKey.Set(misc, uint64(p.greKey))
+				pos(m.GREKPresent).set(misc, 1)
+				pos(m.GREKey).set(misc, uint64(p.greKey))
 			}
 		}
 		setLyr24(b[prm.FTEMatchParam.InnerHeaders.ByteOff():], &p.inner)
@@ -223,36 +236,36 @@ func (p *packet) matchParam() []byte {
 }
 
 func setLyr24(b []byte, h *headers) {
-	l := prm.FTEMatchSetLyr24
-	l.SMAC4716.Set(b, uint64(binary.BigEndian.Uint32(h.smac[:])))
-	l.SMAC150.Set(b, uint64(binary.BigEndian.Uint16(h.smac[4:])))
-	l.DMAC4716.Set(b, uint64(binary.BigEndian.Uint32(h.dmac[:])))
-	l.DMAC150.Set(b, uint64(binary.BigEndian.Uint16(h.dmac[4:])))
-	l.Ethertype.Set(b, uint64(h.ethertype))
+	l := &prm.FTEMatchSetLyr24 // a pointer: the layout is a large struct of fields
+	pos(l.SMAC4716).set(b, uint64(binary.BigEndian.Uint32(h.smac[:])))
+	pos(l.SMAC150).set(b, uint64(binary.BigEndian.Uint16(h.smac[4:])))
+	pos(l.DMAC4716).set(b, uint64(binary.BigEndian.Uint32(h.dmac[:])))
+	pos(l.DMAC150).set(b, uint64(binary.BigEndian.Uint16(h.dmac[4:])))
+	pos(l.Ethertype).set(b, uint64(h.ethertype))
 	if len(h.vlans) > 0 {
 		v := h.vlans[0]
 		if v.tpid == etherSVLAN {
-			l.SVLANTag.Set(b, 1)
+			pos(l.SVLANTag).set(b, 1)
 		} else {
-			l.CVLANTag.Set(b, 1)
+			pos(l.CVLANTag).set(b, 1)
 		}
-		l.FirstPrio.Set(b, uint64(v.tci>>13))
-		l.FirstCFI.Set(b, uint64(v.tci>>12&1))
-		l.FirstVid.Set(b, uint64(v.tci&0xfff))
+		pos(l.FirstPrio).set(b, uint64(v.tci>>13))
+		pos(l.FirstCFI).set(b, uint64(v.tci>>12&1))
+		pos(l.FirstVid).set(b, uint64(v.tci&0xfff))
 	}
 	if h.l3 < 0 {
 		return
 	}
-	l.IPVersion.Set(b, uint64(h.ipVersion))
-	l.IPProtocol.Set(b, uint64(h.proto))
-	l.IPDSCP.Set(b, uint64(h.dscp))
-	l.IPECN.Set(b, uint64(h.ecn))
-	l.TTLHoplimit.Set(b, uint64(h.ttl))
+	pos(l.IPVersion).set(b, uint64(h.ipVersion))
+	pos(l.IPProtocol).set(b, uint64(h.proto))
+	pos(l.IPDSCP).set(b, uint64(h.dscp))
+	pos(l.IPECN).set(b, uint64(h.ecn))
+	pos(l.TTLHoplimit).set(b, uint64(h.ttl))
 	if h.frag {
-		l.Frag.Set(b, 1)
+		pos(l.Frag).set(b, 1)
 	}
 	if h.ipVersion == 4 {
-		l.IPv4Ihl.Set(b, uint64(h.ihl))
+		pos(l.IPv4Ihl).set(b, uint64(h.ihl))
 	}
 	copy(l.SrcIPv4SrcIPv6.Slice(b), h.src[:])
 	copy(l.DstIPv4DstIPv6.Slice(b), h.dst[:])
@@ -261,28 +274,54 @@ func setLyr24(b []byte, h *headers) {
 	}
 	switch h.proto {
 	case protoTCP:
-		l.TCPSport.Set(b, uint64(h.sport))
-		l.TCPDport.Set(b, uint64(h.dport))
-		l.TCPFlags.Set(b, uint64(h.tcpFlags))
+		pos(l.TCPSport).set(b, uint64(h.sport))
+		pos(l.TCPDport).set(b, uint64(h.dport))
+		pos(l.TCPFlags).set(b, uint64(h.tcpFlags))
 	case protoUDP:
-		l.UDPSport.Set(b, uint64(h.sport))
-		l.UDPDport.Set(b, uint64(h.dport))
+		pos(l.UDPSport).set(b, uint64(h.sport))
+		pos(l.UDPDport).set(b, uint64(h.dport))
 	}
 }
 
 // csum16 is the 16-bit ones' complement sum of b, folded, not inverted (RFC 1071).
+//
+// Eight bytes are added at a time, as one 64-bit big-endian number: 2^16 ≡ 1 modulo 0xffff,
+// so folding the sum gives the 16-bit words' ones' complement sum (RFC 1071 section 2(B),
+// deferred carries), and it is never 0 unless every word was.
+//
+// The bulk goes 64 bits at a time with the carries counted apart (each one is 2^64, which is
+// ≡ 1 as well).
 func csum16(sum uint32, b []byte) uint32 {
+	s := uint64(sum)
+	var carries uint64
+	for len(b) >= 32 {
+		var c0, c1, c2, c3 uint64
+		s, c0 = bits.Add64(s, binary.BigEndian.Uint64(b), 0)
+		s, c1 = bits.Add64(s, binary.BigEndian.Uint64(b[8:]), 0)
+		s, c2 = bits.Add64(s, binary.BigEndian.Uint64(b[16:]), 0)
+		s, c3 = bits.Add64(s, binary.BigEndian.Uint64(b[24:]), 0)
+		carries += c0 + c1 + c2 + c3
+		b = b[32:]
+	}
+	for len(b) >= 8 {
+		var c uint64
+		s, c = bits.Add64(s, binary.BigEndian.Uint64(b), 0)
+		carries += c
+		b = b[8:]
+	}
+	// Fold to 32 bits before the word loop so that it cannot overflow.
+	s = s>>32 + s&0xffffffff + carries
 	for len(b) >= 2 {
-		sum += uint32(binary.BigEndian.Uint16(b))
+		s += uint64(binary.BigEndian.Uint16(b))
 		b = b[2:]
 	}
 	if len(b) == 1 {
-		sum += uint32(b[0]) << 8
+		s += uint64(b[0]) << 8
 	}
-	for sum>>16 != 0 {
-		sum = sum&0xffff + sum>>16
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
 	}
-	return sum
+	return uint32(s)
 }
 
 // pseudo is the TCP/UDP pseudo-header sum of an IP header at h.l3 for an L4 length.
@@ -332,6 +371,41 @@ func l4OK(f []byte, h *headers) bool {
 		return true // UDP over IPv4 without checksum
 	}
 	return csum16(pseudo(f, h, end-h.l4), f[h.l4:end]) == 0xffff
+}
+
+// rxChecks computes in one pass over the frame what an RX CQE reports: l3OK, l4OK (when
+// the L3 check passes; false otherwise) and the ones' complement sum of the bytes from the
+// IP header on (the CQE checksum; 0 without an IP header). The IP header's sum and the L4
+// bytes' sum serve both the checks and the CQE sum (the IP header has an even length, so the
+// words line up); only Ethernet padding after an odd-length datagram takes a second pass.
+func rxChecks(f []byte, h *headers) (l3ok, l4ok bool, sum uint32) {
+	if h.l3 < 0 {
+		return false, false, 0
+	}
+	if h.l4 < 0 || (h.proto != protoTCP && h.proto != protoUDP) {
+		l3ok = l3OK(f, h)
+		return l3ok, l3ok && l4OK(f, h), csum16(0, f[h.l3:])
+	}
+	hdr := csum16(0, f[h.l3:h.l4])
+	l3ok = h.ipVersion == 6 || hdr == 0xffff
+	end := ipPayloadEnd(f, h)
+	l4 := csum16(0, f[h.l4:end])
+	switch {
+	case end == len(f):
+		sum = csum16(hdr+l4, nil)
+	case (end-h.l4)%2 == 0:
+		sum = csum16(hdr+l4, f[end:])
+	default:
+		sum = csum16(0, f[h.l3:])
+	}
+	switch {
+	case !l3ok || end < h.l4+h.l4Len:
+	case h.proto == protoUDP && h.ipVersion == 4 && binary.BigEndian.Uint16(f[h.l4+6:]) == 0:
+		l4ok = true // UDP over IPv4 without checksum
+	default:
+		l4ok = csum16(pseudo(f, h, end-h.l4)+l4, nil) == 0xffff
+	}
+	return l3ok, l4ok, sum
 }
 
 // fillChecksums computes the IPv4 header and TCP/UDP checksums of a frame in place, as

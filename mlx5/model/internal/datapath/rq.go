@@ -23,6 +23,8 @@ type rq struct {
 	// strides used in the current striding WQE.
 	strides int
 	refs    int
+	// ring and dbr cache the ring's WQEs and the doorbell record.
+	ring, dbr memCache
 }
 
 func (r *rq) linked() bool {
@@ -78,7 +80,9 @@ func (n *NIC) CreateRQ(p RQParams) error {
 	if p.WQ.LogSize > 16 || p.WQ.LogStride < 4 || p.WQ.LogStride > 11 {
 		return errf(StatusBadParam, SyndromeBadSize, "CREATE_RQ: rq %#x log_wq_sz %d / log_wq_stride %d out of range", p.RQN, p.WQ.LogSize, p.WQ.LogStride)
 	}
-	r := &rq{p: p, state: StateReset, cq: c}
+	r := &rq{p: p, state: StateReset, cq: c,
+		ring: newMemCache(p.WQ.Buf, 1<<p.WQ.LogSize, 1<<p.WQ.LogStride, dma.Read),
+		dbr:  newMemCache(p.WQ.DBR, 1, 4, dma.Read)}
 	switch p.WQ.Type {
 	case WQCyclic, WQLinkedList:
 	case WQLinkedListStrided, WQCyclicStriding:
@@ -164,7 +168,7 @@ func (n *NIC) DestroyRQ(rqn uint32) error {
 
 // posted reads the receive counter from the doorbell record (word MLX5_RCV_DBR, 16 bits).
 func (r *rq) posted() (uint32, error) {
-	b, err := r.p.WQ.DBR.Slice(0, 4, dma.Read)
+	b, err := r.dbr.get(0)
 	if err != nil {
 		return 0, err
 	}
@@ -182,9 +186,8 @@ func (r *rq) available() uint32 {
 
 // wqe returns the bytes of WQE index i.
 func (r *rq) wqe(i uint32) ([]byte, error) {
-	size := 1 << r.p.WQ.LogStride
 	mask := uint32(1)<<r.p.WQ.LogSize - 1
-	return r.p.WQ.Buf.Slice(uint64(i&mask)*uint64(size), size, dma.Read)
+	return r.ring.get(i & mask)
 }
 
 // outOfBuffer counts a frame an RQ had no WQE for.
@@ -219,7 +222,7 @@ func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta) {
 		g = append(g, f[16:]...)
 		f = g
 		pkt = parse(f)
-		prm.CQE64.VLANInfo.Set(e[:], uint64(tci))
+		pos(prm.CQE64.VLANInfo).set(e[:], uint64(tci))
 		e[29] |= 1
 	}
 	if r.p.ScatterFCS {
@@ -274,8 +277,8 @@ func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta) {
 		n.rxError(r, idx, prm.CQESyndLocalLength)
 		return
 	}
-	prm.CQE64.WQECounter.Set(e[:], uint64(idx&0xffff))
-	prm.CQE64.ByteCnt.Set(e[:], uint64(len(f)))
+	pos(prm.CQE64.WQECounter).set(e[:], uint64(idx&0xffff))
+	pos(prm.CQE64.ByteCnt).set(e[:], uint64(len(f)))
 	n.stats.RXPackets++
 	n.stats.RXBytes += uint64(len(f))
 	n.pushCQE(r.cq, &e, true, false)
@@ -305,10 +308,10 @@ func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
 	if r.strides+k > ns {
 		var fe [prm.CQESize]byte
 		left := ns - r.strides
-		prm.CQE64.WQEID.Set(fe[:], uint64(r.id()))
-		prm.CQE64.WQECounter.Set(fe[:], uint64(r.strides))
-		prm.CQE64.ByteCnt.Set(fe[:], uint64(prm.MPRQByteCntFiller|uint32(left)<<prm.MPRQByteCntStrideShift))
-		prm.CQE64.FlagsRQPN.Set(fe[:], uint64(r.p.RQN))
+		pos(prm.CQE64.WQEID).set(fe[:], uint64(r.id()))
+		pos(prm.CQE64.WQECounter).set(fe[:], uint64(r.strides))
+		pos(prm.CQE64.ByteCnt).set(fe[:], uint64(prm.MPRQByteCntFiller|uint32(left)<<prm.MPRQByteCntStrideShift))
+		pos(prm.CQE64.FlagsRQPN).set(fe[:], uint64(r.p.RQN))
 		fe[63] = prm.CQEOpRespSend << 4
 		n.pushCQE(r.cq, &fe, false, false)
 		r.advance()
@@ -346,9 +349,9 @@ func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
 		return
 	}
 	r.strides += k
-	prm.CQE64.WQEID.Set(e[:], uint64(idx&0xffff))
-	prm.CQE64.WQECounter.Set(e[:], uint64(first))
-	prm.CQE64.ByteCnt.Set(e[:], uint64(uint32(k)<<prm.MPRQByteCntStrideShift|uint32(len(f))&prm.MPRQByteCntLenMask))
+	pos(prm.CQE64.WQEID).set(e[:], uint64(idx&0xffff))
+	pos(prm.CQE64.WQECounter).set(e[:], uint64(first))
+	pos(prm.CQE64.ByteCnt).set(e[:], uint64(uint32(k)<<prm.MPRQByteCntStrideShift|uint32(len(f))&prm.MPRQByteCntLenMask))
 	if r.strides == ns {
 		// Every stride used: the WQE is done and the next packet takes the next one.
 		r.advance()
@@ -362,9 +365,9 @@ func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
 // rxError completes an RQ WQE in error (MLX5_CQE_RESP_ERR with a syndrome) and counts it.
 func (n *NIC) rxError(r *rq, idx uint32, synd uint8) {
 	var e [prm.CQESize]byte
-	prm.ErrCQE.Syndrome.Set(e[:], uint64(synd))
-	prm.ErrCQE.WQECounter.Set(e[:], uint64(idx&0xffff))
-	prm.ErrCQE.SRQN.Set(e[:], uint64(r.p.RQN))
+	pos(prm.ErrCQE.Syndrome).set(e[:], uint64(synd))
+	pos(prm.ErrCQE.WQECounter).set(e[:], uint64(idx&0xffff))
+	pos(prm.ErrCQE.SRQN).set(e[:], uint64(r.p.RQN))
 	e[63] = prm.CQEOpRespErr << 4
 	n.stats.RXErrors++
 	n.pushCQE(r.cq, &e, false, false)
@@ -387,19 +390,20 @@ func (n *NIC) fillRXCQE(r *rq, pkt *packet, f []byte, meta rxMeta, e *[prm.CQESi
 	if pkt.tunneled {
 		e[0] |= 1
 	}
-	prm.CQE64.RSSHashResult.Set(e[:], uint64(meta.hash))
-	prm.CQE64.RSSHashType.Set(e[:], uint64(meta.hashType))
+	pos(prm.CQE64.RSSHashResult).set(e[:], uint64(meta.hash))
+	pos(prm.CQE64.RSSHashType).set(e[:], uint64(meta.hashType))
 	var ok uint8
 	if len(f) >= 14 {
 		ok |= prm.CQEL2OK
 	}
-	if l3OK(f, h) {
+	l3ok, l4ok, sum := rxChecks(f, h)
+	if l3ok {
 		ok |= prm.CQEL3OK
-		if l4OK(f, h) {
+		if l4ok {
 			ok |= prm.CQEL4OK
 		}
 	}
-	prm.CQE64.HdsIPExt.Set(e[:], uint64(ok))
+	pos(prm.CQE64.HdsIPExt).set(e[:], uint64(ok))
 	var l3, l4 uint8
 	switch h.ipVersion {
 	case 4:
@@ -426,15 +430,10 @@ func (n *NIC) fillRXCQE(r *rq, pkt *packet, f []byte, meta rxMeta, e *[prm.CQESi
 	// bytes after the L2 header (inferred from kernel en_rx.c mlx5e_handle_csum, which
 	// adds it to skb->csum after pulling ETH_HLEN).
 	if h.l3 >= 0 {
-		prm.CQE64.Checksum.Set(e[:], uint64(csum16(0, f[h.l3:])))
+		pos(prm.CQE64.Checksum).set(e[:], uint64(sum))
 	}
-	prm.CQE64.FlagsRQPN.Set(e[:], uint64(r.p.RQN))
-	prm.CQE64.SopDropQPN.Set(e[:], uint64(meta.flowTag&0xffffff))
-	free, rt := n.now()
-	ts := free
-	if r.p.TSFormat == TSRealTime {
-		ts = rt
-	}
-	prm.CQE64.Timestamp.Set(e[:], ts)
+	pos(prm.CQE64.FlagsRQPN).set(e[:], uint64(r.p.RQN))
+	pos(prm.CQE64.SopDropQPN).set(e[:], uint64(meta.flowTag&0xffffff))
+	pos(prm.CQE64.Timestamp).set(e[:], n.stamp(r.p.TSFormat))
 	e[63] = prm.CQEOpRespSend << 4
 }

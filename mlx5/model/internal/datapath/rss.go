@@ -14,7 +14,12 @@ type rqt struct {
 type tir struct {
 	p    TIRParams
 	refs int
+	// hash is the Toeplitz table of p.Key, built when the TIR is made or modified.
+	hash *toeplitzTable
 }
+
+// newTIR is a TIR with its hash table.
+func newTIR(p TIRParams) *tir { return &tir{p: p, hash: newToeplitzTable(p.Key[:])} }
 
 // CreateRQT makes an RQ table over existing RQs.
 func (n *NIC) CreateRQT(p RQTParams) error {
@@ -137,7 +142,7 @@ func (n *NIC) CreateTIR(p TIRParams) error {
 	if err := n.checkTIR("CREATE_TIR", p); err != nil {
 		return err
 	}
-	n.tirs[p.TIRN] = &tir{p: p}
+	n.tirs[p.TIRN] = newTIR(p)
 	n.tirRefs(p, 1)
 	return nil
 }
@@ -155,6 +160,9 @@ func (n *NIC) ModifyTIR(p TIRParams) error {
 	}
 	n.tirRefs(t.p, -1)
 	t.p = p
+	if t.hash.key != p.Key {
+		t.hash = newToeplitzTable(p.Key[:])
+	}
 	n.tirRefs(p, 1)
 	return nil
 }
@@ -263,12 +271,62 @@ func Toeplitz(key, input []byte) uint32 {
 	return h
 }
 
-// hashInput builds the RSS hash input from the fields a selector picks, in the order of
+// maxHashInput is the longest RSS hash input: IPv6 source and destination and two ports.
+const maxHashInput = 16 + 16 + 2 + 2
+
+// toeplitzTable is a key's Toeplitz hash by input byte: t[i][v] is the hash of an input
+// whose byte i is v and whose other bytes are zero, so that a hash is the XOR of one entry
+// per input byte (the hash is linear in its input), the same value Toeplitz computes bit by
+// bit.
+type toeplitzTable struct {
+	key [40]byte
+	t   [maxHashInput][256]uint32
+}
+
+func newToeplitzTable(key []byte) *toeplitzTable {
+	tt := &toeplitzTable{}
+	copy(tt.key[:], key)
+	for i := range tt.t {
+		var bit [8]uint32 // the 32 key bits from input bit 8i+b on, for b = 0 (MSB) .. 7
+		for b := range bit {
+			var w uint32
+			for k := 0; k < 32; k++ {
+				p := 8*i + b + k
+				if p/8 < len(key) && key[p/8]&(0x80>>(p%8)) != 0 {
+					w |= 1 << (31 - k)
+				}
+			}
+			bit[b] = w
+		}
+		for v := 1; v < 256; v++ {
+			low := v & -v // the lowest set bit: bit 7-b of the byte for b = TrailingZeros
+			b := 7
+			for low > 1 {
+				low >>= 1
+				b--
+			}
+			tt.t[i][v] = tt.t[i][v&(v-1)] ^ bit[b]
+		}
+	}
+	return tt
+}
+
+// sum hashes in (at most maxHashInput bytes; callers build it so).
+func (tt *toeplitzTable) sum(in []byte) uint32 {
+	var h uint32
+	for i, b := range in[:min(len(in), maxHashInput)] {
+		h ^= tt.t[i][b]
+	}
+	return h
+}
+
+// appendHashInput builds the RSS hash input from the fields a selector picks, in the order of
 // Microsoft's RSS specification (source address, destination address, source port,
 // destination port); a frame that lacks the selected L3/L4 protocol hashes nothing and
 // gets hash 0 (the first RQ), as with the PRM's field selector the other protocol's
 // traffic does not match the TIR's hash (kernel en/rss.c gives each traffic type its TIR).
-func hashInput(h *headers, sel HashFields) ([]byte, uint8) {
+// The input is appended to in (a caller's buffer, so that no hash allocates).
+func appendHashInput(in []byte, h *headers, sel HashFields) ([]byte, uint8) {
 	wantV := uint8(4)
 	if sel.IPv6 {
 		wantV = 6
@@ -276,7 +334,6 @@ func hashInput(h *headers, sel HashFields) ([]byte, uint8) {
 	if h.l3 < 0 || h.ipVersion != wantV || sel.Selected == 0 {
 		return nil, 0
 	}
-	var in []byte
 	var ht uint8
 	addr := func(a [16]byte) []byte {
 		if wantV == 4 {
@@ -322,18 +379,20 @@ func hashInput(h *headers, sel HashFields) ([]byte, uint8) {
 }
 
 // rssHash is a TIR's hash of a packet and the CQE's hash type for it.
-func rssHash(p *TIRParams, pkt *packet) (uint32, uint8) {
+func rssHash(t *tir, pkt *packet) (uint32, uint8) {
+	p := &t.p
 	h, sel := &pkt.outer, p.Outer
 	if p.Tunneled && pkt.tunneled && pkt.inner.l3 >= 0 {
 		h, sel = &pkt.inner, p.Inner
 	}
-	in, ht := hashInput(h, sel)
+	var buf [maxHashInput]byte
+	in, ht := appendHashInput(buf[:0], h, sel)
 	if len(in) == 0 {
 		return 0, 0
 	}
 	switch p.HashFn {
 	case 2:
-		return Toeplitz(p.Key[:], in), ht
+		return t.hash.sum(in), ht
 	case 1:
 		// Inverted XOR8 (MLX5_RX_HASH_FN_INVERTED_XOR8): the complement of the XOR of
 		// the input bytes; its exact definition is not public (inferred).
@@ -387,7 +446,7 @@ func (n *NIC) receive(f []byte) {
 			n.stats.RXSteeringMiss++
 			return
 		}
-		meta.hash, meta.hashType = rssHash(&t.p, pkt)
+		meta.hash, meta.hashType = rssHash(t, pkt)
 		r = n.rqs[q.p.RQNs[rqtIndex(meta.hash, len(q.p.RQNs))]]
 	} else {
 		r = n.rqs[t.p.InlineRQ]

@@ -14,6 +14,10 @@ type sq struct {
 	state QueueState
 	cq    *cq
 	pc    uint32 // basic blocks consumed (16 bits on the wire)
+	// wqe is the copy readWQE makes of the WQE being carried out (reused WQE after WQE).
+	wqe []byte
+	// ring and dbr cache the ring's basic blocks and the doorbell record.
+	ring, dbr memCache
 	// nextSend is when a paced SQ may send again, in nanoseconds of the real-time clock.
 	nextSend uint64
 }
@@ -51,7 +55,9 @@ func (n *NIC) CreateSQ(p SQParams) error {
 		}
 	}
 	c.refs++
-	n.sqs[p.SQN] = &sq{p: p, state: StateReset, cq: c}
+	n.sqs[p.SQN] = &sq{p: p, state: StateReset, cq: c,
+		ring: newMemCache(p.WQ.Buf, 1<<p.WQ.LogSize, prm.SendWQEBB, dma.Read),
+		dbr:  newMemCache(p.WQ.DBR, 1, 8, dma.Read)}
 	return nil
 }
 
@@ -114,7 +120,7 @@ func (n *NIC) DestroySQ(sqn uint32) error {
 // producer reads the send counter from the doorbell record (word MLX5_SND_DBR, 16 bits:
 // rdma-core qp.c and DPDK mlx5_tx.h write the WQE basic-block counter there).
 func (s *sq) producer() (uint32, error) {
-	b, err := s.p.WQ.DBR.Slice(0, 8, dma.Read)
+	b, err := s.dbr.get(0)
 	if err != nil {
 		return 0, err
 	}
@@ -130,7 +136,7 @@ type wqeError struct{ synd uint8 }
 func (s *sq) readWQE(pc uint32) ([]byte, *wqeError) {
 	mask := uint32(1)<<s.p.WQ.LogSize - 1
 	bb := func(i uint32) ([]byte, error) {
-		return s.p.WQ.Buf.Slice(uint64((pc+i)&mask)*prm.SendWQEBB, prm.SendWQEBB, dma.Read)
+		return s.ring.get((pc + i) & mask)
 	}
 	first, err := bb(0)
 	if err != nil {
@@ -144,8 +150,7 @@ func (s *sq) readWQE(pc uint32) ([]byte, *wqeError) {
 	if uint32(nbb) > mask+1 {
 		return nil, &wqeError{prm.CQESyndLocalQPOp}
 	}
-	w := make([]byte, 0, nbb*prm.SendWQEBB)
-	w = append(w, first...)
+	w := append(s.wqe[:0], first...)
 	for i := 1; i < nbb; i++ {
 		b, err := bb(uint32(i))
 		if err != nil {
@@ -153,6 +158,7 @@ func (s *sq) readWQE(pc uint32) ([]byte, *wqeError) {
 		}
 		w = append(w, b...)
 	}
+	s.wqe = w
 	return w[:ds*prm.SendWQEDS], nil
 }
 
@@ -212,14 +218,9 @@ func (n *NIC) runSQ(s *sq, budget int) (done int, idle bool) {
 // from sop_drop_qpn's high byte and the WQE index from wqe_counter).
 func (n *NIC) txCQE(s *sq, ctrl uint32, solicited bool) {
 	var e [prm.CQESize]byte
-	prm.CQE64.WQECounter.Set(e[:], uint64(prm.CtrlIndex(ctrl)))
-	prm.CQE64.SopDropQPN.Set(e[:], uint64(prm.CtrlOpcode(ctrl))<<24|uint64(s.p.SQN&0xffffff))
-	free, rt := n.now()
-	ts := free
-	if s.p.TSFormat == TSRealTime {
-		ts = rt
-	}
-	prm.CQE64.Timestamp.Set(e[:], ts)
+	pos(prm.CQE64.WQECounter).set(e[:], uint64(prm.CtrlIndex(ctrl)))
+	pos(prm.CQE64.SopDropQPN).set(e[:], uint64(prm.CtrlOpcode(ctrl))<<24|uint64(s.p.SQN&0xffffff))
+	pos(prm.CQE64.Timestamp).set(e[:], n.stamp(s.p.TSFormat))
 	e[63] = prm.CQEOpReq << 4
 	if solicited {
 		e[63] |= 2
@@ -247,9 +248,9 @@ func (n *NIC) sqError(s *sq, w []byte, synd uint8) {
 
 func (n *NIC) errCQE(s *sq, ctrl uint32, synd uint8) {
 	var e [prm.CQESize]byte
-	prm.ErrCQE.Syndrome.Set(e[:], uint64(synd))
-	prm.ErrCQE.SWQEOpcodeQPN.Set(e[:], uint64(prm.CtrlOpcode(ctrl))<<24|uint64(s.p.SQN&0xffffff))
-	prm.ErrCQE.WQECounter.Set(e[:], uint64(prm.CtrlIndex(ctrl)))
+	pos(prm.ErrCQE.Syndrome).set(e[:], uint64(synd))
+	pos(prm.ErrCQE.SWQEOpcodeQPN).set(e[:], uint64(prm.CtrlOpcode(ctrl))<<24|uint64(s.p.SQN&0xffffff))
+	pos(prm.ErrCQE.WQECounter).set(e[:], uint64(prm.CtrlIndex(ctrl)))
 	e[63] = prm.CQEOpReqErr << 4
 	n.pushCQE(s.cq, &e, false, false)
 }
@@ -286,11 +287,13 @@ func (n *NIC) execWQE(s *sq, w []byte) (bbs int, stall bool, werr *wqeError) {
 		if n.paceBlocked(s) {
 			return bbs, true, nil
 		}
-		f, werr := n.buildSend(s, w)
+		buf, owned := n.frameBuf(minFrameBuf)
+		f, werr := n.buildSend(s, w, buf)
 		if werr != nil {
+			n.recycle(buf, owned)
 			return bbs, false, werr
 		}
-		n.transmit(s, f)
+		n.transmit(s, f, owned)
 		return bbs, false, nil
 	case prm.WQEOpEnhancedMPSW:
 		// Enhanced MPW needs no permission in the SQ context: the kernel's mlx5e sends it
@@ -299,12 +302,17 @@ func (n *NIC) execWQE(s *sq, w []byte) (bbs int, stall bool, werr *wqeError) {
 		if n.paceBlocked(s) {
 			return bbs, true, nil
 		}
-		fs, werr := n.buildMPW(s, w)
+		cs, segs, werr := n.buildMPW(s, w)
 		if werr != nil {
 			return bbs, false, werr
 		}
-		for _, f := range fs {
-			n.transmit(s, f)
+		for i, d := range segs {
+			// Each packet is copied out of host memory before its checksums are filled in.
+			buf, owned := n.frameBuf(len(d))
+			f := append(buf, d...)
+			offload(f, cs)
+			n.transmit(s, f, owned)
+			segs[i] = nil
 		}
 		return bbs, false, nil
 	case prm.WQEOpTSO:
@@ -316,7 +324,7 @@ func (n *NIC) execWQE(s *sq, w []byte) (bbs int, stall bool, werr *wqeError) {
 			return bbs, false, werr
 		}
 		for _, f := range fs {
-			n.transmit(s, f)
+			n.transmit(s, f, false)
 		}
 		return bbs, false, nil
 	case prm.WQEOpWait:
@@ -403,7 +411,9 @@ func minInline(mode uint8) int {
 	return 14
 }
 
-func (n *NIC) buildSend(s *sq, w []byte) ([]byte, *wqeError) {
+// buildSend builds a SEND WQE's frame in buf (from frameBuf): inline headers, data
+// segments, VLAN insertion and checksum offloads.
+func (n *NIC) buildSend(s *sq, w []byte, buf []byte) ([]byte, *wqeError) {
 	cs, inline, vlan, off, werr := ethSeg(w)
 	if werr != nil {
 		return nil, werr
@@ -411,7 +421,7 @@ func (n *NIC) buildSend(s *sq, w []byte) ([]byte, *wqeError) {
 	if vlan == 0 && len(inline) < minInline(s.p.MinInline) {
 		return nil, &wqeError{prm.CQESyndLocalQPOp}
 	}
-	f := append([]byte(nil), inline...)
+	f := append(buf, inline...)
 	for off < len(w) {
 		var d []byte
 		d, off, werr = n.dataSeg(w, off)
@@ -441,32 +451,37 @@ func (n *NIC) buildSend(s *sq, w []byte) ([]byte, *wqeError) {
 // (checksum flags for all of them, no inline headers) each data segment, pointer or inline,
 // is one packet (DPDK mlx5_tx.h mlx5_tx_burst_empw_simple/inline; kernel en/txrx.h
 // mlx5e_tx_mpwqe_session_start).
-func (n *NIC) buildMPW(s *sq, w []byte) ([][]byte, *wqeError) {
+//
+// It returns the checksum flags and the packets' bytes as the data segments give them (in
+// host memory or the WQE), every segment checked before any packet is sent; the caller
+// copies each packet out before filling in its checksums.
+func (n *NIC) buildMPW(s *sq, w []byte) (uint8, [][]byte, *wqeError) {
 	cs, inline, vlan, off, werr := ethSeg(w)
 	if werr != nil {
-		return nil, werr
+		return 0, nil, werr
 	}
 	if len(inline) > 0 || vlan != 0 {
-		return nil, &wqeError{prm.CQESyndLocalQPOp}
+		return 0, nil, &wqeError{prm.CQESyndLocalQPOp}
 	}
-	var fs [][]byte
+	fs := n.mpwSegs[:0]
 	for off < len(w) {
 		var d []byte
 		d, off, werr = n.dataSeg(w, off)
 		if werr != nil {
-			return nil, werr
+			clear(fs)
+			return 0, nil, werr
 		}
 		if len(d) < 14 {
-			return nil, &wqeError{prm.CQESyndLocalLength}
+			clear(fs)
+			return 0, nil, &wqeError{prm.CQESyndLocalLength}
 		}
-		f := append([]byte(nil), d...)
-		offload(f, cs)
-		fs = append(fs, f)
+		fs = append(fs, d)
 	}
+	n.mpwSegs = fs[:0]
 	if len(fs) == 0 {
-		return nil, &wqeError{prm.CQESyndLocalQPOp}
+		return 0, nil, &wqeError{prm.CQESyndLocalQPOp}
 	}
-	return fs, nil
+	return cs, fs, nil
 }
 
 // offload computes the checksums a WQE asks for, outer and (for tunneled frames) inner.
@@ -481,13 +496,61 @@ func offload(f []byte, cs uint8) {
 	fillChecksums(f, &p.outer, cs&prm.WQEEthL3Csum != 0, cs&prm.WQEEthL4Csum != 0)
 }
 
+// frameBuf is an empty buffer of at least size bytes to build a frame in. On a cable it is
+// one of the buffers the ports pass around (owned: transmit hands it to the peer's inbox,
+// which takes it without a copy, and the peer's Step returns it to the peer's spare
+// buffers, from which this port takes them back in bulk); on another wire it is the port's
+// own frame buffer, which the wire copies.
+func (n *NIC) frameBuf(size int) (buf []byte, owned bool) {
+	peer, ok := n.wire.(*NIC)
+	if !ok {
+		if cap(n.txFrame) < size {
+			n.txFrame = make([]byte, 0, max(size, minFrameBuf))
+		}
+		return n.txFrame[:0], false
+	}
+	if len(n.txBufs) == 0 {
+		peer.inMu.Lock()
+		k := min(len(peer.spare), txBufBatch)
+		n.txBufs = append(n.txBufs, peer.spare[len(peer.spare)-k:]...)
+		clear(peer.spare[len(peer.spare)-k:])
+		peer.spare = peer.spare[:len(peer.spare)-k]
+		peer.inMu.Unlock()
+	}
+	if k := len(n.txBufs); k > 0 {
+		buf = n.txBufs[k-1]
+		n.txBufs[k-1] = nil
+		n.txBufs = n.txBufs[:k-1]
+	}
+	if cap(buf) < size {
+		buf = make([]byte, 0, max(size, minFrameBuf))
+	}
+	return buf[:0], true
+}
+
+// txBufBatch is how many frame buffers a port takes back from its peer at a time.
+const txBufBatch = 64
+
+// recycle keeps an owned frame buffer that was not handed on, for the next frame.
+func (n *NIC) recycle(buf []byte, owned bool) {
+	if owned && len(n.txBufs) < inboxLimit {
+		n.txBufs = append(n.txBufs, buf[:0])
+	}
+}
+
 // transmit runs a frame through NIC TX steering, counts it, paces the SQ and puts it on the
-// wire.
-func (n *NIC) transmit(s *sq, f []byte) {
+// wire. owned says f is in a buffer from frameBuf that the wire may keep.
+func (n *NIC) transmit(s *sq, f []byte, owned bool) {
 	v := n.steer(TableNICTX, f)
 	if v.drop {
 		n.stats.TXDropRule++
+		n.recycle(f, owned)
 		return
+	}
+	if len(v.frame) == 0 || len(f) == 0 || &v.frame[0] != &f[0] {
+		// A header action made a new frame: f's buffer stays here.
+		n.recycle(f, owned)
+		owned = false
 	}
 	f = v.frame
 	n.stats.TXPackets++
@@ -500,8 +563,23 @@ func (n *NIC) transmit(s *sq, f []byte) {
 		}
 		s.nextSend += uint64(len(f)) * 8 * 1e6 / uint64(pp.RateKbps)
 	}
-	if n.wire != nil {
-		n.wire.Transmit(f)
+	switch w := n.wire.(type) {
+	case nil:
+		n.recycle(f, owned)
+	case *NIC:
+		// A cable: the peer is woken when this Step ends, once for all its frames.
+		var wake bool
+		if owned {
+			wake = w.push(f)
+		} else {
+			wake = w.enqueue(f)
+		}
+		if wake {
+			n.kickPeer = w
+		}
+	default:
+		w.Transmit(f)
+		n.recycle(f, owned)
 	}
 }
 

@@ -19,9 +19,36 @@ type table struct {
 type group struct {
 	p    FlowGroupParams
 	mask []byte // criteria, zero outside the enabled sections, full fte_match_param size
+	// idx lists the bytes of mask that are not zero: a lookup compares only those.
+	idx  []uint16
 	ftes int
 	// misc4 is set when the mask uses misc_parameters_4 (flex parser samples, flex.go).
 	misc4 bool
+}
+
+// newGroup is a group with its effective mask.
+func newGroup(p FlowGroupParams) *group {
+	g := &group{p: p, mask: effectiveMask(p.CriteriaEnable, p.Criteria)}
+	for i, m := range g.mask {
+		if m != 0 {
+			g.idx = append(g.idx, uint16(i))
+		}
+	}
+	return g
+}
+
+// matches reports whether a frame's match parameter (mp, a whole fte_match_param) equals
+// an entry's value under the group's mask: maskedEqual over the mask's non-zero bytes.
+func (g *group) matches(mp, value []byte) bool {
+	if len(mp) < len(g.mask) || len(value) < len(g.mask) {
+		return maskedEqual(g.mask, mp, value)
+	}
+	for _, i := range g.idx {
+		if (mp[i]^value[i])&g.mask[i] != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 var matchParamBytes = int(prm.FTEMatchParam.MiscParameters5.End() / 8)
@@ -205,7 +232,7 @@ func (n *NIC) CreateFlowGroup(p FlowGroupParams) error {
 		return errf(StatusBadParam, SyndromeBadSize, "CREATE_FLOW_GROUP: %d bytes of match criteria, at most %d", len(p.Criteria), matchParamBytes)
 	}
 	p.Criteria = append([]byte(nil), p.Criteria...)
-	g := &group{p: p, mask: effectiveMask(p.CriteriaEnable, p.Criteria)}
+	g := newGroup(p)
 	g.misc4 = hasMisc4(g.mask)
 	t.groups[p.ID] = g
 	return nil
@@ -512,9 +539,16 @@ func (n *NIC) steer(typ uint8, f []byte) verdict {
 		return v
 	}
 	t := n.tables[typ][n.roots[typ]]
-	pkt := parse(f)
+	// The frame is parsed and laid out into the NIC's own packet and match parameter of
+	// the table type (a Step steers one frame at a time; a frame steered on RX keeps its
+	// packet until it is delivered, before the next RX frame is steered).
+	pkt := &n.steerPkt[typ]
+	parseInto(pkt, f)
 	v.pkt = pkt
-	mp := pkt.matchParam()
+	if len(n.steerMP[typ]) != matchParamBytes {
+		n.steerMP[typ] = make([]byte, matchParamBytes)
+	}
+	mp := pkt.matchParamInto(n.steerMP[typ])
 	var fx *flexMatch // the frame's flex samples, made when a misc4 group is met
 	for hops := 0; t != nil && hops < 64; hops++ {
 		fte := t.lookup(mp, func() *flexMatch {
@@ -563,9 +597,8 @@ func (n *NIC) steer(typ uint8, f []byte) verdict {
 				}
 			}
 			v.frame = f
-			pkt = parse(v.frame)
-			v.pkt = pkt
-			mp = pkt.matchParam()
+			parseInto(pkt, v.frame)
+			mp = pkt.matchParamInto(mp)
 			fx = nil
 		}
 		if fte.Action&ActionDrop != 0 {
@@ -611,7 +644,7 @@ func (t *table) lookup(mp []byte, flex func() *flexMatch) *FTEParams {
 			}
 			continue
 		}
-		if g != nil && maskedEqual(g.mask, mp, f.Value) {
+		if g != nil && g.matches(mp, f.Value) {
 			return f
 		}
 	}

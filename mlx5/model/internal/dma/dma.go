@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrFault is returned for an access that is not wholly inside one mapping: the IOMMU fault a
@@ -64,7 +65,14 @@ func (m mapping) end() uint64 { return m.iova + m.size }
 type Space struct {
 	mu   sync.RWMutex
 	maps []mapping // sorted by iova, never overlapping
+	// gen counts the changes of maps (every Map, MapWindow and Unmap), so that a user may
+	// keep a slice Slice gave while gen stays the same: the same call would give it again.
+	gen atomic.Uint64
 }
+
+// Gen is the space's generation: it changes whenever a mapping is added or removed. A slice
+// Slice returned is what the same call returns as long as Gen has not changed.
+func (s *Space) Gen() uint64 { return s.gen.Load() }
 
 // Map makes mem reachable at iova. mem must stay valid (not freed or unmapped by its owner)
 // until Unmap; the space does not copy it.
@@ -104,6 +112,7 @@ func (s *Space) insert(m mapping) error {
 		return fmt.Errorf("dma: mapping at %#x overlaps the one at %#x", m.iova, s.maps[i].iova)
 	}
 	s.maps = slices.Insert(s.maps, i, m)
+	s.gen.Add(1)
 	return nil
 }
 
@@ -114,6 +123,7 @@ func (s *Space) Unmap(iova uint64) error {
 	for i, m := range s.maps {
 		if m.iova == iova {
 			s.maps = slices.Delete(s.maps, i, i+1)
+			s.gen.Add(1)
 			return nil
 		}
 	}

@@ -1,0 +1,148 @@
+package datapath
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/daqiri-go/daqiri/mlx5/prm"
+)
+
+// TestBitsSetIsFieldSet checks the datapath's field writer against prm.Field.Set on random
+// positions, widths (1 to 80 bits), values and buffers, including fields beyond the buffer.
+func TestBitsSetIsFieldSet(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 20000 {
+		n := 1 + r.IntN(24)
+		a := make([]byte, n)
+		for i := range a {
+			a[i] = byte(r.Uint32())
+		}
+		b := append([]byte(nil), a...)
+		width := 1 + r.Uint32N(80) // wider than 64 bits too: their last 64 bits are written
+		off := r.Uint32N(uint32(n)*8 + 16)
+		v := r.Uint64()
+		prm.Field{Off: off, Width: width}.Set(a, v)
+		fieldPos{off, width}.set(b, v)
+		if !bytes.Equal(a, b) {
+			t.Fatalf("field at bit %d, %d bits, value %#x in %d bytes: fieldPos.set gives %x, prm.Field.Set %x", off, width, v, n, b, a)
+		}
+	}
+}
+
+// csum16Ref is RFC 1071's sum word by word, the definition csum16 computes faster.
+func csum16Ref(sum uint32, b []byte) uint32 {
+	for len(b) >= 2 {
+		sum += uint32(b[0])<<8 | uint32(b[1])
+		b = b[2:]
+	}
+	if len(b) == 1 {
+		sum += uint32(b[0]) << 8
+	}
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	return sum
+}
+
+// TestCsum16 checks the checksum against the word-by-word definition on random data of
+// every length up to a jumbo frame's, with random starting sums, all-zero and all-0xff
+// data (the sums at the edges of the ones' complement range).
+func TestCsum16(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for n := 0; n < 2100; n++ {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		for _, start := range []uint32{0, r.Uint32N(1 << 17), 0xffff} {
+			if got, want := csum16(start, b), csum16Ref(start, b); got != want {
+				t.Fatalf("%d bytes from sum %#x: %#x, want %#x", n, start, got, want)
+			}
+		}
+		if got, want := csum16(0, make([]byte, n)), uint32(0); got != want {
+			t.Fatalf("%d zero bytes: %#x, want 0", n, got)
+		}
+		ff := bytes.Repeat([]byte{0xff}, n)
+		if got, want := csum16(0, ff), csum16Ref(0, ff); got != want {
+			t.Fatalf("%d bytes of 0xff: %#x, want %#x", n, got, want)
+		}
+	}
+}
+
+// TestRXChecks checks the one-pass RX checks against l3OK, l4OK and the sum from the IP
+// header on, computed separately, on UDP, TCP and IPv6 frames with Ethernet padding of odd
+// and even length, bad checksums, truncated datagrams and random corruptions.
+func TestRXChecks(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	base := [][]byte{
+		udpFrame([4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 1, 2, 1000, 3),
+		udpFrame([4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 1, 2, 7, 3),
+		udpFrame([4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 1, 2, 0, 3),
+	}
+	tcp := udpFrame([4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 1, 2, 41, 3)
+	tcp[14+9] = protoTCP
+	tcp[14+20+12] = 5 << 4
+	h := parseL2(tcp, 0)
+	fillChecksums(tcp, &h, true, true)
+	v6 := make([]byte, 14+40+8+33)
+	binary.BigEndian.PutUint16(v6[12:], etherIPv6)
+	v6[14] = 6 << 4
+	binary.BigEndian.PutUint16(v6[14+4:], 8+33)
+	v6[14+6], v6[14+7] = protoUDP, 64
+	for i := 14 + 8; i < len(v6); i++ {
+		v6[i] = byte(i * 7)
+	}
+	binary.BigEndian.PutUint16(v6[14+40+4:], 8+33)
+	h = parseL2(v6, 0)
+	fillChecksums(v6, &h, false, true)
+	base = append(base, tcp, v6)
+	for range 20000 {
+		f := append([]byte(nil), base[r.IntN(len(base))]...)
+		switch r.IntN(4) {
+		case 0: // Ethernet padding
+			for k := r.IntN(9); k > 0; k-- {
+				f = append(f, byte(r.Uint32()))
+			}
+		case 1: // corrupt a byte
+			f[14+r.IntN(len(f)-14)] ^= byte(1 + r.IntN(255))
+		case 2: // cut the frame short
+			f = f[:14+r.IntN(len(f)-14)]
+		}
+		h := parseL2(f, 0)
+		l3, l4, sum := rxChecks(f, &h)
+		wantL3 := l3OK(f, &h)
+		wantL4 := wantL3 && l4OK(f, &h)
+		var wantSum uint32
+		if h.l3 >= 0 {
+			wantSum = csum16(0, f[h.l3:])
+		}
+		if l3 != wantL3 || l4 != wantL4 || sum != wantSum {
+			t.Fatalf("frame %x: rxChecks %v %v %#x, want %v %v %#x", f, l3, l4, sum, wantL3, wantL4, wantSum)
+		}
+	}
+}
+
+// TestSameShared checks the masked CQE comparison against comparing commonMask copies, for
+// every mini-CQE format, on random CQEs that differ in a random byte or not at all.
+func TestSameShared(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, f := range []MiniFormat{MiniHash, MiniCsum, MiniFlowTag, MiniCsumStride} {
+		m := sharedBytes(f)
+		for range 5000 {
+			var a [prm.CQESize]byte
+			for i := range a {
+				a[i] = byte(r.Uint32())
+			}
+			b := a
+			if r.IntN(4) > 0 {
+				b[r.IntN(len(b))] ^= byte(1 + r.IntN(255))
+			}
+			x, y := commonMask(f, &a), commonMask(f, &b)
+			if got, want := sameShared(&m, &a, &b), x == y; got != want {
+				t.Fatalf("format %d, %x vs %x: sameShared %v, commonMask copies equal %v", f, a, b, got, want)
+			}
+		}
+	}
+}
