@@ -122,23 +122,34 @@ func (f Field) Get(b []byte) uint64 {
 
 // Set writes v into the field with MLX5_SET semantics: bits of v above the width are
 // dropped, as the C macro masks them. A field beyond b is not written and Set returns false.
-func (f Field) Set(b []byte, v uint64) bool {
-	if f.Width == 0 || !f.fits(len(b)) {
+func (f Field) Set(b []byte, v uint64) bool { return SetBits(b, f.Off, f.Width, v) }
+
+// SetBits is Field.Set for a field known by its position only (bit offset and width): the
+// model's datapath writes CQE and match-parameter fields per frame without carrying a
+// Field's layout and names.
+func SetBits(b []byte, off, width uint32, v uint64) bool {
+	if width == 0 || uint64(off)+uint64(width) > uint64(len(b))*8 {
 		return false
 	}
-	width := f.Width
-	off := f.Off
 	if width > 64 {
 		off += width - 64
 		width = 64
 	}
-	if off%32 == 0 && (width == 32 || width == 64) {
-		if width == 32 {
+	if off%8 == 0 {
+		switch width {
+		case 8:
+			b[off/8] = byte(v)
+			return true
+		case 16:
+			binary.BigEndian.PutUint16(b[off/8:], uint16(v))
+			return true
+		case 32:
 			binary.BigEndian.PutUint32(b[off/8:], uint32(v))
-		} else {
+			return true
+		case 64:
 			binary.BigEndian.PutUint64(b[off/8:], v)
+			return true
 		}
-		return true
 	}
 	// As Get: the bytes that hold the field changed as one number, the bits around it kept.
 	first, last := off/8, (off+width-1)/8

@@ -307,15 +307,7 @@ func finishHeader(h []byte, n int) {
 	ip := h[14:34]
 	binary.BigEndian.PutUint16(ip[2:], uint16(n-14))
 	binary.BigEndian.PutUint16(h[34+4:], uint16(n-34))
-	ip[10], ip[11] = 0, 0
-	var sum uint32
-	for i := 0; i < 20; i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(ip[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
+	ipv4Checksum(h)
 }
 
 // loosMAC reads a MAC address as upstream's examples write them, placeholders (<...>)
