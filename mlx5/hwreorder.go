@@ -362,6 +362,9 @@ func (hp *hwPlan) readCQ() int {
 		hp.got++
 	}
 	if n > 0 {
+		// The CQEs' reads before the consumer index hands their slots back (the engine's
+		// rxq.readCQ; rdma-core cq.c update_cons_index).
+		iomem.ToDevice()
 		binary.BigEndian.PutUint32(hp.cqDBR, hp.ci&0xffffff)
 	}
 	return n

@@ -88,6 +88,13 @@ var sites = []site{
 	{"mlx5", `(*txq).ring_`, "FlushWrites", `uar\.Write64\(`, `t\.bf \^=`},
 	{"mlx5", `(*txq).pollCQ`, "FromDevice", `CQESoftwareOwned\(e\[63\]`, `t\.ci\+\+`},
 	{"mlx5", `(*txq).pollCQ`, "ToDevice", `if n > 0`, `PutUint32\(t\.cqDBR,`},
+	// mlx5 hardware reorder's slot RQs and CQ (as the engine's RX above).
+	{"mlx5", `(*hwPlan).arm`, "ToDevice", `WQEData\.Addr\.Set`, `PutUint32\(d,`},
+	{"mlx5", `(*hwPlan).readCQ`, "FromDevice", `CQESoftwareOwned\(op`, `hp\.ci\+\+`},
+	{"mlx5", `(*hwPlan).readCQ`, "ToDevice", `if n > 0`, `PutUint32\(hp\.cqDBR,`},
+	// mlx5/gpunetio's doorbell relay: the BlueFlame store the GPU asked for.
+	{"mlx5/gpunetio", `(*Queue).relay`, "WCStart", `le\.PutUint64\(`, `uar\.Write64\(`},
+	{"mlx5/gpunetio", `(*Queue).relay`, "FlushWrites", `uar\.Write64\(`, `q\.relayMu\.Lock`},
 	// VFIO command queue and EQ (rdma-core mlx5_vfio.c).
 	{"mlx5/channel/vfioch", `(*Channel).initCmdq`, "ToDevice", `c\.wr\(regCmdqAddrLSz`, `EnableBusMaster`},
 	{"mlx5/channel/vfioch", `(*Channel).run`, "ToDevice", `Ownership\.Set\(ent, prm\.CmdOwnerHW\)`, `c\.wr\(regCmdDbell`},

@@ -538,7 +538,11 @@ func (q *Queue) relay() {
 			// The word holds the bytes big-endian as the kernel stored them.
 			var b [8]byte
 			le.PutUint64(b[:], v)
+			// Around the BlueFlame store as the engine's txq.ring_ (rdma-core
+			// post_send_db: mmio_wc_start, the store, mmio_flush_writes).
+			iomem.WCStart()
 			q.uar.Write64(prm.UARBlueFlame, binary.BigEndian.Uint64(b[:]))
+			iomem.FlushWrites()
 			q.relayMu.Lock()
 			q.relayed++
 			q.relayMu.Unlock()
