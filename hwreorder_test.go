@@ -68,19 +68,20 @@ func udpTo1(payload []byte) []byte {
 	return f
 }
 
-// hwSend sends frames from port 0's queue 0, 32 at a time (waiting, bounded, for TX room).
-func hwSend(t *testing.T, s *Session, frames [][]byte) {
+// sendFrames sends frames from the port's queue 0, 32 at a time (waiting, bounded, for TX
+// room).
+func sendFrames(t *testing.T, s *Session, port int, frames [][]byte) {
 	t.Helper()
 	for i := 0; i < len(frames); {
 		n := min(32, len(frames)-i)
 		var b *Burst
 		var err error
 		for try := 0; ; try++ {
-			if b, err = s.TxBurst(0, 0, n); err == nil {
+			if b, err = s.TxBurst(port, 0, n); err == nil {
 				break
 			}
 			if try > 20000 {
-				t.Fatalf("no TX burst: %v", err)
+				t.Fatalf("port %d: no TX burst: %v", port, err)
 			}
 			time.Sleep(50 * time.Microsecond)
 		}
@@ -91,7 +92,7 @@ func hwSend(t *testing.T, s *Session, frames [][]byte) {
 			copy(b.Packet(j), frames[i+j])
 		}
 		if err := s.Send(b); err != nil {
-			t.Fatalf("Send: %v", err)
+			t.Fatalf("port %d: Send: %v", port, err)
 		}
 		i += n
 	}
@@ -130,7 +131,7 @@ func hwReorderRun(t *testing.T, cfg *config.Config, ppb, slot, batches int, read
 		t.Fatal("the session runs a software reorder service for a hardware plan")
 	}
 	r := rand.New(rand.NewPCG(32, 290))
-	send := func(frames [][]byte) { hwSend(t, s, frames) }
+	send := func(frames [][]byte) { sendFrames(t, s, 0, frames) }
 	for bt := 0; bt < batches; bt++ {
 		want := make([][]byte, ppb)
 		order := r.Perm(ppb)
@@ -251,7 +252,7 @@ func TestHWReorderTimeout(t *testing.T) {
 				}
 			}()
 			r := rand.New(rand.NewPCG(32, 291))
-			send := func(frames [][]byte) { hwSend(t, s, frames) }
+			send := func(frames [][]byte) { sendFrames(t, s, 0, frames) }
 			// recv waits (bounded) for the next aggregate; nil when the plan dropped a batch.
 			recv := func(dropped uint64) *Burst {
 				for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Microsecond) {
@@ -353,7 +354,7 @@ func TestHWReorderWholeFrames(t *testing.T) {
 		want[k] = udpTo1(seqPayload(r, uint32(k), slot-42))
 		frames = append(frames, want[k])
 	}
-	hwSend(t, s, frames)
+	sendFrames(t, s, 0, frames)
 	var b *Burst
 	for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Microsecond) {
 		if b, err = s.RxBurst(1, 0); err == nil {

@@ -89,31 +89,6 @@ func TestGPUReorderFedByMLX5(t *testing.T) {
 		copy(f[44:], body)
 		return f
 	}
-	send := func(port int, frames [][]byte) {
-		for i := 0; i < len(frames); {
-			n := min(32, len(frames)-i)
-			var b *Burst
-			for try := 0; ; try++ {
-				if b, err = s.TxBurst(port, 0, n); err == nil {
-					break
-				}
-				if try > 20000 {
-					t.Fatalf("port %d: no TX burst: %v", port, err)
-				}
-				time.Sleep(50 * time.Microsecond)
-			}
-			for j := 0; j < n; j++ {
-				if err := b.SetPacketLengths(j, len(frames[i+j])); err != nil {
-					t.Fatal(err)
-				}
-				copy(b.Packet(j), frames[i+j])
-			}
-			if err := s.Send(b); err != nil {
-				t.Fatalf("port %d: Send: %v", port, err)
-			}
-			i += n
-		}
-	}
 	type agg struct {
 		info string
 		data []byte
@@ -172,8 +147,8 @@ func TestGPUReorderFedByMLX5(t *testing.T) {
 			copy(g[6:], modelch.MAC(2))
 			other[i] = g
 		}
-		send(0, frames)
-		send(2, other)
+		sendFrames(t, s, 0, frames)
+		sendFrames(t, s, 2, other)
 		sent += len(frames)
 		// A complete batch is emitted as its last packet arrives: wait for it on both
 		// sides before the next (bounded), so that the output regions never run dry.
