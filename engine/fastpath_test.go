@@ -176,6 +176,29 @@ func refHeaders(dst, src net.HardwareAddr, payloadLen int, proto uint8, s4, d4 n
 	return h
 }
 
+// garbageBurst is a one-packet burst of q whose buffer holds random bytes.
+func garbageBurst(t *testing.T, q *TxQueue, r *rand.Rand) *Burst {
+	t.Helper()
+	b, err := q.NewBurst(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := b.SegmentBuffer(0, 0)
+	for k := range buf {
+		buf[k] = byte(r.Uint32())
+	}
+	return b
+}
+
+// randMAC is a random MAC address.
+func randMAC(r *rand.Rand) net.HardwareAddr {
+	m := make(net.HardwareAddr, 6)
+	for k := range m {
+		m[k] = byte(r.Uint32())
+	}
+	return m
+}
+
 // TestHeaderHelpersRandom writes Ethernet, IPv4 and UDP headers with random fields (lengths
 // up to the limits, every protocol number, nil and given source MACs) over buffers full of
 // garbage and compares every byte with the reference, the checksum verifying; it also checks
@@ -185,22 +208,8 @@ func TestHeaderHelpersRandom(t *testing.T) {
 	// Power-of-two buffers take the helpers' inlined path, others SegmentBuffer.
 	qs := []*TxQueue{testTxQueue(t, true, testRegion(t, "d", 8, 64)), testTxQueue(t, true, testRegion(t, "d100", 8, 100))}
 	for round := 0; round < 2000; round++ {
-		b, err := qs[round%2].NewBurst(1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		buf := b.SegmentBuffer(0, 0)
-		for k := range buf {
-			buf[k] = byte(r.Uint32())
-		}
-		mac := func() net.HardwareAddr {
-			m := make(net.HardwareAddr, 6)
-			for k := range m {
-				m[k] = byte(r.Uint32())
-			}
-			return m
-		}
-		dst, src := mac(), mac()
+		b := garbageBurst(t, qs[round%2], r)
+		dst, src := randMAC(r), randMAC(r)
 		if r.IntN(2) == 0 {
 			src = nil
 		}
@@ -285,22 +294,8 @@ func TestUDPv4HeaderTemplate(t *testing.T) {
 	r := rand.New(rand.NewPCG(rand.Uint64(), 23))
 	qs := []*TxQueue{testTxQueue(t, true, testRegion(t, "d", 8, 64)), testTxQueue(t, true, testRegion(t, "d100", 8, 100))}
 	for round := 0; round < 2000; round++ {
-		b, err := qs[round%2].NewBurst(1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		buf := b.SegmentBuffer(0, 0)
-		for k := range buf {
-			buf[k] = byte(r.Uint32())
-		}
-		mac := func() net.HardwareAddr {
-			m := make(net.HardwareAddr, 6)
-			for k := range m {
-				m[k] = byte(r.Uint32())
-			}
-			return m
-		}
-		dst, src := mac(), mac()
+		b := garbageBurst(t, qs[round%2], r)
+		dst, src := randMAC(r), randMAC(r)
 		if r.IntN(2) == 0 {
 			src = nil
 		}
