@@ -314,9 +314,12 @@ func (hp *hwPlan) poll() int {
 	}
 	n := hp.readCQ()
 	if hp.got+hp.bad >= hp.ppb {
-		hp.emit()
+		// The next batch's slots are posted before the application sees this one: a sender
+		// that waits for the aggregate before sending the next batch finds them ready.
+		b := hp.aggregate()
 		hp.sync()
 		hp.arm()
+		hp.deliver(b)
 	} else if to := int64(hp.q.Timeout()); to > 0 && hp.got+hp.bad > 0 && now()-hp.first >= to {
 		hp.expire()
 	}
@@ -409,14 +412,19 @@ func (hp *hwPlan) expire() {
 				}
 			}
 		}
-		hp.emit()
+		b := hp.aggregate()
+		hp.sync()
+		hp.arm()
+		hp.deliver(b)
+		return
 	}
 	hp.sync()
 	hp.arm()
 }
 
-// emit delivers the batch's buffer as one aggregate.
-func (hp *hwPlan) emit() {
+// aggregate turns the batch's buffer into one aggregate for deliver (nil when no burst was
+// free: the batch is counted dropped and its buffer given back).
+func (hp *hwPlan) aggregate() *engine.Burst {
 	idx := hp.idx
 	hp.armed = false
 	st := &hp.h.Stats
@@ -444,14 +452,21 @@ func (hp *hwPlan) emit() {
 		st.NoMetadata.Add(1)
 		hp.q.Stats.Drop(engine.DropNoBurstBuffers, hp.got)
 		hp.out.Put(idx)
-		return
+		return nil
 	}
 	b.Reset(hp.q.Port.ID, hp.q.ID, hp.outs, hp.q.Port.Raw, 1)
 	b.Append(uint64(idx)*uint64(hp.out.BufSize), uint32(info.AggregateLen), hp.h.FlowID, hp.ts)
 	b.SetReorderInfo(info)
 	st.Packets.Add(uint64(hp.got))
 	st.Aggregates.Add(1)
-	hp.q.DeliverDirect(b)
+	return b
+}
+
+// deliver hands an aggregate to the application.
+func (hp *hwPlan) deliver(b *engine.Burst) {
+	if b != nil {
+		hp.q.DeliverDirect(b)
+	}
 }
 
 // sync brings the NIC's drop counts into the plan's and the queue's counters: the slots'
