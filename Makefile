@@ -74,7 +74,8 @@ bench-socket: tools
 
 # The burst rings and buffer pools with upstream's pool_ring_bench cases, next to Go channels.
 # UPSTREAM_RINGBENCH=path: upstream's pool_ring_bench binary, run first for the upstream column.
+# BENCH_PREBUILT=1 runs the binary `make bench-bins` built (mk/benchbins.mk), for hosts without Go.
 bench-ring:
-	$(GO) run ./tools/daqiri-ringbench $(if $(UPSTREAM_RINGBENCH),-upstream $(UPSTREAM_RINGBENCH))
+	$(if $(BENCH_PREBUILT),$(BENCH_BIN)/daqiri-ringbench,$(GO) run ./tools/daqiri-ringbench) $(if $(UPSTREAM_RINGBENCH),-upstream $(UPSTREAM_RINGBENCH))
 
 include $(sort $(wildcard mk/*.mk))

@@ -8,7 +8,7 @@ BURST_BENCHTIME ?= 1s
 
 bench-burst:
 	@mkdir -p $(BIN)
-	$(GO) test -run '^$$' -bench LoopbackBurstPath -benchtime $(BURST_BENCHTIME) -count 3 . > $(BIN)/bench-burst.txt || { cat $(BIN)/bench-burst.txt; exit 1; }
+	$(call bench_run,.,daqiri,-test.run '^$$' -test.bench LoopbackBurstPath -test.benchtime $(BURST_BENCHTIME) -test.count 3) > $(BIN)/bench-burst.txt || { cat $(BIN)/bench-burst.txt; exit 1; }
 	@cat $(BIN)/bench-burst.txt
 	@echo
 	@awk -f mk/benchtable.awk $(BIN)/bench-burst.txt

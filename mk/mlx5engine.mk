@@ -27,8 +27,8 @@ MLX5_MODELTIME ?= 100000x
 
 bench-mlx5:
 	@mkdir -p $(BIN)
-	$(GO) test -run '^$$' -bench '^Benchmark(RX|TX|SWLoop)$$' -benchtime $(MLX5_BENCHTIME) -count 3 ./mlx5/ > $(BIN)/bench-mlx5.txt || { cat $(BIN)/bench-mlx5.txt; exit 1; }
-	$(GO) test -run '^$$' -bench '^BenchmarkRXModel$$' -benchtime $(MLX5_MODELTIME) -count 3 ./mlx5/ >> $(BIN)/bench-mlx5.txt || { cat $(BIN)/bench-mlx5.txt; exit 1; }
+	$(call bench_run,./mlx5/,mlx5,-test.run '^$$' -test.bench '^Benchmark(RX|TX|SWLoop)$$' -test.benchtime $(MLX5_BENCHTIME) -test.count 3) > $(BIN)/bench-mlx5.txt || { cat $(BIN)/bench-mlx5.txt; exit 1; }
+	$(call bench_run,./mlx5/,mlx5,-test.run '^$$' -test.bench '^BenchmarkRXModel$$' -test.benchtime $(MLX5_MODELTIME) -test.count 3) >> $(BIN)/bench-mlx5.txt || { cat $(BIN)/bench-mlx5.txt; exit 1; }
 	@cat $(BIN)/bench-mlx5.txt
 	@echo
 	@awk -f mk/benchtable.awk $(BIN)/bench-mlx5.txt
