@@ -95,10 +95,11 @@ func (h *Handoff[T]) Dequeue() (v T, ok bool) {
 // EnqueueBulk adds all of vs or none of them; producer only.
 //
 // A run of up to shortRun values is moved here rather than in enqueueShort: one call and one
-// set of checks fewer per bulk, which is most of a bulk's cost while the consumer keeps up
-// (on the H200 host a leaner copy of this path moved 195–234 M values a second in bulks of 8
-// between two cores against 160–208 through enqueueShort; BENCHMARKS.md, issue 31 second
-// round).
+// set of checks fewer per bulk, which is much of a bulk's cost while the other side keeps up.
+// Bulks of 8 between two cores of the H200 host, same harness: 160–208 M values a second
+// through enqueueShort, 199–226 this way; one thread enqueueing and dequeueing on the
+// development machine, 2.0–3.4 ns a value before, 1.7–3.0 after (BENCHMARKS.md, issue 31
+// second round).
 func (h *Handoff[T]) EnqueueBulk(vs []T) bool {
 	n := uint32(len(vs))
 	if len(vs) > shortRun {
