@@ -384,3 +384,102 @@ func TestHandoffRunsEveryOffset(t *testing.T) {
 		}
 	}
 }
+
+// TestHandoffBulkModel runs random single, bulk and burst calls of every length up to past
+// shortRun, longer than the ring included, on rings of 2 to 16 slots against a model queue,
+// with fresh random values: a bulk call succeeds exactly when all of it fits (or is there),
+// takes all or nothing, and values come out in order; a ring of pointers is left holding no
+// dequeued pointer.
+func TestHandoffBulkModel(t *testing.T) {
+	seed := rand.Uint64()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for _, size := range []int{2, 4, 8, 16} {
+		h := mustHandoff(t, size)
+		p, _ := NewHandoff[*uint64](size)
+		var model []uint64
+		buf := make([]uint64, shortRun+2)
+		pbuf := make([]*uint64, shortRun+2)
+		for step := range 5000 {
+			n := 1 + rng.IntN(shortRun+2)
+			free := size - len(model)
+			switch rng.IntN(6) {
+			case 0: // bulk enqueue
+				for i := range n {
+					v := rng.Uint64()
+					buf[i], pbuf[i] = v, &v
+				}
+				ok, pok := h.EnqueueBulk(buf[:n]), p.EnqueueBulk(pbuf[:n])
+				if ok != (n <= free) || pok != ok {
+					t.Fatalf("seed %d size %d step %d: bulk enqueue of %d with %d free: %v/%v", seed, size, step, n, free, ok, pok)
+				}
+				if ok {
+					model = append(model, buf[:n]...)
+				}
+			case 1: // bulk dequeue
+				ok, pok := h.DequeueBulk(buf[:n]), p.DequeueBulk(pbuf[:n])
+				if ok != (n <= len(model)) || pok != ok {
+					t.Fatalf("seed %d size %d step %d: bulk dequeue of %d from %d: %v/%v", seed, size, step, n, len(model), ok, pok)
+				}
+				if ok {
+					for i, v := range buf[:n] {
+						if v != model[i] || *pbuf[i] != model[i] {
+							t.Fatalf("seed %d size %d step %d: value %d is %d/%d, want %d", seed, size, step, i, v, *pbuf[i], model[i])
+						}
+					}
+					model = model[n:]
+				}
+			case 2: // burst enqueue
+				for i := range n {
+					v := rng.Uint64()
+					buf[i], pbuf[i] = v, &v
+				}
+				k, pk := h.EnqueueBurst(buf[:n]), p.EnqueueBurst(pbuf[:n])
+				if k != min(n, free) || pk != k {
+					t.Fatalf("seed %d size %d step %d: burst of %d with %d free took %d/%d", seed, size, step, n, free, k, pk)
+				}
+				model = append(model, buf[:k]...)
+			case 3: // burst dequeue
+				k, pk := h.DequeueBurst(buf[:n]), p.DequeueBurst(pbuf[:n])
+				if k != min(n, len(model)) || pk != k {
+					t.Fatalf("seed %d size %d step %d: burst of %d from %d gave %d/%d", seed, size, step, n, len(model), k, pk)
+				}
+				for i, v := range buf[:k] {
+					if v != model[i] || *pbuf[i] != model[i] {
+						t.Fatalf("seed %d size %d step %d: value %d is %d/%d, want %d", seed, size, step, i, v, *pbuf[i], model[i])
+					}
+				}
+				model = model[k:]
+			case 4:
+				v := rng.Uint64()
+				ok, pok := h.Enqueue(v), p.Enqueue(&v)
+				if ok != (free > 0) || pok != ok {
+					t.Fatalf("seed %d size %d step %d: enqueue with %d free: %v/%v", seed, size, step, free, ok, pok)
+				}
+				if ok {
+					model = append(model, v)
+				}
+			default:
+				v, ok := h.Dequeue()
+				pv, pok := p.Dequeue()
+				if ok != (len(model) > 0) || pok != ok {
+					t.Fatalf("seed %d size %d step %d: dequeue from %d: %v/%v", seed, size, step, len(model), ok, pok)
+				}
+				if ok {
+					if v != model[0] || *pv != model[0] {
+						t.Fatalf("seed %d size %d step %d: got %d/%d, want %d", seed, size, step, v, *pv, model[0])
+					}
+					model = model[1:]
+				}
+			}
+			if h.Len() != len(model) || p.Len() != len(model) {
+				t.Fatalf("seed %d size %d step %d: Len %d/%d, model %d", seed, size, step, h.Len(), p.Len(), len(model))
+			}
+			// Slots outside the held run hold no pointer.
+			for i := range size {
+				if off := (uint32(i) - p.deq) & p.mask; int(off) >= len(model) && p.vals[i] != nil {
+					t.Fatalf("seed %d size %d step %d: free slot %d still holds a pointer", seed, size, step, i)
+				}
+			}
+		}
+	}
+}

@@ -51,6 +51,7 @@ func main() {
 	only := flag.String("run", "", "run only the cases whose name matches this regular expression")
 	waitMode := flag.String("wait", "spin", "what a thread does when the ring is full or empty: spin, pause (spin with the CPU's spin-wait hint), yield (sched_yield) or gosched (runtime.Gosched)")
 	cpuList := flag.String("cpus", "", "comma-separated cores to pin threads to, in order (default: every allowed core)")
+	each := flag.Bool("each", false, "also print every run's Mops, in the order run (a pair of spinning threads can settle in a fast or a slow state; the median hides which)")
 	flag.Parse()
 	var o opts
 	switch *waitMode {
@@ -116,10 +117,10 @@ func main() {
 		}
 		// Warm-up pass (page faults, thread start-up, CPU frequency).
 		run(c, *items/10, false, o)
-		d := median(*repeats, func() float64 { return run(c, *items, false, o) })
+		d, runs := median(*repeats, func() float64 { return run(c, *items, false, o) })
 		row := fmt.Sprintf("%-20s %12.2f %8.1f", c.name, d, 1e3/d)
 		if *withChan {
-			g := median(*repeats, func() float64 { return run(c, *items, true, o) })
+			g, _ := median(*repeats, func() float64 { return run(c, *items, true, o) })
 			row += fmt.Sprintf(" %11.2f %7.2fx", g, d/g)
 		} else {
 			row += fmt.Sprintf(" %11s %8s", "-", "-")
@@ -136,6 +137,9 @@ func main() {
 			row += fmt.Sprintf(" %14.1f %8.2fx", u, d/u)
 		}
 		fmt.Println(row)
+		if *each {
+			fmt.Println(eachLine(runs))
+		}
 	}
 	fmt.Println("\n* " + source)
 	if cores < 8 {
@@ -181,13 +185,25 @@ func parseUpstream(out []byte) map[string]float64 {
 	return res
 }
 
-func median(n int, f func() float64) float64 {
-	v := make([]float64, n)
+// median runs f n times (at least once) and returns the median and every result in the order
+// run.
+func median(n int, f func() float64) (float64, []float64) {
+	v := make([]float64, max(n, 1))
 	for i := range v {
 		v[i] = f()
 	}
-	sort.Float64s(v)
-	return v[n/2]
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2], v
+}
+
+// eachLine is the -each line under a case's row.
+func eachLine(runs []float64) string {
+	f := make([]string, len(runs))
+	for i, r := range runs {
+		f[i] = strconv.FormatFloat(r, 'f', 1, 64)
+	}
+	return "    runs: " + strings.Join(f, " ")
 }
 
 // opts are the harness settings every case runs with.
