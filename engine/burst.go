@@ -602,13 +602,27 @@ func (b *Burst) setPacketLengths(i int, lens []int) error {
 // is too small stops it with an error naming the packet (the packets before it have their
 // lengths set).
 func (b *Burst) SetAllPacketLengths(lens ...int) error {
-	if len(lens) == 1 && b.nsegs == 1 {
-		// One pass, the check inlined (SetPacketLen); errors formatted as SetPacketLengths
-		// formats them.
-		for i := 0; i < b.n; i++ {
-			if b.SetPacketLen(i, lens[0]) != nil {
-				return b.SetPacketLengths(i, lens...)
+	if len(lens) == 1 && b.lim1 != 0 {
+		// One segment of power-of-two buffers: one pass over locals (stores through b would
+		// make the compiler reload b's fields for every packet). l fits the packet at offset
+		// o when l < lim1 - o&mask1, that is o&mask1 < lim1 - l. A packet that does not fit
+		// gets SetPacketLengths' error.
+		l := lens[0]
+		s := &b.segs[0]
+		offs := s.off[:b.n]
+		ls := s.len[:len(offs)]
+		if uint64(l) >= b.lim1 {
+			if len(offs) == 0 {
+				return nil
 			}
+			return b.SetPacketLengths(0, lens...)
+		}
+		thr, mask := b.lim1-uint64(l), b.mask1
+		for k, o := range offs {
+			if o&mask >= thr {
+				return b.SetPacketLengths(k, lens...)
+			}
+			ls[k] = uint32(l)
 		}
 		return nil
 	}

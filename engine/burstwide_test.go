@@ -98,7 +98,7 @@ func TestSetPacketLenMatchesSetPacketLengths(t *testing.T) {
 }
 
 // TestSetAllPacketLengthsOnePass: the one-segment path sets every packet's length, and a
-// packet whose room is too small stops it with SetPacketLengths' error naming that packet,
+// packet whose room is too small (or a length too long or negative for all) stops it with SetPacketLengths' error naming that packet,
 // the packets before it set, the ones after it untouched.
 func TestSetAllPacketLengthsOnePass(t *testing.T) {
 	r := rand.New(rand.NewPCG(rand.Uint64(), 32))
@@ -121,6 +121,9 @@ func TestSetAllPacketLengthsOnePass(t *testing.T) {
 			}
 			b, ref := twinBursts(t, meta, reg, offs, false)
 			l := 11 + r.IntN(size-11)
+			if round%4 == 2 { // too long or negative for every packet: stops at the first
+				l, bad = []int{size + 1 + r.IntN(3), -1 - r.IntN(3), math.MinInt}[r.IntN(3)], 0
+			}
 			err := b.SetAllPacketLengths(l)
 			for i := 0; i < n; i++ {
 				want := 0

@@ -209,7 +209,7 @@ func (e *Engine) Send(b *engine.Burst) error {
 	}
 	tq.Stats.Add(n, bytes)
 	b.FreeMeta() // the packets now belong to rb
-	rq.Deliver(rb)
+	rq.DeliverCounted(rb, bytes)
 	return nil
 }
 

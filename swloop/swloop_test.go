@@ -231,7 +231,7 @@ func TestLoopTimedSend(t *testing.T) {
 // loopback hands each TX burst's packet arrays to the RX burst and gives the TX burst the RX
 // burst's, so a kept burst must share no array with a TX burst built later — for one and two
 // segments, with RX bursts freed in random order; every buffer is back at the end and the
-// counters agree (enginetest's checks at cleanup).
+// packet and byte counters agree (enginetest's checks at cleanup).
 func TestLoopHeldBursts(t *testing.T) {
 	for _, hds := range []bool{false, true} {
 		e, ports := enginetest.Open(t, loopConfig(1, 1, hds, 8), Open)
@@ -243,7 +243,7 @@ func TestLoopHeldBursts(t *testing.T) {
 			sent  [][][]byte
 		}
 		var held []kept
-		sent := 0
+		sent, sentBytes := 0, 0
 		for round := 0; round < 200; round++ {
 			if len(held) == 3 || (len(held) > 0 && r.IntN(2) == 0) {
 				j := r.IntN(len(held))
@@ -263,6 +263,11 @@ func TestLoopHeldBursts(t *testing.T) {
 				t.Fatal(err)
 			}
 			sent += len(data)
+			for i := range data {
+				for s := range data[i] {
+					sentBytes += len(data[i][s])
+				}
+			}
 			rb, ok := p.Rx[0].Next()
 			if !ok {
 				t.Fatal("nothing looped")
@@ -290,6 +295,9 @@ func TestLoopHeldBursts(t *testing.T) {
 		}
 		if got := p.Rx[0].Stats.Packets.Load(); got != uint64(sent) {
 			t.Fatalf("RX counted %d packets, %d sent", got, sent)
+		}
+		if rx, tx := p.Rx[0].Stats.Bytes.Load(), p.Tx[0].Stats.Bytes.Load(); rx != uint64(sentBytes) || tx != uint64(sentBytes) {
+			t.Fatalf("RX counted %d bytes, TX %d, %d sent", rx, tx, sentBytes)
 		}
 	}
 }
