@@ -400,3 +400,51 @@ func TestAnyTimestampEveryPosition(t *testing.T) {
 		b.Free()
 	}
 }
+
+// TestUDPv4HeaderRoom: for packets that start inside their buffer (a received packet sent
+// on), SetUDPv4Header and SetAllUDPv4Headers write the 42 header bytes exactly when the room
+// to the buffer's end holds them, for every room of 64- and 100-byte buffers, and refuse
+// otherwise without writing past the buffer.
+func TestUDPv4HeaderRoom(t *testing.T) {
+	h, err := NewUDPv4Header(randMAC(rand.New(rand.NewPCG(1, 2))), nil, netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := NewMetaPool("rx", 1, 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{64, 100} {
+		reg := testRegion(t, "r", 4, size)
+		for room := 1; room <= size; room++ {
+			for _, all := range []bool{false, true} {
+				clear(reg.Bytes())
+				b, err := meta.Get(0, 0, []*Region{reg}, true, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o := uint64(size + size - room) // in buffer 1
+				b.Append(o, 0, 0, 0)
+				if all {
+					err = b.SetAllUDPv4Headers(h, 0)
+				} else {
+					err = b.SetUDPv4Header(0, h, 0)
+				}
+				fits := room >= UDPPayloadOffset
+				if fits != (err == nil) || (!fits && !errors.Is(err, ErrInvalidParameter)) {
+					t.Fatalf("size %d, room %d, burst-wide %v: %v", size, room, all, err)
+				}
+				for k, c := range reg.Bytes() {
+					inside := uint64(k) >= o && uint64(k) < o+UDPPayloadOffset
+					if c != 0 && (!fits || !inside) {
+						t.Fatalf("size %d, room %d, burst-wide %v: byte %d written", size, room, all, k)
+					}
+				}
+				if fits && b.PacketLen(0) != UDPPayloadOffset {
+					t.Fatalf("size %d, room %d: length %d", size, room, b.PacketLen(0))
+				}
+				b.FreeMeta()
+			}
+		}
+	}
+}
