@@ -5,7 +5,9 @@
 // Upstream's software loopback serves one interface with one RX and one TX queue. Here every
 // interface loops on its own, TX queue j (configuration order) feeding RX queue j, or the
 // first RX queue when there are fewer RX queues. Bursts keep their packets and segments
-// (header-data split included); received packets carry flow id 0 and the time they came back.
+// (header-data split included); received packets carry flow id 0 and the time they came back
+// (CLOCK_REALTIME, read as the monotonic clock plus an offset measured against the wall clock
+// at most a millisecond earlier: a step of the wall clock shows within that millisecond).
 // Queues added or deleted at run time take part: TX queue j (among the live ones) feeds live RX
 // queue j. pacing_mbps and SetPacketTxTime are honoured in software in the sending thread, as
 // in engine xdp.
