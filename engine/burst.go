@@ -574,6 +574,7 @@ type packetLenError struct {
 	lim     uint64
 }
 
+// Error says what was refused, in SetPacketLengths' terms.
 func (e *packetLenError) Error() string {
 	switch {
 	case e.i < 0 || e.i >= e.n:
@@ -584,6 +585,7 @@ func (e *packetLenError) Error() string {
 	return fmt.Sprintf("packet %d: length %d exceeds the %d bytes from the packet's start to the end of its buffer: %v", e.i, e.l, e.lim-1, ErrInvalidParameter)
 }
 
+// Unwrap makes the refusal match ErrInvalidParameter (errors.Is), as SetPacketLengths' do.
 func (e *packetLenError) Unwrap() error { return ErrInvalidParameter }
 
 func (b *Burst) setPacketLengths(i int, lens []int) error {
