@@ -111,9 +111,16 @@ func (ri *ReorderInfo) MissingSlots(dst []int) []int {
 	return dst
 }
 
+// ensure gives the burst room for n packets of nsegs segments: afterwards flow, ts, freed and
+// every used segment's offsets and lengths have at least cap(flow) ≥ n elements, the capacity
+// Grow and NewBurst go by. Arrays grown one by one by append (AppendPackets, AppendSegments)
+// can differ in capacity (append rounds each to its own size class), and TakePackets moves
+// arrays between bursts, so every one is checked here, where a burst starts a new life.
 func (b *Burst) ensure(n, nsegs int) {
-	if cap(b.flow) < n {
-		c := max(n, 2*cap(b.flow))
+	if c := cap(b.flow); c < n || cap(b.ts) < c || cap(b.freed) < c {
+		if c < n {
+			c = max(n, 2*c)
+		}
 		for s := range b.segs {
 			b.segs[s].off = nil
 			b.segs[s].len = nil
@@ -123,7 +130,7 @@ func (b *Burst) ensure(n, nsegs int) {
 		b.freed = make([]uint8, 0, c)
 	}
 	for s := 0; s < nsegs; s++ {
-		if cap(b.segs[s].off) < cap(b.flow) {
+		if cap(b.segs[s].off) < cap(b.flow) || cap(b.segs[s].len) < cap(b.flow) {
 			b.segs[s].off = make([]uint64, 0, cap(b.flow))
 			b.segs[s].len = make([]uint32, 0, cap(b.flow))
 		}

@@ -448,3 +448,57 @@ func TestUDPv4HeaderRoom(t *testing.T) {
 		}
 	}
 }
+
+// TestResetEvensCapacities: bursts whose arrays append grew (AppendSegments one packet at a
+// time, AppendPackets many at once: each array rounded to its own size class, so an int64
+// array can end up smaller than a uint32 one) come out of the pool with every array at least
+// as large as their flow array, the capacity Grow and NewBurst slice by — for every growth up
+// to 70 packets, one and two segments. (TakePackets moves such arrays into TX bursts, whose
+// NewBurst then sliced past a capacity: TestTakePackets caught it.)
+func TestResetEvensCapacities(t *testing.T) {
+	reg := testRegion(t, "r", 4, 64)
+	for _, nsegs := range []int{1, 2} {
+		regs := []*Region{reg, reg}[:nsegs]
+		for n := 1; n <= 70; n++ {
+			meta, err := NewMetaPool("rx", 2, 1, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := meta.Get(0, 0, regs, true, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := meta.Get(0, 0, regs, true, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.AppendSegments([]uint64{0, 0}[:nsegs], []uint32{1, 1}[:nsegs], 0, 0)
+			for i := 0; i < n; i++ {
+				src.AppendSegments([]uint64{0, 0}[:nsegs], []uint32{1, 1}[:nsegs], 0, 0)
+			}
+			b.AppendPackets(src, 5)
+			b.FreeMeta()
+			src.FreeMeta()
+			for _, capacity := range []int{1, n, n + 1, n + 2} {
+				var got [2]*Burst
+				for k := range got {
+					if got[k], err = meta.Get(0, 0, regs, true, capacity); err != nil {
+						t.Fatal(err)
+					}
+					b := got[k]
+					c := cap(b.flow)
+					if c < capacity || cap(b.ts) < c || cap(b.freed) < c {
+						t.Fatalf("%d segments, grown by %d, reset for %d: flow %d ts %d freed %d", nsegs, n, capacity, c, cap(b.ts), cap(b.freed))
+					}
+					for s := 0; s < nsegs; s++ {
+						if cap(b.segs[s].off) < c || cap(b.segs[s].len) < c {
+							t.Fatalf("%d segments, grown by %d, reset for %d: segment %d offsets %d lengths %d, flow %d", nsegs, n, capacity, s, cap(b.segs[s].off), cap(b.segs[s].len), c)
+						}
+					}
+				}
+				got[0].FreeMeta()
+				got[1].FreeMeta()
+			}
+		}
+	}
+}
