@@ -13,7 +13,7 @@ import (
 // application runs. It reports ns per packet and allocations per packet (must be 0: nothing on
 // this path may touch the Go heap). `make bench-burst` runs it.
 func BenchmarkLoopbackBurstPath(b *testing.B) {
-	for _, fill := range []string{"lengths", "headers", "template"} {
+	for _, fill := range []string{"lengths", "headers", "template", "lengths-all", "template-all"} {
 		for _, batch := range []int{1, 16, 64} {
 			b.Run(fill+"/batch"+strconv.Itoa(batch), func(b *testing.B) { burstPath(b, batch, fill) })
 		}
@@ -23,7 +23,11 @@ func BenchmarkLoopbackBurstPath(b *testing.B) {
 // burstPath runs the loop; "lengths" sets only each frame's length, which leaves the engine's
 // own cost; "headers" writes Ethernet, IPv4 (with checksum) and UDP headers into every frame
 // with the three helpers as a sender would; "template" writes the same bytes from a header
-// prepared once (SetUDPv4Header).
+// prepared once (SetUDPv4Header). Lengths are set packet by packet with SetPacketLen (until
+// 2026-11-28 SetPacketLengths(i, 64), the same check and store through a variadic call). The
+// "-all" cases do the same work with the burst-wide calls a sender of one flow's
+// equal-length frames would make: SetAllPacketLengths(64), and SetAllUDPv4Headers before it
+// for "template-all".
 func burstPath(b *testing.B, batch int, fill string) {
 	{
 		{
@@ -47,6 +51,7 @@ func burstPath(b *testing.B, batch int, fill string) {
 				b.Fatal(err)
 			}
 			headers, template := fill == "headers", fill == "template"
+			all, allTemplate := fill == "lengths-all" || fill == "template-all", fill == "template-all"
 			rxq := cfg.Interfaces[0].RX.Queues[0].ID
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -56,16 +61,27 @@ func burstPath(b *testing.B, batch int, fill string) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				for i := range t.Len() {
-					switch {
-					case headers:
-						t.SetEthHeader(i, dst, nil)
-						t.SetIPv4Header(i, 8+payload, 17, src4, dst4)
-						t.SetUDPHeader(i, payload, 4096, 4097)
-					case template:
-						t.SetUDPv4Header(i, tmpl, payload)
+				if all {
+					if allTemplate {
+						if err := t.SetAllUDPv4Headers(tmpl, payload); err != nil {
+							b.Fatal(err)
+						}
 					}
-					t.SetPacketLengths(i, 64)
+					if err := t.SetAllPacketLengths(64); err != nil {
+						b.Fatal(err)
+					}
+				} else {
+					for i := range t.Len() {
+						switch {
+						case headers:
+							t.SetEthHeader(i, dst, nil)
+							t.SetIPv4Header(i, 8+payload, 17, src4, dst4)
+							t.SetUDPHeader(i, payload, 4096, 4097)
+						case template:
+							t.SetUDPv4Header(i, tmpl, payload)
+						}
+						t.SetPacketLen(i, 64)
+					}
 				}
 				if err := s.Send(t); err != nil {
 					b.Fatal(err)

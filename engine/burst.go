@@ -68,10 +68,16 @@ type Burst struct {
 	// room1 is the buffer size when the burst has one segment and its region's buffers are
 	// a power of two (0 otherwise), set by Reset: SetPacketLengths checks a length against
 	// it without a dependent load through the region.
-	room1   uint64
-	tx      bool
-	meta    *MetaPool
-	reorder *ReorderInfo
+	room1 uint64
+	// lim1, mask1 and size1, set by Reset, let SetPacketLen check a length without a call
+	// or a load through the region: for a one-segment burst of power-of-two buffers lim1 is
+	// the buffer size + 1 and mask1 the size - 1 (a packet at offset o has lim1 - o&mask1 - 1
+	// bytes of room); for one segment of other buffers size1 is the buffer size (room from a
+	// division); all zero for bursts of several segments, which have no room for one length.
+	lim1, mask1, size1 uint64
+	tx                 bool
+	meta               *MetaPool
+	reorder            *ReorderInfo
 
 	// Engine is for the engine that produced the burst (for example a TX completion token).
 	Engine any
@@ -105,9 +111,16 @@ func (ri *ReorderInfo) MissingSlots(dst []int) []int {
 	return dst
 }
 
+// ensure gives the burst room for n packets of nsegs segments: afterwards flow, ts, freed and
+// every used segment's offsets and lengths have at least cap(flow) ≥ n elements, the capacity
+// Grow and NewBurst go by. Arrays grown one by one by append (AppendPackets, AppendSegments)
+// can differ in capacity (append rounds each to its own size class), and TakePackets moves
+// arrays between bursts, so every one is checked here, where a burst starts a new life.
 func (b *Burst) ensure(n, nsegs int) {
-	if cap(b.flow) < n {
-		c := max(n, 2*cap(b.flow))
+	if c := cap(b.flow); c < n || cap(b.ts) < c || cap(b.freed) < c {
+		if c < n {
+			c = max(n, 2*c)
+		}
 		for s := range b.segs {
 			b.segs[s].off = nil
 			b.segs[s].len = nil
@@ -117,7 +130,7 @@ func (b *Burst) ensure(n, nsegs int) {
 		b.freed = make([]uint8, 0, c)
 	}
 	for s := 0; s < nsegs; s++ {
-		if cap(b.segs[s].off) < cap(b.flow) {
+		if cap(b.segs[s].off) < cap(b.flow) || cap(b.segs[s].len) < cap(b.flow) {
 			b.segs[s].off = make([]uint64, 0, cap(b.flow))
 			b.segs[s].len = make([]uint32, 0, cap(b.flow))
 		}
@@ -139,11 +152,15 @@ func (b *Burst) Reset(port, queue int, regions []*Region, raw bool, capacity int
 		}
 	}
 	b.view0, b.mask0, b.room1 = nil, 0, 0
+	b.lim1, b.mask1, b.size1 = 0, 0, 0
 	if r := b.segs[0].region; r != nil && r.shift >= 0 {
 		b.view0, b.mask0 = r.buf, uint64(r.BufSize-1)
 		if b.nsegs == 1 {
 			b.room1 = uint64(r.BufSize)
+			b.lim1, b.mask1 = uint64(r.BufSize)+1, uint64(r.BufSize-1)
 		}
+	} else if r != nil && b.nsegs == 1 && r.BufSize > 0 {
+		b.size1 = uint64(r.BufSize)
 	}
 }
 
@@ -302,15 +319,70 @@ func (b *Burst) AppendPackets(src *Burst, tsNanos int64) int {
 	return total
 }
 
+// TakePackets is AppendPackets for an empty burst b: instead of copying src's offsets and
+// lengths it takes src's packet arrays and gives src its own (empty) ones, so a loopback
+// hands a TX burst's packets to an RX burst at the cost of a few slice headers. The packets
+// get flow id 0, receive time tsNanos and no freed segments, as with AppendPackets; src is
+// left without packets (its caller returns its metadata). It returns the bytes the packets
+// hold. When b is not empty or the two differ in segments it copies (AppendPackets). The
+// arrays go between metadata pools, but each burst's set stays as Reset sized it for its
+// segments, and a set never shrinks, so a warmed-up path allocates nothing. For engines.
+func (b *Burst) TakePackets(src *Burst, tsNanos int64) int {
+	if b.n != 0 || b.nsegs != src.nsegs || b.nsegs == 0 {
+		total := b.AppendPackets(src, tsNanos)
+		src.n = 0
+		return total
+	}
+	n := src.n
+	total := 0
+	for s := 0; s < b.nsegs; s++ {
+		d, from := &b.segs[s], &src.segs[s]
+		d.off, from.off = from.off[:n], d.off[:0]
+		d.len, from.len = from.len[:n], d.len[:0]
+		total += sumLens(d.len)
+	}
+	b.flow, src.flow = src.flow[:n], b.flow[:0]
+	b.ts, src.ts = src.ts[:n], b.ts[:0]
+	b.freed, src.freed = src.freed[:n], b.freed[:0]
+	clear(b.flow)
+	clear(b.freed)
+	ts := b.ts // a local: stores through b.ts would reload the slice each time
+	for k := range ts {
+		ts[k] = tsNanos
+	}
+	b.n, src.n = n, 0
+	return total
+}
+
+// sumLens is the sum of lens, four at a time into two sums (one chain of dependent adds per
+// packet would bound the loop at an add's latency).
+func sumLens(lens []uint32) int {
+	var a, c int
+	for len(lens) >= 4 {
+		a += int(lens[0]) + int(lens[2])
+		c += int(lens[1]) + int(lens[3])
+		lens = lens[4:]
+	}
+	for _, l := range lens {
+		a += int(l)
+	}
+	return a + c
+}
+
 // AnyTimestamp reports whether some packet carries a timestamp: on a TX burst, a send time
 // set with SetPacketTxTime (for engines, which then send packet by packet).
 func (b *Burst) AnyTimestamp() bool {
-	for _, t := range b.ts[:b.n] {
-		if t != 0 {
-			return true
-		}
+	// Every time or'ed together without a branch per packet: a TX burst almost never has one.
+	var x int64
+	ts := b.ts[:b.n]
+	for len(ts) >= 4 {
+		x |= ts[0] | ts[1] | ts[2] | ts[3]
+		ts = ts[4:]
 	}
-	return false
+	for _, t := range ts {
+		x |= t
+	}
+	return x != 0
 }
 
 // Cap is how many packets the burst can hold without growing.
@@ -395,9 +467,7 @@ func (b *Burst) SegmentLen(seg, i int) int {
 func (b *Burst) TotalBytes() int {
 	t := 0
 	for s := 0; s < b.nsegs; s++ {
-		for _, l := range b.segs[s].len[:b.n] {
-			t += int(l)
-		}
+		t += sumLens(b.segs[s].len[:b.n])
 	}
 	return t
 }
@@ -481,6 +551,50 @@ func (b *Burst) SetPacketLengths(i int, lens ...int) error {
 	return b.setPacketLengths(i, lens)
 }
 
+// SetPacketLen sets the length of packet i of a one-segment burst: SetPacketLengths(i, l)
+// in a form the compiler inlines into the caller's per-packet loop (a variadic method with a
+// general path cannot be). The checks are the same: a bad index, a burst of several segments
+// (which needs one length per segment) and a length beyond the packet's buffer are refused
+// with an error wrapping ErrInvalidParameter that names the packet and the length.
+func (b *Burst) SetPacketLen(i, l int) error {
+	var lim uint64 // room + 1; 0 when the burst does not have exactly one segment
+	if uint(i) < uint(b.n) {
+		o := b.segs[0].off[i]
+		lim = b.lim1 - o&b.mask1
+		if b.size1 != 0 {
+			lim = b.size1 + 1 - o%b.size1 // the division only for buffers not a power of two
+		}
+		if uint64(l) < lim {
+			b.segs[0].len[i] = uint32(l)
+			return nil
+		}
+	}
+	// A value, not a call (a call costs more than the inlining budget): the message is
+	// formatted only if the caller prints it.
+	return &packetLenError{i: i, n: b.n, l: l, lim: lim}
+}
+
+// packetLenError is SetPacketLen's refusal of length l for packet i of a burst of n packets;
+// lim is the packet's room + 1 (0 for an index out of range or a burst of several segments).
+type packetLenError struct {
+	i, n, l int
+	lim     uint64
+}
+
+// Error says what was refused, in SetPacketLengths' terms.
+func (e *packetLenError) Error() string {
+	switch {
+	case e.i < 0 || e.i >= e.n:
+		return fmt.Sprintf("packet %d of %d: %v", e.i, e.n, ErrInvalidParameter)
+	case e.lim == 0:
+		return fmt.Sprintf("packet %d: one length for a burst of several segments (SetPacketLengths takes one per segment): %v", e.i, ErrInvalidParameter)
+	}
+	return fmt.Sprintf("packet %d: length %d exceeds the %d bytes from the packet's start to the end of its buffer: %v", e.i, e.l, e.lim-1, ErrInvalidParameter)
+}
+
+// Unwrap makes the refusal match ErrInvalidParameter (errors.Is), as SetPacketLengths' do.
+func (e *packetLenError) Unwrap() error { return ErrInvalidParameter }
+
 func (b *Burst) setPacketLengths(i int, lens []int) error {
 	if i < 0 || i >= b.n || len(lens) != b.nsegs {
 		return fmt.Errorf("packet %d of %d with %d lengths for %d segments: %w", i, b.n, len(lens), b.nsegs, ErrInvalidParameter)
@@ -493,8 +607,34 @@ func (b *Burst) setPacketLengths(i int, lens []int) error {
 	return nil
 }
 
-// SetAllPacketLengths sets the same segment lengths on every packet.
+// SetAllPacketLengths sets the same segment lengths on every packet. A packet whose buffer
+// is too small stops it with an error naming the packet (the packets before it have their
+// lengths set).
 func (b *Burst) SetAllPacketLengths(lens ...int) error {
+	if len(lens) == 1 && b.lim1 != 0 {
+		// One segment of power-of-two buffers: one pass over locals (stores through b would
+		// make the compiler reload b's fields for every packet). l fits the packet at offset
+		// o when l < lim1 - o&mask1, that is o&mask1 < lim1 - l. A packet that does not fit
+		// gets SetPacketLengths' error.
+		l := lens[0]
+		s := &b.segs[0]
+		offs := s.off[:b.n]
+		ls := s.len[:len(offs)]
+		if uint64(l) >= b.lim1 {
+			if len(offs) == 0 {
+				return nil
+			}
+			return b.SetPacketLengths(0, lens...)
+		}
+		thr, mask := b.lim1-uint64(l), b.mask1
+		for k, o := range offs {
+			if o&mask >= thr {
+				return b.SetPacketLengths(k, lens...)
+			}
+			ls[k] = uint32(l)
+		}
+		return nil
+	}
 	for i := 0; i < b.n; i++ {
 		if err := b.SetPacketLengths(i, lens...); err != nil {
 			return err
@@ -649,6 +789,33 @@ func NewUDPv4Header(dst, src net.HardwareAddr, srcIP, dstIP netip.Addr, srcPort,
 // SetEthHeader, SetIPv4Header(i, UDPHeaderLen+payloadLen, 17, …) and SetUDPHeader(i,
 // payloadLen, …) write — and extends segment 0 to cover the headers.
 func (b *Burst) SetUDPv4Header(i int, h *UDPv4Header, payloadLen int) error {
+	// The common case in one test and straight-line stores: a raw stream, a CPU-addressable
+	// region of power-of-two buffers (view0), packet i in range with 42 bytes of room to its
+	// buffer's end. Anything else, errors included, takes setUDPv4Header.
+	if uint(i) < uint(b.n) && b.raw && b.view0 != nil && uint(payloadLen) <= 65535-IPv4HeaderLen-UDPHeaderLen {
+		s := &b.segs[0]
+		o := s.off[i]
+		if (o|b.mask0)+1-o >= UDPPayloadOffset {
+			d := (*[UDPPayloadOffset]byte)(b.view0[o : o+UDPPayloadOffset])
+			*d = h.h
+			total := uint32(IPv4HeaderLen + UDPHeaderLen + payloadLen)
+			sum := h.sum + total
+			sum = sum&0xffff + sum>>16
+			sum += sum >> 16
+			binary.BigEndian.PutUint16(d[EthHeaderLen+2:], uint16(total))
+			binary.BigEndian.PutUint16(d[EthHeaderLen+10:], ^uint16(sum))
+			binary.BigEndian.PutUint16(d[EthHeaderLen+IPv4HeaderLen+4:], uint16(UDPHeaderLen+payloadLen))
+			if l := &s.len[i]; *l < UDPPayloadOffset {
+				*l = UDPPayloadOffset
+			}
+			return nil
+		}
+	}
+	return b.setUDPv4Header(i, h, payloadLen)
+}
+
+// setUDPv4Header is SetUDPv4Header for buffers found through SegmentBuffer, and its errors.
+func (b *Burst) setUDPv4Header(i int, h *UDPv4Header, payloadLen int) error {
 	buf, ok := b.buf0(i)
 	if !ok {
 		buf = b.SegmentBuffer(0, i)
@@ -669,6 +836,49 @@ func (b *Burst) SetUDPv4Header(i int, h *UDPv4Header, payloadLen int) error {
 	binary.BigEndian.PutUint16(d[EthHeaderLen+10:], ^uint16(sum))
 	binary.BigEndian.PutUint16(d[EthHeaderLen+IPv4HeaderLen+4:], uint16(UDPHeaderLen+payloadLen))
 	b.grow(i, UDPPayloadOffset)
+	return nil
+}
+
+// SetAllUDPv4Headers writes h for payloadLen bytes of UDP payload into every packet of the
+// burst — what SetUDPv4Header(i, h, payloadLen) writes for each i — and extends each
+// packet's segment 0 to cover the headers: for a sender whose packets of a burst go to one
+// flow with one length, the lengths and checksum are computed once per burst and each packet
+// costs a 42-byte copy. A packet that cannot take the headers stops it with
+// SetUDPv4Header's error (the packets before it are written).
+func (b *Burst) SetAllUDPv4Headers(h *UDPv4Header, payloadLen int) error {
+	if uint(payloadLen) > 65535-IPv4HeaderLen-UDPHeaderLen {
+		return fmt.Errorf("UDP payload %d out of range (0 to %d): %w", payloadLen, 65535-IPv4HeaderLen-UDPHeaderLen, ErrInvalidParameter)
+	}
+	if !b.raw || b.view0 == nil {
+		// Not a raw stream, device memory or buffers not a power of two: packet by packet.
+		for i := 0; i < b.n; i++ {
+			if err := b.SetUDPv4Header(i, h, payloadLen); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	hdr := h.h
+	total := uint32(IPv4HeaderLen + UDPHeaderLen + payloadLen)
+	sum := h.sum + total
+	sum = sum&0xffff + sum>>16
+	sum += sum >> 16
+	binary.BigEndian.PutUint16(hdr[EthHeaderLen+2:], uint16(total))
+	binary.BigEndian.PutUint16(hdr[EthHeaderLen+10:], ^uint16(sum))
+	binary.BigEndian.PutUint16(hdr[EthHeaderLen+IPv4HeaderLen+4:], uint16(UDPHeaderLen+payloadLen))
+	s := &b.segs[0]
+	offs, lens := s.off[:b.n], s.len[:b.n]
+	lens = lens[:len(offs)]
+	view, mask := b.view0, b.mask0
+	for k, o := range offs {
+		if (o|mask)+1-o < UDPPayloadOffset { // the room to the end of o's buffer
+			return b.SetUDPv4Header(k, h, payloadLen) // its error
+		}
+		*(*[UDPPayloadOffset]byte)(view[o : o+UDPPayloadOffset]) = hdr
+		if lens[k] < UDPPayloadOffset {
+			lens[k] = UDPPayloadOffset
+		}
+	}
 	return nil
 }
 

@@ -110,11 +110,16 @@ func (q *RxQueue) NewBurst() (*Burst, error) {
 // Deliver hands a filled burst to the application (through the queue's Intercept when one is
 // set). When the ring is full the burst's packets are counted as dropped and freed; Deliver
 // reports whether the burst was delivered. Empty bursts are freed.
-func (q *RxQueue) Deliver(b *Burst) bool {
+func (q *RxQueue) Deliver(b *Burst) bool { return q.DeliverCounted(b, -1) }
+
+// DeliverCounted is Deliver for an engine that has already summed the burst's bytes
+// (bytes = b.TotalBytes(); -1: not known), saving the queue's counter a second pass over the
+// lengths.
+func (q *RxQueue) DeliverCounted(b *Burst, bytes int) bool {
 	if !q.gate.enter() {
 		if s := q.succ.Load(); s != nil {
 			b.queue = s.ID
-			return s.Deliver(b)
+			return s.DeliverCounted(b, bytes)
 		}
 		// Deleted: the session drains the ring once deliveries in flight are out.
 		q.Stats.Drop(DropClosed, b.Len())
@@ -126,7 +131,7 @@ func (q *RxQueue) Deliver(b *Burst) bool {
 		q.Intercept(b)
 		return true
 	}
-	return q.enqueue(b) // already inside the gate: no second pass through it
+	return q.enqueue(b, bytes) // already inside the gate: no second pass through it
 }
 
 // DeliverDirect puts a burst on the application ring, bypassing Intercept.
@@ -141,17 +146,20 @@ func (q *RxQueue) DeliverDirect(b *Burst) bool {
 		return false
 	}
 	defer q.gate.leave()
-	return q.enqueue(b)
+	return q.enqueue(b, -1)
 }
 
-// enqueue puts a burst on the application ring, inside the queue's gate.
-func (q *RxQueue) enqueue(b *Burst) bool {
+// enqueue puts a burst holding bytes bytes (-1: not known yet) on the application ring,
+// inside the queue's gate.
+func (q *RxQueue) enqueue(b *Burst, bytes int) bool {
 	n := b.Len()
 	if n == 0 {
 		b.Free()
 		return false
 	}
-	bytes := b.TotalBytes()
+	if bytes < 0 {
+		bytes = b.TotalBytes()
+	}
 	if !q.ring.Enqueue(b) {
 		q.Stats.Drop(DropRingFull, n)
 		b.Free()
@@ -258,11 +266,18 @@ func (q *TxQueue) NewBurst(n int) (*Burst, error) {
 		}
 		off := seg.off[:n]
 		off = off[:len(idx)]
-		bs := uint64(r.BufSize)
-		for j, i := range idx {
-			off[j] = uint64(i) * bs
-			idx[j] = 0 // the length, from now on
+		if r.shift >= 0 { // a shift for power-of-two buffers
+			sh := uint(r.shift)
+			for j, i := range idx {
+				off[j] = uint64(i) << sh
+			}
+		} else {
+			bs := uint64(r.BufSize)
+			for j, i := range idx {
+				off[j] = uint64(i) * bs
+			}
 		}
+		clear(idx) // the lengths, from now on (one vector clear instead of a store per packet)
 		seg.off, seg.len = off, idx
 	}
 	b.flow = b.flow[:n]

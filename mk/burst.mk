@@ -1,7 +1,9 @@
 # The whole burst path without I/O (software loopback, 64 B frames: TX burst get → fill → send
 # → RX burst → free), ns per packet and allocations per packet, engine cost alone ("lengths"),
 # with Ethernet/IPv4/UDP headers written by the three helpers as a sender does ("headers"), and
-# the same headers from one prepared with NewUDPv4Header ("template"). The raw output goes to
+# the same headers from one prepared with NewUDPv4Header ("template"), and both with the
+# burst-wide calls a sender of one flow's equal frames makes ("lengths-all": SetAllPacketLengths,
+# "template-all": SetAllUDPv4Headers + SetAllPacketLengths). The raw output goes to
 # $(BIN)/bench-burst.txt, then a table (mk/benchtable.awk).
 .PHONY: bench-burst
 BURST_BENCHTIME ?= 1s

@@ -5,7 +5,9 @@
 // Upstream's software loopback serves one interface with one RX and one TX queue. Here every
 // interface loops on its own, TX queue j (configuration order) feeding RX queue j, or the
 // first RX queue when there are fewer RX queues. Bursts keep their packets and segments
-// (header-data split included); received packets carry flow id 0 and the time they came back.
+// (header-data split included); received packets carry flow id 0 and the time they came back
+// (CLOCK_REALTIME, read as the monotonic clock plus an offset measured against the wall clock
+// at most a millisecond earlier: a step of the wall clock shows within that millisecond).
 // Queues added or deleted at run time take part: TX queue j (among the live ones) feeds live RX
 // queue j. pacing_mbps and SetPacketTxTime are honoured in software in the sending thread, as
 // in engine xdp.
@@ -27,8 +29,15 @@ type Engine struct {
 	meta   *engine.MetaPool // RX bursts that point at TX buffers
 	ports  []*engine.Port   // by port id; nil for ports of other engines
 	pacers map[*engine.TxQueue]*pacer
+	clock  *clock // receive timestamps of bursts sent without send times or pacing
 	closed atomic.Bool
 }
+
+// clockResync is how often the receive clock measures CLOCK_REALTIME against the monotonic
+// clock again: how long a step of the wall clock (a PTP servo's or an administrator's) can go
+// unseen in receive timestamps. At 64 packets a burst and 10 ns a packet that is one
+// time.Now per 1,500 bursts.
+const clockResync = time.Millisecond
 
 type pacer struct {
 	mbps    float64
@@ -52,7 +61,7 @@ func Open(ctx context.Context, env *engine.Env) (engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{env: env, meta: m, pacers: map[*engine.TxQueue]*pacer{}}
+	e := &Engine{env: env, meta: m, pacers: map[*engine.TxQueue]*pacer{}, clock: newClock(clockResync, time.Now)}
 	for _, p := range env.Ports {
 		if p.ID >= len(e.ports) {
 			e.ports = append(e.ports, make([]*engine.Port, p.ID+1-len(e.ports))...)
@@ -196,12 +205,13 @@ func (e *Engine) Send(b *engine.Burst) error {
 		bytes = e.sendTimed(b, rb, pc)
 	} else {
 		// Nothing to wait for: the whole burst comes back at once, at one time. The RX
-		// timestamp is when the packets came back, CLOCK_REALTIME nanoseconds.
-		bytes = rb.AppendPackets(b, time.Now().UnixNano())
+		// timestamp is when the packets came back, CLOCK_REALTIME nanoseconds. rb takes
+		// b's packet arrays (b gets rb's empty ones) instead of copying them.
+		bytes = rb.TakePackets(b, e.clock.Now())
 	}
 	tq.Stats.Add(n, bytes)
 	b.FreeMeta() // the packets now belong to rb
-	rq.Deliver(rb)
+	rq.DeliverCounted(rb, bytes)
 	return nil
 }
 
