@@ -358,8 +358,8 @@ func now() int64 { return time.Now().UnixNano() }
 // never sleeps, an idle one costs little CPU. Between spinning and sleeping there is no
 // runtime.Gosched stage: the worker is locked to its thread, so each Gosched hands the P to
 // another thread and back (futex calls on both sides), and the 192 of them an idle episode
-// made were the largest part of the two-port model run's scheduling cost (issue 31: about a
-// fifth of its CPU in futex wake-ups, most of them from these Goscheds).
+// made cost the two-port model run a third of its futex time (issue 31: 0.57 of 1.69 s of a
+// 4.9 s profile; none after this change).
 func backoff(idle int) {
 	if idle >= 64 {
 		time.Sleep(time.Duration(min(idle-63, 50)) * time.Microsecond)
