@@ -229,32 +229,44 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 		payload = pl.payload
 	}
 	txqs = sending
-	for _, q := range rxqs {
+	// One receiver per core serves every RX queue pinned to that core (and one per queue
+	// without a core): goroutines locked to threads that share a core hand the core's P
+	// between their threads at every park, several futex calls each (see groupByCore).
+	rxGroups := groupByCore(cfg, rxqs, func(q pq) *int { return up.rxCoreFor(s, cfg, q.port, q.queue) })
+	for _, g := range rxGroups {
 		rxWG.Add(1)
-		core := up.rxCoreFor(s, cfg, q.port, q.queue)
+		loops := make([]rxLoop, len(g.qs))
+		for i, q := range g.qs {
+			loops[i] = rxLoop{q.port, q.queue}
+		}
 		go func() {
 			defer rxWG.Done()
-			pinTo(core)
+			pinTo(g.core)
 			defer osthread.Unlock()
-			receiver(s, q.port, q.queue, &rx, stopRx)
+			receiver(s, loops, &rx, stopRx)
 		}()
 	}
 	// Let receivers and servers come up before sending.
 	time.Sleep(50 * time.Millisecond)
 	start := time.Now()
 	o.plot.begin(s, start)
-	for _, q := range txqs {
+	txGroups := groupByCore(cfg, txqs, func(q pq) *int {
+		if pl := plans[q]; pl.core != nil {
+			return pl.core
+		}
+		return txQueueCore(cfg, q.port, q.queue)
+	})
+	for _, g := range txGroups {
 		txWG.Add(1)
-		pl := plans[q]
+		loops := make([]*txLoop, len(g.qs))
+		for i, q := range g.qs {
+			loops[i] = newTxLoop(s, q.port, q.queue, plans[q], rate/float64(len(txqs)), &tx, &sendErrs, &rx, uint64(window))
+		}
 		go func() {
 			defer txWG.Done()
-			if pl.core != nil {
-				pinTo(pl.core)
-			} else {
-				pinSender(cfg, q.port, q.queue)
-			}
+			pinTo(g.core)
 			defer osthread.Unlock()
-			sender(runCtx, s, q.port, q.queue, pl, rate/float64(len(txqs)), &tx, &sendErrs, &rx, uint64(window))
+			sender(runCtx, loops)
 		}()
 	}
 	// done closes when every sender has finished; with no senders (--mode rx) it stays nil,
@@ -425,133 +437,209 @@ func segmentLengths(s *daqiri.Session, port, queue, n int) []int {
 // sequence_number_start, after the Ethernet/IPv4/UDP header area; otherwise a big-endian u64
 // in its first 8 bytes. The rest of the payload is whatever the buffer holds (the data a
 // sensor would have written there).
-func sender(ctx context.Context, s *daqiri.Session, port, queue int, pl *txPlan, gbps float64, c *counter, errs *errCounter, rx *counter, window uint64) {
-	seq := uint64(pl.seqFrom)
-	n := pl.frameLen()
-	var header []byte
+// txLoop is one TX queue's sending state. A goroutine serves one or more of them in turn
+// (step), so that the queues of one core cost one thread rather than one each.
+type txLoop struct {
+	s           *daqiri.Session
+	port, queue int
+	pl          *txPlan
+	c, rx       *counter
+	errs        *errCounter
+	window      uint64
+	bytesPerSec float64
+
+	seq       uint64
+	n         int
+	header    []byte
+	lens      []int
+	start     time.Time
+	dropped   uint64
+	droppedAt time.Time
+	done      bool      // a frame could not be built: this queue sends no more
+	notBefore time.Time // paced or backing off: step sends nothing before this
+}
+
+func newTxLoop(s *daqiri.Session, port, queue int, pl *txPlan, gbps float64, c *counter, errs *errCounter, rx *counter, window uint64) *txLoop {
+	t := &txLoop{s: s, port: port, queue: queue, pl: pl, c: c, rx: rx, errs: errs, window: window,
+		bytesPerSec: gbps * 1e9 / 8, seq: uint64(pl.seqFrom), n: pl.frameLen(), start: time.Now()}
 	if len(pl.header) > 0 {
-		header = append([]byte(nil), pl.header...)
-		finishHeader(header, n)
+		t.header = append([]byte(nil), pl.header...)
+		finishHeader(t.header, t.n)
 	}
-	lens := segmentLengths(s, port, queue, n)
-	start := time.Now()
-	bytesPerSec := gbps * 1e9 / 8
-	var dropped uint64
-	var droppedAt time.Time
+	t.lens = segmentLengths(s, port, queue, t.n)
+	return t
+}
+
+// sender sends on its queues until ctx ends (or every queue is done), one burst per queue
+// in turn; when none of them could send it waits: until the earliest paced queue may send
+// again when all of them wait on a time, else by the idler.
+func sender(ctx context.Context, ts []*txLoop) {
 	var wait idler
 	for ctx.Err() == nil {
-		if window > 0 && c.packets.Load() > rx.packets.Load()+dropped+window {
-			// Sender and receiver share this process: keep at most window packets in flight,
-			// so a loopback run measures the data path rather than socket-buffer overflow.
-			// Dropped packets never arrive: they leave the window too (the counters are read
-			// at most once a millisecond while the window is full).
-			if now := time.Now(); now.Sub(droppedAt) > time.Millisecond {
-				rxs, txs := s.Stats().Totals()
-				dropped, droppedAt = rxs.Dropped+txs.Dropped, now
-			}
-			wait.idle()
-			continue
-		}
-		if bytesPerSec > 0 {
-			ahead := float64(c.bytes.Load()) - time.Since(start).Seconds()*bytesPerSec
-			if ahead > 0 {
-				time.Sleep(time.Duration(ahead / bytesPerSec * 1e9))
+		sent, live := false, false
+		var until time.Time
+		timed := true
+		for _, t := range ts {
+			if t.done {
 				continue
 			}
-		}
-		b, err := s.TxBurst(port, queue, pl.batch)
-		if err != nil {
-			if errors.Is(err, daqiri.ErrNoFreePacketBuffers) || errors.Is(err, daqiri.ErrNoFreeBurstBuffers) {
-				wait.idle()
-				continue
-			}
-			errs.add(fmt.Errorf("taking a TX burst: %w", err))
-			time.Sleep(time.Millisecond)
-			continue
-		}
-		wait.busy()
-		k := b.Len()
-		for i := 0; i < k; i++ {
-			var err error
-			if lens != nil {
-				err = b.SetPacketLengths(i, lens...)
-			} else {
-				err = b.SetPacketLengths(i, n)
-			}
-			if err != nil {
-				b.Free()
-				errs.add(fmt.Errorf("setting a %d-byte packet length (segments %v): %w", n, lens, err))
-				return
-			}
-			p := b.Packet(i)
-			copy(p, header)
-			switch {
-			case pl.seq32 && len(p) >= pl.seqAt+4:
-				binary.BigEndian.PutUint32(p[pl.seqAt:], uint32(seq))
-			case !pl.seq32 && len(p) >= 8:
-				binary.BigEndian.PutUint64(p, seq)
-			}
-			if len(pl.fields) > 0 {
-				for _, f := range pl.fields {
-					f.put(p, seq-uint64(pl.seqFrom))
+			live = true
+			if !t.notBefore.IsZero() {
+				if now := time.Now(); now.Before(t.notBefore) {
+					if until.IsZero() || t.notBefore.Before(until) {
+						until = t.notBefore
+					}
+					continue
 				}
-				ipv4Checksum(p)
+				t.notBefore = time.Time{}
 			}
-			seq++
+			if t.step() {
+				sent = true
+			} else if t.notBefore.IsZero() {
+				timed = false
+			} else if until.IsZero() || t.notBefore.Before(until) {
+				until = t.notBefore
+			}
 		}
-		if err := s.Send(b); err != nil {
-			if errors.Is(err, daqiri.ErrNotReady) {
-				// Not connected yet (TCP client, UDP server without a peer): the burst is
-				// still ours.
-				b.Free()
-				seq -= uint64(k)
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			if errors.Is(err, daqiri.ErrInvalidParameter) {
-				b.Free()
-			}
-			errs.add(err)
-			continue
+		switch {
+		case !live:
+			return
+		case sent:
+			wait.busy()
+		case timed && !until.IsZero():
+			time.Sleep(time.Until(until))
+		default:
+			wait.idle()
 		}
-		c.packets.Add(uint64(k))
-		c.bytes.Add(uint64(k * pl.payload))
 	}
 }
 
-// receiver takes bursts from one queue and frees them, counting packets and bytes. An
-// aggregate of a reorder plan counts as the packets that went into it.
-func receiver(s *daqiri.Session, port, queue int, c *counter, stop <-chan struct{}) {
+// step sends one burst if the window, the pacing and the pools allow; it reports whether
+// it did. A queue that must wait a known time sets notBefore.
+func (t *txLoop) step() bool {
+	pl, c := t.pl, t.c
+	if t.window > 0 && c.packets.Load() > t.rx.packets.Load()+t.dropped+t.window {
+		// Sender and receiver share this process: keep at most window packets in flight,
+		// so a loopback run measures the data path rather than socket-buffer overflow.
+		// Dropped packets never arrive: they leave the window too (the counters are read
+		// at most once a millisecond while the window is full).
+		if now := time.Now(); now.Sub(t.droppedAt) > time.Millisecond {
+			rxs, txs := t.s.Stats().Totals()
+			t.dropped, t.droppedAt = rxs.Dropped+txs.Dropped, now
+		}
+		return false
+	}
+	if t.bytesPerSec > 0 {
+		ahead := float64(c.bytes.Load()) - time.Since(t.start).Seconds()*t.bytesPerSec
+		if ahead > 0 {
+			t.notBefore = time.Now().Add(time.Duration(ahead / t.bytesPerSec * 1e9))
+			return false
+		}
+	}
+	b, err := t.s.TxBurst(t.port, t.queue, pl.batch)
+	if err != nil {
+		if errors.Is(err, daqiri.ErrNoFreePacketBuffers) || errors.Is(err, daqiri.ErrNoFreeBurstBuffers) {
+			return false
+		}
+		t.errs.add(fmt.Errorf("taking a TX burst: %w", err))
+		t.notBefore = time.Now().Add(time.Millisecond)
+		return false
+	}
+	k := b.Len()
+	seq := t.seq
+	for i := 0; i < k; i++ {
+		var err error
+		if t.lens != nil {
+			err = b.SetPacketLengths(i, t.lens...)
+		} else {
+			err = b.SetPacketLengths(i, t.n)
+		}
+		if err != nil {
+			b.Free()
+			t.errs.add(fmt.Errorf("setting a %d-byte packet length (segments %v): %w", t.n, t.lens, err))
+			t.done = true
+			return false
+		}
+		p := b.Packet(i)
+		copy(p, t.header)
+		switch {
+		case pl.seq32 && len(p) >= pl.seqAt+4:
+			binary.BigEndian.PutUint32(p[pl.seqAt:], uint32(seq))
+		case !pl.seq32 && len(p) >= 8:
+			binary.BigEndian.PutUint64(p, seq)
+		}
+		if len(pl.fields) > 0 {
+			for _, f := range pl.fields {
+				f.put(p, seq-uint64(pl.seqFrom))
+			}
+			ipv4Checksum(p)
+		}
+		seq++
+	}
+	if err := t.s.Send(b); err != nil {
+		if errors.Is(err, daqiri.ErrNotReady) {
+			// Not connected yet (TCP client, UDP server without a peer): the burst is
+			// still ours, and its sequence numbers are used again.
+			b.Free()
+			t.notBefore = time.Now().Add(10 * time.Millisecond)
+			return false
+		}
+		if errors.Is(err, daqiri.ErrInvalidParameter) {
+			b.Free()
+		}
+		t.seq = seq
+		t.errs.add(err)
+		return true // as before: the next burst is tried at once
+	}
+	t.seq = seq
+	c.packets.Add(uint64(k))
+	c.bytes.Add(uint64(k * pl.payload))
+	return true
+}
+
+// rxLoop is one RX queue a receiver serves.
+type rxLoop struct{ port, queue int }
+
+// receiver takes bursts from its queues in turn and frees them, counting packets and bytes.
+// An aggregate of a reorder plan counts as the packets that went into it.
+func receiver(s *daqiri.Session, qs []rxLoop, c *counter, stop <-chan struct{}) {
 	var wait idler
 	for {
-		b, err := s.RxBurst(port, queue)
-		if err != nil {
-			select {
-			case <-stop:
-				return
-			default:
+		got := false
+		for _, q := range qs {
+			b, err := s.RxBurst(q.port, q.queue)
+			if err != nil {
+				continue
 			}
-			wait.idle()
-			continue
-		}
-		wait.busy()
-		if info, err := b.ReorderInfo(); err == nil {
-			c.batches.Add(1)
-			c.sources.Add(uint64(info.SourcePackets))
-			c.missing.Add(uint64(info.Missing))
-			if info.Missing == 0 {
-				c.complete.Add(1)
-			} else {
-				c.timedOut.Add(1)
+			got = true
+			if info, err := b.ReorderInfo(); err == nil {
+				c.batches.Add(1)
+				c.sources.Add(uint64(info.SourcePackets))
+				c.missing.Add(uint64(info.Missing))
+				if info.Missing == 0 {
+					c.complete.Add(1)
+				} else {
+					c.timedOut.Add(1)
+				}
+				c.packets.Add(uint64(info.SourcePackets))
+				c.bytes.Add(uint64(info.SourcePackets * info.PayloadLen))
+				b.Free()
+				continue
 			}
-			c.packets.Add(uint64(info.SourcePackets))
-			c.bytes.Add(uint64(info.SourcePackets * info.PayloadLen))
+			c.packets.Add(uint64(b.Len()))
+			c.bytes.Add(uint64(b.TotalBytes()))
 			b.Free()
+		}
+		if got {
+			wait.busy()
 			continue
 		}
-		c.packets.Add(uint64(b.Len()))
-		c.bytes.Add(uint64(b.TotalBytes()))
-		b.Free()
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		wait.idle()
 	}
 }
 
@@ -656,19 +744,51 @@ func pinTo(core *int) {
 	runtime.LockOSThread()
 }
 
-// pinSender locks the calling goroutine to its OS thread and pins that thread to the TX
-// queue's cpu_core when one is set and allowed. Engines without TX workers (socket, RoCE) do
-// their sending in the caller's thread, so this is where the queue's core takes effect; it
-// also keeps the kernel's send work off the core of the RX worker.
-func pinSender(cfg *config.Config, port, queue int) {
+// txQueueCore is the TX queue's own cpu_core when one is set. Engines without TX
+// workers (socket, RoCE) do their sending in the caller's thread, so this is where the
+// queue's core takes effect; it also keeps the kernel's send work off the core of the RX
+// worker.
+func txQueueCore(cfg *config.Config, port, queue int) *int {
 	if tx := cfg.Interfaces[port].TX; tx != nil {
 		for _, q := range tx.Queues {
 			if c, ok := q.Core(); ok && q.ID == queue {
-				if _, err := osthread.LockAndPin(c); err == nil {
-					return
-				}
+				return &c
 			}
 		}
 	}
-	runtime.LockOSThread()
+	return nil
+}
+
+// coreGroup is the queues one bench goroutine serves, and the core its thread is pinned to
+// (nil: locked, not pinned).
+type coreGroup[Q any] struct {
+	core *int
+	qs   []Q
+}
+
+// groupByCore puts the queues whose goroutines would be pinned to the same core into one
+// group, in the order of qs; a queue without a core, or with one this process may not run
+// on (its thread is not pinned), gets a group of its own. Threads pinned
+// to one core share it anyway, and a goroutine locked to its thread hands its P to another
+// thread and back whenever it parks (several futex calls, expensive under gVisor): the
+// two-port model run spent about a fifth of its CPU on those hand-offs with a goroutine per
+// queue. Socket streams keep a goroutine per queue: their sends are system calls in the
+// sender's thread, and one that blocks must not hold up the core's other queues.
+func groupByCore[Q any](cfg *config.Config, qs []Q, core func(Q) *int) []coreGroup[Q] {
+	var gs []coreGroup[Q]
+	at := map[int]int{}
+	for _, q := range qs {
+		c := core(q)
+		if c == nil || !osthread.Allowed(*c) || cfg.StreamType == config.StreamSocket {
+			gs = append(gs, coreGroup[Q]{core: c, qs: []Q{q}})
+			continue
+		}
+		if i, ok := at[*c]; ok {
+			gs[i].qs = append(gs[i].qs, q)
+			continue
+		}
+		at[*c] = len(gs)
+		gs = append(gs, coreGroup[Q]{core: c, qs: []Q{q}})
+	}
+	return gs
 }

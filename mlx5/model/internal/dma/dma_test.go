@@ -2,6 +2,8 @@ package dma
 
 import (
 	"errors"
+	"math/rand/v2"
+	"sync"
 	"testing"
 )
 
@@ -146,5 +148,54 @@ func TestWindow(t *testing.T) {
 	}
 	if err := ro.Write(0x1000, []byte{1}); !errors.Is(err, ErrFault) {
 		t.Fatalf("Write into a read-only window: %v", err)
+	}
+}
+
+// TestFindHint holds find (the last index tried first) to the binary search it shortcuts,
+// over random mappings and unmappings with lookups in between: inside mappings, in the gaps,
+// below the first and past the last, repeated (the hint's hits) and scattered (its misses).
+// Readers run concurrently under the read lock, as the datapath's do, for the race detector.
+func TestFindHint(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var s Space
+	var mapped []uint64
+	for round := 0; round < 300; round++ {
+		if len(mapped) == 0 || r.IntN(3) > 0 {
+			iova := uint64(r.IntN(1<<12)) << 12
+			if err := s.Map(iova, make([]byte, 1+r.IntN(3<<12)), Read|Write); err == nil {
+				mapped = append(mapped, iova)
+			}
+		} else {
+			k := r.IntN(len(mapped))
+			if err := s.Unmap(mapped[k]); err != nil {
+				t.Fatal(err)
+			}
+			mapped = append(mapped[:k], mapped[k+1:]...)
+		}
+		var wg sync.WaitGroup
+		for w := 0; w < 2; w++ {
+			seed := r.Uint64()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(seed, 5))
+				s.mu.RLock()
+				defer s.mu.RUnlock()
+				var iova uint64
+				for i := 0; i < 200; i++ {
+					if i%4 != 0 { // every fourth lookup repeats the last address
+						iova = uint64(r.IntN(1 << 25))
+					}
+					if got, want := s.find(iova), s.search(iova); got != want {
+						t.Errorf("find(%#x) = %d, the search gives %d (%d mappings)", iova, got, want, len(s.maps))
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
 	}
 }

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/daqiri-go/daqiri/config"
+	"github.com/daqiri-go/daqiri/internal/osthread"
+)
+
+// TestGroupByCore checks which queues share a bench goroutine: those pinned to one allowed
+// core, in their order; a queue without a core, or with a core this process may not run
+// on, alone; and every queue alone on a socket stream.
+func TestGroupByCore(t *testing.T) {
+	if !osthread.Allowed(0) {
+		t.Skip("needs core 0 in the process's CPU affinity mask")
+	}
+	zero, far := 0, 1<<20
+	cores := map[string]*int{"a": &zero, "b": nil, "c": &zero, "d": &far, "e": &far}
+	qs := []string{"a", "b", "c", "d", "e"}
+	core := func(q string) *int { return cores[q] }
+	type g struct {
+		core *int
+		qs   []string
+	}
+	flat := func(gs []coreGroup[string]) []g {
+		var out []g
+		for _, x := range gs {
+			out = append(out, g{x.core, x.qs})
+		}
+		return out
+	}
+	got := flat(groupByCore(&config.Config{StreamType: config.StreamRaw}, qs, core))
+	want := []g{{&zero, []string{"a", "c"}}, {nil, []string{"b"}}, {&far, []string{"d"}}, {&far, []string{"e"}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("raw stream: %+v, want %+v", got, want)
+	}
+	got = flat(groupByCore(&config.Config{StreamType: config.StreamSocket}, qs, core))
+	want = []g{{&zero, []string{"a"}}, {nil, []string{"b"}}, {&zero, []string{"c"}}, {&far, []string{"d"}}, {&far, []string{"e"}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("socket stream: %+v, want %+v", got, want)
+	}
+	if got := groupByCore(&config.Config{}, []string(nil), core); len(got) != 0 {
+		t.Fatalf("no queues: %+v, want no groups", got)
+	}
+}
