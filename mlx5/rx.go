@@ -605,7 +605,7 @@ func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 			arr := (*[64]byte)(r.cq[(at&mask)*64:])
 			q := int(kk % prm.MiniCQEArraySize)
 			n := min(prm.MiniCQEArraySize-q, int(take-j))
-			d := strideMinis(arr[q*prm.MiniCQESize:(q+n)*prm.MiniCQESize], offs[a:], lens[a:], base, bsLog, spw)
+			d := strideMinis(arr, q, n, offs[a:], lens[a:], base, bsLog, spw)
 			a += d
 			j += uint32(d)
 			if d == n {
@@ -644,21 +644,24 @@ func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 	}
 }
 
-// strideMinis fills offs and lens from the mini-CQEs in m (8 bytes each, of one array)
-// while each is the common case, one packet in one stride of the session's WQE, whose
+// strideMinis fills offs and lens from the n mini-CQEs of array arr from index q on (q+n ≤
+// 8) while each is the common case, one packet in one stride of the session's WQE, whose
 // buffers start at region offset base (1<<bsLog bytes each): the stride's buffer offset and
 // the packet's length. It returns how many it took; the next one, if any, is something else
-// (a filler, a packet over several strides, a stride index past the WQE's).
-func strideMinis(m []byte, offs []uint64, lens []uint32, base uint64, bsLog uint, spw uint32) int {
-	n := min(len(m)/prm.MiniCQESize, len(offs), len(lens))
-	for i := 0; i < n; i++ {
-		mc := (*[prm.MiniCQESize]byte)(m[i*prm.MiniCQESize:])
-		bc := binary.BigEndian.Uint32(mc[miniByteCnt:])
-		st := uint32(binary.BigEndian.Uint16(mc[miniStrideIdx:]))
+// (a filler, a packet over several strides, a stride index past the WQE's). offs and lens
+// hold at least n.
+func strideMinis(arr *[64]byte, q, n int, offs []uint64, lens []uint32, base uint64, bsLog uint, spw uint32) int {
+	offs = offs[:n]
+	lens = lens[:len(offs)]
+	sh := bsLog & 63
+	for i := range offs {
+		m := arr[((q+i)&7)*prm.MiniCQESize:]
+		bc := binary.BigEndian.Uint32(m[miniByteCnt:])
+		st := uint32(binary.BigEndian.Uint16(m[miniStrideIdx:]))
 		if bc&(prm.MPRQByteCntFiller|prm.MPRQByteCntStridesMask) != 1<<prm.MPRQByteCntStrideShift || st >= spw {
 			return i
 		}
-		offs[i] = base + uint64(st)<<bsLog
+		offs[i] = base + uint64(st)<<sh
 		lens[i] = bc & prm.MPRQByteCntLenMask
 	}
 	return n
