@@ -137,24 +137,6 @@ func (g *Groups) giveBack(grp int) {
 	g.r.pool.PutBulk(idx)
 }
 
-// putOffsets returns the buffers holding the region offsets offs: one atomic add per run of
-// one group.
-func (g *Groups) putOffsets(offs []uint64) {
-	if len(offs) == 0 {
-		return
-	}
-	sh := g.shift
-	cur, n := offs[0]>>sh, int32(0)
-	for _, o := range offs {
-		if k := o >> sh; k != cur {
-			g.add(cur, n)
-			cur, n = k, 0
-		}
-		n++
-	}
-	g.add(cur, n)
-}
-
 // put1 returns buffer i.
 func (g *Groups) put1(i uint32) { g.add(uint64(i>>g.log), 1) }
 
@@ -167,6 +149,41 @@ func (g *Groups) putIndexes(idx []uint32) {
 	cur, n := uint64(idx[0]>>sh), int32(0)
 	for _, i := range idx {
 		if k := uint64(i >> sh); k != cur {
+			g.add(cur, n)
+			cur, n = k, 0
+		}
+		n++
+	}
+	g.add(cur, n)
+}
+
+// putOffsets returns the buffers holding the region offsets offs: one atomic add per run of
+// one group.
+func (g *Groups) putOffsets(offs []uint64) {
+	if len(offs) == 0 {
+		return
+	}
+	sh := g.shift & 63
+	cur, n := offs[0]>>sh, int32(0)
+	for len(offs) >= 4 {
+		// Four of the same group, the common case (a burst's strides come from one WQE
+		// or two), with one branch.
+		if offs[0]>>sh == cur && offs[1]>>sh == cur && offs[2]>>sh == cur && offs[3]>>sh == cur {
+			n += 4
+			offs = offs[4:]
+			continue
+		}
+		for _, o := range offs[:4] {
+			if k := o >> sh; k != cur {
+				g.add(cur, n)
+				cur, n = k, 0
+			}
+			n++
+		}
+		offs = offs[4:]
+	}
+	for _, o := range offs {
+		if k := o >> sh; k != cur {
 			g.add(cur, n)
 			cur, n = k, 0
 		}
