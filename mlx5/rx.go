@@ -623,11 +623,12 @@ func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 			r.packets++
 			r.q.Stats.Drop(engine.DropTruncated, 1)
 		}
-		for i := range flows[:a] {
-			flows[i] = tag
+		fl, tl := flows[:a], tss[:a]
+		for i := range fl {
+			fl[i] = tag
 		}
-		for i := range tss[:a] {
-			tss[i] = ts
+		for i := range tl {
+			tl[i] = ts
 		}
 		b.Commit(a)
 		consumed += int32(a)
