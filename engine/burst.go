@@ -1067,6 +1067,11 @@ func (b *Burst) freePackets(mark bool) {
 				b.freeSegmentMarked(s)
 				continue
 			}
+			if r.groups != nil {
+				// A queue owns the region in groups: counts per group, no indexes.
+				r.groups.putOffsets(seg.off[:b.n])
+				continue
+			}
 			sh := uint(r.shift)
 			for start := 0; start < b.n; start += len(idx) {
 				offs := seg.off[start:min(start+len(idx), b.n)]

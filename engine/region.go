@@ -39,6 +39,9 @@ type Region struct {
 	// refs counts owners of a buffer when one receive buffer holds several packets (UDP GRO);
 	// nil until EnableSharing.
 	refs []atomic.Int32
+	// groups, when one queue owns the region in groups (TakeGroups), takes every returned
+	// buffer instead of the pool.
+	groups *Groups
 	// closing: Close was called with buffers outstanding; the buffer that brings the pool
 	// back to full unmaps the memory (once, guarded by unmapped).
 	closing  atomic.Bool
@@ -143,6 +146,10 @@ func (r *Region) Put(idx uint32) {
 	if r.refs != nil {
 		r.refs[idx].Store(0)
 	}
+	if r.groups != nil {
+		r.groups.put1(idx)
+		return
+	}
 	r.pool.Put(idx)
 	r.returned()
 }
@@ -180,6 +187,10 @@ func (r *Region) ReleaseBulk(offs []uint64, scratch []uint32) []uint32 {
 // release drops one owner of the buffer containing byte off.
 func (r *Region) release(off uint64) {
 	if idx, last := r.dropOwner(off); last {
+		if r.groups != nil {
+			r.groups.put1(idx)
+			return
+		}
 		r.pool.Put(idx)
 		r.returned()
 	}
@@ -187,6 +198,10 @@ func (r *Region) release(off uint64) {
 
 // putBulk returns buffers with a single owner each.
 func (r *Region) putBulk(idx []uint32) {
+	if r.groups != nil {
+		r.groups.putIndexes(idx)
+		return
+	}
 	r.front.PutBulk(idx)
 	r.returned()
 }
@@ -262,7 +277,15 @@ func (r *Region) Outstanding() error {
 	if !r.closing.Load() || r.unmapped.Load() {
 		return nil
 	}
-	if out := r.NumBufs - r.pool.Available(); out != 0 {
+	out := r.NumBufs - r.pool.Available()
+	if r.groups != nil {
+		// A group goes to the pool whole once its last buffer is back: count what the
+		// application holds, not the groups' other buffers.
+		if n, ok := r.groups.outstanding(); ok {
+			out = n
+		}
+	}
+	if out != 0 {
 		return &outstandingError{region: r.Name, out: out, total: r.NumBufs}
 	}
 	return nil

@@ -38,7 +38,8 @@
 // many consecutive buffers of the region, a packet lands in the
 // stride the CQE names and is handed to the application in place (zero copy), and a WQE is
 // reposted once the NIC has consumed all its strides and the application has freed every
-// packet in it. A queue naming 2–4 regions (header-data split) or whose region does not fit
+// packet in it (a freed buffer is counted against its WQE through the region's groups,
+// engine.Region.TakeGroups, not returned through the region's pool). A queue naming 2–4 regions (header-data split) or whose region does not fit
 // striding gets a cyclic RQ with one buffer of each region per WQE as a scatter list. So does
 // a queue whose region other queues name too (a shared region, as upstream's DPDK engine
 // shares one mempool among queues): a striding RQ owns every buffer of its region, while a

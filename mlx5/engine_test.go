@@ -216,7 +216,7 @@ func TestTwoPortsStriding(t *testing.T) {
 			if got != n {
 				e.ports[1].countOutOfBuffer()
 				r := e.ports[1].rxqs[0]
-				t.Logf("held %v consumed %v pc %d ci %d slotGrp %v avail %d", r.held, r.consumed, r.pc, r.ci, r.slotGrp, ports[1].Rx[0].Regions[0].Available())
+				t.Logf("delivered %v consumed %v pc %d ci %d slotGrp %v pending %d", r.delivered, r.consumed, r.pc, r.ci, r.slotGrp, r.gr.Pending())
 				t.Fatalf("received %d of %d; rx stats %+v; model:0 %+v; model:1 %+v", got, n, ports[1].Rx[0].Stats.Snapshot(), modelOf(e, 0).Counters(), modelOf(e, 1).Counters())
 			}
 			waitTx(t, ports[0].Tx[0], n)

@@ -80,8 +80,10 @@ func TestRQStarvation(t *testing.T) {
 		b.Free()
 	}
 	// Frames that arrive before the engine has taken the buffers back and reposted are
-	// dropped as they should be; wait for the repost (the pool empty again) first.
-	for end := time.Now().Add(5 * time.Second); rq.Regions[0].Available() != 0 && time.Now().Before(end); {
+	// dropped as they should be; wait for the repost (nothing returned and not yet taken
+	// back) first.
+	gr := e.ports[1].rxqs[0].gr
+	for end := time.Now().Add(5 * time.Second); gr.Pending() != 0 && time.Now().Before(end); {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(5 * time.Millisecond)
@@ -98,7 +100,7 @@ func TestRQStarvation(t *testing.T) {
 	}
 	if got != 200 {
 		x := e.ports[1].rxqs[0]
-		t.Logf("held %v consumed %v pc %d ci %d avail %d dbr % x dirty %v model %+v", x.held, x.consumed, x.pc, x.ci, rq.Regions[0].Available(), x.dbr, x.dirty, modelOf(e, 1).Counters())
+		t.Logf("delivered %v consumed %v pc %d ci %d pending %d dbr % x dirty %v model %+v", x.delivered, x.consumed, x.pc, x.ci, x.gr.Pending(), x.dbr, x.dirty, modelOf(e, 1).Counters())
 		t.Fatalf("%d of 200 received after the buffers came back", got)
 	}
 }

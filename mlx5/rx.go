@@ -2,6 +2,7 @@ package mlx5
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/bits"
 	"strings"
@@ -55,13 +56,17 @@ type rxq struct {
 	bases    [config.MaxSegments]uint64
 	nseg     int
 
-	// Striding state, per WQE group (spw consecutive buffers of the region).
-	groups   int
-	slotGrp  []int32 // ring slot → group
-	consumed []int32 // strides the NIC has used
-	held     []int32 // strides the engine holds (not out with the application)
-	out      []bool  // per buffer: delivered and not yet returned
-	scratch  []uint32
+	// Striding state, per WQE group (spw consecutive buffers of the region). The application
+	// returns a group's buffers to gr (counts per group, not through the region's pool); a
+	// group whose strides the NIC has used is reposted once gr has back every buffer
+	// delivered from it.
+	groups    int
+	gr        *engine.Groups
+	slotGrp   []int32 // ring slot → group
+	consumed  []int32 // strides the NIC has used
+	delivered []int32 // buffers delivered to the application since the group was posted
+	waiting   []bool  // the group is in wait
+	wait      []int32 // used groups waiting for their buffers (reclaim reposts them)
 
 	// Cyclic state: the buffers of each ring slot, one per segment.
 	slotBufs [][config.MaxSegments]uint32
@@ -276,17 +281,20 @@ func (r *rxq) ready() error {
 // group of spw consecutive buffers.
 func (r *rxq) takeRegion() error {
 	reg := r.q.Regions[0]
-	all := make([]uint32, reg.NumBufs)
-	if !reg.GetBulk(all) {
+	gr, err := reg.TakeGroups(uint(r.spwLog))
+	if errors.Is(err, engine.ErrRegionInUse) {
 		return fmt.Errorf("%s: memory region %s is in use elsewhere: a striding RQ needs all of its buffers (name the region in one RX queue only)", r.q.Path(), reg.Name)
 	}
+	if err != nil {
+		return fmt.Errorf("%s: striding RQ: %w", r.q.Path(), err)
+	}
+	r.gr = gr
 	r.slotGrp = make([]int32, 1<<r.ringLog)
 	r.consumed = make([]int32, r.groups)
-	r.held = make([]int32, r.groups)
-	r.out = make([]bool, reg.NumBufs)
-	r.scratch = make([]uint32, 256)
+	r.delivered = make([]int32, r.groups)
+	r.waiting = make([]bool, r.groups)
+	r.wait = make([]int32, 0, r.groups)
 	for g := range r.groups {
-		r.held[g] = int32(r.spw)
 		r.postGroup(g)
 	}
 	return nil
@@ -304,6 +312,10 @@ func (r *rxq) postGroup(g int) {
 	prm.WQEData.Addr.Set(d, r.bases[0]+uint64(g)*uint64(r.spw)*bs)
 	r.slotGrp[slot] = int32(g)
 	r.consumed[g] = 0
+	if d := r.delivered[g]; d != 0 {
+		r.gr.Retake(g, d)
+		r.delivered[g] = 0
+	}
 	r.pc++
 	r.dirty = true
 }
@@ -357,32 +369,36 @@ func (r *rxq) doorbell() {
 	binary.BigEndian.PutUint32(r.dbr, r.pc&0xffff)
 }
 
-// reclaim takes back buffers the application freed and reposts the groups that are whole
-// again.
+// reclaim reposts the used groups whose buffers the application has all returned.
 func (r *rxq) reclaim() {
-	reg := r.q.Regions[0]
-	for range 64 {
-		n := reg.GetBurst(r.scratch)
-		if n == 0 {
-			return
-		}
-		spw := int32(r.spw)
-		for _, idx := range r.scratch[:n] {
-			r.out[idx] = false
-			g := int(idx >> r.spwLog)
-			h := r.held[g] + 1
-			r.held[g] = h
-			if h == spw && r.consumed[g] >= spw {
-				r.postGroup(g)
-			}
-		}
+	if len(r.wait) == 0 {
+		return
 	}
+	k := 0
+	for _, g := range r.wait {
+		if r.gr.Returned(int(g)) == r.delivered[g] {
+			r.waiting[g] = false
+			r.postGroup(int(g))
+			continue
+		}
+		r.wait[k] = g
+		k++
+	}
+	r.wait = r.wait[:k]
 }
 
+// maybeRepost runs once the NIC has used every stride of group g: the group is reposted now
+// if none of its buffers is out with the application, else once they are back (reclaim).
 func (r *rxq) maybeRepost(g int) {
-	if r.held[g] == int32(r.spw) && r.consumed[g] >= int32(r.spw) {
-		r.postGroup(g)
+	if r.waiting[g] {
+		return
 	}
+	if r.gr.Returned(g) == r.delivered[g] {
+		r.postGroup(g)
+		return
+	}
+	r.waiting[g] = true
+	r.wait = append(r.wait, int32(g))
 }
 
 // poll reads up to budget completions, fills and delivers bursts, reposts, and returns the
@@ -406,8 +422,17 @@ func (r *rxq) poll(t int64, budget int) int {
 // readCQ consumes CQEs: plain ones and basic-layout compressed sessions (a title CQE with
 // format 3 whose byte count is the session's CQE count, mini-CQE arrays of eight in the next
 // slot and every eighth after it: kernel en_rx.c mlx5e_decompress_cqes_start, DPDK mlx5_rx.c
-// mlx5_rx_poll_len). Consumed session slots are invalidated, since the device writes only
-// some of them and a stale owner bit would look valid a lap later.
+// mlx5_rx_poll_len).
+//
+// Every slot it has passed holds the invalid opcode: a session's title and mini-CQE arrays
+// and every plain CQE are invalidated once read, and the slots between a session's arrays
+// keep the invalid opcode they got when this loop last passed them (or at creation), since
+// the device leaves them alone ("hardware leaves holes in the CQ ring for software use":
+// DPDK mlx5_rx.c mlx5_rx_poll_len). So no slot can look software-owned (CQESoftwareOwned
+// rejects the invalid opcode whatever its owner bit) until the device writes it again, and
+// a session costs one store per slot the device wrote, not one per packet: DPDK and the
+// kernel (en_rx.c mlx5e_cqes_update_owner) store into every slot of a session, the kernel
+// because its ownership test reads the owner bit alone.
 func (r *rxq) readCQ(budget int) int {
 	mask := uint32(1)<<r.cqLog - 1
 	n := 0
@@ -421,12 +446,10 @@ func (r *rxq) readCQ(budget int) int {
 		// cq.c mlx5_get_next_cqe: udma_from_device_barrier).
 		iomem.FromDevice()
 		if prm.CQEFormat(op) != prm.CQEFormatCompressed {
-			if r.striding && r.strideCQE(e) {
-				r.ci++
-				n++
-				continue
+			if !r.striding || !r.strideCQE(e) {
+				r.cqe(e, be32(e, cqeByteCnt), be16(e, cqeWQECounter), be32(e, cqeRSSHash), e[cqeRSSHashType] != 0)
 			}
-			r.cqe(e, be32(e, cqeByteCnt), be16(e, cqeWQECounter), be32(e, cqeRSSHash), e[cqeRSSHashType] != 0)
+			e[63] = prm.CQEOpInvalid << 4
 			r.ci++
 			n++
 			continue
@@ -434,6 +457,7 @@ func (r *rxq) readCQ(budget int) int {
 		cnt := be32(e, cqeByteCnt)
 		if r.striding && prm.CQEOpcode(op) == prm.CQEOpRespSend && cnt <= uint32(len(r.cq)/64) {
 			r.strideSession(e, cnt, mask)
+			r.invalidateSession(cnt, mask)
 			r.ci += cnt
 			n += int(cnt)
 			continue
@@ -455,9 +479,7 @@ func (r *rxq) readCQ(budget int) int {
 				r.cqe(title[:], bc, wc+uint16(k), be32(m, miniHash), title[cqeRSSHashType] != 0)
 			}
 		}
-		for k := uint32(0); k < cnt; k++ {
-			r.cq[((r.ci+k)&mask)*64+63] = prm.CQEOpInvalid << 4
-		}
+		r.invalidateSession(cnt, mask)
 		r.ci += cnt
 		n += int(cnt)
 	}
@@ -468,6 +490,17 @@ func (r *rxq) readCQ(budget int) int {
 		binary.BigEndian.PutUint32(r.cqDBR, r.ci&0xffffff)
 	}
 	return n
+}
+
+// invalidateSession invalidates the slots the device wrote for the compressed session of cnt
+// CQEs at the consumer index: the title and the mini-CQE arrays (the next slot and every
+// eighth after the title). See readCQ.
+func (r *rxq) invalidateSession(cnt, mask uint32) {
+	r.cq[(r.ci&mask)*64+63] = prm.CQEOpInvalid << 4
+	r.cq[((r.ci+1)&mask)*64+63] = prm.CQEOpInvalid << 4
+	for at := uint32(prm.MiniCQEArraySize); at < cnt; at += prm.MiniCQEArraySize {
+		r.cq[((r.ci+at)&mask)*64+63] = prm.CQEOpInvalid << 4
+	}
 }
 
 // Byte offsets of the CQE and mini-CQE fields the hot path reads (rdma-core mlx5dv.h struct
@@ -523,16 +556,14 @@ func (r *rxq) cqe(e []byte, bc uint32, wc uint16, hash uint32, hashed bool) {
 // a receive completion: the shared fields (the WQE, flow tag, timestamp) are read once, and
 // the mini-CQEs' stride indexes and lengths go straight into the burst's arrays, as many as
 // the burst has room for at a time. The stride accounting of the WQE is settled once at the
-// end (the session's packets all come from the title's WQE). Consumed slots are invalidated,
-// as readCQ's other paths do.
+// end (the session's packets all come from the title's WQE). readCQ invalidates the slots.
 func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 	g := int(r.slotGrp[uint32(be16(e, cqeWQEID))&(1<<r.ringLog-1)])
 	tag := be32(e, cqeSopDropQPN) & 0xffffff
 	ts := r.pt.rxTime(binary.BigEndian.Uint64(e[cqeTimestamp:]))
 	spw := uint32(r.spw)
-	bs := uint64(r.q.Regions[0].BufSize)
-	base := g * r.spw
-	out := r.out[base : base+r.spw]
+	bsLog := uint(bits.TrailingZeros(uint(r.q.Regions[0].BufSize))) // a striding RQ's buffers are a power of two
+	base := uint64(g*r.spw) << bsLog
 	consumed := int32(0)
 	for k := uint32(0); k < cnt; {
 		b := r.cur
@@ -562,58 +593,79 @@ func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 		}
 		take := min(cnt-k, uint32(max(r.batch-b.Len(), 1)))
 		offs, lens, flows, tss := b.Grow(int(take))
-		lens, flows, tss = lens[:len(offs)], flows[:len(offs)], tss[:len(offs)]
 		a := 0
 		for j := uint32(0); j < take; {
 			// One array of eight mini-CQEs at a time: one slot computation and bounds
-			// check per array.
+			// check per array, the common case in strideMinis.
 			kk := k + j
 			at := r.ci + 1
 			if kk >= prm.MiniCQEArraySize {
 				at = r.ci + 8*(kk/prm.MiniCQEArraySize)
 			}
 			arr := (*[64]byte)(r.cq[(at&mask)*64:])
-			for q := kk % prm.MiniCQEArraySize; q < prm.MiniCQEArraySize && j < take; q, j = q+1, j+1 {
-				m := (*[prm.MiniCQESize]byte)(arr[(q&7)*prm.MiniCQESize:])
-				bc := binary.BigEndian.Uint32(m[miniByteCnt:])
-				st := uint32(binary.BigEndian.Uint16(m[miniStrideIdx:]))
-				used := int32(bc & prm.MPRQByteCntStridesMask >> prm.MPRQByteCntStrideShift)
-				if used == 1 && st < spw && a < len(offs) {
-					// The common case: one stride, one packet.
-					consumed++
-					r.packets++
-					out[st] = true
-					offs[a] = uint64(base+int(st)) * bs
-					lens[a] = bc & prm.MPRQByteCntLenMask
-					flows[a], tss[a] = tag, ts
-					a++
-					continue
-				}
-				if used == 0 {
-					used = 1
-				}
-				consumed += used
-				if bc&prm.MPRQByteCntFiller != 0 {
-					continue
-				}
-				r.packets++
-				r.q.Stats.Drop(engine.DropTruncated, 1)
+			q := int(kk % prm.MiniCQEArraySize)
+			n := min(prm.MiniCQEArraySize-q, int(take-j))
+			d := strideMinis(arr, q, n, offs[a:], lens[a:], base, bsLog, spw)
+			a += d
+			j += uint32(d)
+			if d == n {
+				continue
 			}
+			// Mini-CQE q+d is not one stride of a packet: a filler, or a packet over
+			// several strides (truncated: a stride is one buffer).
+			bc := binary.BigEndian.Uint32(arr[(q+d)*prm.MiniCQESize+miniByteCnt:])
+			used := int32(bc & prm.MPRQByteCntStridesMask >> prm.MPRQByteCntStrideShift)
+			consumed += max(used, 1)
+			j++
+			if bc&prm.MPRQByteCntFiller != 0 {
+				continue
+			}
+			r.packets++
+			r.q.Stats.Drop(engine.DropTruncated, 1)
+		}
+		fl, tl := flows[:a], tss[:a]
+		for i := range fl {
+			fl[i] = tag
+		}
+		for i := range tl {
+			tl[i] = ts
 		}
 		b.Commit(a)
-		r.held[g] -= int32(a)
+		consumed += int32(a)
+		r.packets += uint64(a)
+		r.delivered[g] += int32(a)
 		k += take
 		if b.Len() >= r.batch {
 			r.deliver()
 		}
 	}
 	r.consumed[g] += consumed
-	for k := uint32(0); k < cnt; k++ {
-		r.cq[((r.ci+k)&mask)*64+63] = prm.CQEOpInvalid << 4
-	}
 	if r.consumed[g] >= int32(r.spw) {
 		r.maybeRepost(g)
 	}
+}
+
+// strideMinis fills offs and lens from the n mini-CQEs of array arr from index q on (q+n ≤
+// 8) while each is the common case, one packet in one stride of the session's WQE, whose
+// buffers start at region offset base (1<<bsLog bytes each): the stride's buffer offset and
+// the packet's length. It returns how many it took; the next one, if any, is something else
+// (a filler, a packet over several strides, a stride index past the WQE's). offs and lens
+// hold at least n.
+func strideMinis(arr *[64]byte, q, n int, offs []uint64, lens []uint32, base uint64, bsLog uint, spw uint32) int {
+	offs = offs[:n]
+	lens = lens[:len(offs)]
+	sh := bsLog & 63
+	for i := range offs {
+		m := arr[((q+i)&7)*prm.MiniCQESize:]
+		bc := binary.BigEndian.Uint32(m[miniByteCnt:])
+		st := uint32(binary.BigEndian.Uint16(m[miniStrideIdx:]))
+		if bc&(prm.MPRQByteCntFiller|prm.MPRQByteCntStridesMask) != 1<<prm.MPRQByteCntStrideShift || st >= spw {
+			return i
+		}
+		offs[i] = base + uint64(st)<<sh
+		lens[i] = bc & prm.MPRQByteCntLenMask
+	}
+	return n
 }
 
 // strideCQE takes a plain striding-RQ receive completion of one stride into the burst being
@@ -639,8 +691,7 @@ func (r *rxq) strideCQE(e []byte) bool {
 		b.SetRSSHash(b.Len()-1, be32(e, cqeRSSHash))
 	}
 	r.packets++
-	r.out[idx] = true
-	r.held[g]--
+	r.delivered[g]++
 	r.consumed[g]++
 	if b.Len() >= r.batch {
 		r.deliver()
@@ -676,8 +727,7 @@ func (r *rxq) stridePacket(wqeID uint16, stride, bc, tag uint32, ts int64, hash 
 	default:
 		if b := r.burst(); b != nil {
 			idx := g*r.spw + int(stride)
-			r.held[g]--
-			r.out[idx] = true
+			r.delivered[g]++
 			i := b.Append(uint64(idx)*uint64(r.q.Regions[0].BufSize), bc&prm.MPRQByteCntLenMask, tag, ts)
 			if hashed {
 				b.SetRSSHash(i, hash)
@@ -803,29 +853,11 @@ func (r *rxq) close() {
 		r.cur = nil
 	}
 	if r.striding {
-		if r.out == nil {
-			return
+		if r.gr != nil {
+			// The groups with nothing out go to the region's pool now, the others when
+			// their last buffer is freed (the region's Close counts those buffers).
+			r.gr.Close(r.delivered)
 		}
-		reg := r.q.Regions[0]
-		for {
-			n := reg.GetBurst(r.scratch)
-			if n == 0 {
-				break
-			}
-			for _, idx := range r.scratch[:n] {
-				r.out[idx] = false
-			}
-		}
-		var back []uint32
-		for idx, o := range r.out {
-			if !o {
-				back = append(back, uint32(idx))
-			}
-		}
-		for _, i := range back {
-			reg.Put(i)
-		}
-		r.out = nil
 		return
 	}
 	size := uint32(1) << r.ringLog

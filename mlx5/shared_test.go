@@ -75,7 +75,10 @@ func TestSharedRxRegion(t *testing.T) {
 		defer close(done)
 		got, perQueue = receiveAll(t, ports[1].Rx, frames, n, 30*time.Second, &count)
 	}()
-	sendFrames(t, e, ports[0].Tx[0], frames, 1024, &count)
+	// At most one RX ring's worth in flight: with more, one queue that lags behind the
+	// others on a loaded machine could find its ring empty and drop frames, which this test
+	// (exact counts) does not expect; on 29e8b14 that failed about one run in forty.
+	sendFrames(t, e, ports[0].Tx[0], frames, 512, &count)
 	<-done
 	if got != n {
 		t.Fatalf("received %d of %d (per queue %v); rx stats %+v %+v %+v", got, n, perQueue, ports[1].Rx[0].Stats.Snapshot(), ports[1].Rx[1].Stats.Snapshot(), ports[1].Rx[2].Stats.Snapshot())
