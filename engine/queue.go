@@ -135,18 +135,22 @@ func (q *RxQueue) DeliverCounted(b *Burst, bytes int) bool {
 }
 
 // DeliverDirect puts a burst on the application ring, bypassing Intercept.
-func (q *RxQueue) DeliverDirect(b *Burst) bool {
+func (q *RxQueue) DeliverDirect(b *Burst) bool { return q.DeliverDirectCounted(b, -1) }
+
+// DeliverDirectCounted is DeliverDirect for an engine that has already summed the burst's
+// bytes (bytes = b.TotalBytes(); -1: not known), as DeliverCounted is for Deliver.
+func (q *RxQueue) DeliverDirectCounted(b *Burst, bytes int) bool {
 	if !q.gate.enter() {
 		if s := q.succ.Load(); s != nil {
 			b.queue = s.ID
-			return s.DeliverDirect(b)
+			return s.DeliverDirectCounted(b, bytes)
 		}
 		q.Stats.Drop(DropClosed, b.Len())
 		b.Free()
 		return false
 	}
 	defer q.gate.leave()
-	return q.enqueue(b, -1)
+	return q.enqueue(b, bytes)
 }
 
 // enqueue puts a burst holding bytes bytes (-1: not known yet) on the application ring,

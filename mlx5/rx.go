@@ -74,6 +74,10 @@ type rxq struct {
 
 	cur   *engine.Burst
 	first int64 // when cur got its first packet
+	// curBytes is the bytes of cur's packets, summed as they are added, so that delivery
+	// hands the queue's byte counter the sum (DeliverCounted) instead of a second pass over
+	// the lengths. Every path that adds a packet to cur adds its length here.
+	curBytes int
 	batch int   // packets per burst: batch_size, or directMaxPackets for a direct queue
 	cqObj channel.Object
 	// packets counts the packet completions read (delivered or dropped), to find packets the
@@ -569,7 +573,7 @@ func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 		b := r.cur
 		if b == nil {
 			if nb, err := r.q.NewBurst(); err == nil {
-				r.cur, r.first, b = nb, now(), nb
+				r.cur, r.first, r.curBytes, b = nb, now(), 0, nb
 			}
 		}
 		if b == nil {
@@ -605,8 +609,9 @@ func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 			arr := (*[64]byte)(r.cq[(at&mask)*64:])
 			q := int(kk % prm.MiniCQEArraySize)
 			n := min(prm.MiniCQEArraySize-q, int(take-j))
-			d := strideMinis(arr, q, n, offs[a:], lens[a:], base, bsLog, spw)
+			d, by := strideMinis(arr, q, n, offs[a:], lens[a:], base, bsLog, spw)
 			a += d
+			r.curBytes += int(by)
 			j += uint32(d)
 			if d == n {
 				continue
@@ -649,9 +654,10 @@ func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 // 8) while each is the common case, one packet in one stride of the session's WQE, whose
 // buffers start at region offset base (1<<bsLog bytes each): the stride's buffer offset and
 // the packet's length. It returns how many it took; the next one, if any, is something else
-// (a filler, a packet over several strides, a stride index past the WQE's). offs and lens
-// hold at least n.
-func strideMinis(arr *[64]byte, q, n int, offs []uint64, lens []uint32, base uint64, bsLog uint, spw uint32) int {
+// (a filler, a packet over several strides, a stride index past the WQE's), and the sum of
+// the lengths it took (a stride holds at most 1<<bsLog ≤ 64 KiB bytes, eight of them fit a
+// uint32). offs and lens hold at least n.
+func strideMinis(arr *[64]byte, q, n int, offs []uint64, lens []uint32, base uint64, bsLog uint, spw uint32) (took int, bytes uint32) {
 	offs = offs[:n]
 	lens = lens[:len(offs)]
 	sh := bsLog & 63
@@ -660,12 +666,14 @@ func strideMinis(arr *[64]byte, q, n int, offs []uint64, lens []uint32, base uin
 		bc := binary.BigEndian.Uint32(m[miniByteCnt:])
 		st := uint32(binary.BigEndian.Uint16(m[miniStrideIdx:]))
 		if bc&(prm.MPRQByteCntFiller|prm.MPRQByteCntStridesMask) != 1<<prm.MPRQByteCntStrideShift || st >= spw {
-			return i
+			return i, bytes
 		}
 		offs[i] = base + uint64(st)<<sh
-		lens[i] = bc & prm.MPRQByteCntLenMask
+		l := bc & prm.MPRQByteCntLenMask
+		lens[i] = l
+		bytes += l
 	}
-	return n
+	return n, bytes
 }
 
 // strideCQE takes a plain striding-RQ receive completion of one stride into the burst being
@@ -684,6 +692,7 @@ func (r *rxq) strideCQE(e []byte) bool {
 	offs, lens, flows, tss := b.Grow(1)
 	offs[0] = uint64(idx) * uint64(r.q.Regions[0].BufSize)
 	lens[0] = bc & prm.MPRQByteCntLenMask
+	r.curBytes += int(lens[0])
 	flows[0] = be32(e, cqeSopDropQPN) & 0xffffff
 	tss[0] = r.pt.rxTime(binary.BigEndian.Uint64(e[cqeTimestamp:]))
 	b.Commit(1)
@@ -729,6 +738,7 @@ func (r *rxq) stridePacket(wqeID uint16, stride, bc, tag uint32, ts int64, hash 
 			idx := g*r.spw + int(stride)
 			r.delivered[g]++
 			i := b.Append(uint64(idx)*uint64(r.q.Regions[0].BufSize), bc&prm.MPRQByteCntLenMask, tag, ts)
+			r.curBytes += int(bc & prm.MPRQByteCntLenMask)
 			if hashed {
 				b.SetRSSHash(i, hash)
 			}
@@ -769,6 +779,7 @@ func (r *rxq) cyclicPacket(wc uint16, bc, tag uint32, ts int64, hash uint32, has
 		lens[s] = min(left, bs)
 		left -= lens[s]
 	}
+	r.curBytes += int(bc - left)
 	if i := b.AppendSegments(offs[:r.nseg], lens[:r.nseg], tag, ts); hashed {
 		b.SetRSSHash(i, hash)
 	}
@@ -800,20 +811,18 @@ func (r *rxq) burst() *engine.Burst {
 		r.q.Stats.Drop(engine.DropNoBurstBuffers, 1)
 		return nil
 	}
-	r.cur, r.first = b, now()
+	r.cur, r.first, r.curBytes = b, now(), 0
 	return b
 }
 
 func (r *rxq) deliver() {
-	b := r.cur
-	r.cur = nil
+	b, bytes := r.cur, r.curBytes
+	r.cur, r.curBytes = nil, 0
 	if r.direct {
-		if !r.q.DeliverDirect(b) {
-			return
-		}
+		r.q.DeliverDirectCounted(b, bytes)
 		return
 	}
-	r.q.Deliver(b)
+	r.q.DeliverCounted(b, bytes)
 }
 
 // pollDirect is a direct queue's RxBurst: the caller's thread polls the CQ.

@@ -2,7 +2,9 @@ package mlx5
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/daqiri-go/daqiri/engine"
 	"github.com/daqiri-go/daqiri/internal/testutil/enginetest"
@@ -31,7 +33,7 @@ func TestStridingCompletionPaths(t *testing.T) {
 			}
 			w := &cqeWriter{r: r, comp: comp, flow: 7, want: []wantPkt{}}
 			q := ports[0].Rx[0]
-			got := 0
+			got, bytes := 0, 0
 			for round := 0; round < 12; round++ {
 				n, length := 1000+round*250, 60+round*131
 				if wrote := w.write(n, length); wrote != n {
@@ -54,10 +56,11 @@ func TestStridingCompletionPaths(t *testing.T) {
 						}
 					}
 					got += b.Len()
+					bytes += b.TotalBytes()
 					b.Free()
 				}
 			}
-			if s := q.Stats.Snapshot(); s.Packets != uint64(w.written) || s.Dropped != 0 {
+			if s := q.Stats.Snapshot(); s.Packets != uint64(w.written) || s.Dropped != 0 || s.Bytes != uint64(bytes) {
 				t.Fatalf("queue %+v after %d packets written", s, w.written)
 			}
 			if lapsCQ := w.pi >> r.cqLog; lapsCQ < 1 {
@@ -145,5 +148,78 @@ func TestStridingNoBursts(t *testing.T) {
 				t.Fatalf("queue %+v after %d written", s, w.written)
 			}
 		})
+	}
+}
+
+// TestDeliveredBytesCounted: the queue's byte counter, which the receive paths now feed with
+// the sum they keep while filling a burst (DeliverCounted) instead of the queue summing the
+// lengths again at delivery, equals the sum of the delivered bursts' TotalBytes — the old
+// count — on every path: compressed sessions and plain CQEs on a striding RQ, a cyclic RQ,
+// frames of random lengths, some too long for a stride (dropped as truncated, counting no
+// bytes; on a cyclic RQ the device refuses them), and burst timeouts delivering partial bursts.
+func TestDeliveredBytesCounted(t *testing.T) {
+	for _, striding := range []int{-1, 0} {
+		for _, comp := range []bool{true, false} {
+			t.Run(fmt.Sprintf("striding=%d/compression=%v", striding, comp), func(t *testing.T) {
+				cfg := benchRxConfig(1)
+				ports := enginetest.Ports(t, cfg)
+				e, err := open(t.Context(), &engine.Env{Config: cfg, Ports: ports, Log: discard()}, withModel(options{striding: striding, compression: comp}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { e.Close() })
+				if got := e.ports[0].rxqs[0].striding; got != (striding != 0) {
+					t.Fatalf("striding RQ %v, want %v", got, striding != 0)
+				}
+				dev := modelOf(e, 0)
+				r := rand.New(rand.NewPCG(uint64(striding+2), 31))
+				q := ports[0].Rx[0]
+				var sent, delivered, total, lens uint64
+				poll := func() {
+					b, err := q.Poll()
+					if err != nil {
+						return
+					}
+					total += uint64(b.TotalBytes())
+					for i := 0; i < b.Len(); i++ {
+						lens += uint64(b.PacketLen(i))
+					}
+					delivered += uint64(b.Len())
+					b.Free()
+				}
+				for round := 0; round < 40; round++ {
+					k := 1 + r.IntN(300)
+					for j := 0; j < k; j++ {
+						n := 60 + r.IntN(1980)
+						if r.IntN(50) == 0 {
+							n = 2100 + r.IntN(1000) // over one stride
+						}
+						dev.Receive(udpFrame(r, j, n))
+					}
+					sent += uint64(k)
+					for end := time.Now().Add(10 * time.Second); dev.Counters().RXPackets+dev.Counters().RXOutOfBuffer+dev.Counters().RXErrors < sent; {
+						if time.Now().After(end) {
+							t.Fatalf("round %d: model took %d of %d: %+v", round, dev.Counters().RXPackets, sent, dev.Counters())
+						}
+						poll()
+						time.Sleep(20 * time.Microsecond)
+					}
+				}
+				s := q.Stats.Snapshot()
+				for polls := 0; delivered+s.Dropped < dev.Counters().RXPackets; polls++ {
+					if polls > 100000 {
+						t.Fatalf("%d delivered + %d dropped of %d the model received: %+v", delivered, s.Dropped, dev.Counters().RXPackets, s)
+					}
+					poll()
+					s = q.Stats.Snapshot()
+				}
+				if s.Packets != delivered || s.Bytes != total || total != lens {
+					t.Fatalf("queue counted %d packets and %d bytes; the bursts held %d packets, TotalBytes %d, lengths %d", s.Packets, s.Bytes, delivered, total, lens)
+				}
+				if delivered == 0 || total < delivered*60 {
+					t.Fatalf("%d packets, %d bytes delivered: the test delivered too little", delivered, total)
+				}
+			})
+		}
 	}
 }
