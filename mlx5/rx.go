@@ -78,8 +78,8 @@ type rxq struct {
 	// hands the queue's byte counter the sum (DeliverCounted) instead of a second pass over
 	// the lengths. Every path that adds a packet to cur adds its length here.
 	curBytes int
-	batch int   // packets per burst: batch_size, or directMaxPackets for a direct queue
-	cqObj channel.Object
+	batch    int // packets per burst: batch_size, or directMaxPackets for a direct queue
+	cqObj    channel.Object
 	// packets counts the packet completions read (delivered or dropped), to find packets the
 	// NIC received but could not complete (a CQ overrun).
 	packets uint64 // read by Close once the workers stopped
