@@ -6,12 +6,17 @@ import (
 	"net/netip"
 	"strconv"
 	"testing"
+
+	"github.com/daqiri-go/daqiri/internal/testutil/benchtest"
 )
 
 // BenchmarkLoopbackBurstPath is the whole burst path with no I/O: the software loopback
 // engine, 64-byte frames, TX burst get → fill headers → send → RX burst → free, the loop an
 // application runs. It reports ns per packet and allocations per packet (must be 0: nothing on
-// this path may touch the Go heap). `make bench-burst` runs it.
+// this path may touch the Go heap). `make bench-burst` runs it. The benchmark goroutine is
+// pinned to one core for the run (benchtest.Pin), as an application pins the thread that runs
+// this loop; the collector is off during the benchmark (benchtest.StopGC) and "gcs" counts
+// the collections during the loop (0 expected: nothing allocates).
 func BenchmarkLoopbackBurstPath(b *testing.B) {
 	for _, fill := range []string{"lengths", "headers", "template", "lengths-all", "template-all"} {
 		for _, batch := range []int{1, 16, 64} {
@@ -29,6 +34,8 @@ func BenchmarkLoopbackBurstPath(b *testing.B) {
 // equal-length frames would make: SetAllPacketLengths(64), and SetAllUDPv4Headers before it
 // for "template-all".
 func burstPath(b *testing.B, batch int, fill string) {
+	benchtest.Pin(b)
+	benchtest.StopGC(b)
 	{
 		{
 			cfg := loopbackConfig(1, false)
@@ -54,6 +61,8 @@ func burstPath(b *testing.B, batch int, fill string) {
 			all, allTemplate := fill == "lengths-all" || fill == "template-all", fill == "template-all"
 			rxq := cfg.Interfaces[0].RX.Queues[0].ID
 			b.ReportAllocs()
+			gc := benchtest.NewGC()
+			gc0 := gc.Cycles()
 			b.ResetTimer()
 			packets := 0
 			for b.Loop() {
@@ -98,6 +107,7 @@ func burstPath(b *testing.B, batch int, fill string) {
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(packets), "ns/pkt")
 				b.ReportMetric(float64(packets)/b.Elapsed().Seconds()/1e6, "Mpps")
 			}
+			gc.Report(b, gc0)
 		}
 	}
 }

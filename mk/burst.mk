@@ -6,11 +6,12 @@
 # "template-all": SetAllUDPv4Headers + SetAllPacketLengths). The raw output goes to
 # $(BIN)/bench-burst.txt, then a table (mk/benchtable.awk).
 .PHONY: bench-burst
-BURST_BENCHTIME ?= 1s
+BURST_BENCHTIME ?= 0.5s
+BURST_COUNT ?= 5
 
 bench-burst:
 	@mkdir -p $(BIN)
-	$(call bench_run,.,daqiri,-test.run '^$$' -test.bench LoopbackBurstPath -test.benchtime $(BURST_BENCHTIME) -test.count 3) > $(BIN)/bench-burst.txt || { cat $(BIN)/bench-burst.txt; exit 1; }
+	$(call bench_run,.,daqiri,-test.run '^$$' -test.bench LoopbackBurstPath -test.benchtime $(BURST_BENCHTIME) -test.count $(BURST_COUNT)) > $(BIN)/bench-burst.txt || { cat $(BIN)/bench-burst.txt; exit 1; }
 	@cat $(BIN)/bench-burst.txt
 	@echo
 	@awk -f mk/benchtable.awk $(BIN)/bench-burst.txt

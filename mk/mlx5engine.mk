@@ -24,10 +24,11 @@ GPU_TEST_PKGS += . ./mlx5 ./tools/daqiri-bench
 
 MLX5_BENCHTIME ?= 2000000x
 MLX5_MODELTIME ?= 100000x
+MLX5_COUNT ?= 5
 
 bench-mlx5:
 	@mkdir -p $(BIN)
-	$(call bench_run,./mlx5/,mlx5,-test.run '^$$' -test.bench '^Benchmark(RX|TX|SWLoop)$$' -test.benchtime $(MLX5_BENCHTIME) -test.count 3) > $(BIN)/bench-mlx5.txt || { cat $(BIN)/bench-mlx5.txt; exit 1; }
+	$(call bench_run,./mlx5/,mlx5,-test.run '^$$' -test.bench '^Benchmark(RX|TX|SWLoop)$$' -test.benchtime $(MLX5_BENCHTIME) -test.count $(MLX5_COUNT)) > $(BIN)/bench-mlx5.txt || { cat $(BIN)/bench-mlx5.txt; exit 1; }
 	$(call bench_run,./mlx5/,mlx5,-test.run '^$$' -test.bench '^BenchmarkRXModel$$' -test.benchtime $(MLX5_MODELTIME) -test.count 3) >> $(BIN)/bench-mlx5.txt || { cat $(BIN)/bench-mlx5.txt; exit 1; }
 	@cat $(BIN)/bench-mlx5.txt
 	@echo

@@ -10,6 +10,7 @@ import (
 
 	"github.com/daqiri-go/daqiri/config"
 	"github.com/daqiri-go/daqiri/engine"
+	"github.com/daqiri-go/daqiri/internal/testutil/benchtest"
 	"github.com/daqiri-go/daqiri/internal/testutil/enginetest"
 	"github.com/daqiri-go/daqiri/mlx5/channel"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
@@ -24,6 +25,14 @@ import (
 // `make bench-mlx5` runs them; read the ns/pkt and Mpps columns (ns/op of the mlx5 benchmarks
 // is meaningless: the benchmark timer stays stopped and the engine's part is timed by hand).
 // Results in BENCHMARKS.md.
+//
+// Each benchmark pins its goroutine to one core (benchtest.Pin: the last core the process may
+// use) for the whole run, as an engine's worker is pinned in real runs, so that the timed
+// loop is neither moved between cores nor shares its thread; the model's and the engine's
+// other goroutines run on the other cores. The collector is off during each benchmark
+// (benchtest.StopGC, after a collection before the timer): these paths allocate nothing, and
+// a collection triggered by the engine's other goroutines would land in the timed loop. The
+// "gcs" metric counts the collections during the run (0 expected).
 
 const benchRound = 4096 // packets per fill round, per queue
 
@@ -83,6 +92,8 @@ func BenchmarkRXModel(b *testing.B) {
 // benchRXEngine is BenchmarkRX's case: the engine alone over completions written before the
 // timer.
 func benchRXEngine(b *testing.B, size, queues int, comp bool) {
+	benchtest.Pin(b)
+	benchtest.StopGC(b)
 	cfg := benchRxConfig(queues)
 	ports := enginetest.Ports(b, cfg)
 	e := openBench(b, cfg, ports, options{striding: -1, compression: comp})
@@ -137,6 +148,8 @@ func benchRXEngine(b *testing.B, size, queues int, comp bool) {
 	b.StopTimer() // the engine's part is timed by hand: StopTimer's memory statistics cost more than a round
 	var allocs uint64
 	ac := newAllocCounter()
+	gc := benchtest.NewGC()
+	gc0 := gc.Cycles()
 	for done < b.N {
 		n := min(benchRound, (b.N-done+queues-1)/queues)
 		fill(n)
@@ -149,6 +162,7 @@ func benchRXEngine(b *testing.B, size, queues int, comp bool) {
 	}
 	reportAllocs(b, allocs, done)
 	report(b, spent, done)
+	gc.Report(b, gc0)
 	for q, w := range ws {
 		if s := ports[0].Rx[q].Stats.Snapshot(); s.Packets != uint64(w.written) || w.written != done/queues+warm/queues {
 			b.Fatalf("queue %d delivered %d of %d packets: %+v", q, s.Packets, w.written, s)
@@ -267,6 +281,8 @@ func benchRXOn(b *testing.B, cfg *config.Config, ports []*engine.Port, size, que
 // benchRXModel: the model writes a round of packets, then the engine takes them; the engine's
 // part is timed, or with endToEnd the whole round (the model's writing too).
 func benchRXModel(b *testing.B, cfg *config.Config, ports []*engine.Port, size, queues int, comp, endToEnd bool) {
+	benchtest.Pin(b)
+	benchtest.StopGC(b)
 	e := openBench(b, cfg, ports, options{striding: -1, compression: comp})
 	dev := modelOf(e, 0)
 	r := rand.New(rand.NewPCG(1, 2))
@@ -353,6 +369,8 @@ func openBench(b *testing.B, cfg *config.Config, ports []*engine.Port, opts opti
 func BenchmarkTX(b *testing.B) {
 	for _, size := range []int{64, 1500} {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			benchtest.Pin(b)
+			benchtest.StopGC(b)
 			c := &config.Config{Version: 1, StreamType: config.StreamRaw, LogLevel: "error", RxMetaBuffers: 64, TxMetaBuffers: 256}
 			c.MemoryRegions = []config.MemoryRegion{{Name: "tx", Kind: config.KindHost, Access: config.AccessLocal, NumBufs: 8192, BufSize: 2048}}
 			c.Interfaces = []config.Interface{{Name: "tx", Address: "model:0", TX: &config.TxConfig{Queues: []config.Queue{{Name: "t", ID: 0, CPUCore: "0", BatchSize: 64, MemoryRegions: []string{"tx"}}}}}}
@@ -376,6 +394,8 @@ func BenchmarkTX(b *testing.B) {
 			b.StopTimer()
 			var allocs uint64
 			ac := newAllocCounter()
+			gc := benchtest.NewGC()
+			gc0 := gc.Cycles()
 			for done < b.N {
 				bursts = bursts[:0]
 				for i := 0; i < round; i += 64 {
@@ -433,6 +453,7 @@ func BenchmarkTX(b *testing.B) {
 			}
 			reportAllocs(b, allocs, done)
 			report(b, spent, done)
+			gc.Report(b, gc0)
 		})
 	}
 }
@@ -482,6 +503,8 @@ func reportAllocs(b *testing.B, allocs uint64, packets int) {
 func BenchmarkSWLoop(b *testing.B) {
 	for _, size := range []int{64, 1500} {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			benchtest.Pin(b)
+			benchtest.StopGC(b)
 			c := &config.Config{Version: 1, StreamType: config.StreamRaw, Loopback: "sw", LogLevel: "error", RxMetaBuffers: 64, TxMetaBuffers: 64}
 			c.MemoryRegions = []config.MemoryRegion{{Name: "m", Kind: config.KindHost, Access: config.AccessLocal, NumBufs: 4096, BufSize: 2048}}
 			c.Interfaces = []config.Interface{{Name: "lb", Address: "loopback",

@@ -30,6 +30,21 @@ func NumAllowed() int {
 	return set.Count()
 }
 
+// LastAllowed is the highest-numbered core in the process's CPU affinity mask, or -1 when
+// the mask cannot be read.
+func LastAllowed() int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return -1
+	}
+	for c := len(set)*64 - 1; c >= 0; c-- {
+		if set.IsSet(c) {
+			return c
+		}
+	}
+	return -1
+}
+
 // LockAndPin locks the calling goroutine to its OS thread and, when core is allowed, pins
 // the thread to it. It reports whether the thread was pinned. Call Unlock (deferred) when the
 // goroutine is done with the thread.

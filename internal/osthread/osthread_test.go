@@ -89,3 +89,16 @@ func TestPinnedThreadIsNotReused(t *testing.T) {
 		runtime.Gosched()
 	}
 }
+
+// TestLastAllowed: the highest core of the affinity mask is allowed and no core above it is.
+func TestLastAllowed(t *testing.T) {
+	c := LastAllowed()
+	if c < 0 || !Allowed(c) {
+		t.Fatalf("LastAllowed %d is not an allowed core", c)
+	}
+	for above := c + 1; above < c+64; above++ {
+		if Allowed(above) {
+			t.Fatalf("core %d is allowed, above LastAllowed %d", above, c)
+		}
+	}
+}

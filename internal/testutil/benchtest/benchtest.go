@@ -1,0 +1,67 @@
+// Package benchtest holds what the engine benchmarks share to measure the engine, not the
+// scheduler: the benchmark goroutine pinned to one core for its timed loop, as the engines pin
+// their workers in real runs (cpu_core in the configuration), and a count of the garbage
+// collections that ran during the loop, which must be 0 for a path that allocates nothing
+// (StopGC keeps the collections the engines' other goroutines would trigger out of it).
+package benchtest
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"testing"
+
+	"github.com/daqiri-go/daqiri/internal/osthread"
+)
+
+// Pin locks the calling benchmark goroutine to its OS thread and pins the thread to the last
+// core the process may use (core 0 is where the benchmarks' engine workers are pinned and
+// where interrupts land first), so that the timed loop is not moved between cores or
+// interleaved with other goroutines on its thread. It returns the core, or -1 when the thread
+// could not be pinned (then it is only locked, and the benchmark logs why).
+//
+// The lock is never undone: the testing package runs each call of a benchmark function in a
+// goroutine of its own, and a goroutine that exits locked takes its thread with it, so no
+// thread pinned to one core goes back to the scheduler (osthread.Unlock says why that matters).
+func Pin(b testing.TB) int {
+	b.Helper()
+	core := osthread.LastAllowed()
+	pinned, err := osthread.LockAndPin(core)
+	if err != nil || !pinned {
+		b.Logf("benchmark goroutine locked to its thread but not pinned to core %d: %v", core, err)
+		return -1
+	}
+	return core
+}
+
+// StopGC runs a collection now, before the timed loop, and turns the collector off until the
+// benchmark ends (b.Cleanup restores the setting): the paths benchmarked allocate nothing, but
+// the engine's other goroutines (a worker reading the device's counters, the model) allocate
+// now and then, and a collection they trigger inside the timed loop stops the world and runs
+// mark workers beside it. The heap grows by what they allocate during one benchmark only.
+func StopGC(b testing.TB) {
+	b.Helper()
+	runtime.GC()
+	old := debug.SetGCPercent(-1)
+	b.Cleanup(func() { debug.SetGCPercent(old) })
+}
+
+// GC counts the garbage collections the runtime has completed, from runtime/metrics (no
+// stop of the world, unlike runtime.ReadMemStats). Read it before and after the timed loop
+// (it allocates its sample once, in New) and report the difference with Report.
+type GC struct{ s []metrics.Sample }
+
+// NewGC returns a collection counter.
+func NewGC() *GC { return &GC{s: []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}} }
+
+// Cycles is the number of collections completed so far.
+func (g *GC) Cycles() uint64 {
+	metrics.Read(g.s)
+	return g.s[0].Value.Uint64()
+}
+
+// Report records the collections since start as the benchmark's "gcs" metric: anything but 0
+// means a collection may have run inside the timed loop, and its ns/pkt is suspect.
+func (g *GC) Report(b *testing.B, start uint64) {
+	b.ReportMetric(float64(g.Cycles()-start), "gcs")
+}
