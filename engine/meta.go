@@ -13,6 +13,13 @@ import (
 // tx_meta_buffers). Bursts grow their packet arrays to the largest batch they carry once and
 // keep them, so a warmed-up pool never allocates.
 type MetaPool struct {
+	// hot is the burst returned last, taken first: a queue whose application frees each
+	// burst before the next is filled (a poll loop) reuses one burst, whose arrays are still
+	// in the core's cache, instead of cycling through every burst of the FIFO ring (a
+	// receive queue's 32 bursts of 1024 packets are ~800 KiB of arrays, more than a core's
+	// L2). DPDK's mempool cache is LIFO for the same reason. A burst is in hot or in r,
+	// never both.
+	hot   atomic.Pointer[Burst]
 	r     *ring.Ring[*Burst]
 	n     int
 	tx    bool
@@ -41,12 +48,22 @@ func NewMetaPool(name string, n, capacity int, tx bool) (*MetaPool, error) {
 func (m *MetaPool) Size() int { return m.n }
 
 // Available is the number of bursts in the pool (a snapshot).
-func (m *MetaPool) Available() int { return m.r.Len() }
+func (m *MetaPool) Available() int {
+	n := m.r.Len()
+	if m.hot.Load() != nil {
+		n++
+	}
+	return n
+}
 
 // Get takes a burst, reset for the given port, queue and segment regions; ErrNoFreeBurstBuffers
 // when none is left.
 func (m *MetaPool) Get(port, queue int, regions []*Region, raw bool, capacity int) (*Burst, error) {
-	b, ok := m.r.Dequeue()
+	b := m.hot.Swap(nil)
+	ok := b != nil
+	if !ok {
+		b, ok = m.r.Dequeue()
+	}
 	// Bursts counted in the ring but not handed out: the next one's returner was preempted
 	// before marking its slot full (see package ring). It runs again soon; wait a little
 	// rather than report an exhaustion that is not there (callers drop packets on it).
@@ -55,7 +72,10 @@ func (m *MetaPool) Get(port, queue int, regions []*Region, raw bool, capacity in
 		b, ok = m.r.Dequeue()
 	}
 	if !ok {
-		return nil, ErrNoFreeBurstBuffers
+		// A burst returned since the first look went to hot when hot was empty.
+		if b = m.hot.Swap(nil); b == nil {
+			return nil, ErrNoFreeBurstBuffers
+		}
 	}
 	b.Reset(port, queue, regions, raw, capacity)
 	b.meta = m
@@ -69,6 +89,9 @@ func (m *MetaPool) Get(port, queue int, regions []*Region, raw bool, capacity in
 // only a slot still taken after a second means something else (a burst freed twice, whose
 // extra copy fills the ring), and that panics rather than losing a burst.
 func (m *MetaPool) put(b *Burst) {
+	if m.hot.Load() == nil && m.hot.CompareAndSwap(nil, b) {
+		return
+	}
 	if m.r.Enqueue(b) {
 		return
 	}
