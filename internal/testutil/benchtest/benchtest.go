@@ -6,9 +6,11 @@
 package benchtest
 
 import (
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
 	"testing"
 
 	"github.com/daqiri-go/daqiri/internal/osthread"
@@ -20,12 +22,26 @@ import (
 // interleaved with other goroutines on its thread. It returns the core, or -1 when the thread
 // could not be pinned (then it is only locked, and the benchmark logs why).
 //
+// DAQIRI_BENCH_CORE=n pins to core n instead; DAQIRI_BENCH_CORE=off leaves the goroutine
+// unlocked and unpinned, as before 2026-11-28 (to compare).
+//
 // The lock is never undone: the testing package runs each call of a benchmark function in a
 // goroutine of its own, and a goroutine that exits locked takes its thread with it, so no
 // thread pinned to one core goes back to the scheduler (osthread.Unlock says why that matters).
 func Pin(b testing.TB) int {
 	b.Helper()
 	core := osthread.LastAllowed()
+	switch v := os.Getenv("DAQIRI_BENCH_CORE"); v {
+	case "":
+	case "off":
+		return -1
+	default:
+		c, err := strconv.Atoi(v)
+		if err != nil || !osthread.Allowed(c) {
+			b.Fatalf("DAQIRI_BENCH_CORE=%q: not a core this process may use (a number, or off)", v)
+		}
+		core = c
+	}
 	pinned, err := osthread.LockAndPin(core)
 	if err != nil || !pinned {
 		b.Logf("benchmark goroutine locked to its thread but not pinned to core %d: %v", core, err)
