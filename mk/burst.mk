@@ -4,7 +4,9 @@
 # the same headers from one prepared with NewUDPv4Header ("template"), and both with the
 # burst-wide calls a sender of one flow's equal frames makes ("lengths-all": SetAllPacketLengths,
 # "template-all": SetAllUDPv4Headers + SetAllPacketLengths). The raw output goes to
-# $(BIN)/bench-burst.txt, then a table (mk/benchtable.awk).
+# $(BIN)/bench-burst.txt, then a table (mk/benchtable.awk). The benchmark goroutine is pinned to
+# the last allowed core (DAQIRI_BENCH_CORE=n or off), the collector is off during each case
+# (gcs: collections during the run, 0 expected); BURST_COUNT runs of BURST_BENCHTIME each.
 .PHONY: bench-burst
 BURST_BENCHTIME ?= 0.5s
 BURST_COUNT ?= 5

@@ -12,7 +12,9 @@
 #                     there: read ns/pkt, Mpps, allocs/pkt. The raw output goes to
 #                     $(BIN)/bench-mlx5.txt, then a table (mk/benchtable.awk) beside the goals,
 #                     the figures before issue 31 and the published anchors. Results in
-#                     BENCHMARKS.md.
+#                     BENCHMARKS.md. Each benchmark pins its goroutine to the last allowed core
+#                     (DAQIRI_BENCH_CORE=n or off to change it) with the collector off, and
+#                     reports gcs (collections during the run, 0 expected); MLX5_COUNT runs each.
 #
 # The engine's GPU tests (issue 27: the model writing CUDA memory — mlx5/gpu_test.go, the GPU
 # reorder plan fed by the engine in the root package's mlx5gpu_test.go, upstream's GPU examples
