@@ -39,26 +39,18 @@ func TestStridingCompletionPaths(t *testing.T) {
 				if wrote := w.write(n, length); wrote != n {
 					t.Fatalf("round %d: the CQ or RQ took %d of %d completions", round, wrote, n)
 				}
-				for polls := 0; got < w.written; polls++ {
-					if polls > 10000 {
-						t.Fatalf("round %d: %d of %d packets delivered; queue %+v", round, got, w.written, q.Stats.Snapshot())
-					}
-					b, err := q.Poll()
-					if err != nil {
-						continue
-					}
+				got = w.deliverWritten(t, q, round, got, func(b *engine.Burst, first int) {
 					for i := 0; i < b.Len(); i++ {
-						want := w.want[got+i]
+						want := w.want[first+i]
 						ts, err := b.RxTimestamp(i)
 						if off := b.SegmentOffset(0, i); off != want.off || b.PacketLen(i) != int(want.len) || b.FlowID(i) != 7 || err != nil || ts != pt.rxTime(want.ts) {
 							t.Fatalf("round %d packet %d: offset %d length %d flow %d time %d (%v), want offset %d length %d flow 7 time %d",
-								round, got+i, off, b.PacketLen(i), b.FlowID(i), ts, err, want.off, want.len, pt.rxTime(want.ts))
+								round, first+i, off, b.PacketLen(i), b.FlowID(i), ts, err, want.off, want.len, pt.rxTime(want.ts))
 						}
 					}
-					got += b.Len()
 					bytes += b.TotalBytes()
 					b.Free()
-				}
+				})
 			}
 			if s := q.Stats.Snapshot(); s.Packets != uint64(w.written) || s.Dropped != 0 || s.Bytes != uint64(bytes) {
 				t.Fatalf("queue %+v after %d packets written", s, w.written)

@@ -32,6 +32,29 @@ func openStriding(t *testing.T, comp bool, flow uint32) (*Engine, *rxq, *cqeWrit
 	return e, r, &cqeWriter{r: r, comp: comp, flow: flow, want: []wantPkt{}}, ports[0].Rx[0]
 }
 
+// deliverWritten polls q until every packet w wrote has been delivered (at most 10000
+// polls), fails on a burst carrying more packets than were written, and hands each burst to
+// each with the index in w.want of its first packet; it returns the new count delivered.
+func (w *cqeWriter) deliverWritten(t *testing.T, q *engine.RxQueue, round, got int, each func(b *engine.Burst, first int)) int {
+	t.Helper()
+	for polls := 0; got < w.written; polls++ {
+		if polls > 10000 {
+			t.Fatalf("round %d: %d of %d packets delivered; queue %+v", round, got, w.written, q.Stats.Snapshot())
+		}
+		b, err := q.Poll()
+		if err != nil {
+			continue
+		}
+		if got+b.Len() > w.written {
+			t.Fatalf("round %d: a burst of %d after %d of %d packets: completions the device never wrote", round, b.Len(), got, w.written)
+		}
+		n := b.Len() // each may free b
+		each(b, got)
+		got += n
+	}
+	return got
+}
+
 // TestStridingHeldBuffers: the application holds random bursts across rounds and frees them
 // in random order, with compressed sessions and plain CQEs mixed; a stride's buffer comes
 // back to its WQE through the region's groups (no pool), so the checks are that no buffer is
@@ -70,30 +93,19 @@ func TestStridingHeldBuffers(t *testing.T) {
 				t.Fatalf("round %d: the device could write %d of %d with %d bursts held", round, wrote, want, len(held))
 			}
 			wrote += w.write(want-wrote, 60+rnd.IntN(1400))
-			for polls := 0; got < w.written; polls++ {
-				if polls > 10000 {
-					t.Fatalf("round %d: %d of %d packets delivered; queue %+v", round, got, w.written, q.Stats.Snapshot())
-				}
-				b, err := q.Poll()
-				if err != nil {
-					continue
-				}
-				if got+b.Len() > w.written {
-					t.Fatalf("round %d: a burst of %d after %d of %d packets: completions the device never wrote", round, b.Len(), got, w.written)
-				}
+			got = w.deliverWritten(t, q, round, got, func(b *engine.Burst, first int) {
 				for i := 0; i < b.Len(); i++ {
-					off, p := b.SegmentOffset(0, i), w.want[got+i]
+					off, p := b.SegmentOffset(0, i), w.want[first+i]
 					if off != p.off || b.PacketLen(i) != int(p.len) || b.FlowID(i) != 5 {
-						t.Fatalf("round %d packet %d: offset %d length %d flow %d, want %d %d 5", round, got+i, off, b.PacketLen(i), b.FlowID(i), p.off, p.len)
+						t.Fatalf("round %d packet %d: offset %d length %d flow %d, want %d %d 5", round, first+i, off, b.PacketLen(i), b.FlowID(i), p.off, p.len)
 					}
 					if heldOff[off] {
-						t.Fatalf("round %d packet %d: buffer at %d delivered while the application holds it", round, got+i, off)
+						t.Fatalf("round %d packet %d: buffer at %d delivered while the application holds it", round, first+i, off)
 					}
 					heldOff[off] = true
 				}
-				got += b.Len()
 				held = append(held, b)
-			}
+			})
 			// Free some bursts, in random order; keep the rest for later rounds (but not
 			// so many that no WQE can come back). A poll then takes back the WQEs that
 			// are whole again.
@@ -195,25 +207,14 @@ func TestCQSlotsStayInvalid(t *testing.T) {
 		if wrote := w.write(n, 64+rnd.IntN(64)); wrote != n {
 			t.Fatalf("round %d: the CQ or RQ took %d of %d completions", round, wrote, n)
 		}
-		for polls := 0; got < w.written; polls++ {
-			if polls > 10000 {
-				t.Fatalf("round %d: %d of %d delivered; queue %+v", round, got, w.written, q.Stats.Snapshot())
-			}
-			b, err := q.Poll()
-			if err != nil {
-				continue
-			}
-			if got+b.Len() > w.written {
-				t.Fatalf("round %d: a burst of %d after %d of %d packets: completions the device never wrote", round, b.Len(), got, w.written)
-			}
+		got = w.deliverWritten(t, q, round, got, func(b *engine.Burst, first int) {
 			for i := 0; i < b.Len(); i++ {
-				if p := w.want[got+i]; b.SegmentOffset(0, i) != p.off || b.PacketLen(i) != int(p.len) {
-					t.Fatalf("round %d packet %d: offset %d length %d, want %d %d", round, got+i, b.SegmentOffset(0, i), b.PacketLen(i), p.off, p.len)
+				if p := w.want[first+i]; b.SegmentOffset(0, i) != p.off || b.PacketLen(i) != int(p.len) {
+					t.Fatalf("round %d packet %d: offset %d length %d, want %d %d", round, first+i, b.SegmentOffset(0, i), b.PacketLen(i), p.off, p.len)
 				}
 			}
-			got += b.Len()
 			b.Free()
-		}
+		})
 		// One more poll finds nothing: no slot passes for a completion.
 		if b, err := q.Poll(); err == nil {
 			t.Fatalf("round %d: a burst of %d after every packet was delivered", round, b.Len())
