@@ -796,15 +796,7 @@ func (b *Burst) SetUDPv4Header(i int, h *UDPv4Header, payloadLen int) error {
 		s := &b.segs[0]
 		o := s.off[i]
 		if (o|b.mask0)+1-o >= UDPPayloadOffset {
-			d := (*[UDPPayloadOffset]byte)(b.view0[o : o+UDPPayloadOffset])
-			*d = h.h
-			total := uint32(IPv4HeaderLen + UDPHeaderLen + payloadLen)
-			sum := h.sum + total
-			sum = sum&0xffff + sum>>16
-			sum += sum >> 16
-			binary.BigEndian.PutUint16(d[EthHeaderLen+2:], uint16(total))
-			binary.BigEndian.PutUint16(d[EthHeaderLen+10:], ^uint16(sum))
-			binary.BigEndian.PutUint16(d[EthHeaderLen+IPv4HeaderLen+4:], uint16(UDPHeaderLen+payloadLen))
+			h.put((*[UDPPayloadOffset]byte)(b.view0[o:o+UDPPayloadOffset]), payloadLen)
 			if l := &s.len[i]; *l < UDPPayloadOffset {
 				*l = UDPPayloadOffset
 			}
@@ -812,6 +804,20 @@ func (b *Burst) SetUDPv4Header(i int, h *UDPv4Header, payloadLen int) error {
 		}
 	}
 	return b.setUDPv4Header(i, h, payloadLen)
+}
+
+// put writes the prepared header into d with the lengths and the IPv4 checksum for
+// payloadLen bytes of UDP payload (payloadLen checked by the callers). Small enough to be
+// inlined into both of SetUDPv4Header's paths.
+func (h *UDPv4Header) put(d *[UDPPayloadOffset]byte, payloadLen int) {
+	*d = h.h
+	total := uint32(IPv4HeaderLen + UDPHeaderLen + payloadLen)
+	sum := h.sum + total
+	sum = sum&0xffff + sum>>16
+	sum += sum >> 16
+	binary.BigEndian.PutUint16(d[EthHeaderLen+2:], uint16(total))
+	binary.BigEndian.PutUint16(d[EthHeaderLen+10:], ^uint16(sum))
+	binary.BigEndian.PutUint16(d[EthHeaderLen+IPv4HeaderLen+4:], uint16(UDPHeaderLen+payloadLen))
 }
 
 // setUDPv4Header is SetUDPv4Header for buffers found through SegmentBuffer, and its errors.
@@ -826,15 +832,7 @@ func (b *Burst) setUDPv4Header(i int, h *UDPv4Header, payloadLen int) error {
 	if uint(payloadLen) > 65535-IPv4HeaderLen-UDPHeaderLen {
 		return fmt.Errorf("packet %d: UDP payload %d out of range (0 to %d): %w", i, payloadLen, 65535-IPv4HeaderLen-UDPHeaderLen, ErrInvalidParameter)
 	}
-	d := (*[UDPPayloadOffset]byte)(buf)
-	*d = h.h
-	total := uint32(IPv4HeaderLen + UDPHeaderLen + payloadLen)
-	sum := h.sum + total
-	sum = sum&0xffff + sum>>16
-	sum += sum >> 16
-	binary.BigEndian.PutUint16(d[EthHeaderLen+2:], uint16(total))
-	binary.BigEndian.PutUint16(d[EthHeaderLen+10:], ^uint16(sum))
-	binary.BigEndian.PutUint16(d[EthHeaderLen+IPv4HeaderLen+4:], uint16(UDPHeaderLen+payloadLen))
+	h.put((*[UDPPayloadOffset]byte)(buf), payloadLen)
 	b.grow(i, UDPPayloadOffset)
 	return nil
 }
