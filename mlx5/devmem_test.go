@@ -33,6 +33,10 @@ type fakeDev struct {
 	store []byte
 	mu    sync.Mutex
 	ino   uint64 // the inode of the last fd DMABuf exported
+	// data orders the model's copies into store with the test's reads of it: a real
+	// device's DMA is ordered before its CQE by the hardware, which the race detector
+	// cannot see for memory on the Go heap.
+	data sync.Mutex
 }
 
 func (m *fakeDev) Bytes() []byte { return nil }
@@ -59,6 +63,8 @@ func (m *fakeDev) DMABuf() (int, uint64, error) {
 // read copies n bytes at device address a.
 func (m *fakeDev) read(a uintptr, n int) []byte {
 	off := a - m.addr
+	m.data.Lock()
+	defer m.data.Unlock()
 	return append([]byte(nil), m.store[off:off+uintptr(n)]...)
 }
 
@@ -94,17 +100,31 @@ func (g *fakeGPU) Import(fd int, offset, length uint64) (gpudma.Buffer, error) {
 			if offset+length > uint64(len(m.store)) {
 				return gpudma.Buffer{}, fmt.Errorf("%d bytes at %#x outside the %d-byte buffer", length, offset, len(m.store))
 			}
-			return gpudma.Buffer{IOVA: uint64(m.addr) + offset, Size: length, Window: copyWindow(m.store[offset : offset+length]), What: "fake GPU memory"}, nil
+			return gpudma.Buffer{IOVA: uint64(m.addr) + offset, Size: length, Window: copyWindow{m.store[offset : offset+length], &m.data}, What: "fake GPU memory"}, nil
 		}
 	}
 	return gpudma.Buffer{}, fmt.Errorf("fd %d is no buffer of the fake GPU", fd)
 }
 
-// copyWindow is memory the model reaches only by copy.
-type copyWindow []byte
+// copyWindow is memory the model reaches only by copy, each copy under the memory's lock.
+type copyWindow struct {
+	b  []byte
+	mu *sync.Mutex
+}
 
-func (w copyWindow) ReadAt(p []byte, off uint64) error  { copy(p, w[off:]); return nil }
-func (w copyWindow) WriteAt(p []byte, off uint64) error { copy(w[off:], p); return nil }
+func (w copyWindow) ReadAt(p []byte, off uint64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	copy(p, w.b[off:])
+	return nil
+}
+
+func (w copyWindow) WriteAt(p []byte, off uint64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	copy(w.b[off:], p)
+	return nil
+}
 
 // devConfig is pairConfig with the RX queues' payload regions (the last region of each
 // queue) of kind kind.
