@@ -44,32 +44,3 @@ func TestGroupByCore(t *testing.T) {
 		t.Fatalf("no queues: %+v, want no groups", got)
 	}
 }
-
-// TestRunProcs: a run raises GOMAXPROCS by two per configured queue (an engine worker and a
-// bench loop each at most), capped at 256 but never below what it was; it leaves GOMAXPROCS
-// alone when the user set it or the configuration has no queues.
-func TestRunProcs(t *testing.T) {
-	cfgWith := func(rx, tx int) *config.Config {
-		return &config.Config{Interfaces: []config.Interface{
-			{Name: "a", RX: &config.RxConfig{Queues: make([]config.Queue, rx)}},
-			{Name: "b", TX: &config.TxConfig{Queues: make([]config.Queue, tx)}},
-			{Name: "c"},
-		}}
-	}
-	for _, c := range []struct {
-		rx, tx, cur int
-		user        bool
-		want        int
-	}{
-		{5, 4, 2, false, 20}, // the two-port model run
-		{1, 0, 8, false, 10},
-		{0, 0, 2, false, 0},
-		{5, 4, 2, true, 0},
-		{200, 0, 16, false, 256},
-		{10, 10, 300, false, 300},
-	} {
-		if got := runProcs(cfgWith(c.rx, c.tx), c.cur, c.user); got != c.want {
-			t.Errorf("%d RX + %d TX queues, GOMAXPROCS %d, user set %v: runProcs %d, want %d", c.rx, c.tx, c.cur, c.user, got, c.want)
-		}
-	}
-}
