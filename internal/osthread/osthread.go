@@ -4,7 +4,6 @@ package osthread
 import (
 	"fmt"
 	"runtime"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -106,28 +105,4 @@ func (n NetNS) Do(fn func() error) error {
 // back, microseconds, while this returns at once when nothing else wants the core.
 func Yield() {
 	_, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-}
-
-// Sleep blocks the calling thread in the kernel (nanosleep) for at least d. For a goroutine
-// locked to its thread this differs from time.Sleep: time.Sleep parks the goroutine, and a
-// parked locked goroutine hands its thread's P to another thread and, when its timer fires,
-// is handed one back (several futex calls and two thread wake-ups per sleep; issue 31's
-// two-port model run spent a fifth of its CPU profile there). A thread blocked in a system call
-// keeps its P reserved instead and takes it back on return without waking anyone, as long as
-// the runtime has spare Ps (GOMAXPROCS above the threads that sleep this way); otherwise the
-// runtime's monitor takes the P away after a few tens of µs, the hand-off time.Sleep pays.
-// A signal that interrupts the sleep does not shorten it.
-func Sleep(d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	ts := unix.NsecToTimespec(int64(d))
-	// Each EINTR leaves less to sleep; the bound only guards against a signal storm.
-	for range 64 {
-		var rem unix.Timespec
-		if err := unix.Nanosleep(&ts, &rem); err != unix.EINTR {
-			return
-		}
-		ts = rem
-	}
 }

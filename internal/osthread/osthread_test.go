@@ -3,7 +3,6 @@ package osthread
 import (
 	"runtime"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,33 +16,6 @@ func TestYieldOnPinnedThread(t *testing.T) {
 	defer Unlock()
 	for range 1000 {
 		Yield()
-	}
-}
-
-// TestSleep: Sleep returns at once for a duration of zero or less, and otherwise not before
-// the duration has passed (nanosleep's guarantee, also across the signals the runtime sends),
-// on a locked, pinned thread as the engine's workers call it and on an unlocked goroutine.
-func TestSleep(t *testing.T) {
-	Sleep(0)
-	Sleep(-time.Second)
-	for _, locked := range []bool{true, false} {
-		done := make(chan time.Duration, 1)
-		go func() {
-			if locked {
-				if _, err := LockAndPin(0); err != nil {
-					t.Error(err)
-				}
-				defer Unlock()
-			}
-			start := time.Now()
-			for range 20 {
-				Sleep(50 * time.Microsecond)
-			}
-			done <- time.Since(start)
-		}()
-		if d := <-done; d < 20*50*time.Microsecond {
-			t.Errorf("locked %v: 20 sleeps of 50 µs took %v, less than the 1 ms asked for", locked, d)
-		}
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -153,9 +152,6 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 	}
 	if o.mode != "both" {
 		window = 0 // the receiver is in another process: nothing to measure in flight
-	}
-	if procs := runProcs(cfg, runtime.GOMAXPROCS(0), os.Getenv("GOMAXPROCS") != ""); procs > 0 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 	}
 	s, err := daqiri.Open(ctx, cfg, daqiri.WithMLX5Fabric(&modelch.Fabric{}))
 	if err != nil {
@@ -674,10 +670,9 @@ func (i *idler) idle() {
 		if d := time.Since(i.since); d > spinFor {
 			// The longer the loop has been idle, the longer it sleeps, up to 1 ms: a queue
 			// that gets no traffic (an RSS queue no flow hashes to) costs a wake-up per
-			// millisecond, not one per 20 µs. A nanosleep in the kernel, not time.Sleep,
-			// which parks the goroutine: a locked goroutine's park hands its P to another
-			// thread and back, several futex calls (see osthread.Sleep and runProcs).
-			osthread.Sleep(min(max(20*time.Microsecond, d/8), time.Millisecond))
+			// millisecond, not one per 20 µs, each of which hands the core's P between
+			// threads (a goroutine locked to its thread parks with several futex calls).
+			time.Sleep(min(max(20*time.Microsecond, d/8), time.Millisecond))
 		}
 	}
 }
@@ -736,32 +731,6 @@ func reasons(m map[string]uint64) string {
 		s += fmt.Sprintf("%s %d", k, m[k])
 	}
 	return s + ")"
-}
-
-// runProcs is the GOMAXPROCS a run needs, or 0 to leave cur as it is: cur plus one P for
-// every thread that may sleep while locked, an engine worker and a bench loop per queue at
-// most (capped at 256). Those threads sleep in the kernel (osthread.Sleep) so that the
-// runtime does not hand their P to another thread and back at every sleep, which holds only
-// while the runtime has Ps to spare: with GOMAXPROCS at the core count, the threads of the
-// two-port model run (four locked, two for the device model) took turns on two Ps. The
-// kernel still shares the cores among them. A GOMAXPROCS the user set (environment) is kept.
-func runProcs(cfg *config.Config, cur int, userSet bool) int {
-	if userSet {
-		return 0
-	}
-	queues := 0
-	for _, ifc := range cfg.Interfaces {
-		if ifc.RX != nil {
-			queues += len(ifc.RX.Queues)
-		}
-		if ifc.TX != nil {
-			queues += len(ifc.TX.Queues)
-		}
-	}
-	if queues == 0 {
-		return 0
-	}
-	return min(cur+2*queues, max(cur, 256))
 }
 
 // pinTo locks the calling goroutine to its OS thread and pins it to core when one is given
