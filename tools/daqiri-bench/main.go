@@ -5,7 +5,7 @@
 //	daqiri-bench [--config FILE] [--duration 10s] [--mode both|tx|rx] [--payload N]
 //	             [--rate GBPS] [--window PACKETS] [--json]
 //	             [--metrics-addr HOST:PORT [--metrics-linger DURATION]] [--plot FILE.svg]
-//	             [--cpuprofile FILE]
+//	             [--cpuprofile FILE] [--trace FILE]
 //	daqiri-bench --validate FILE
 package main
 
@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"syscall"
 	"time"
@@ -55,6 +56,7 @@ type options struct {
 	plot          *plotter // set by run when plotFile is
 	runtimeFlows  bool
 	cpuProfile    string
+	traceFile     string
 }
 
 // optInt is an integer flag that knows whether it was given (its help shows no default:
@@ -102,6 +104,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.runtimeFlows, "runtime-flows", false, "add RX flows once the session is open, as upstream's dynamic_rx_flow example application does: on each raw RX interface with flow_isolation and no rx.flows, one flow matching the bench_tx entries' UDP ports that spreads over all its RX queues (RSS)")
 	fs.StringVar(&o.plotFile, "plot", "", "write TX/RX Gb/s and drops over time per interface to this SVG `file` (opens in a browser)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (open, send/receive, close) to this `file` for go tool pprof")
+	fs.StringVar(&o.traceFile, "trace", "", "write a Go execution trace of the run (open, send/receive, close) to this `file` for go tool trace: where goroutines wait, park and wake, and where the CPUs sit idle")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -220,6 +223,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if o.traceFile != "" {
+		f, err := os.Create(o.traceFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "daqiri-bench: --trace:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			fmt.Fprintln(stderr, "daqiri-bench: --trace:", err)
+			return 1
+		}
+		defer trace.Stop()
 	}
 	res, err := bench(ctx, cfg, o, stderr)
 	if err != nil {

@@ -114,6 +114,29 @@ func TestCPUProfile(t *testing.T) {
 	}
 }
 
+// TestTrace: --trace writes a Go execution trace of the run (it starts with the trace format's
+// header, "go 1." and the version), and a file that cannot be created fails the run before it
+// starts.
+func TestTrace(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "run.trace")
+	var out, errb bytes.Buffer
+	if rc := run([]string{"--duration", "200ms", "--json", "--trace", f}, &out, &errb); rc != 0 {
+		t.Fatalf("rc %d: %s", rc, errb.String())
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 64 || !bytes.HasPrefix(b, []byte("go 1.")) {
+		t.Fatalf("%s: %d bytes starting %q, not a Go execution trace", f, len(b), b[:min(len(b), 16)])
+	}
+	errb.Reset()
+	bad := filepath.Join(t.TempDir(), "no-such-dir", "run.trace")
+	if rc := run([]string{"--duration", "200ms", "--trace", bad}, &out, &errb); rc != 1 || !strings.Contains(errb.String(), "--trace") {
+		t.Fatalf("trace %s: rc %d, stderr %q; want 1 and a message naming --trace", bad, rc, errb.String())
+	}
+}
+
 // TestWindowHelp (issue 19 item 17): --window's help names its real default and no "-1".
 func TestWindowHelp(t *testing.T) {
 	var out, errb bytes.Buffer

@@ -73,7 +73,10 @@ func TestCsum16(t *testing.T) {
 
 // TestRXChecks checks the one-pass RX checks against l3OK, l4OK and the sum from the IP
 // header on, computed separately, on UDP, TCP and IPv6 frames with Ethernet padding of odd
-// and even length, bad checksums, truncated datagrams and random corruptions.
+// and even length, bad checksums, truncated datagrams and random corruptions; and the same
+// checks given the frame's sum from the sending port (rxChecksWith, frameSum), also on frames
+// whose datagram bytes sum to either of ones' complement's zeros (0xffff, or all zero), where
+// the difference of sums is ambiguous, and with a sum from another frame marked unknown.
 func TestRXChecks(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	base := [][]byte{
@@ -98,9 +101,10 @@ func TestRXChecks(t *testing.T) {
 	h = parseL2(v6, 0)
 	fillChecksums(v6, &h, false, true)
 	base = append(base, tcp, v6)
-	for range 20000 {
+	var ambiguous, zero int
+	for range 40000 {
 		f := append([]byte(nil), base[r.IntN(len(base))]...)
-		switch r.IntN(4) {
+		switch r.IntN(6) {
 		case 0: // Ethernet padding
 			for k := r.IntN(9); k > 0; k-- {
 				f = append(f, byte(r.Uint32()))
@@ -109,9 +113,30 @@ func TestRXChecks(t *testing.T) {
 			f[14+r.IntN(len(f)-14)] ^= byte(1 + r.IntN(255))
 		case 2: // cut the frame short
 			f = f[:14+r.IntN(len(f)-14)]
+		case 3, 4: // the datagram's bytes sum to 0xffff, or are all zero
+			if h := parseL2(f, 0); h.l4 >= 0 && h.proto == protoUDP {
+				end := ipPayloadEnd(f, &h)
+				if end-h.l4 >= 10 && (end-h.l4)%2 == 0 {
+					d := f[h.l4:end]
+					if r.IntN(2) == 0 {
+						clear(d)
+						zero++
+					} else {
+						d[8], d[9] = 0, 0
+						binary.BigEndian.PutUint16(d[8:], uint16(0xffff-csum16(0, d)))
+						if csum16(0, d) != 0xffff {
+							t.Fatalf("datagram %x: sum %#x, want 0xffff", d, csum16(0, d))
+						}
+						ambiguous++
+					}
+				}
+			}
 		}
 		h := parseL2(f, 0)
 		l3, l4, sum := rxChecks(f, &h)
+		l3w, l4w, sumw := rxChecksWith(f, &h, frameSum(f))
+		other := frameSum(base[r.IntN(len(base))]) &^ wholeSum
+		l3u, l4u, sumu := rxChecksWith(f, &h, other)
 		wantL3 := l3OK(f, &h)
 		wantL4 := wantL3 && l4OK(f, &h)
 		var wantSum uint32
@@ -120,6 +145,45 @@ func TestRXChecks(t *testing.T) {
 		}
 		if l3 != wantL3 || l4 != wantL4 || sum != wantSum {
 			t.Fatalf("frame %x: rxChecks %v %v %#x, want %v %v %#x", f, l3, l4, sum, wantL3, wantL4, wantSum)
+		}
+		if l3w != wantL3 || l4w != wantL4 || sumw != wantSum {
+			t.Fatalf("frame %x: rxChecksWith its sum %v %v %#x, want %v %v %#x", f, l3w, l4w, sumw, wantL3, wantL4, wantSum)
+		}
+		if l3u != wantL3 || l4u != wantL4 || sumu != wantSum {
+			t.Fatalf("frame %x: rxChecksWith an unmarked sum %v %v %#x, want %v %v %#x", f, l3u, l4u, sumu, wantL3, wantL4, wantSum)
+		}
+	}
+	if ambiguous < 1000 || zero < 1000 {
+		t.Fatalf("%d datagrams summing to 0xffff and %d all-zero ones: too few to test the ambiguous sums", ambiguous, zero)
+	}
+}
+
+// TestL4Sum checks l4Sum with the frame's sum against csum16 over the range, on random bytes
+// with random bounds of either parity, and on ranges summing to 0xffff or all zero.
+func TestL4Sum(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for range 20000 {
+		f := make([]byte, 1+r.IntN(1600))
+		for i := range f {
+			f[i] = byte(r.Uint32())
+		}
+		a := r.IntN(len(f) + 1)
+		b := a + r.IntN(len(f)-a+1)
+		switch r.IntN(4) {
+		case 0:
+			clear(f[a:b])
+		case 1:
+			if b-a >= 2 && a%2 == 0 && (b-a)%2 == 0 {
+				f[a], f[a+1] = 0, 0
+				binary.BigEndian.PutUint16(f[a:], uint16(0xffff-csum16(0, f[a:b])))
+			}
+		}
+		want := csum16(0, f[a:b])
+		if got := l4Sum(f, a, b, frameSum(f)); got != want {
+			t.Fatalf("%d bytes, range [%d,%d): l4Sum %#x, want %#x", len(f), a, b, got, want)
+		}
+		if got := l4Sum(f, a, b, 0); got != want {
+			t.Fatalf("%d bytes, range [%d,%d), no frame sum: l4Sum %#x, want %#x", len(f), a, b, got, want)
 		}
 	}
 }

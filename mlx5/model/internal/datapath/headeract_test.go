@@ -11,7 +11,8 @@ import (
 // addresses, DECAP leaves a VXLAN or NVGRE packet's inner Ethernet frame, an L3_TUNNEL_TO_L2
 // reformat puts the context's Ethernet header in front of a GRE packet's inner IP packet
 // (whose headers the parser now reads); and a disconnected root (ClearRoot) makes RX frames
-// miss again.
+// miss again. A frame that met a header action is marked rewritten (the sending port's sum
+// of it no longer holds), one that met none is not.
 func TestHeaderActions(t *testing.T) {
 	e := newEnv(t)
 	n := e.nic
@@ -64,6 +65,13 @@ func TestHeaderActions(t *testing.T) {
 		if !bytes.Equal(v.frame, c.want) {
 			t.Errorf("%s:\n got % x\nwant % x", c.name, v.frame, c.want)
 		}
+		if !v.rewritten {
+			t.Errorf("%s: not marked rewritten", c.name)
+		}
+	}
+	entry(0, 0, 0)
+	if v := n.steer(TableNICRX, bytes.Clone(tagged)); !v.haveTIR || v.rewritten {
+		t.Errorf("no header action: %+v, want steered to the TIR and not rewritten", v)
 	}
 	if p := parse(gre); !p.tunneled || !p.innerL3 || p.inner.dport != 2000 {
 		t.Errorf("GRE carrying IPv4: inner headers not parsed: %+v", p.inner)

@@ -43,8 +43,11 @@ type NIC struct {
 	dbMu sync.Mutex
 	rung []uint32
 
-	inMu    sync.Mutex
-	inbox   [][]byte
+	inMu  sync.Mutex
+	inbox [][]byte
+	// inSums holds each inbox frame's sum from the sending port (frameSum), or 0 (under
+	// inMu, index for index with inbox).
+	inSums  []uint32
 	inDrops uint64 // frames the full inbox refused, under inMu
 	// spare holds frame buffers Step is done with, for Receive to copy the next frames
 	// into (under inMu): a frame costs no allocation once the port has run a while.
@@ -52,8 +55,9 @@ type NIC struct {
 
 	// work is Step's batch of frames taken from the inbox, and sqns its list of SQs to
 	// serve (reused between Steps, under mu).
-	work [][]byte
-	sqns []uint32
+	work     [][]byte
+	workSums []uint32
+	sqns     []uint32
 	// kickPeer is the cabled port this Step put frames into: it is woken once, when the
 	// Step ends, rather than once per frame (under mu).
 	kickPeer *NIC
@@ -231,13 +235,14 @@ func (n *NIC) enqueue(frame []byte) (wake bool) {
 	}
 	wake = len(n.inbox) == 0
 	n.inbox = append(n.inbox, append(b[:0], frame...))
+	n.inSums = append(n.inSums, 0)
 	n.inMu.Unlock()
 	return wake
 }
 
 // push is enqueue for a frame already in a buffer of the port's kind (frameBuf): the inbox
 // takes the buffer itself. A full inbox drops the frame and keeps the buffer as a spare.
-func (n *NIC) push(buf []byte) (wake bool) {
+func (n *NIC) push(buf []byte, whole uint32) (wake bool) {
 	n.inMu.Lock()
 	defer n.inMu.Unlock()
 	if len(n.inbox) >= inboxLimit {
@@ -249,6 +254,7 @@ func (n *NIC) push(buf []byte) (wake bool) {
 	}
 	wake = len(n.inbox) == 0
 	n.inbox = append(n.inbox, buf)
+	n.inSums = append(n.inSums, whole)
 	return wake
 }
 
@@ -306,13 +312,17 @@ func (n *NIC) Step(budget int) int {
 		n.inMu.Lock()
 		k := min(len(n.inbox), budget-done)
 		work := append(n.work[:0], n.inbox[:k]...)
+		sums := append(n.workSums[:0], n.inSums[:k]...)
 		rest := copy(n.inbox, n.inbox[k:])
+		copy(n.inSums, n.inSums[k:])
 		clear(n.inbox[rest:])
 		n.inbox = n.inbox[:rest]
+		n.inSums = n.inSums[:rest]
 		n.inMu.Unlock()
-		for _, f := range work {
-			n.receive(f)
+		for i, f := range work {
+			n.receive(f, sums[i])
 		}
+		n.workSums = sums[:0]
 		done += len(work)
 		n.inMu.Lock()
 		for i, f := range work {

@@ -207,7 +207,7 @@ type rxMeta struct {
 
 // deliver puts a frame into an RQ and queues its CQE; a frame the RQ cannot take is dropped
 // and counted (out of buffer when no WQE is posted, as the Q counter out_of_buffer counts).
-func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta) {
+func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta, whole uint32) {
 	if r.state != StateReady {
 		n.stats.RXNotReady++
 		return
@@ -222,6 +222,7 @@ func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta) {
 		g = append(g, f[16:]...)
 		f = g
 		pkt = parse(f)
+		whole = 0
 		pos(prm.CQE64.VLANInfo).set(e[:], uint64(tci))
 		e[29] |= 1
 	}
@@ -229,8 +230,9 @@ func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta) {
 		var fcs [4]byte
 		binary.LittleEndian.PutUint32(fcs[:], crc32.ChecksumIEEE(f))
 		f = append(append([]byte(nil), f...), fcs[:]...)
+		whole = 0
 	}
-	n.fillRXCQE(r, pkt, f, meta, &e)
+	n.fillRXCQE(r, pkt, f, meta, whole, &e)
 	if r.striding() {
 		n.deliverStriding(r, f, &e)
 		return
@@ -385,7 +387,7 @@ func (n *NIC) scatter(lkey uint32, addr uint64, p []byte) error {
 // fillRXCQE sets the fields every RX CQE carries: opcode, header types and checksum results,
 // RSS hash, flow tag, queue number and timestamp (kernel en_rx.c mlx5e_build_rx_skb; DPDK
 // mlx5_rx.c rxq_cq_to_mbuf).
-func (n *NIC) fillRXCQE(r *rq, pkt *packet, f []byte, meta rxMeta, e *[prm.CQESize]byte) {
+func (n *NIC) fillRXCQE(r *rq, pkt *packet, f []byte, meta rxMeta, whole uint32, e *[prm.CQESize]byte) {
 	h := &pkt.outer
 	if pkt.tunneled {
 		e[0] |= 1
@@ -396,7 +398,7 @@ func (n *NIC) fillRXCQE(r *rq, pkt *packet, f []byte, meta rxMeta, e *[prm.CQESi
 	if len(f) >= 14 {
 		ok |= prm.CQEL2OK
 	}
-	l3ok, l4ok, sum := rxChecks(f, h)
+	l3ok, l4ok, sum := rxChecksWith(f, h, whole)
 	if l3ok {
 		ok |= prm.CQEL3OK
 		if l4ok {

@@ -414,8 +414,9 @@ func rqtIndex(hash uint32, n int) int {
 	return int(hash % uint32(n))
 }
 
-// receive runs one frame from the wire through RX steering, the TIR and an RQ.
-func (n *NIC) receive(f []byte) {
+// receive runs one frame from the wire through RX steering, the TIR and an RQ. whole is the
+// frame's sum from the sending port (frameSum), or 0.
+func (n *NIC) receive(f []byte, whole uint32) {
 	v := n.steer(TableNICRX, f)
 	if v.drop {
 		if v.miss {
@@ -455,7 +456,10 @@ func (n *NIC) receive(f []byte) {
 		n.stats.RXSteeringMiss++
 		return
 	}
-	n.deliver(r, v.frame, pkt, meta)
+	if v.rewritten {
+		whole = 0
+	}
+	n.deliver(r, v.frame, pkt, meta, whole)
 }
 
 var _ = prm.CQESize

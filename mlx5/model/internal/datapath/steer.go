@@ -525,6 +525,9 @@ type verdict struct {
 	pkt     *packet // the frame parsed, when steering parsed it
 	miss    bool
 	wire    bool // NIC TX: on to the wire
+	// rewritten: a header action changed the frame (a sum of the frame as received no
+	// longer holds).
+	rewritten bool
 }
 
 // steer walks the tables of a type from the root: the first entry (lowest index) whose
@@ -596,7 +599,7 @@ func (n *NIC) steer(typ uint8, f []byte) verdict {
 					f = reformat(r, f, parse(f))
 				}
 			}
-			v.frame = f
+			v.frame, v.rewritten = f, true
 			parseInto(pkt, v.frame)
 			mp = pkt.matchParamInto(mp)
 			fx = nil
