@@ -112,11 +112,7 @@ func (h *Handoff[T]) EnqueueBulk(vs []T) bool {
 			return false
 		}
 	}
-	mask := h.mask
-	vals := h.vals[:uint64(mask)+1] // lets the compiler drop the bounds check of each masked index
-	for j, v := range vs {
-		vals[(pos+uint32(j))&mask] = v
-	}
+	h.putSlots(pos, vs)
 	storeRelease32(&h.enq, pos+n)
 	return true
 }
@@ -142,20 +138,7 @@ func (h *Handoff[T]) DequeueBulk(dst []T) bool {
 			return false
 		}
 	}
-	mask := h.mask
-	vals := h.vals[:uint64(mask)+1]
-	if h.clear {
-		var zero T
-		for j := range dst {
-			s := &vals[(pos+uint32(j))&mask]
-			dst[j] = *s
-			*s = zero
-		}
-	} else {
-		for j := range dst {
-			dst[j] = vals[(pos+uint32(j))&mask]
-		}
-	}
+	h.takeSlots(pos, dst)
 	storeRelease32(&h.deq, pos+n)
 	return true
 }
@@ -189,11 +172,7 @@ func (h *Handoff[T]) enqueueShort(vs []T, all bool) int {
 	if n == 0 || (all && int(n) < len(vs)) {
 		return 0
 	}
-	mask := h.mask
-	vals := h.vals[:uint64(mask)+1]
-	for j, v := range vs[:n] {
-		vals[(pos+uint32(j))&mask] = v
-	}
+	h.putSlots(pos, vs[:n])
 	storeRelease32(&h.enq, pos+n)
 	return int(n)
 }
@@ -210,23 +189,38 @@ func (h *Handoff[T]) dequeueShort(dst []T, all bool) int {
 	if n == 0 || (all && int(n) < len(dst)) {
 		return 0
 	}
-	mask := h.mask
-	vals := h.vals[:uint64(mask)+1] // lets the compiler drop the bounds check of each masked index
-	out := dst[:n]
-	if h.clear {
-		var zero T
-		for j := range out {
-			s := &vals[(pos+uint32(j))&mask]
-			out[j] = *s
-			*s = zero
-		}
-	} else {
-		for j := range out {
-			out[j] = vals[(pos+uint32(j))&mask]
-		}
-	}
+	h.takeSlots(pos, dst[:n])
 	storeRelease32(&h.deq, pos+n)
 	return int(n)
+}
+
+// putSlots writes a short run vs into the slots from cursor pos on, one slot at a time in
+// registers (a copy would be a memmove call, twice at the wrap, with the cursors spilled).
+func (h *Handoff[T]) putSlots(pos uint32, vs []T) {
+	mask := h.mask
+	vals := h.vals[:uint64(mask)+1] // lets the compiler drop the bounds check of each masked index
+	for j, v := range vs {
+		vals[(pos+uint32(j))&mask] = v
+	}
+}
+
+// takeSlots reads a short run into dst from cursor pos on, clearing the slots when they hold
+// pointers.
+func (h *Handoff[T]) takeSlots(pos uint32, dst []T) {
+	mask := h.mask
+	vals := h.vals[:uint64(mask)+1]
+	if h.clear {
+		var zero T
+		for j := range dst {
+			s := &vals[(pos+uint32(j))&mask]
+			dst[j] = *s
+			*s = zero
+		}
+		return
+	}
+	for j := range dst {
+		dst[j] = vals[(pos+uint32(j))&mask]
+	}
 }
 
 // enqueue writes the values, then one release store of the cursor publishes them all.
