@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -118,15 +119,7 @@ func TestHWReorderSession(t *testing.T) {
 func hwReorderRun(t *testing.T, cfg *config.Config, ppb, slot, batches int, read func(*Burst) []byte) {
 	t.Helper()
 	const oor, dups = 7, 5
-	s, err := Open(context.Background(), cfg, WithMLX5Fabric(&modelch.Fabric{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	}()
+	s := openModelSession(t, cfg)
 	if s.reorder != nil {
 		t.Fatal("the session runs a software reorder service for a hardware plan")
 	}
@@ -160,19 +153,7 @@ func hwReorderRun(t *testing.T, cfg *config.Config, ppb, slot, batches int, read
 			}
 		}
 		send(frames)
-		var b *Burst
-		for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Microsecond) {
-			if b, err = s.RxBurst(1, 0); err == nil {
-				break
-			}
-			if !errors.Is(err, ErrNotReady) {
-				t.Fatal(err)
-			}
-			if time.Now().After(end) {
-				st, _ := s.ReorderStats(1, "hw")
-				t.Fatalf("batch %d: no aggregate within 30 s (plan %+v)", bt, st)
-			}
-		}
+		b := waitAggregate(t, s, fmt.Sprintf("batch %d", bt))
 		ri, err := b.ReorderInfo()
 		if err != nil {
 			t.Fatalf("batch %d: the burst is no aggregate: %v", bt, err)
@@ -230,6 +211,41 @@ func TestHWReorderRefused(t *testing.T) {
 	}
 }
 
+// openModelSession opens cfg on the device model's ports and closes the session when the
+// test ends, failing the test if Close reports an error.
+func openModelSession(t *testing.T, cfg *config.Config) *Session {
+	t.Helper()
+	s, err := Open(context.Background(), cfg, WithMLX5Fabric(&modelch.Fabric{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+// waitAggregate waits (at most 30 s) for the next burst of port 1's queue 0, where the "hw"
+// plan delivers its aggregates; what names the wait in a failure.
+func waitAggregate(t *testing.T, s *Session, what string) *Burst {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Microsecond) {
+		b, err := s.RxBurst(1, 0)
+		if err == nil {
+			return b
+		}
+		if !errors.Is(err, ErrNotReady) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if time.Now().After(end) {
+			st, _ := s.ReorderStats(1, "hw")
+			t.Fatalf("%s: no aggregate within 30 s (plan %+v)", what, st)
+		}
+	}
+}
+
 // TestHWReorderTimeout: a hardware batch missing slots when the queue's timeout_us has
 // passed is ended as upstream ends it — the missing slots' RQs reset, then (passthrough)
 // delivered with FlagReorderTimeout, its missing slots zero-filled and named by the presence
@@ -242,15 +258,7 @@ func TestHWReorderTimeout(t *testing.T) {
 			cfg := hwReorderConfig(ppb, slot)
 			cfg.Interfaces[1].RX.Queues[0].TimeoutUs = 300000 // far longer than sending a batch takes, so only the skipped slots miss
 			cfg.Interfaces[1].RX.Reorders[0].MissingAction = action
-			s, err := Open(context.Background(), cfg, WithMLX5Fabric(&modelch.Fabric{}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				if err := s.Close(); err != nil {
-					t.Errorf("Close: %v", err)
-				}
-			}()
+			s := openModelSession(t, cfg)
 			r := rand.New(rand.NewPCG(32, 291))
 			send := func(frames [][]byte) { sendFrames(t, s, 0, frames) }
 			// recv waits (bounded) for the next aggregate; nil when the plan dropped a batch.
@@ -338,15 +346,7 @@ func TestHWReorderWholeFrames(t *testing.T) {
 	const ppb, slot = 64, 128
 	cfg := hwReorderConfig(ppb, slot)
 	cfg.Interfaces[1].RX.Reorders[0].PayloadByteOffset = 0
-	s, err := Open(context.Background(), cfg, WithMLX5Fabric(&modelch.Fabric{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	}()
+	s := openModelSession(t, cfg)
 	r := rand.New(rand.NewPCG(32, 292))
 	want := make([][]byte, ppb)
 	var frames [][]byte
@@ -355,15 +355,7 @@ func TestHWReorderWholeFrames(t *testing.T) {
 		frames = append(frames, want[k])
 	}
 	sendFrames(t, s, 0, frames)
-	var b *Burst
-	for end := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Microsecond) {
-		if b, err = s.RxBurst(1, 0); err == nil {
-			break
-		}
-		if !errors.Is(err, ErrNotReady) || time.Now().After(end) {
-			t.Fatalf("no aggregate: %v", err)
-		}
-	}
+	b := waitAggregate(t, s, "whole frames")
 	defer b.Free()
 	ri, err := b.ReorderInfo()
 	if err != nil || ri.SourcePackets != ppb || ri.PayloadLen != slot {

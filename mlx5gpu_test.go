@@ -2,7 +2,6 @@ package daqiri
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -62,15 +61,7 @@ func TestGPUReorderFedByMLX5(t *testing.T) {
 			txIfc("t2", "model:2", "tx2"), rxIfc("r3", "model:3", "rx3", plan("gpu", config.ReorderGPU, "out3", 2)),
 		},
 	}
-	s, err := Open(context.Background(), cfg, WithMLX5Fabric(&modelch.Fabric{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	}()
+	s := openModelSession(t, cfg)
 	r := rand.New(rand.NewPCG(27, 1024))
 	frame := func(dst int, sq uint16, body []byte) []byte {
 		f := make([]byte, 44+len(body))
