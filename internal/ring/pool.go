@@ -22,9 +22,12 @@ import (
 // publishes it.
 type Pool struct {
 	head atomic.Uint64 // tag<<32 | (index+1); index+1 == 0 means empty
-	// hintNext and hintDepth are tag<<32 | (the top's next index+1) and tag<<32 | (the top's
-	// depth): the top's link word, written after each compare-and-swap by the thread whose
-	// CAS installed that tag (hints.go says why and why it is safe).
+	// hintHead is the head value the last compare-and-swap installed, and hintNext and
+	// hintDepth are tag<<32 | (the top's next index+1) and tag<<32 | (the top's depth): the
+	// top's link word. All three are written after each compare-and-swap by the thread whose
+	// CAS installed that tag. Get and Put take the head they expect from hintHead, not from
+	// the head itself (hints.go says why that is faster, and why it is safe).
+	hintHead  uint64
 	hintNext  uint64
 	hintDepth uint64
 	// link is depth<<32 | (next index+1) for each free index. It is loaded with sync/atomic
@@ -48,7 +51,7 @@ func NewPool(n int) (*Pool, error) {
 	}
 	p.link[n-1] = 1<<32 | none
 	p.head.Store(1) // tag 0, index 0
-	p.setHints(0, p.link[0])
+	p.setHints(0, 1, p.link[0])
 	return p, nil
 }
 
@@ -82,6 +85,17 @@ func (p *Pool) depth(h uint64) uint32 {
 
 // Get takes one index; ok is false when the pool is empty.
 func (p *Pool) Get() (idx uint32, ok bool) {
+	// First try: the head the last operation installed, from its hints (hints.go). If the
+	// head has moved since, the compare-and-swap fails and the loop below starts from the
+	// head itself.
+	h := atomic.LoadUint64(&p.hintHead)
+	if x := atomic.LoadUint64(&p.hintNext); x>>32 == h>>32 && uint32(h) != none {
+		tag := (h>>32 + 1) << 32
+		if p.head.CompareAndSwap(h, tag|x&0xffffffff) {
+			p.hintAfterPop(tag, uint32(x))
+			return uint32(h) - 1, true
+		}
+	}
 	for spins := 0; ; spins = backoff(spins) {
 		h := p.head.Load()
 		top := uint32(h)
@@ -157,13 +171,24 @@ func (p *Pool) GetBurst(dst []uint32) int {
 // Put returns one index. Returning an index that is already in the pool corrupts it; callers
 // track ownership (bursts do, per packet and segment).
 func (p *Pool) Put(idx uint32) {
+	// First try from the hints, as in Get.
+	h := atomic.LoadUint64(&p.hintHead)
+	if d := atomic.LoadUint64(&p.hintDepth); d>>32 == h>>32 {
+		l := (d+1)<<32 | h&0xffffffff
+		storeRelease64(&p.link[idx], l)
+		tag := (h>>32 + 1) << 32
+		if p.head.CompareAndSwap(h, tag|uint64(idx+1)) {
+			p.setHints(tag, idx+1, l)
+			return
+		}
+	}
 	for spins := 0; ; spins = backoff(spins) {
 		h := p.head.Load()
 		l := uint64(p.depth(h)+1)<<32 | uint64(uint32(h))
 		storeRelease64(&p.link[idx], l)
 		tag := (h>>32 + 1) << 32
 		if p.head.CompareAndSwap(h, tag|uint64(idx+1)) {
-			p.setHints(tag, l)
+			p.setHints(tag, idx+1, l)
 			return
 		}
 	}
@@ -192,9 +217,9 @@ func (p *Pool) PutBulk(idx []uint32) {
 		storeRelease64(&p.link[idx[k-1]], uint64(d+1)<<32|uint64(uint32(h)))
 		if tag := (h>>32 + 1) << 32; p.head.CompareAndSwap(h, tag|uint64(idx[0]+1)) {
 			if k == 1 {
-				p.setHints(tag, uint64(d+1)<<32|uint64(uint32(h)))
+				p.setHints(tag, idx[0]+1, uint64(d+1)<<32|uint64(uint32(h)))
 			} else {
-				p.setHints(tag, uint64(d+k)<<32|uint64(idx[1]+1))
+				p.setHints(tag, idx[0]+1, uint64(d+k)<<32|uint64(idx[1]+1))
 			}
 			return
 		}

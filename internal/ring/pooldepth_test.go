@@ -38,6 +38,9 @@ func checkChain(t *testing.T, p *Pool, want int) {
 	if uint32(h) != none {
 		top = p.link[uint32(h)-1]
 	}
+	if x := p.hintHead; x>>32 == h>>32 && x != h {
+		t.Fatalf("head hint %#x for tag %d, head is %#x", x, h>>32, h)
+	}
 	if x := p.hintNext; x>>32 == h>>32 && uint32(x) != uint32(top) {
 		t.Fatalf("next hint %d for tag %d, top's link says %d", uint32(x), h>>32, uint32(top))
 	}
@@ -53,8 +56,8 @@ func TestPoolHintsFresh(t *testing.T) {
 	fresh := func(what string) {
 		t.Helper()
 		h := p.head.Load()
-		if p.hintNext>>32 != h>>32 || p.hintDepth>>32 != h>>32 {
-			t.Fatalf("after %s: hints carry tags %d/%d, head %d", what, p.hintNext>>32, p.hintDepth>>32, h>>32)
+		if p.hintHead != h || p.hintNext>>32 != h>>32 || p.hintDepth>>32 != h>>32 {
+			t.Fatalf("after %s: hints %#x (head), tags %d/%d, head %#x", what, p.hintHead, p.hintNext>>32, p.hintDepth>>32, h)
 		}
 	}
 	fresh("NewPool")
@@ -93,10 +96,19 @@ func TestPoolStaleHints(t *testing.T) {
 			p.Put(held[len(held)-1])
 			held = held[:len(held)-1]
 		}
-		// Garbage under an older tag (1..3 operations back), as a late writer leaves it.
+		// Garbage under an older tag (1..3 operations back), as a late writer leaves it, in
+		// any of the three hints (the others keep the head's tag, so a hint used without
+		// comparing its tag with the head hint's would be caught).
 		old := (p.head.Load()>>32 - 1 - uint64(rng.IntN(3))) << 32
-		p.hintNext = old | uint64(rng.Uint32N(n+1))
-		p.hintDepth = old | uint64(rng.Uint32N(n+1))
+		if rng.IntN(2) == 0 {
+			p.hintHead = old | uint64(rng.Uint32N(n+1))
+		}
+		if rng.IntN(2) == 0 {
+			p.hintNext = old | uint64(rng.Uint32N(n+1))
+		}
+		if rng.IntN(2) == 0 {
+			p.hintDepth = old | uint64(rng.Uint32N(n+1))
+		}
 		checkChain(t, p, n-len(held))
 	}
 }
