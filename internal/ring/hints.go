@@ -32,7 +32,10 @@ import "sync/atomic"
 // on the development machine, two CAS per get and put on one word, each expecting a value
 // loaded from that word, took 21.3 ns; expecting a copy kept in another word of the same line
 // (or held in a register), 12.7 — as fast as two XCHG (12.2), which load nothing. The pool
-// went from 23.3 to 17.7 ns per get and put (BENCHMARKS.md, issue 31, fourth round). The head
+// went from 23.3 to 17.7 ns per get and put. On the H200 host (fastest of 120 chunks, two
+// rounds): 25.0–26.0 ns loading the word, 17.6–19.5 from a copy, 14.2–15.6 from a register,
+// 14.3–15.4 for two XCHG; the pool 28.8–28.9 before, 21.3–24.2 after (BENCHMARKS.md, issue
+// 31, fourth round). The head
 // hint needs no trust of its own: the CAS compares it with the head, tag included, so a stale
 // one (a late writer's, or one another thread has moved past) only fails the first attempt,
 // and the loop that follows starts from the head itself. The next and depth hints are used
