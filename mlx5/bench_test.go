@@ -141,6 +141,49 @@ func benchRXEngine(b *testing.B, size, queues int, comp bool) {
 		fill(benchRound)
 		warm += take(benchRound)
 	}
+	lay := newBenchLayout()
+	if lay.on {
+		// One more burst, to see the arrays the timed loop fills (the metadata pool hands
+		// the burst freed last out first).
+		fill(64)
+		var bu *engine.Burst
+		for polls := 0; bu == nil && polls < 64; polls++ {
+			if x, err := rq[0].Poll(); err == nil {
+				bu = x
+			}
+		}
+		if bu == nil {
+			b.Fatal("no burst for the layout probe")
+		}
+		warm += bu.Len() * queues
+		for _, q := range rq[1:] {
+			for got := 0; got < 64; {
+				if x, err := q.Poll(); err == nil {
+					got += x.Len()
+					x.Free()
+				}
+			}
+		}
+		r := ws[0].r
+		offs, lens := bu.SegmentArrays(0)
+		lay.add("cq", r.cq)
+		lay.add("rq", r.ring)
+		lay.add("dbr", r.cqDBR)
+		lay.add("offs", offs)
+		lay.add("lens", lens)
+		lay.field("flows", bu, "flow")
+		lay.field("ts", bu, "ts")
+		lay.field("freed", bu, "freed")
+		lay.add("burst", bu)
+		lay.add("rxq", r)
+		lay.field("ret", r.gr, "ret")
+		lay.add("consumed", r.consumed)
+		lay.add("delivered", r.delivered)
+		lay.add("slotGrp", r.slotGrp)
+		lay.add("stats", &rq[0].Stats)
+		lay.add("bufs", r.q.Regions[0].Memory().Bytes())
+		bu.Free()
+	}
 	done := 0
 	var spent time.Duration
 	b.ReportAllocs()
@@ -163,6 +206,7 @@ func benchRXEngine(b *testing.B, size, queues int, comp bool) {
 	reportAllocs(b, allocs, done)
 	report(b, spent, done)
 	gc.Report(b, gc0)
+	lay.report(b)
 	for q, w := range ws {
 		if s := ports[0].Rx[q].Stats.Snapshot(); s.Packets != uint64(w.written) || w.written != done/queues+warm/queues {
 			b.Fatalf("queue %d delivered %d of %d packets: %+v", q, s.Packets, w.written, s)
@@ -368,94 +412,200 @@ func openBench(b *testing.B, cfg *config.Config, ports []*engine.Port, opts opti
 // application's work) is not timed: the burst path benchmark in the root package has it.
 func BenchmarkTX(b *testing.B) {
 	for _, size := range []int{64, 1500} {
-		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
-			benchtest.Pin(b)
-			benchtest.StopGC(b)
-			c := &config.Config{Version: 1, StreamType: config.StreamRaw, LogLevel: "error", RxMetaBuffers: 64, TxMetaBuffers: 256}
-			c.MemoryRegions = []config.MemoryRegion{{Name: "tx", Kind: config.KindHost, Access: config.AccessLocal, NumBufs: 8192, BufSize: 2048}}
-			c.Interfaces = []config.Interface{{Name: "tx", Address: "model:0", TX: &config.TxConfig{Queues: []config.Queue{{Name: "t", ID: 0, CPUCore: "0", BatchSize: 64, MemoryRegions: []string{"tx"}}}}}}
-			ports := enginetest.Ports(b, c)
-			e := openBench(b, c, ports, options{striding: -1, compression: true})
-			e.w.Stop() // no completion worker: the benchmark polls
-			tq := ports[0].Tx[0]
-			t := e.ports[0].txqs[0]
-			held := &heldUAR{UAR: e.ports[0].uar}
-			e.ports[0].uar = held
-			b.Cleanup(func() { e.ports[0].uar = held.UAR })
-			dev := modelOf(e, 0)
-			r := rand.New(rand.NewPCG(3, 4))
-			f := udpFrame(r, 0, size-4)
-			const round = 64 * 64
-			bursts := make([]*engine.Burst, 0, round/64)
-			done, total := 0, uint64(0)
-			var spent time.Duration
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.StopTimer()
-			var allocs uint64
-			ac := newAllocCounter()
-			gc := benchtest.NewGC()
-			gc0 := gc.Cycles()
-			for done < b.N {
-				bursts = bursts[:0]
-				for i := 0; i < round; i += 64 {
-					bu, err := tq.NewBurst(64)
-					if err != nil {
-						b.Fatal(err)
-					}
-					for j := 0; j < 64; j++ {
-						copy(bu.SegmentBuffer(0, j), f)
-						bu.SetPacketLengths(j, len(f))
-					}
-					bursts = append(bursts, bu)
-				}
-				m0 := ac.mallocs()
-				t0 := time.Now()
-				for _, bu := range bursts {
-					if err := t.send(bu); err != nil {
-						b.Fatal(err)
-					}
-				}
-				spent += time.Since(t0)
-				allocs += ac.mallocs() - m0
-				total += round
-				if held.n != len(bursts) {
-					b.Fatalf("%d doorbells for %d bursts", held.n, len(bursts))
-				}
-				held.release()
-				for end := time.Now().Add(10 * time.Second); dev.Counters().TXPackets < total; {
-					if time.Now().After(end) {
-						b.Fatalf("model sent %d of %d", dev.Counters().TXPackets, total)
-					}
-					time.Sleep(20 * time.Microsecond)
-				}
-				// The last CQE is written after the last frame: wait for it untimed, so that the
-				// timed poll below only reads. Every burst's last WQE asks for a completion and a
-				// burst of 64 is two WQEs, below signalEvery: one CQE per burst.
-				last := t.ci + uint32(len(bursts)) - 1
-				for end := time.Now().Add(10 * time.Second); !prm.CQESoftwareOwned(t.cq[(last&(1<<t.cqLog-1))*64+63], last, t.cqLog); {
-					if time.Now().After(end) {
-						b.Fatalf("the model wrote %d of %d TX completions", tq.Stats.Packets.Load(), total)
-					}
-					time.Sleep(20 * time.Microsecond)
-				}
-				m0 = ac.mallocs()
-				t0 = time.Now()
-				for tries := 0; tq.Stats.Packets.Load() < total && tries < 1000; tries++ {
-					t.complete()
-				}
-				spent += time.Since(t0)
-				allocs += ac.mallocs() - m0
-				if tq.Stats.Packets.Load() != total {
-					b.Fatalf("%d of %d completed", tq.Stats.Packets.Load(), total)
-				}
-				done += round
-			}
-			reportAllocs(b, allocs, done)
-			report(b, spent, done)
-			gc.Report(b, gc0)
-		})
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) { benchTX(b, size, true) })
 	}
+}
+
+// BenchmarkTXModelFed is BenchmarkTX with the model as the device between the timed sections
+// (BenchmarkTX's form until 2026-11-29): the model's goroutine, on another core, reads the
+// WQEs and writes the CQEs, so the engine's next pass over those SQ lines and its read of the
+// CQEs move cache lines between cores, which a device's DMA does not do the same way.
+func BenchmarkTXModelFed(b *testing.B) {
+	for _, size := range []int{64, 1500} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) { benchTX(b, size, false) })
+	}
+}
+
+// benchTX is BenchmarkTX's case; standIn: the device is sqWriter on the benchmark's core,
+// else the model.
+func benchTX(b *testing.B, size int, standIn bool) {
+	benchtest.Pin(b)
+	benchtest.StopGC(b)
+	c := &config.Config{Version: 1, StreamType: config.StreamRaw, LogLevel: "error", RxMetaBuffers: 64, TxMetaBuffers: 256}
+	c.MemoryRegions = []config.MemoryRegion{{Name: "tx", Kind: config.KindHost, Access: config.AccessLocal, NumBufs: 8192, BufSize: 2048}}
+	c.Interfaces = []config.Interface{{Name: "tx", Address: "model:0", TX: &config.TxConfig{Queues: []config.Queue{{Name: "t", ID: 0, CPUCore: "0", BatchSize: 64, MemoryRegions: []string{"tx"}}}}}}
+	ports := enginetest.Ports(b, c)
+	e := openBench(b, c, ports, options{striding: -1, compression: true})
+	e.w.Stop() // no completion worker: the benchmark polls
+	tq := ports[0].Tx[0]
+	t := e.ports[0].txqs[0]
+	held := &heldUAR{UAR: e.ports[0].uar}
+	e.ports[0].uar = held
+	b.Cleanup(func() { e.ports[0].uar = held.UAR })
+	dev := modelOf(e, 0)
+	sw := newSQWriter(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	f := udpFrame(r, 0, size-4)
+	const round = 64 * 64
+	bursts := make([]*engine.Burst, 0, round/64)
+	done, total := 0, uint64(0)
+	var spent time.Duration
+	lay := newBenchLayout()
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.StopTimer()
+	var allocs uint64
+	ac := newAllocCounter()
+	gc := benchtest.NewGC()
+	gc0 := gc.Cycles()
+	for done < b.N {
+		bursts = bursts[:0]
+		for i := 0; i < round; i += 64 {
+			bu, err := tq.NewBurst(64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for j := 0; j < 64; j++ {
+				copy(bu.SegmentBuffer(0, j), f)
+				bu.SetPacketLengths(j, len(f))
+			}
+			bursts = append(bursts, bu)
+		}
+		if lay.on && len(lay.names) == 0 {
+			offs, lens := bursts[0].SegmentArrays(0)
+			lay.add("sq", t.ring)
+			lay.add("cq", t.cq)
+			lay.add("dbr", t.cqDBR)
+			lay.add("offs", offs)
+			lay.add("lens", lens)
+			lay.add("burst", bursts[0])
+			lay.add("txq", t)
+			lay.add("stats", &tq.Stats)
+			lay.add("bufs", tq.Regions[0].Memory().Bytes())
+		}
+		m0 := ac.mallocs()
+		t0 := time.Now()
+		for _, bu := range bursts {
+			if err := t.send(bu); err != nil {
+				b.Fatal(err)
+			}
+		}
+		spent += time.Since(t0)
+		allocs += ac.mallocs() - m0
+		total += round
+		if held.n != len(bursts) {
+			b.Fatalf("%d doorbells for %d bursts", held.n, len(bursts))
+		}
+		if standIn {
+			// The device's part, untimed, on this core.
+			held.n = 0
+			if err := sw.run(); err != nil {
+				b.Fatal(err)
+			}
+			if uint64(sw.packets) != total {
+				b.Fatalf("the stand-in took %d of %d packets", sw.packets, total)
+			}
+		} else {
+			held.release()
+			for end := time.Now().Add(10 * time.Second); dev.Counters().TXPackets < total; {
+				if time.Now().After(end) {
+					b.Fatalf("model sent %d of %d", dev.Counters().TXPackets, total)
+				}
+				time.Sleep(20 * time.Microsecond)
+			}
+		}
+		// The last CQE is written after the last frame: wait for it untimed, so that the
+		// timed poll below only reads. Every burst's last WQE asks for a completion and a
+		// burst of 64 is two WQEs, below signalEvery: one CQE per burst.
+		last := t.ci + uint32(len(bursts)) - 1
+		for end := time.Now().Add(10 * time.Second); !prm.CQESoftwareOwned(t.cq[(last&(1<<t.cqLog-1))*64+63], last, t.cqLog); {
+			if time.Now().After(end) {
+				b.Fatalf("the model wrote %d of %d TX completions", tq.Stats.Packets.Load(), total)
+			}
+			time.Sleep(20 * time.Microsecond)
+		}
+		m0 = ac.mallocs()
+		t0 = time.Now()
+		for tries := 0; tq.Stats.Packets.Load() < total && tries < 1000; tries++ {
+			t.complete()
+		}
+		spent += time.Since(t0)
+		allocs += ac.mallocs() - m0
+		if tq.Stats.Packets.Load() != total {
+			b.Fatalf("%d of %d completed", tq.Stats.Packets.Load(), total)
+		}
+		done += round
+	}
+	reportAllocs(b, allocs, done)
+	report(b, spent, done)
+	gc.Report(b, gc0)
+	lay.add("pend", t.pend[:cap(t.pend)])
+	lay.report(b)
+}
+
+// sqWriter stands in for the device on one SQ, as cqeWriter does on an RQ, on the benchmark's
+// core between timed sections: it reads the WQEs the engine posted up to the doorbell
+// record's send counter, checks each enhanced multi-packet WQE (opcode, index, data segments:
+// the queue's key, an address inside its region, a frame length of 14 bytes to a buffer) and
+// writes a requester CQE for each WQE that asks for one, as the model's runSQ and txCQE do. It
+// copies no frame: that is the device's cost.
+type sqWriter struct {
+	t          *txq
+	pc         uint32 // basic blocks consumed
+	pi         uint32 // CQEs written
+	packets    int
+	base, size uint64
+	bufSize    uint32
+	lkey       uint32
+	ts         uint64
+}
+
+func newSQWriter(t *txq) *sqWriter {
+	reg := t.q.Regions[0]
+	return &sqWriter{t: t, base: uint64(reg.Addr(0)), size: uint64(reg.NumBufs * reg.BufSize), bufSize: uint32(reg.BufSize), lkey: t.lkeys[0]}
+}
+
+func (w *sqWriter) run() error {
+	t := w.t
+	prod := binary.BigEndian.Uint32(t.dbr) & 0xffff
+	units := uint32(prm.SendWQEBB/16) << t.sqLog
+	cqSize := uint32(1) << t.cqLog
+	for n := 0; uint16(prod) != uint16(w.pc); n++ {
+		if n > 1<<t.sqLog {
+			return fmt.Errorf("stand-in: no end of the WQEs at %d (counter %d)", w.pc, prod)
+		}
+		start := w.pc
+		c := t.ring[(start*4)&(units-1)*16:]
+		ctrl := binary.BigEndian.Uint32(c[ctrlOpModIdxOpcode:])
+		ds := int(prm.CtrlDS(binary.BigEndian.Uint32(c[ctrlQPNDS:])))
+		if prm.CtrlOpcode(ctrl) != prm.WQEOpEnhancedMPSW || prm.CtrlIndex(ctrl) != uint16(start) || ds < 3 {
+			return fmt.Errorf("stand-in: WQE %d: control %#x, %d segments", start, ctrl, ds)
+		}
+		for j := 2; j < ds; j++ {
+			u := (start*4 + uint32(j)) & (units - 1)
+			d := t.ring[u*16 : u*16+16]
+			l, k, a := be32(d, dsegByteCount), be32(d, dsegLKey), binary.BigEndian.Uint64(d[dsegAddr:])
+			if k != w.lkey || l < 14 || l > w.bufSize || a < w.base || a+uint64(l) > w.base+w.size {
+				return fmt.Errorf("stand-in: WQE %d segment %d: %d bytes at %#x key %#x", start, j, l, a, k)
+			}
+			w.packets++
+		}
+		if c[ctrlFmCeSe]&prm.WQECtrlCEMask >= prm.WQECtrlCQUpdate {
+			if ci := binary.BigEndian.Uint32(t.cqDBR) & 0xffffff; (w.pi-ci)&0xffffff >= cqSize {
+				return fmt.Errorf("stand-in: the CQ is full (%d written, %d consumed)", w.pi, ci)
+			}
+			w.ts += 1 << 32
+			s := t.cq[(w.pi&(cqSize-1))*64:][:64]
+			clear(s[:63])
+			binary.BigEndian.PutUint16(s[cqeWQECounter:], uint16(start))
+			binary.BigEndian.PutUint32(s[cqeSopDropQPN:], uint32(prm.WQEOpEnhancedMPSW)<<24|t.sqn&0xffffff)
+			binary.BigEndian.PutUint64(s[cqeTimestamp:], w.ts)
+			s[63] = prm.CQEOpReq<<4 | byte(w.pi>>t.cqLog)&prm.CQEOwnerMask
+			w.pi++
+		}
+		w.pc += uint32((ds*16 + 63) / 64)
+	}
+	return nil
 }
 
 // heldUAR keeps the BlueFlame stores of a round (the last one, and how many) and hands the
