@@ -17,10 +17,11 @@ import (
 	"github.com/daqiri-go/daqiri/swloop"
 )
 
-// The benchmarks measure the engine's own cost per packet, apart from the model's: the model
-// fills the CQs and stride buffers first (outside the timer), then the timed loop is the
-// engine's poll → burst → application free → repost (RX), or post → doorbell for the model
-// to take and then the completion poll (TX; the model's transmit runs outside the timer).
+// The benchmarks measure the engine's own cost per packet, apart from the device's: a
+// stand-in for the device on the benchmark's core writes the CQEs first (outside the timer),
+// then the timed loop is the engine's poll → burst → application free → repost (RX), or post
+// → doorbell for the stand-in to take and then the completion poll (TX; the stand-in runs
+// outside the timer; BenchmarkTXModelFed has the model there instead).
 // The software loopback engine moves the same packets in the same run for comparison.
 // `make bench-mlx5` runs them; read the ns/pkt and Mpps columns (ns/op of the mlx5 benchmarks
 // is meaningless: the benchmark timer stays stopped and the engine's part is timed by hand).
@@ -392,7 +393,7 @@ func report(b *testing.B, spent time.Duration, packets int) {
 	b.ReportMetric(1e3/ns, "Mpps")
 }
 
-func openBench(b *testing.B, cfg *config.Config, ports []*engine.Port, opts options) *Engine {
+func openBench(b testing.TB, cfg *config.Config, ports []*engine.Port, opts options) *Engine {
 	b.Helper()
 	e, err := open(b.Context(), &engine.Env{Config: cfg, Ports: ports, Log: discard()}, withModel(opts))
 	if err != nil {
@@ -404,12 +405,16 @@ func openBench(b *testing.B, cfg *config.Config, ports []*engine.Port, opts opti
 
 // BenchmarkTX is the engine's transmit path per packet, the device's cost excluded. Timed:
 // send (the checks, eMPW WQEs of 32 packets written straight into the SQ, the doorbell record
-// and the BlueFlame store, one per burst of 64) and, after the model has sent the round with
-// the timer stopped, the completion poll that reads the CQEs and frees the bursts. The
-// BlueFlame stores go to heldUAR, which keeps the last one; the model sees it only once the
-// round is posted, so it never runs while the engine is timed (its frame copies and the SQ's
-// cache lines moving between cores stay out of the number). Filling the bursts (the
-// application's work) is not timed: the burst path benchmark in the root package has it.
+// and the BlueFlame store, one per burst of 64) and, after the device has taken the round
+// with the timer stopped, the completion poll that reads the CQEs and frees the bursts. The
+// device is sqWriter, a stand-in on the benchmark's core, as cqeWriter is for BenchmarkRX: it
+// reads and checks the WQEs and writes the CQEs as the model does, between the timed parts
+// (the BlueFlame stores go to heldUAR, which only counts them). So the engine's cost is timed
+// alone, and not the SQ's and CQ's cache lines moving between the benchmark's core and the
+// model's, which a device's DMA does not cause the same way: BenchmarkTXModelFed is that form
+// (the model, on its own goroutine, sends the round between the timed parts), kept beside it.
+// Filling the bursts (the application's work) is not timed: the burst path benchmark in the
+// root package has it.
 func BenchmarkTX(b *testing.B) {
 	for _, size := range []int{64, 1500} {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) { benchTX(b, size, true) })
@@ -431,17 +436,7 @@ func BenchmarkTXModelFed(b *testing.B) {
 func benchTX(b *testing.B, size int, standIn bool) {
 	benchtest.Pin(b)
 	benchtest.StopGC(b)
-	c := &config.Config{Version: 1, StreamType: config.StreamRaw, LogLevel: "error", RxMetaBuffers: 64, TxMetaBuffers: 256}
-	c.MemoryRegions = []config.MemoryRegion{{Name: "tx", Kind: config.KindHost, Access: config.AccessLocal, NumBufs: 8192, BufSize: 2048}}
-	c.Interfaces = []config.Interface{{Name: "tx", Address: "model:0", TX: &config.TxConfig{Queues: []config.Queue{{Name: "t", ID: 0, CPUCore: "0", BatchSize: 64, MemoryRegions: []string{"tx"}}}}}}
-	ports := enginetest.Ports(b, c)
-	e := openBench(b, c, ports, options{striding: -1, compression: true})
-	e.w.Stop() // no completion worker: the benchmark polls
-	tq := ports[0].Tx[0]
-	t := e.ports[0].txqs[0]
-	held := &heldUAR{UAR: e.ports[0].uar}
-	e.ports[0].uar = held
-	b.Cleanup(func() { e.ports[0].uar = held.UAR })
+	e, tq, t, held := openTXBench(b)
 	dev := modelOf(e, 0)
 	sw := newSQWriter(t)
 	r := rand.New(rand.NewPCG(3, 4))
@@ -543,6 +538,21 @@ func benchTX(b *testing.B, size int, standIn bool) {
 	lay.report(b)
 }
 
+// openTXBench opens BenchmarkTX's engine (one TX queue, bursts of 64, 8192 buffers of 2 KiB)
+// without its completion worker, its BlueFlame stores held (heldUAR).
+func openTXBench(tb testing.TB) (*Engine, *engine.TxQueue, *txq, *heldUAR) {
+	c := &config.Config{Version: 1, StreamType: config.StreamRaw, LogLevel: "error", RxMetaBuffers: 64, TxMetaBuffers: 256}
+	c.MemoryRegions = []config.MemoryRegion{{Name: "tx", Kind: config.KindHost, Access: config.AccessLocal, NumBufs: 8192, BufSize: 2048}}
+	c.Interfaces = []config.Interface{{Name: "tx", Address: "model:0", TX: &config.TxConfig{Queues: []config.Queue{{Name: "t", ID: 0, CPUCore: "0", BatchSize: 64, MemoryRegions: []string{"tx"}}}}}}
+	ports := enginetest.Ports(tb, c)
+	e := openBench(tb, c, ports, options{striding: -1, compression: true})
+	e.w.Stop() // no completion worker: the caller polls
+	held := &heldUAR{UAR: e.ports[0].uar}
+	e.ports[0].uar = held
+	tb.Cleanup(func() { e.ports[0].uar = held.UAR })
+	return e, ports[0].Tx[0], e.ports[0].txqs[0], held
+}
+
 // sqWriter stands in for the device on one SQ, as cqeWriter does on an RQ, on the benchmark's
 // core between timed sections: it reads the WQEs the engine posted up to the doorbell
 // record's send counter, checks each enhanced multi-packet WQE (opcode, index, data segments:
@@ -558,6 +568,8 @@ type sqWriter struct {
 	bufSize    uint32
 	lkey       uint32
 	ts         uint64
+	// seen, when not nil, collects each data segment's address and length, for tests.
+	seen [][2]uint64
 }
 
 func newSQWriter(t *txq) *sqWriter {
@@ -589,6 +601,9 @@ func (w *sqWriter) run() error {
 				return fmt.Errorf("stand-in: WQE %d segment %d: %d bytes at %#x key %#x", start, j, l, a, k)
 			}
 			w.packets++
+			if w.seen != nil {
+				w.seen = append(w.seen, [2]uint64{a, uint64(l)})
+			}
 		}
 		if c[ctrlFmCeSe]&prm.WQECtrlCEMask >= prm.WQECtrlCQUpdate {
 			if ci := binary.BigEndian.Uint32(t.cqDBR) & 0xffffff; (w.pi-ci)&0xffffff >= cqSize {

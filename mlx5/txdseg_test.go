@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
 // TestPutDSegs checks putDSegs against the data segments written field by field (sendMPW's
@@ -58,4 +62,82 @@ func TestPutDSegs(t *testing.T) {
 	if bad < 100 {
 		t.Fatalf("only %d bursts with a bad length", bad)
 	}
+}
+
+// TestTXStandIn runs BenchmarkTX's loop with its stand-in device (sqWriter) over enough
+// bursts of random lengths to wrap the SQ several times (so WQEs at the ring's end take the
+// field-by-field loop and the others putDSegs): every data segment the stand-in reads names
+// the packet's buffer and length in order, the stand-in's CQEs complete every burst with the
+// queue's packet and byte counts, and a WQE with a wrong key is refused by the stand-in.
+func TestTXStandIn(t *testing.T) {
+	_, tq, tx, held := openTXBench(t)
+	sw := newSQWriter(tx)
+	sw.seen = [][2]uint64{}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 3))
+	var want [][2]uint64
+	total, bytes := uint64(0), uint64(0)
+	for round := range 120 {
+		bursts := 1 + r.IntN(60)
+		for range bursts {
+			n := 1 + r.IntN(64)
+			bu, err := tq.NewBurst(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := range n {
+				l := 14 + r.IntN(2048-13)
+				if err := bu.SetPacketLengths(j, l); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, [2]uint64{uint64(bu.SegmentAddr(0, j)), uint64(l)})
+				bytes += uint64(l)
+			}
+			if err := tx.send(bu); err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			total += uint64(n)
+		}
+		held.n = 0
+		if err := sw.run(); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		for tries := 0; tq.Stats.Packets.Load() < total && tries < 1000; tries++ {
+			tx.complete()
+		}
+		if s := tq.Stats.Snapshot(); s.Packets != total || s.Bytes != bytes {
+			t.Fatalf("round %d: %d packets, %d bytes completed; sent %d, %d", round, s.Packets, s.Bytes, total, bytes)
+		}
+	}
+	if tx.pc < 3<<tx.sqLog {
+		t.Fatalf("the SQ did not wrap three times (%d basic blocks of %d posted)", tx.pc, 1<<tx.sqLog)
+	}
+	if !slices.Equal(sw.seen, want) {
+		t.Fatalf("the stand-in read %d data segments, %d packets sent; first difference at %d", len(sw.seen), len(want), firstDiff(sw.seen, want))
+	}
+	// A wrong key is refused.
+	bu, err := tq.NewBurst(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bu.SetPacketLengths(0, 60)
+	if err := tx.send(bu); err != nil {
+		t.Fatal(err)
+	}
+	units := uint32(prm.SendWQEBB/16) << tx.sqLog
+	d := tx.ring[((sw.pc*4+2)&(units-1))*16:]
+	d[dsegLKey] ^= 0xff
+	if err := sw.run(); err == nil || !strings.Contains(err.Error(), "key") {
+		t.Fatalf("a data segment with a wrong key: %v", err)
+	}
+}
+
+func firstDiff(a, b [][2]uint64) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }
