@@ -232,6 +232,12 @@ type cqeWriter struct {
 	// want, when not nil, collects each packet's offset in the region, its length and its
 	// receive time in the device's format, for tests.
 	want []wantPkt
+	// odd, when not nil, makes about one mini-CQE in eight of a compressed session something
+	// other than one packet in one stride, each still using one stride: a filler (no packet,
+	// counted in fillers) or a stride index past the WQE's (a packet the engine drops as
+	// truncated, counted in bad); neither goes into want. For tests.
+	odd          *rand.Rand
+	fillers, bad int
 }
 
 type wantPkt struct {
@@ -265,11 +271,28 @@ func (w *cqeWriter) write(n, length int) int {
 		binary.BigEndian.PutUint32(t[cqeSopDropQPN:], w.flow)
 		binary.BigEndian.PutUint64(t[cqeTimestamp:], w.ts)
 		bc := uint32(1)<<prm.MPRQByteCntStrideShift | uint32(length)
+		var kind [maxSessionBench]byte // 0: a packet; 1: a filler; 2: a stride index past the WQE's
+		if w.odd != nil && k > 1 {
+			for j := 0; j < k; j++ {
+				switch w.odd.IntN(16) {
+				case 0:
+					kind[j] = 1
+					w.fillers++
+				case 1:
+					if r.spw < 1<<16 {
+						kind[j] = 2
+						w.bad++
+					}
+				}
+			}
+		}
 		if w.want != nil {
 			g := uint64(r.slotGrp[w.wc&(1<<r.ringLog-1)])
 			bs := uint64(r.q.Regions[0].BufSize)
 			for j := 0; j < k; j++ {
-				w.want = append(w.want, wantPkt{(g*uint64(r.spw) + uint64(w.strides+j)) * bs, uint32(length), w.ts})
+				if kind[j] == 0 {
+					w.want = append(w.want, wantPkt{(g*uint64(r.spw) + uint64(w.strides+j)) * bs, uint32(length), w.ts})
+				}
 			}
 		}
 		if k == 1 {
@@ -286,8 +309,15 @@ func (w *cqeWriter) write(n, length int) int {
 				s := r.cq[(at&mask)*64 : (at&mask)*64+64]
 				for m := 0; m < prm.MiniCQEArraySize && j*prm.MiniCQEArraySize+m < k; m++ {
 					mc := s[m*prm.MiniCQESize:]
-					binary.BigEndian.PutUint16(mc[miniStrideIdx:], uint16(w.strides+j*prm.MiniCQEArraySize+m))
-					binary.BigEndian.PutUint32(mc[miniByteCnt:], bc)
+					st, mbc := uint16(w.strides+j*prm.MiniCQEArraySize+m), bc
+					switch kind[j*prm.MiniCQEArraySize+m] {
+					case 1:
+						mbc |= prm.MPRQByteCntFiller
+					case 2:
+						st = uint16(r.spw + w.odd.IntN(1<<16-r.spw))
+					}
+					binary.BigEndian.PutUint16(mc[miniStrideIdx:], st)
+					binary.BigEndian.PutUint32(mc[miniByteCnt:], mbc)
 				}
 			}
 			binary.BigEndian.PutUint32(t[cqeByteCnt:], uint32(k))

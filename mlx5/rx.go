@@ -52,9 +52,11 @@ type rxq struct {
 	striding bool
 	spw      int   // strides per WQE (a power of two)
 	spwLog   uint8 // log2 of spw
-	lkeys    [config.MaxSegments]uint32
-	bases    [config.MaxSegments]uint64
-	nseg     int
+	// miniCheck is miniCheck(spw), for strideMinis.
+	miniCheck uint64
+	lkeys     [config.MaxSegments]uint32
+	bases     [config.MaxSegments]uint64
+	nseg      int
 
 	// Striding state, per WQE group (spw consecutive buffers of the region). The application
 	// returns a group's buffers to gr (counts per group, not through the region's pool); a
@@ -89,6 +91,7 @@ type rxq struct {
 func (pt *port) newRxq(idx int, q *engine.RxQueue) (*rxq, error) {
 	r := &rxq{pt: pt, q: q, direct: q.Config.PollMode == config.PollDirect, nseg: len(q.Regions), batch: q.BatchSize(), spw: pt.e.opts.strides}
 	r.spwLog = uint8(bits.TrailingZeros(uint(r.spw)))
+	r.miniCheck = miniCheck(uint32(r.spw))
 	if r.direct {
 		r.batch = directMaxPackets
 	}
@@ -567,7 +570,7 @@ func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 	ts := r.pt.rxTime(binary.BigEndian.Uint64(e[cqeTimestamp:]))
 	spw := uint32(r.spw)
 	bs := uint64(r.q.Regions[0].BufSize) // a power of two on a striding RQ
-	fill := minisFill{base: uint64(g*r.spw) * bs, bs: bs, check: miniCheck(spw), tag: tag, ts: ts}
+	fill := minisFill{base: uint64(g*r.spw) * bs, bs: bs, check: r.miniCheck, tag: tag, ts: ts}
 	consumed := int32(0)
 	for k := uint32(0); k < cnt; {
 		b := r.cur
@@ -598,10 +601,28 @@ func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 		take := min(cnt-k, uint32(max(r.batch-b.Len(), 1)))
 		offs, lens, flows, tss := b.Grow(int(take))
 		a := 0
-		for j := uint32(0); j < take; {
-			// One array of eight mini-CQEs at a time: one slot computation and bounds
-			// check per array, the common case in strideMinis8 (a whole array) or
-			// strideMinis.
+		j := uint32(0)
+		bytes := 0
+		if k%prm.MiniCQEArraySize == 0 {
+			// The common case: whole arrays of common mini-CQEs from an array's start, the
+			// first in the slot after the title and the others every eighth slot from it
+			// (strideMinis8), while they are.
+			for ; j+prm.MiniCQEArraySize <= take; j += prm.MiniCQEArraySize {
+				at := r.ci + k + j
+				if k+j == 0 {
+					at++
+				}
+				by, ok := strideMinis8((*[64]byte)(r.cq[(at&mask)*64:]), (*[8]uint64)(offs[j:]), (*[8]uint32)(lens[j:]), (*[8]uint32)(flows[j:]), (*[8]int64)(tss[j:]), &fill)
+				if !ok {
+					break
+				}
+				bytes += int(by)
+			}
+			a = int(j)
+		}
+		for j < take {
+			// The rest one array of eight mini-CQEs at a time: one slot computation and
+			// bounds check per array, the common case in strideMinis.
 			kk := k + j
 			at := r.ci + 1
 			if kk >= prm.MiniCQEArraySize {
@@ -610,17 +631,9 @@ func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 			arr := (*[64]byte)(r.cq[(at&mask)*64:])
 			q := int(kk % prm.MiniCQEArraySize)
 			n := min(prm.MiniCQEArraySize-q, int(take-j))
-			if n == prm.MiniCQEArraySize && len(offs)-a >= prm.MiniCQEArraySize {
-				if by, ok := strideMinis8(arr, (*[8]uint64)(offs[a:]), (*[8]uint32)(lens[a:]), (*[8]uint32)(flows[a:]), (*[8]int64)(tss[a:]), &fill); ok {
-					a += prm.MiniCQEArraySize
-					r.curBytes += int(by)
-					j += prm.MiniCQEArraySize
-					continue
-				}
-			}
 			d, by := strideMinis(arr, q, n, offs[a:], lens[a:], flows[a:], tss[a:], &fill)
 			a += d
-			r.curBytes += int(by)
+			bytes += int(by)
 			j += uint32(d)
 			if d == n {
 				continue
@@ -637,6 +650,7 @@ func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 			r.packets++
 			r.q.Stats.Drop(engine.DropTruncated, 1)
 		}
+		r.curBytes += bytes
 		b.Commit(a)
 		consumed += int32(a)
 		r.packets += uint64(a)
