@@ -606,19 +606,14 @@ func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 		if k%prm.MiniCQEArraySize == 0 {
 			// The common case: whole arrays of common mini-CQEs from an array's start, the
 			// first in the slot after the title and the others every eighth slot from it
-			// (strideMinis8), while they are.
-			for ; j+prm.MiniCQEArraySize <= take; j += prm.MiniCQEArraySize {
-				at := r.ci + k + j
-				if k+j == 0 {
-					at++
-				}
-				by, ok := strideMinis8((*[64]byte)(r.cq[(at&mask)*64:]), (*[8]uint64)(offs[j:]), (*[8]uint32)(lens[j:]), (*[8]uint32)(flows[j:]), (*[8]int64)(tss[j:]), &fill)
-				if !ok {
-					break
-				}
-				bytes += int(by)
+			// (strideRun), while they are.
+			first := r.ci + k
+			if k == 0 {
+				first++
 			}
-			a = int(j)
+			n := int(take) &^ (prm.MiniCQEArraySize - 1)
+			d, by := strideRun(r.cq, first, r.ci+k, mask, offs[:n], lens[:n], flows[:n], tss[:n], &fill)
+			a, j, bytes = d, uint32(d), by
 		}
 		for j < take {
 			// The rest one array of eight mini-CQEs at a time: one slot computation and
@@ -695,7 +690,7 @@ const miniOne = 1 << prm.MPRQByteCntStrideShift
 // time. It returns how many it took; the next one, if any, is something else (a filler, a
 // packet over several strides, a stride index past the WQE's), and the sum of the lengths it
 // took (a stride holds at most 64 KiB, eight of them fit a uint32). The arrays hold at least
-// n. strideMinis8 is the same for a whole array.
+// n. strideRun is the same for whole arrays.
 func strideMinis(arr *[64]byte, q, n int, offs []uint64, lens, flows []uint32, tss []int64, f *minisFill) (took int, bytes uint32) {
 	offs = offs[:n]
 	lens = lens[:len(offs)]
@@ -716,44 +711,63 @@ func strideMinis(arr *[64]byte, q, n int, offs []uint64, lens, flows []uint32, t
 	return n, bytes
 }
 
-// strideMinis8 is strideMinis for the eight mini-CQEs of arr when all are the common case:
-// it fills the four arrays and returns the lengths' sum and true; when any is not, it returns
-// false, and what it wrote is to be overwritten (strideMinis then takes the array). One
-// check for the eight, no per-packet branch: the burst's hot loop.
-func strideMinis8(arr *[64]byte, offs *[8]uint64, lens, flows *[8]uint32, tss *[8]int64, f *minisFill) (bytes uint32, ok bool) {
-	// Unrolled by hand: as a loop, the compiler kept the index and reloaded spilled values
-	// and nil-checked every array in each iteration.
-	base, bs, check := f.base, f.bs, f.check
+// strideRun is strideMinis for whole arrays of eight mini-CQEs in a row, the burst's hot
+// loop: the first array in CQ slot first, the i-th after it in slot from+8i, as many as offs
+// has room for (len(offs)/8; the other arrays as long) and while all eight of an array are
+// the common case. It returns how many packets it took (a multiple of eight) and their
+// lengths' sum. Of an array that is not all common it takes nothing (strideMinis then takes
+// it), though it may have written its entries. One test for the eight, no per-packet branch,
+// unrolled: as a loop the compiler reloaded spilled values and nil-checked every array per
+// iteration, and one call per array cost as much again in slice arithmetic.
+func strideRun(cq []byte, first, from, mask uint32, offs []uint64, lens, flows []uint32, tss []int64, f *minisFill) (took, bytes int) {
+	base, bs, check, tag, ts := f.base, f.bs, f.check, f.tag, f.ts
 	const lm = prm.MPRQByteCntLenMask
-	x := binary.BigEndian.Uint64(arr[0:])
-	bad := x&check ^ miniOne
-	offs[0], lens[0] = base+(x>>32)&0xffff*bs, uint32(x)&lm
-	x = binary.BigEndian.Uint64(arr[8:])
-	bad |= x&check ^ miniOne
-	offs[1], lens[1] = base+(x>>32)&0xffff*bs, uint32(x)&lm
-	x = binary.BigEndian.Uint64(arr[16:])
-	bad |= x&check ^ miniOne
-	offs[2], lens[2] = base+(x>>32)&0xffff*bs, uint32(x)&lm
-	x = binary.BigEndian.Uint64(arr[24:])
-	bad |= x&check ^ miniOne
-	offs[3], lens[3] = base+(x>>32)&0xffff*bs, uint32(x)&lm
-	x = binary.BigEndian.Uint64(arr[32:])
-	bad |= x&check ^ miniOne
-	offs[4], lens[4] = base+(x>>32)&0xffff*bs, uint32(x)&lm
-	x = binary.BigEndian.Uint64(arr[40:])
-	bad |= x&check ^ miniOne
-	offs[5], lens[5] = base+(x>>32)&0xffff*bs, uint32(x)&lm
-	x = binary.BigEndian.Uint64(arr[48:])
-	bad |= x&check ^ miniOne
-	offs[6], lens[6] = base+(x>>32)&0xffff*bs, uint32(x)&lm
-	x = binary.BigEndian.Uint64(arr[56:])
-	bad |= x&check ^ miniOne
-	offs[7], lens[7] = base+(x>>32)&0xffff*bs, uint32(x)&lm
-	tag, ts := f.tag, f.ts
-	flows[0], flows[1], flows[2], flows[3], flows[4], flows[5], flows[6], flows[7] = tag, tag, tag, tag, tag, tag, tag, tag
-	tss[0], tss[1], tss[2], tss[3], tss[4], tss[5], tss[6], tss[7] = ts, ts, ts, ts, ts, ts, ts, ts
-	bytes = lens[0] + lens[1] + lens[2] + lens[3] + lens[4] + lens[5] + lens[6] + lens[7]
-	return bytes, bad == 0
+	lens = lens[:len(offs)]
+	flows = flows[:len(offs)]
+	tss = tss[:len(offs)]
+	at := first
+	for o := 0; o+8 <= len(offs); o += 8 {
+		if o > 0 {
+			at = from + uint32(o)
+		}
+		x0 := uint64(at&mask) * 64
+		arr := (*[64]byte)(cq[x0 : x0+64])
+		po := (*[8]uint64)(offs[o : o+8])
+		pl := (*[8]uint32)(lens[o : o+8])
+		x := binary.BigEndian.Uint64(arr[0:])
+		bad := x&check ^ miniOne
+		po[0], pl[0] = base+(x>>32)&0xffff*bs, uint32(x)&lm
+		x = binary.BigEndian.Uint64(arr[8:])
+		bad |= x&check ^ miniOne
+		po[1], pl[1] = base+(x>>32)&0xffff*bs, uint32(x)&lm
+		x = binary.BigEndian.Uint64(arr[16:])
+		bad |= x&check ^ miniOne
+		po[2], pl[2] = base+(x>>32)&0xffff*bs, uint32(x)&lm
+		x = binary.BigEndian.Uint64(arr[24:])
+		bad |= x&check ^ miniOne
+		po[3], pl[3] = base+(x>>32)&0xffff*bs, uint32(x)&lm
+		x = binary.BigEndian.Uint64(arr[32:])
+		bad |= x&check ^ miniOne
+		po[4], pl[4] = base+(x>>32)&0xffff*bs, uint32(x)&lm
+		x = binary.BigEndian.Uint64(arr[40:])
+		bad |= x&check ^ miniOne
+		po[5], pl[5] = base+(x>>32)&0xffff*bs, uint32(x)&lm
+		x = binary.BigEndian.Uint64(arr[48:])
+		bad |= x&check ^ miniOne
+		po[6], pl[6] = base+(x>>32)&0xffff*bs, uint32(x)&lm
+		x = binary.BigEndian.Uint64(arr[56:])
+		bad |= x&check ^ miniOne
+		po[7], pl[7] = base+(x>>32)&0xffff*bs, uint32(x)&lm
+		if bad != 0 {
+			return o, bytes
+		}
+		pf := (*[8]uint32)(flows[o : o+8])
+		pt := (*[8]int64)(tss[o : o+8])
+		pf[0], pf[1], pf[2], pf[3], pf[4], pf[5], pf[6], pf[7] = tag, tag, tag, tag, tag, tag, tag, tag
+		pt[0], pt[1], pt[2], pt[3], pt[4], pt[5], pt[6], pt[7] = ts, ts, ts, ts, ts, ts, ts, ts
+		bytes += int(pl[0] + pl[1] + pl[2] + pl[3] + pl[4] + pl[5] + pl[6] + pl[7])
+	}
+	return len(offs) &^ 7, bytes
 }
 
 // strideCQE takes a plain striding-RQ receive completion of one stride into the burst being

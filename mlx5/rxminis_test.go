@@ -59,34 +59,35 @@ func randomMini(r *rand.Rand, m []byte, spw uint32, bsLog uint) {
 	binary.BigEndian.PutUint32(m[miniByteCnt:], bc)
 }
 
-// TestStrideMinis checks strideMinis and strideMinis8 against refMinis on random arrays of
-// mini-CQEs (fresh inputs each run; the seed is logged): the same count taken, the same
-// byte sum and the same offsets, lengths, flow tags and times for what was taken; and
-// strideMinis8 succeeds exactly when the reference takes all eight.
+// TestStrideMinis checks strideMinis and strideRun against refMinis on random arrays of
+// mini-CQEs (fresh inputs each run; the seed is logged): the same count taken, the same byte
+// sum and the same offsets, lengths, flow tags and times for what was taken. strideRun runs
+// over one to six arrays placed as a session places them in a CQ that wraps (the first in
+// slot first, the others every eighth slot from from) and takes exactly the arrays before
+// the first one the reference does not take whole.
 func TestStrideMinis(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 31))
 	whole, partial := 0, 0
-	for iter := range 50000 {
+	const slots = 64
+	cq := make([]byte, slots*64)
+	for iter := range 30000 {
 		spw := uint32(1) << (3 + r.IntN(14))
 		bsLog := uint(6 + r.IntN(8))
+		base := uint64(r.IntN(1<<20)) << bsLog
+		tag, ts := r.Uint32()&0xffffff, r.Int64()
+		f := minisFill{base: base, bs: 1 << bsLog, check: miniCheck(spw), tag: tag, ts: ts}
+		// strideMinis on one array, from a random index.
 		var arr [64]byte
 		for i := range 8 {
 			randomMini(r, arr[i*prm.MiniCQESize:], spw, bsLog)
 		}
-		base := uint64(r.IntN(1<<20)) << bsLog
-		tag, ts := r.Uint32()&0xffffff, r.Int64()
-		f := minisFill{base: base, bs: 1 << bsLog, check: miniCheck(spw), tag: tag, ts: ts}
 		q := r.IntN(8)
 		n := 1 + r.IntN(8-q)
-		if iter%2 == 0 {
-			q, n = 0, 8
-		}
-		var ro, go8 [8]uint64
-		var rl, rf, gl, gf, gl8, gf8 [8]uint32
-		var rt, gt, gt8 [8]int64
-		var gotO [8]uint64
+		var ro, gotO [8]uint64
+		var rl, rf, gl, gf [8]uint32
+		var rt, gt [8]int64
 		took, bytes := refMinis(&arr, q, n, ro[:], rl[:], rf[:], rt[:], base, bsLog, spw, tag, ts)
 		gTook, gBytes := strideMinis(&arr, q, n, gotO[:], gl[:], gf[:], gt[:], &f)
 		if gTook != took || gBytes != bytes || !slices.Equal(gotO[:took], ro[:took]) ||
@@ -94,24 +95,55 @@ func TestStrideMinis(t *testing.T) {
 			t.Fatalf("iteration %d (spw %d, buffers of 2^%d, q %d, n %d, minis % x): strideMinis took %d (%d bytes) %v %v, reference %d (%d bytes) %v %v",
 				iter, spw, bsLog, q, n, arr, gTook, gBytes, gotO[:gTook], gl[:gTook], took, bytes, ro[:took], rl[:took])
 		}
-		if q != 0 || n != 8 {
-			continue
+		// strideRun over m arrays; mostly common ones, so that runs of several are taken.
+		m := 1 + r.IntN(6)
+		from := r.Uint32()
+		first := from + uint32(r.IntN(2))
+		var wantO []uint64
+		var wantL, wantF []uint32
+		var wantT []int64
+		wantBytes, stop := 0, false
+		for i := range m {
+			at := from + 8*uint32(i)
+			if i == 0 {
+				at = first
+			}
+			a := (*[64]byte)(cq[(at%slots)*64:])
+			for k := range 8 {
+				randomMini(r, a[k*prm.MiniCQESize:], spw, bsLog)
+				if r.IntN(4) != 0 { // make it the common case again
+					binary.BigEndian.PutUint32(a[k*prm.MiniCQESize+miniByteCnt:], 1<<prm.MPRQByteCntStrideShift|uint32(r.IntN(1<<bsLog+1)))
+					binary.BigEndian.PutUint16(a[k*prm.MiniCQESize+miniStrideIdx:], uint16(r.IntN(int(spw))))
+				}
+			}
+			if stop {
+				continue
+			}
+			var o [8]uint64
+			var l, fl [8]uint32
+			var tt [8]int64
+			took, by := refMinis(a, 0, 8, o[:], l[:], fl[:], tt[:], base, bsLog, spw, tag, ts)
+			if took < 8 {
+				stop = true
+				continue
+			}
+			wantO, wantL, wantF, wantT = append(wantO, o[:]...), append(wantL, l[:]...), append(wantF, fl[:]...), append(wantT, tt[:]...)
+			wantBytes += int(by)
 		}
-		b8, ok := strideMinis8(&arr, &go8, &gl8, &gf8, &gt8, &f)
-		if ok != (took == 8) {
-			t.Fatalf("iteration %d (spw %d, minis % x): strideMinis8 ok %v, the reference took %d of 8", iter, spw, arr, ok, took)
+		offs, lens, flows, tss := make([]uint64, 8*m), make([]uint32, 8*m), make([]uint32, 8*m), make([]int64, 8*m)
+		got, gotBytes := strideRun(cq, first, from, slots-1, offs, lens, flows, tss, &f)
+		if got != len(wantO) || gotBytes != wantBytes || !slices.Equal(offs[:got], wantO) || !slices.Equal(lens[:got], wantL) ||
+			!slices.Equal(flows[:got], wantF) || !slices.Equal(tss[:got], wantT) {
+			t.Fatalf("iteration %d (spw %d, %d arrays from slot %d, the first at %d): strideRun took %d (%d bytes), the reference %d (%d bytes)",
+				iter, spw, m, from%slots, first%slots, got, gotBytes, len(wantO), wantBytes)
 		}
-		if !ok {
+		if got == 8*m {
+			whole++
+		} else {
 			partial++
-			continue
-		}
-		whole++
-		if b8 != bytes || go8 != ro || gl8 != rl || gf8 != rf || gt8 != rt {
-			t.Fatalf("iteration %d (spw %d, minis % x): strideMinis8 %d bytes %v %v %v %v, reference %d bytes %v %v %v %v",
-				iter, spw, arr, b8, go8, gl8, gf8, gt8, bytes, ro, rl, rf, rt)
 		}
 	}
 	if whole < 1000 || partial < 1000 {
-		t.Fatalf("too few cases of each kind: %d whole arrays, %d with another kind of mini-CQE", whole, partial)
+		t.Fatalf("too few runs of each kind: %d taken whole, %d stopped at an array", whole, partial)
 	}
 }
