@@ -158,32 +158,34 @@ func (g *Groups) putIndexes(idx []uint32) {
 }
 
 // putOffsets returns the buffers holding the region offsets offs: one atomic add per run of
-// one group.
+// one group. Eight offsets of the current group, the common case (a burst's strides come from
+// one WQE or two), cost one test: an offset is in group cur exactly when its bits from shift
+// up equal ref's, so the eight XORs with ref OR-ed together have none of them set.
 func (g *Groups) putOffsets(offs []uint64) {
 	if len(offs) == 0 {
 		return
 	}
 	sh := g.shift & 63
 	cur, n := offs[0]>>sh, int32(0)
-	for len(offs) >= 4 {
-		// Four of the same group, the common case (a burst's strides come from one WQE
-		// or two), with one branch.
-		if offs[0]>>sh == cur && offs[1]>>sh == cur && offs[2]>>sh == cur && offs[3]>>sh == cur {
-			n += 4
-			offs = offs[4:]
+	ref := offs[0]
+	for len(offs) >= 8 {
+		o := (*[8]uint64)(offs)
+		if ((o[0]^ref)|(o[1]^ref)|(o[2]^ref)|(o[3]^ref)|(o[4]^ref)|(o[5]^ref)|(o[6]^ref)|(o[7]^ref))>>sh == 0 {
+			n += 8
+			offs = offs[8:]
 			continue
 		}
-		for _, o := range offs[:4] {
-			if k := o >> sh; k != cur {
+		for _, v := range o {
+			if k := v >> sh; k != cur {
 				g.add(cur, n)
-				cur, n = k, 0
+				cur, n, ref = k, 0, v
 			}
 			n++
 		}
-		offs = offs[4:]
+		offs = offs[8:]
 	}
-	for _, o := range offs {
-		if k := o >> sh; k != cur {
+	for _, v := range offs {
+		if k := v >> sh; k != cur {
 			g.add(cur, n)
 			cur, n = k, 0
 		}

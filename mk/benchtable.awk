@@ -20,6 +20,7 @@ function note(name) {
 	if (name ~ /^BenchmarkRXModel\//) return "— | — | upstream DAQIRI over DPDK, DGX Spark, end to end: 50.8 ns (19.7 Mpps)"
 	if (name ~ /^BenchmarkTX\/size=64$/) return "≤ 15 | 189–245 (model in the loop) | Go over mlx5dv: 14.8 ns (67.6 Mpps)"
 	if (name ~ /^BenchmarkTX\/size=1500$/) return "— | 738–800 (model in the loop) | —"
+	if (name ~ /^BenchmarkTXModelFed\/size=64$/) return "(≤ 15: BenchmarkTX's form until 2026-11-29) | as TX | as TX"
 	if (name ~ /BurstPath\/lengths(-all)?\/batch64$/) return "≤ 10 | 11.9–19.3 | —"
 	if (name ~ /BurstPath\/(headers|template|template-all)\/batch64$/) return "≤ 15 | 32.7–35.6 (headers) | —"
 	return "— | — | —"

@@ -17,10 +17,11 @@ import (
 	"github.com/daqiri-go/daqiri/swloop"
 )
 
-// The benchmarks measure the engine's own cost per packet, apart from the model's: the model
-// fills the CQs and stride buffers first (outside the timer), then the timed loop is the
-// engine's poll → burst → application free → repost (RX), or post → doorbell for the model
-// to take and then the completion poll (TX; the model's transmit runs outside the timer).
+// The benchmarks measure the engine's own cost per packet, apart from the device's: a
+// stand-in for the device on the benchmark's core writes the CQEs first (outside the timer),
+// then the timed loop is the engine's poll → burst → application free → repost (RX), or post
+// → doorbell for the stand-in to take and then the completion poll (TX; the stand-in runs
+// outside the timer; BenchmarkTXModelFed has the model there instead).
 // The software loopback engine moves the same packets in the same run for comparison.
 // `make bench-mlx5` runs them; read the ns/pkt and Mpps columns (ns/op of the mlx5 benchmarks
 // is meaningless: the benchmark timer stays stopped and the engine's part is timed by hand).
@@ -141,6 +142,49 @@ func benchRXEngine(b *testing.B, size, queues int, comp bool) {
 		fill(benchRound)
 		warm += take(benchRound)
 	}
+	lay := newBenchLayout()
+	if lay.on {
+		// One more burst, to see the arrays the timed loop fills (the metadata pool hands
+		// the burst freed last out first).
+		fill(64)
+		var bu *engine.Burst
+		for polls := 0; bu == nil && polls < 64; polls++ {
+			if x, err := rq[0].Poll(); err == nil {
+				bu = x
+			}
+		}
+		if bu == nil {
+			b.Fatal("no burst for the layout probe")
+		}
+		warm += bu.Len() * queues
+		for _, q := range rq[1:] {
+			for got := 0; got < 64; {
+				if x, err := q.Poll(); err == nil {
+					got += x.Len()
+					x.Free()
+				}
+			}
+		}
+		r := ws[0].r
+		offs, lens := bu.SegmentArrays(0)
+		lay.add("cq", r.cq)
+		lay.add("rq", r.ring)
+		lay.add("dbr", r.cqDBR)
+		lay.add("offs", offs)
+		lay.add("lens", lens)
+		lay.field("flows", bu, "flow")
+		lay.field("ts", bu, "ts")
+		lay.field("freed", bu, "freed")
+		lay.add("burst", bu)
+		lay.add("rxq", r)
+		lay.field("ret", r.gr, "ret")
+		lay.add("consumed", r.consumed)
+		lay.add("delivered", r.delivered)
+		lay.add("slotGrp", r.slotGrp)
+		lay.add("stats", &rq[0].Stats)
+		lay.add("bufs", r.q.Regions[0].Memory().Bytes())
+		bu.Free()
+	}
 	done := 0
 	var spent time.Duration
 	b.ReportAllocs()
@@ -163,6 +207,7 @@ func benchRXEngine(b *testing.B, size, queues int, comp bool) {
 	reportAllocs(b, allocs, done)
 	report(b, spent, done)
 	gc.Report(b, gc0)
+	lay.report(b)
 	for q, w := range ws {
 		if s := ports[0].Rx[q].Stats.Snapshot(); s.Packets != uint64(w.written) || w.written != done/queues+warm/queues {
 			b.Fatalf("queue %d delivered %d of %d packets: %+v", q, s.Packets, w.written, s)
@@ -187,6 +232,12 @@ type cqeWriter struct {
 	// want, when not nil, collects each packet's offset in the region, its length and its
 	// receive time in the device's format, for tests.
 	want []wantPkt
+	// odd, when not nil, makes about one mini-CQE in eight of a compressed session something
+	// other than one packet in one stride, each still using one stride: a filler (no packet,
+	// counted in fillers) or a stride index past the WQE's (a packet the engine drops as
+	// truncated, counted in bad); neither goes into want. For tests.
+	odd          *rand.Rand
+	fillers, bad int
 }
 
 type wantPkt struct {
@@ -220,11 +271,28 @@ func (w *cqeWriter) write(n, length int) int {
 		binary.BigEndian.PutUint32(t[cqeSopDropQPN:], w.flow)
 		binary.BigEndian.PutUint64(t[cqeTimestamp:], w.ts)
 		bc := uint32(1)<<prm.MPRQByteCntStrideShift | uint32(length)
+		var kind [maxSessionBench]byte // 0: a packet; 1: a filler; 2: a stride index past the WQE's
+		if w.odd != nil && k > 1 {
+			for j := 0; j < k; j++ {
+				switch w.odd.IntN(16) {
+				case 0:
+					kind[j] = 1
+					w.fillers++
+				case 1:
+					if r.spw < 1<<16 {
+						kind[j] = 2
+						w.bad++
+					}
+				}
+			}
+		}
 		if w.want != nil {
 			g := uint64(r.slotGrp[w.wc&(1<<r.ringLog-1)])
 			bs := uint64(r.q.Regions[0].BufSize)
 			for j := 0; j < k; j++ {
-				w.want = append(w.want, wantPkt{(g*uint64(r.spw) + uint64(w.strides+j)) * bs, uint32(length), w.ts})
+				if kind[j] == 0 {
+					w.want = append(w.want, wantPkt{(g*uint64(r.spw) + uint64(w.strides+j)) * bs, uint32(length), w.ts})
+				}
 			}
 		}
 		if k == 1 {
@@ -241,8 +309,15 @@ func (w *cqeWriter) write(n, length int) int {
 				s := r.cq[(at&mask)*64 : (at&mask)*64+64]
 				for m := 0; m < prm.MiniCQEArraySize && j*prm.MiniCQEArraySize+m < k; m++ {
 					mc := s[m*prm.MiniCQESize:]
-					binary.BigEndian.PutUint16(mc[miniStrideIdx:], uint16(w.strides+j*prm.MiniCQEArraySize+m))
-					binary.BigEndian.PutUint32(mc[miniByteCnt:], bc)
+					st, mbc := uint16(w.strides+j*prm.MiniCQEArraySize+m), bc
+					switch kind[j*prm.MiniCQEArraySize+m] {
+					case 1:
+						mbc |= prm.MPRQByteCntFiller
+					case 2:
+						st = uint16(r.spw + w.odd.IntN(1<<16-r.spw))
+					}
+					binary.BigEndian.PutUint16(mc[miniStrideIdx:], st)
+					binary.BigEndian.PutUint32(mc[miniByteCnt:], mbc)
 				}
 			}
 			binary.BigEndian.PutUint32(t[cqeByteCnt:], uint32(k))
@@ -348,7 +423,7 @@ func report(b *testing.B, spent time.Duration, packets int) {
 	b.ReportMetric(1e3/ns, "Mpps")
 }
 
-func openBench(b *testing.B, cfg *config.Config, ports []*engine.Port, opts options) *Engine {
+func openBench(b testing.TB, cfg *config.Config, ports []*engine.Port, opts options) *Engine {
 	b.Helper()
 	e, err := open(b.Context(), &engine.Env{Config: cfg, Ports: ports, Log: discard()}, withModel(opts))
 	if err != nil {
@@ -360,102 +435,222 @@ func openBench(b *testing.B, cfg *config.Config, ports []*engine.Port, opts opti
 
 // BenchmarkTX is the engine's transmit path per packet, the device's cost excluded. Timed:
 // send (the checks, eMPW WQEs of 32 packets written straight into the SQ, the doorbell record
-// and the BlueFlame store, one per burst of 64) and, after the model has sent the round with
-// the timer stopped, the completion poll that reads the CQEs and frees the bursts. The
-// BlueFlame stores go to heldUAR, which keeps the last one; the model sees it only once the
-// round is posted, so it never runs while the engine is timed (its frame copies and the SQ's
-// cache lines moving between cores stay out of the number). Filling the bursts (the
-// application's work) is not timed: the burst path benchmark in the root package has it.
+// and the BlueFlame store, one per burst of 64) and, after the device has taken the round
+// with the timer stopped, the completion poll that reads the CQEs and frees the bursts. The
+// device is sqWriter, a stand-in on the benchmark's core, as cqeWriter is for BenchmarkRX: it
+// reads and checks the WQEs and writes the CQEs as the model does, between the timed parts
+// (the BlueFlame stores go to heldUAR, which only counts them). So the engine's cost is timed
+// alone, and not the SQ's and CQ's cache lines moving between the benchmark's core and the
+// model's, which a device's DMA does not cause the same way: BenchmarkTXModelFed is that form
+// (the model, on its own goroutine, sends the round between the timed parts), kept beside it.
+// Filling the bursts (the application's work) is not timed: the burst path benchmark in the
+// root package has it.
 func BenchmarkTX(b *testing.B) {
 	for _, size := range []int{64, 1500} {
-		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
-			benchtest.Pin(b)
-			benchtest.StopGC(b)
-			c := &config.Config{Version: 1, StreamType: config.StreamRaw, LogLevel: "error", RxMetaBuffers: 64, TxMetaBuffers: 256}
-			c.MemoryRegions = []config.MemoryRegion{{Name: "tx", Kind: config.KindHost, Access: config.AccessLocal, NumBufs: 8192, BufSize: 2048}}
-			c.Interfaces = []config.Interface{{Name: "tx", Address: "model:0", TX: &config.TxConfig{Queues: []config.Queue{{Name: "t", ID: 0, CPUCore: "0", BatchSize: 64, MemoryRegions: []string{"tx"}}}}}}
-			ports := enginetest.Ports(b, c)
-			e := openBench(b, c, ports, options{striding: -1, compression: true})
-			e.w.Stop() // no completion worker: the benchmark polls
-			tq := ports[0].Tx[0]
-			t := e.ports[0].txqs[0]
-			held := &heldUAR{UAR: e.ports[0].uar}
-			e.ports[0].uar = held
-			b.Cleanup(func() { e.ports[0].uar = held.UAR })
-			dev := modelOf(e, 0)
-			r := rand.New(rand.NewPCG(3, 4))
-			f := udpFrame(r, 0, size-4)
-			const round = 64 * 64
-			bursts := make([]*engine.Burst, 0, round/64)
-			done, total := 0, uint64(0)
-			var spent time.Duration
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.StopTimer()
-			var allocs uint64
-			ac := newAllocCounter()
-			gc := benchtest.NewGC()
-			gc0 := gc.Cycles()
-			for done < b.N {
-				bursts = bursts[:0]
-				for i := 0; i < round; i += 64 {
-					bu, err := tq.NewBurst(64)
-					if err != nil {
-						b.Fatal(err)
-					}
-					for j := 0; j < 64; j++ {
-						copy(bu.SegmentBuffer(0, j), f)
-						bu.SetPacketLengths(j, len(f))
-					}
-					bursts = append(bursts, bu)
-				}
-				m0 := ac.mallocs()
-				t0 := time.Now()
-				for _, bu := range bursts {
-					if err := t.send(bu); err != nil {
-						b.Fatal(err)
-					}
-				}
-				spent += time.Since(t0)
-				allocs += ac.mallocs() - m0
-				total += round
-				if held.n != len(bursts) {
-					b.Fatalf("%d doorbells for %d bursts", held.n, len(bursts))
-				}
-				held.release()
-				for end := time.Now().Add(10 * time.Second); dev.Counters().TXPackets < total; {
-					if time.Now().After(end) {
-						b.Fatalf("model sent %d of %d", dev.Counters().TXPackets, total)
-					}
-					time.Sleep(20 * time.Microsecond)
-				}
-				// The last CQE is written after the last frame: wait for it untimed, so that the
-				// timed poll below only reads. Every burst's last WQE asks for a completion and a
-				// burst of 64 is two WQEs, below signalEvery: one CQE per burst.
-				last := t.ci + uint32(len(bursts)) - 1
-				for end := time.Now().Add(10 * time.Second); !prm.CQESoftwareOwned(t.cq[(last&(1<<t.cqLog-1))*64+63], last, t.cqLog); {
-					if time.Now().After(end) {
-						b.Fatalf("the model wrote %d of %d TX completions", tq.Stats.Packets.Load(), total)
-					}
-					time.Sleep(20 * time.Microsecond)
-				}
-				m0 = ac.mallocs()
-				t0 = time.Now()
-				for tries := 0; tq.Stats.Packets.Load() < total && tries < 1000; tries++ {
-					t.complete()
-				}
-				spent += time.Since(t0)
-				allocs += ac.mallocs() - m0
-				if tq.Stats.Packets.Load() != total {
-					b.Fatalf("%d of %d completed", tq.Stats.Packets.Load(), total)
-				}
-				done += round
-			}
-			reportAllocs(b, allocs, done)
-			report(b, spent, done)
-			gc.Report(b, gc0)
-		})
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) { benchTX(b, size, true) })
 	}
+}
+
+// BenchmarkTXModelFed is BenchmarkTX with the model as the device between the timed sections
+// (BenchmarkTX's form until 2026-11-29): the model's goroutine, on another core, reads the
+// WQEs and writes the CQEs, so the engine's next pass over those SQ lines and its read of the
+// CQEs move cache lines between cores, which a device's DMA does not do the same way.
+func BenchmarkTXModelFed(b *testing.B) {
+	for _, size := range []int{64, 1500} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) { benchTX(b, size, false) })
+	}
+}
+
+// benchTX is BenchmarkTX's case; standIn: the device is sqWriter on the benchmark's core,
+// else the model.
+func benchTX(b *testing.B, size int, standIn bool) {
+	benchtest.Pin(b)
+	benchtest.StopGC(b)
+	e, tq, t, held := openTXBench(b)
+	dev := modelOf(e, 0)
+	sw := newSQWriter(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	f := udpFrame(r, 0, size-4)
+	const round = 64 * 64
+	bursts := make([]*engine.Burst, 0, round/64)
+	done, total := 0, uint64(0)
+	var spent time.Duration
+	lay := newBenchLayout()
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.StopTimer()
+	var allocs uint64
+	ac := newAllocCounter()
+	gc := benchtest.NewGC()
+	gc0 := gc.Cycles()
+	for done < b.N {
+		bursts = bursts[:0]
+		for i := 0; i < round; i += 64 {
+			bu, err := tq.NewBurst(64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for j := 0; j < 64; j++ {
+				copy(bu.SegmentBuffer(0, j), f)
+				bu.SetPacketLengths(j, len(f))
+			}
+			bursts = append(bursts, bu)
+		}
+		if lay.on && len(lay.names) == 0 {
+			offs, lens := bursts[0].SegmentArrays(0)
+			lay.add("sq", t.ring)
+			lay.add("cq", t.cq)
+			lay.add("dbr", t.cqDBR)
+			lay.add("offs", offs)
+			lay.add("lens", lens)
+			lay.add("burst", bursts[0])
+			lay.add("txq", t)
+			lay.add("stats", &tq.Stats)
+			lay.add("bufs", tq.Regions[0].Memory().Bytes())
+		}
+		m0 := ac.mallocs()
+		t0 := time.Now()
+		for _, bu := range bursts {
+			if err := t.send(bu); err != nil {
+				b.Fatal(err)
+			}
+		}
+		spent += time.Since(t0)
+		allocs += ac.mallocs() - m0
+		total += round
+		if held.n != len(bursts) {
+			b.Fatalf("%d doorbells for %d bursts", held.n, len(bursts))
+		}
+		if standIn {
+			// The device's part, untimed, on this core.
+			held.n = 0
+			if err := sw.run(); err != nil {
+				b.Fatal(err)
+			}
+			if uint64(sw.packets) != total {
+				b.Fatalf("the stand-in took %d of %d packets", sw.packets, total)
+			}
+		} else {
+			held.release()
+			for end := time.Now().Add(10 * time.Second); dev.Counters().TXPackets < total; {
+				if time.Now().After(end) {
+					b.Fatalf("model sent %d of %d", dev.Counters().TXPackets, total)
+				}
+				time.Sleep(20 * time.Microsecond)
+			}
+		}
+		// The last CQE is written after the last frame: wait for it untimed, so that the
+		// timed poll below only reads. Every burst's last WQE asks for a completion and a
+		// burst of 64 is two WQEs, below signalEvery: one CQE per burst.
+		last := t.ci + uint32(len(bursts)) - 1
+		for end := time.Now().Add(10 * time.Second); !prm.CQESoftwareOwned(t.cq[(last&(1<<t.cqLog-1))*64+63], last, t.cqLog); {
+			if time.Now().After(end) {
+				b.Fatalf("the model wrote %d of %d TX completions", tq.Stats.Packets.Load(), total)
+			}
+			time.Sleep(20 * time.Microsecond)
+		}
+		m0 = ac.mallocs()
+		t0 = time.Now()
+		for tries := 0; tq.Stats.Packets.Load() < total && tries < 1000; tries++ {
+			t.complete()
+		}
+		spent += time.Since(t0)
+		allocs += ac.mallocs() - m0
+		if tq.Stats.Packets.Load() != total {
+			b.Fatalf("%d of %d completed", tq.Stats.Packets.Load(), total)
+		}
+		done += round
+	}
+	reportAllocs(b, allocs, done)
+	report(b, spent, done)
+	gc.Report(b, gc0)
+	lay.add("pend", t.pend[:cap(t.pend)])
+	lay.report(b)
+}
+
+// openTXBench opens BenchmarkTX's engine (one TX queue, bursts of 64, 8192 buffers of 2 KiB)
+// without its completion worker, its BlueFlame stores held (heldUAR).
+func openTXBench(tb testing.TB) (*Engine, *engine.TxQueue, *txq, *heldUAR) {
+	c := &config.Config{Version: 1, StreamType: config.StreamRaw, LogLevel: "error", RxMetaBuffers: 64, TxMetaBuffers: 256}
+	c.MemoryRegions = []config.MemoryRegion{{Name: "tx", Kind: config.KindHost, Access: config.AccessLocal, NumBufs: 8192, BufSize: 2048}}
+	c.Interfaces = []config.Interface{{Name: "tx", Address: "model:0", TX: &config.TxConfig{Queues: []config.Queue{{Name: "t", ID: 0, CPUCore: "0", BatchSize: 64, MemoryRegions: []string{"tx"}}}}}}
+	ports := enginetest.Ports(tb, c)
+	e := openBench(tb, c, ports, options{striding: -1, compression: true})
+	e.w.Stop() // no completion worker: the caller polls
+	held := &heldUAR{UAR: e.ports[0].uar}
+	e.ports[0].uar = held
+	tb.Cleanup(func() { e.ports[0].uar = held.UAR })
+	return e, ports[0].Tx[0], e.ports[0].txqs[0], held
+}
+
+// sqWriter stands in for the device on one SQ, as cqeWriter does on an RQ, on the benchmark's
+// core between timed sections: it reads the WQEs the engine posted up to the doorbell
+// record's send counter, checks each enhanced multi-packet WQE (opcode, index, data segments:
+// the queue's key, an address inside its region, a frame length of 14 bytes to a buffer) and
+// writes a requester CQE for each WQE that asks for one, as the model's runSQ and txCQE do. It
+// copies no frame: that is the device's cost.
+type sqWriter struct {
+	t          *txq
+	pc         uint32 // basic blocks consumed
+	pi         uint32 // CQEs written
+	packets    int
+	base, size uint64
+	bufSize    uint32
+	lkey       uint32
+	ts         uint64
+	// seen, when not nil, collects each data segment's address and length, for tests.
+	seen [][2]uint64
+}
+
+func newSQWriter(t *txq) *sqWriter {
+	reg := t.q.Regions[0]
+	return &sqWriter{t: t, base: uint64(reg.Addr(0)), size: uint64(reg.NumBufs * reg.BufSize), bufSize: uint32(reg.BufSize), lkey: t.lkeys[0]}
+}
+
+func (w *sqWriter) run() error {
+	t := w.t
+	prod := binary.BigEndian.Uint32(t.dbr) & 0xffff
+	units := uint32(prm.SendWQEBB/16) << t.sqLog
+	cqSize := uint32(1) << t.cqLog
+	for n := 0; uint16(prod) != uint16(w.pc); n++ {
+		if n > 1<<t.sqLog {
+			return fmt.Errorf("stand-in: no end of the WQEs at %d (counter %d)", w.pc, prod)
+		}
+		start := w.pc
+		c := t.ring[(start*4)&(units-1)*16:]
+		ctrl := binary.BigEndian.Uint32(c[ctrlOpModIdxOpcode:])
+		ds := int(prm.CtrlDS(binary.BigEndian.Uint32(c[ctrlQPNDS:])))
+		if prm.CtrlOpcode(ctrl) != prm.WQEOpEnhancedMPSW || prm.CtrlIndex(ctrl) != uint16(start) || ds < 3 {
+			return fmt.Errorf("stand-in: WQE %d: control %#x, %d segments", start, ctrl, ds)
+		}
+		for j := 2; j < ds; j++ {
+			u := (start*4 + uint32(j)) & (units - 1)
+			d := t.ring[u*16 : u*16+16]
+			l, k, a := be32(d, dsegByteCount), be32(d, dsegLKey), binary.BigEndian.Uint64(d[dsegAddr:])
+			if k != w.lkey || l < 14 || l > w.bufSize || a < w.base || a+uint64(l) > w.base+w.size {
+				return fmt.Errorf("stand-in: WQE %d segment %d: %d bytes at %#x key %#x", start, j, l, a, k)
+			}
+			w.packets++
+			if w.seen != nil {
+				w.seen = append(w.seen, [2]uint64{a, uint64(l)})
+			}
+		}
+		if c[ctrlFmCeSe]&prm.WQECtrlCEMask >= prm.WQECtrlCQUpdate {
+			if ci := binary.BigEndian.Uint32(t.cqDBR) & 0xffffff; (w.pi-ci)&0xffffff >= cqSize {
+				return fmt.Errorf("stand-in: the CQ is full (%d written, %d consumed)", w.pi, ci)
+			}
+			w.ts += 1 << 32
+			s := t.cq[(w.pi&(cqSize-1))*64:][:64]
+			clear(s[:63])
+			binary.BigEndian.PutUint16(s[cqeWQECounter:], uint16(start))
+			binary.BigEndian.PutUint32(s[cqeSopDropQPN:], uint32(prm.WQEOpEnhancedMPSW)<<24|t.sqn&0xffffff)
+			binary.BigEndian.PutUint64(s[cqeTimestamp:], w.ts)
+			s[63] = prm.CQEOpReq<<4 | byte(w.pi>>t.cqLog)&prm.CQEOwnerMask
+			w.pi++
+		}
+		w.pc += uint32((ds*16 + 63) / 64)
+	}
+	return nil
 }
 
 // heldUAR keeps the BlueFlame stores of a round (the last one, and how many) and hands the

@@ -52,9 +52,11 @@ type rxq struct {
 	striding bool
 	spw      int   // strides per WQE (a power of two)
 	spwLog   uint8 // log2 of spw
-	lkeys    [config.MaxSegments]uint32
-	bases    [config.MaxSegments]uint64
-	nseg     int
+	// miniCheck is miniCheck(spw), for strideMinis.
+	miniCheck uint64
+	lkeys     [config.MaxSegments]uint32
+	bases     [config.MaxSegments]uint64
+	nseg      int
 
 	// Striding state, per WQE group (spw consecutive buffers of the region). The application
 	// returns a group's buffers to gr (counts per group, not through the region's pool); a
@@ -89,6 +91,7 @@ type rxq struct {
 func (pt *port) newRxq(idx int, q *engine.RxQueue) (*rxq, error) {
 	r := &rxq{pt: pt, q: q, direct: q.Config.PollMode == config.PollDirect, nseg: len(q.Regions), batch: q.BatchSize(), spw: pt.e.opts.strides}
 	r.spwLog = uint8(bits.TrailingZeros(uint(r.spw)))
+	r.miniCheck = miniCheck(uint32(r.spw))
 	if r.direct {
 		r.batch = directMaxPackets
 	}
@@ -566,8 +569,8 @@ func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 	tag := be32(e, cqeSopDropQPN) & 0xffffff
 	ts := r.pt.rxTime(binary.BigEndian.Uint64(e[cqeTimestamp:]))
 	spw := uint32(r.spw)
-	bsLog := uint(bits.TrailingZeros(uint(r.q.Regions[0].BufSize))) // a striding RQ's buffers are a power of two
-	base := uint64(g*r.spw) << bsLog
+	bs := uint64(r.q.Regions[0].BufSize) // a power of two on a striding RQ
+	fill := minisFill{base: uint64(g*r.spw) * bs, bs: bs, check: r.miniCheck, tag: tag, ts: ts}
 	consumed := int32(0)
 	for k := uint32(0); k < cnt; {
 		b := r.cur
@@ -598,9 +601,23 @@ func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 		take := min(cnt-k, uint32(max(r.batch-b.Len(), 1)))
 		offs, lens, flows, tss := b.Grow(int(take))
 		a := 0
-		for j := uint32(0); j < take; {
-			// One array of eight mini-CQEs at a time: one slot computation and bounds
-			// check per array, the common case in strideMinis.
+		j := uint32(0)
+		bytes := 0
+		if k%prm.MiniCQEArraySize == 0 {
+			// The common case: whole arrays of common mini-CQEs from an array's start, the
+			// first in the slot after the title and the others every eighth slot from it
+			// (strideRun), while they are.
+			first := r.ci + k
+			if k == 0 {
+				first++
+			}
+			n := int(take) &^ (prm.MiniCQEArraySize - 1)
+			d, by := strideRun(r.cq, first, r.ci+k, mask, offs[:n], lens[:n], flows[:n], tss[:n], &fill)
+			a, j, bytes = d, uint32(d), by
+		}
+		for j < take {
+			// The rest one array of eight mini-CQEs at a time: one slot computation and
+			// bounds check per array, the common case in strideMinis.
 			kk := k + j
 			at := r.ci + 1
 			if kk >= prm.MiniCQEArraySize {
@@ -609,9 +626,9 @@ func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 			arr := (*[64]byte)(r.cq[(at&mask)*64:])
 			q := int(kk % prm.MiniCQEArraySize)
 			n := min(prm.MiniCQEArraySize-q, int(take-j))
-			d, by := strideMinis(arr, q, n, offs[a:], lens[a:], base, bsLog, spw)
+			d, by := strideMinis(arr, q, n, offs[a:], lens[a:], flows[a:], tss[a:], &fill)
 			a += d
-			r.curBytes += int(by)
+			bytes += int(by)
 			j += uint32(d)
 			if d == n {
 				continue
@@ -628,13 +645,7 @@ func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 			r.packets++
 			r.q.Stats.Drop(engine.DropTruncated, 1)
 		}
-		fl, tl := flows[:a], tss[:a]
-		for i := range fl {
-			fl[i] = tag
-		}
-		for i := range tl {
-			tl[i] = ts
-		}
+		r.curBytes += bytes
 		b.Commit(a)
 		consumed += int32(a)
 		r.packets += uint64(a)
@@ -650,30 +661,113 @@ func (r *rxq) strideSession(e []byte, cnt, mask uint32) {
 	}
 }
 
-// strideMinis fills offs and lens from the n mini-CQEs of array arr from index q on (q+n ≤
-// 8) while each is the common case, one packet in one stride of the session's WQE, whose
-// buffers start at region offset base (1<<bsLog bytes each): the stride's buffer offset and
-// the packet's length. It returns how many it took; the next one, if any, is something else
-// (a filler, a packet over several strides, a stride index past the WQE's), and the sum of
-// the lengths it took (a stride holds at most 1<<bsLog ≤ 64 KiB bytes, eight of them fit a
-// uint32). offs and lens hold at least n.
-func strideMinis(arr *[64]byte, q, n int, offs []uint64, lens []uint32, base uint64, bsLog uint, spw uint32) (took int, bytes uint32) {
+// minisFill is what strideMinis and strideMinis8 need besides the mini-CQEs and the burst's
+// arrays: the region offset of the session's WQE's first stride, the stride (buffer) size,
+// the session's flow tag and receive time, and check (miniCheck).
+type minisFill struct {
+	base, bs uint64
+	check    uint64
+	tag      uint32
+	ts       int64
+}
+
+// miniCheck is the mask of the bits of a mini-CQE, read as one big-endian 64-bit word
+// (checksum 63:48, stride index 47:32, byte count 31:0), that differ from miniOne in the
+// common case (one packet in one stride of a WQE of spw strides, spw a power of two): the
+// filler flag and the strides-used field of the byte count, and the stride index's bits at
+// and above spw's. A mini-CQE x is the common case when x&check == miniOne.
+func miniCheck(spw uint32) uint64 {
+	return uint64(^(spw-1)&0xffff)<<32 | prm.MPRQByteCntFiller | prm.MPRQByteCntStridesMask
+}
+
+// miniOne is the common case's bits under miniCheck: one stride used, not a filler, a stride
+// index below the WQE's strides.
+const miniOne = 1 << prm.MPRQByteCntStrideShift
+
+// strideMinis fills offs, lens, flows and tss from the n mini-CQEs of array arr from index q
+// on (q+n ≤ 8) while each is the common case, one packet in one stride of the session's WQE
+// (miniCheck): the stride's buffer offset, the packet's length, the session's flow tag and
+// time. It returns how many it took; the next one, if any, is something else (a filler, a
+// packet over several strides, a stride index past the WQE's), and the sum of the lengths it
+// took (a stride holds at most 64 KiB, eight of them fit a uint32). The arrays hold at least
+// n. strideRun is the same for whole arrays.
+func strideMinis(arr *[64]byte, q, n int, offs []uint64, lens, flows []uint32, tss []int64, f *minisFill) (took int, bytes uint32) {
 	offs = offs[:n]
 	lens = lens[:len(offs)]
-	sh := bsLog & 63
+	flows = flows[:len(offs)]
+	tss = tss[:len(offs)]
 	for i := range offs {
-		m := arr[((q+i)&7)*prm.MiniCQESize:]
-		bc := binary.BigEndian.Uint32(m[miniByteCnt:])
-		st := uint32(binary.BigEndian.Uint16(m[miniStrideIdx:]))
-		if bc&(prm.MPRQByteCntFiller|prm.MPRQByteCntStridesMask) != 1<<prm.MPRQByteCntStrideShift || st >= spw {
+		x := binary.BigEndian.Uint64(arr[((q+i)&7)*prm.MiniCQESize:])
+		if x&f.check != miniOne {
 			return i, bytes
 		}
-		offs[i] = base + uint64(st)<<sh
-		l := bc & prm.MPRQByteCntLenMask
+		offs[i] = f.base + (x>>32)&0xffff*f.bs
+		l := uint32(x) & prm.MPRQByteCntLenMask
 		lens[i] = l
 		bytes += l
+		flows[i] = f.tag
+		tss[i] = f.ts
 	}
 	return n, bytes
+}
+
+// strideRun is strideMinis for whole arrays of eight mini-CQEs in a row, the burst's hot
+// loop: the first array in CQ slot first, the i-th after it in slot from+8i, as many as offs
+// has room for (len(offs)/8; the other arrays as long) and while all eight of an array are
+// the common case. It returns how many packets it took (a multiple of eight) and their
+// lengths' sum. Of an array that is not all common it takes nothing (strideMinis then takes
+// it), though it may have written its entries. One test for the eight, no per-packet branch,
+// unrolled: as a loop the compiler reloaded spilled values and nil-checked every array per
+// iteration, and one call per array cost as much again in slice arithmetic.
+func strideRun(cq []byte, first, from, mask uint32, offs []uint64, lens, flows []uint32, tss []int64, f *minisFill) (took, bytes int) {
+	base, bs, check, tag, ts := f.base, f.bs, f.check, f.tag, f.ts
+	const lm = prm.MPRQByteCntLenMask
+	lens = lens[:len(offs)]
+	flows = flows[:len(offs)]
+	tss = tss[:len(offs)]
+	at := first
+	for o := 0; o+8 <= len(offs); o += 8 {
+		if o > 0 {
+			at = from + uint32(o)
+		}
+		x0 := uint64(at&mask) * 64
+		arr := (*[64]byte)(cq[x0 : x0+64])
+		po := (*[8]uint64)(offs[o : o+8])
+		pl := (*[8]uint32)(lens[o : o+8])
+		x := binary.BigEndian.Uint64(arr[0:])
+		bad := x&check ^ miniOne
+		po[0], pl[0] = base+(x>>32)&0xffff*bs, uint32(x)&lm
+		x = binary.BigEndian.Uint64(arr[8:])
+		bad |= x&check ^ miniOne
+		po[1], pl[1] = base+(x>>32)&0xffff*bs, uint32(x)&lm
+		x = binary.BigEndian.Uint64(arr[16:])
+		bad |= x&check ^ miniOne
+		po[2], pl[2] = base+(x>>32)&0xffff*bs, uint32(x)&lm
+		x = binary.BigEndian.Uint64(arr[24:])
+		bad |= x&check ^ miniOne
+		po[3], pl[3] = base+(x>>32)&0xffff*bs, uint32(x)&lm
+		x = binary.BigEndian.Uint64(arr[32:])
+		bad |= x&check ^ miniOne
+		po[4], pl[4] = base+(x>>32)&0xffff*bs, uint32(x)&lm
+		x = binary.BigEndian.Uint64(arr[40:])
+		bad |= x&check ^ miniOne
+		po[5], pl[5] = base+(x>>32)&0xffff*bs, uint32(x)&lm
+		x = binary.BigEndian.Uint64(arr[48:])
+		bad |= x&check ^ miniOne
+		po[6], pl[6] = base+(x>>32)&0xffff*bs, uint32(x)&lm
+		x = binary.BigEndian.Uint64(arr[56:])
+		bad |= x&check ^ miniOne
+		po[7], pl[7] = base+(x>>32)&0xffff*bs, uint32(x)&lm
+		if bad != 0 {
+			return o, bytes
+		}
+		pf := (*[8]uint32)(flows[o : o+8])
+		pt := (*[8]int64)(tss[o : o+8])
+		pf[0], pf[1], pf[2], pf[3], pf[4], pf[5], pf[6], pf[7] = tag, tag, tag, tag, tag, tag, tag, tag
+		pt[0], pt[1], pt[2], pt[3], pt[4], pt[5], pt[6], pt[7] = ts, ts, ts, ts, ts, ts, ts, ts
+		bytes += int(pl[0] + pl[1] + pl[2] + pl[3] + pl[4] + pl[5] + pl[6] + pl[7])
+	}
+	return len(offs) &^ 7, bytes
 }
 
 // strideCQE takes a plain striding-RQ receive completion of one stride into the burst being

@@ -215,3 +215,66 @@ func TestDeliveredBytesCounted(t *testing.T) {
 		}
 	}
 }
+
+// TestStridingOddMinis: compressed sessions with other kinds of mini-CQE among the common
+// ones (cqeWriter.odd: fillers, stride indexes past the WQE's; fresh random placement each
+// run, the seed logged) deliver exactly the packets written, in order, with their lengths,
+// flow tags and times, whether the odd one starts an array, ends it or sits inside; fillers
+// count nowhere, the bad indexes as truncated drops, and every stride still settles (the RQ
+// keeps taking completions over several laps).
+func TestStridingOddMinis(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	cfg := benchRxConfig(1)
+	ports := enginetest.Ports(t, cfg)
+	e, err := open(t.Context(), &engine.Env{Config: cfg, Ports: ports, Log: discard()}, withModel(options{striding: -1, compression: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	e.w.Stop()
+	pt := e.ports[0]
+	r := pt.rxqs[0]
+	w := &cqeWriter{r: r, comp: true, flow: 9, want: []wantPkt{}, odd: rand.New(rand.NewPCG(seed, 9))}
+	q := ports[0].Rx[0]
+	got, bytes := 0, 0
+	for round := range 12 {
+		n, length := 1000+round*250, 60+round*131
+		if wrote := w.write(n, length); wrote != n {
+			t.Fatalf("round %d: the CQ or RQ took %d of %d completions (strides not settled?)", round, wrote, n)
+		}
+		for polls := 0; got < len(w.want); polls++ {
+			if polls > 10000 {
+				t.Fatalf("round %d: %d of %d packets delivered; queue %+v", round, got, len(w.want), q.Stats.Snapshot())
+			}
+			b, err := q.Poll()
+			if err != nil {
+				continue
+			}
+			if got+b.Len() > len(w.want) {
+				t.Fatalf("round %d: a burst of %d after %d of %d packets", round, b.Len(), got, len(w.want))
+			}
+			for i := 0; i < b.Len(); i++ {
+				want := w.want[got+i]
+				ts, err := b.RxTimestamp(i)
+				if off := b.SegmentOffset(0, i); off != want.off || b.PacketLen(i) != int(want.len) || b.FlowID(i) != 9 || err != nil || ts != pt.rxTime(want.ts) {
+					t.Fatalf("round %d packet %d: offset %d length %d flow %d time %d (%v), want offset %d length %d flow 9 time %d",
+						round, got+i, off, b.PacketLen(i), b.FlowID(i), ts, err, want.off, want.len, pt.rxTime(want.ts))
+				}
+			}
+			got += b.Len()
+			bytes += b.TotalBytes()
+			b.Free()
+		}
+	}
+	s := q.Stats.Snapshot()
+	if s.Packets != uint64(len(w.want)) || s.Bytes != uint64(bytes) || s.Dropped != uint64(w.bad) || q.Stats.Drops(engine.DropTruncated) != uint64(w.bad) {
+		t.Fatalf("queue %+v; %d packets written, %d fillers, %d bad stride indexes", s, len(w.want), w.fillers, w.bad)
+	}
+	if w.fillers < 100 || w.bad < 100 || w.written != len(w.want)+w.fillers+w.bad {
+		t.Fatalf("%d fillers and %d bad indexes among %d completions (%d packets)", w.fillers, w.bad, w.written, len(w.want))
+	}
+	if w.wc < 2<<r.ringLog {
+		t.Fatalf("%d WQEs done on a ring of %d: the test should wrap it several times", w.wc, 1<<r.ringLog)
+	}
+}

@@ -345,23 +345,39 @@ func (t *txq) sendMPW(b *engine.Burst, n int) error {
 	var last uint16
 	var ctrl *[16]byte
 	bytes := 0
+	ring := t.ring
+	keyHi := uint64(bits.ReverseBytes32(lkey)) << 32
 	for w, i := 0, 0; w < wqes; w++ {
 		k := min(mpwMax, n-i)
 		start := t.pc
 		ds := 2 + k
-		for j := 0; j < k; j, i = j+1, i+1 {
-			l := lens[i]
-			if l < 14 || l > maxFrame {
+		if u := (start * 4) & (units - 1); u+2+mpwMax <= units {
+			// The WQE does not wrap (nor would one of mpwMax packets): its data segments
+			// in one pass.
+			by, bad := putDSegs((*[mpwMax * 16]byte)(ring[(u+2)*16:]), offs[i:i+k], lens[i:i+k], base, keyHi)
+			if bad >= 0 {
+				i += bad
+				l := lens[i]
 				t.pc, t.since = pc0, since0
 				return fmt.Errorf("%s: packet %d is %d bytes (14 to %d): %w", t.q.Path(), i, l, maxFrame, engine.ErrInvalidParameter)
 			}
-			bytes += int(l)
-			// mlx5dv.h struct mlx5_wqe_data_seg: byte_count, lkey, addr, big-endian.
-			u := (start*4 + uint32(2+j)) & (units - 1)
-			d := (*[16]byte)(t.ring[u*16:])
-			binary.BigEndian.PutUint32(d[dsegByteCount:], l)
-			binary.BigEndian.PutUint32(d[dsegLKey:], lkey)
-			binary.BigEndian.PutUint64(d[dsegAddr:], base+offs[i])
+			bytes += by
+			i += k
+		} else {
+			for j := 0; j < k; j, i = j+1, i+1 {
+				l := lens[i]
+				if l < 14 || l > maxFrame {
+					t.pc, t.since = pc0, since0
+					return fmt.Errorf("%s: packet %d is %d bytes (14 to %d): %w", t.q.Path(), i, l, maxFrame, engine.ErrInvalidParameter)
+				}
+				bytes += int(l)
+				// mlx5dv.h struct mlx5_wqe_data_seg: byte_count, lkey, addr, big-endian.
+				u := (start*4 + uint32(2+j)) & (units - 1)
+				d := (*[16]byte)(ring[u*16:])
+				binary.BigEndian.PutUint32(d[dsegByteCount:], l)
+				binary.BigEndian.PutUint32(d[dsegLKey:], lkey)
+				binary.BigEndian.PutUint64(d[dsegAddr:], base+offs[i])
+			}
 		}
 		// The Ethernet segment, no inline data; then the control segment (DPDK mlx5_tx.h
 		// mlx5_tx_burst_empw_simple).
@@ -384,6 +400,32 @@ func (t *txq) sendMPW(b *engine.Burst, n int) error {
 	t.pend = append(t.pend, pending{b: b, last: last, end: t.pc, n: n, bytes: bytes})
 	t.ring_(ctrl[:])
 	return nil
+}
+
+// putDSegs writes one pointer data segment per packet (at most mpwMax) into seg (mlx5dv.h
+// struct mlx5_wqe_data_seg, byte_count, lkey, addr, big-endian; keyHi is the lkey byte-swapped
+// into the high half of the first eight bytes read little-endian), the packets' lengths and
+// their buffers' region offsets added to base. It returns the lengths' sum, and -1, or the
+// index of the first packet whose length is not 14 to maxFrame bytes (the segments from it
+// on are not written). sendMPW's loop for a WQE that does not wrap; TestPutDSegs pins it to
+// the field-by-field form. Not inlined: inside sendMPW its loop ran out of registers and
+// reloaded spilled values per packet.
+//
+//go:noinline
+func putDSegs(seg *[mpwMax * 16]byte, offs []uint64, lens []uint32, base, keyHi uint64) (bytes, bad int) {
+	offs = offs[:min(len(offs), mpwMax)]
+	lens = lens[:len(offs)]
+	for i, o := range offs {
+		l := lens[i]
+		if l-14 > maxFrame-14 {
+			return bytes, i
+		}
+		bytes += int(l)
+		d := (*[16]byte)(seg[16*i:])
+		binary.LittleEndian.PutUint64(d[dsegByteCount:], uint64(bits.ReverseBytes32(l))|keyHi)
+		binary.BigEndian.PutUint64(d[dsegAddr:], base+o)
+	}
+	return bytes, -1
 }
 
 // ring_ publishes the posted WQEs: doorbell record, then the control segment's first 8 bytes
