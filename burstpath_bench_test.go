@@ -16,9 +16,10 @@ import (
 // this path may touch the Go heap). `make bench-burst` runs it. The benchmark goroutine is
 // pinned to one core for the run (benchtest.Pin), as an application pins the thread that runs
 // this loop; the collector is off during the benchmark (benchtest.StopGC) and "gcs" counts
-// the collections during the loop (0 expected: nothing allocates). "ctl-ns" is a control loop
-// timed before and after each run (benchtest.ReportControl, the slower of the two): it says
-// whether the run met the GPU host's fast or its slow speed, which come and go with time.
+// the collections during the loop (0 expected: nothing allocates). "ctl-ratio" is a control taken
+// before and after each run (benchtest.ReportControl, the larger of the two): ≈ 0.7 when the
+// run met the GPU host's fast speed at both ends, ≥ 1.0 when it met the slow one (another
+// hardware thread busy on the core), which come and go with time for the same binary.
 func BenchmarkLoopbackBurstPath(b *testing.B) {
 	for _, fill := range []string{"lengths", "headers", "template", "lengths-all", "template-all"} {
 		for _, batch := range []int{1, 16, 64} {
