@@ -25,11 +25,16 @@ import (
 // 1024 buffers of 128 B), each after a random amount of heap padding so that the arrays land
 // at other addresses, and prints per session the ns/packet of every fill (each twice) beside
 // the low 16 bits of the addresses the loop touches and two control loops that touch no
-// engine memory. It asserts nothing and runs only when asked:
+// engine memory, and the time of parts of the path (labParts). It asserts nothing;
+// DAQIRI_LAB_RUNS (default 2) and DAQIRI_LAB_BURSTS (bursts per timing, default 20,000) size
+// it, DAQIRI_LAB_HOG=cores runs store loops on other cores meanwhile, DAQIRI_LAB_PROF=dir
+// writes a CPU profile. Its findings (BENCHMARKS.md, issue 31 fourth round): the slow speed
+// comes and goes within one session, whose addresses do not change, and slows a control
+// loop that touches no engine memory at the same time — it is not the layout.
 //
-//	go test -run '^$' -bench BurstLayout -benchtime 1x . (DAQIRI_LAB_RUNS, DAQIRI_LAB_BURSTS)
+//	go test -run '^$' -bench BurstLayout -benchtime 1x .
 func BenchmarkBurstLayout(b *testing.B) {
-	runs := labEnv("DAQIRI_LAB_RUNS", 4)
+	runs := labEnv("DAQIRI_LAB_RUNS", 2)
 	bursts := labEnv("DAQIRI_LAB_BURSTS", 20000)
 	pad := os.Getenv("DAQIRI_LAB_PAD") != "off"
 	core := benchtest.Pin(b)
@@ -262,12 +267,13 @@ func labLoop(b *testing.B, s *Session, tmpl *UDPv4Header, rxq int, fill string, 
 }
 
 // BenchmarkBurstTimeline follows the two speeds over time: for DAQIRI_LAB_SECONDS (default
-// 5) it repeats, in one session, a slice of the burst loop with lengths (L) and with the
-// per-packet template (T), the two control loops of BenchmarkBurstLayout (alu, copy) and a
-// loop of uncontended atomic adds (lock, ns per add), printing one line per round with the
-// wall-clock time in ms, so that runs on several cores at once can be lined up.
+// 2) it repeats, in one session, a slice of the burst loop with lengths (L) and with the
+// per-packet template (T), the two control loops of BenchmarkBurstLayout (alu, copy), a
+// loop of uncontended atomic adds (lock, ns per add) and two throughput-bound loops (alu4,
+// load; labThroughput), printing one line per round with the wall-clock time in ms, so that
+// runs on several cores at once can be lined up.
 func BenchmarkBurstTimeline(b *testing.B) {
-	secs := labEnv("DAQIRI_LAB_SECONDS", 5)
+	secs := labEnv("DAQIRI_LAB_SECONDS", 2)
 	core := benchtest.Pin(b)
 	benchtest.StopGC(b)
 	s, tmpl, rxq := labOpen(b)
