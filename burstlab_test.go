@@ -51,7 +51,6 @@ func BenchmarkBurstLayout(b *testing.B) {
 		}
 	}
 	if dir := os.Getenv("DAQIRI_LAB_PROF"); dir != "" {
-		runtime.SetCPUProfileRate(2000)
 		f, err := os.Create(fmt.Sprintf("%s/lab-%d.prof", dir, os.Getpid()))
 		if err != nil {
 			b.Fatal(err)
