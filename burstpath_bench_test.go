@@ -16,7 +16,10 @@ import (
 // this path may touch the Go heap). `make bench-burst` runs it. The benchmark goroutine is
 // pinned to one core for the run (benchtest.Pin), as an application pins the thread that runs
 // this loop; the collector is off during the benchmark (benchtest.StopGC) and "gcs" counts
-// the collections during the loop (0 expected: nothing allocates).
+// the collections during the loop (0 expected: nothing allocates). "ctl-ratio" is a control taken
+// before and after each run (benchtest.ReportControl, the larger of the two): ≈ 0.7 when the
+// run met the GPU host's fast speed at both ends, ≥ 1.0 when it met the slow one (another
+// hardware thread busy on the core), which come and go with time for the same binary.
 func BenchmarkLoopbackBurstPath(b *testing.B) {
 	for _, fill := range []string{"lengths", "headers", "template", "lengths-all", "template-all"} {
 		for _, batch := range []int{1, 16, 64} {
@@ -63,6 +66,7 @@ func burstPath(b *testing.B, batch int, fill string) {
 			b.ReportAllocs()
 			gc := benchtest.NewGC()
 			gc0 := gc.Cycles()
+			ctl0 := benchtest.Control()
 			b.ResetTimer()
 			packets := 0
 			for b.Loop() {
@@ -108,6 +112,7 @@ func burstPath(b *testing.B, batch int, fill string) {
 				b.ReportMetric(float64(packets)/b.Elapsed().Seconds()/1e6, "Mpps")
 			}
 			gc.Report(b, gc0)
+			benchtest.ReportControl(b, ctl0)
 		}
 	}
 }

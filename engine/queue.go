@@ -271,10 +271,7 @@ func (q *TxQueue) NewBurst(n int) (*Burst, error) {
 		off := seg.off[:n]
 		off = off[:len(idx)]
 		if r.shift >= 0 { // a shift for power-of-two buffers
-			sh := uint(r.shift)
-			for j, i := range idx {
-				off[j] = uint64(i) << sh
-			}
+			indexesToOffsets(off, idx, uint(r.shift))
 		} else {
 			bs := uint64(r.BufSize)
 			for j, i := range idx {

@@ -7,6 +7,8 @@
 # $(BIN)/bench-burst.txt, then a table (mk/benchtable.awk). The benchmark goroutine is pinned to
 # the last allowed core (DAQIRI_BENCH_CORE=n or off), the collector is off during each case
 # (gcs: collections during the run, 0 expected); BURST_COUNT runs of BURST_BENCHTIME each.
+# ctl-ratio says which of the GPU host's two speeds a run met at its ends (≈ 0.7 fast, ≥ 1.0
+# slow: another hardware thread busy on the core; BENCHMARKS.md, issue 31 fourth round).
 .PHONY: bench-burst
 BURST_BENCHTIME ?= 0.5s
 BURST_COUNT ?= 5

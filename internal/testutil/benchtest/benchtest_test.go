@@ -1,6 +1,7 @@
 package benchtest
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -47,5 +48,22 @@ func TestStopGC(t *testing.T) {
 	})
 	if p := debug.SetGCPercent(77); p != 77 {
 		t.Fatalf("GC percent %d after StopGC's cleanup, want 77", p)
+	}
+}
+
+// TestReportControl: the control reports a positive, finite ratio as "ctl-ratio", and the
+// larger of the two ends (a huge "before" wins).
+func TestReportControl(t *testing.T) {
+	for _, before := range []float64{0, 1e9} {
+		r := testing.Benchmark(func(b *testing.B) {
+			for range b.N {
+			}
+			b.StopTimer()
+			ReportControl(b, before)
+		})
+		v, ok := r.Extra["ctl-ratio"]
+		if !ok || !(v > 0) || math.IsInf(v, 0) || (before > 0 && v != before) {
+			t.Fatalf("before %v: ctl-ratio = %v (reported %v), want a positive number, %v if larger", before, v, ok, before)
+		}
 	}
 }

@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestBurstConversions pins the four-at-a-time conversions of NewBurst, Free and
+// TakePackets to the plain loops they replaced, on random values, every length from 0 to
+// 133 (the unrolled part, the tail, both) and every shift a region can have, with the
+// elements past the length left alone.
+func TestBurstConversions(t *testing.T) {
+	r := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	for n := 0; n <= 133; n++ {
+		for sh := uint(0); sh < 63; sh++ {
+			idx := make([]uint32, n)
+			for j := range idx {
+				idx[j] = r.Uint32()
+			}
+			want := make([]uint64, n+3)
+			got := make([]uint64, n+3)
+			for j := range want {
+				want[j] = r.Uint64()
+			}
+			copy(got, want)
+			for j, i := range idx {
+				want[j] = uint64(i) << sh
+			}
+			indexesToOffsets(got, idx, sh)
+			if !slices.Equal(got, want) {
+				t.Fatalf("indexesToOffsets n=%d shift=%d:\n got %x\nwant %x", n, sh, got, want)
+			}
+
+			offs := make([]uint64, n)
+			for j := range offs {
+				offs[j] = r.Uint64()
+			}
+			wantIdx := make([]uint32, n+3)
+			gotIdx := make([]uint32, n+3)
+			for j := range wantIdx {
+				wantIdx[j] = r.Uint32()
+			}
+			copy(gotIdx, wantIdx)
+			for j, o := range offs {
+				wantIdx[j] = uint32(o >> sh)
+			}
+			offsetsToIndexes(gotIdx, offs, sh)
+			if !slices.Equal(gotIdx, wantIdx) {
+				t.Fatalf("offsetsToIndexes n=%d shift=%d:\n got %x\nwant %x", n, sh, gotIdx, wantIdx)
+			}
+		}
+		v := int64(r.Uint64())
+		ts := make([]int64, n+3)
+		for j := range ts {
+			ts[j] = int64(r.Uint64())
+		}
+		want := slices.Clone(ts)
+		for j := range want[:n] {
+			want[j] = v
+		}
+		fillTimes(ts[:n], v)
+		if !slices.Equal(ts, want) {
+			t.Fatalf("fillTimes n=%d:\n got %x\nwant %x", n, ts, want)
+		}
+	}
+}
+
+// TestBurstOffsetsRoundTrip: a TX burst of random size from a region of power-of-two
+// buffers holds distinct offsets at buffer starts, received timestamps are all the
+// loopback's time, and Free gives every buffer back (the conversions in their places).
+func TestBurstOffsetsRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	for _, size := range []int{64, 128, 2048} {
+		reg := testRegion(t, "conv", 512, size)
+		q := testTxQueue(t, true, reg)
+		rm, err := NewMetaPool("conv-rx", 4, 512, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round := 0; round < 50; round++ {
+			n := 1 + r.IntN(300)
+			b, err := q.NewBurst(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[uint64]bool{}
+			offs, lens := b.SegmentArrays(0)
+			for j, o := range offs {
+				if o%uint64(size) != 0 || o >= uint64(512*size) || seen[o] || lens[j] != 0 {
+					t.Fatalf("size %d packet %d: offset %d (len %d): not a fresh buffer start", size, j, o, lens[j])
+				}
+				seen[o] = true
+			}
+			rb, err := rm.Get(0, 0, []*Region{reg}, true, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := int64(r.Uint64() >> 1)
+			rb.TakePackets(b, ts)
+			b.FreeMeta()
+			for j := 0; j < rb.Len(); j++ {
+				if got, err := rb.RxTimestamp(j); err != nil || got != ts {
+					t.Fatalf("packet %d of %d: timestamp %d, %v; want %d", j, n, got, err, ts)
+				}
+			}
+			rb.Free()
+			if got := reg.Available(); got != 512 {
+				t.Fatalf("size %d round %d: %d of 512 buffers back after Free", size, round, got)
+			}
+		}
+	}
+}
