@@ -53,7 +53,7 @@ func (r *rq) advance() {
 		r.cur = (r.cur + 1) & mask
 		return
 	}
-	r.cur = uint32(prm.WQESrqNext.NextWQEIndex.Get(w)) & mask
+	r.cur = uint32(pos(prm.WQESrqNext.NextWQEIndex).get(w)) & mask
 }
 
 func (r *rq) striding() bool {
@@ -259,13 +259,13 @@ func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta, whole uint32) {
 		// kernel's mlx5e sets it on every entry of its cyclic RQs (en_main.c
 		// mlx5e_alloc_rq: frag_size | MLX5_HW_START_PADDING, which device.h defines as
 		// MLX5_INLINE_SEG, 0x80000000).
-		bc := uint32(prm.WQEData.ByteCount.Get(seg)) &^ prm.HWStartPadding
-		lkey := uint32(prm.WQEData.LKey.Get(seg))
+		bc := uint32(pos(prm.WQEData.ByteCount).get(seg)) &^ prm.HWStartPadding
+		lkey := uint32(pos(prm.WQEData.LKey).get(seg))
 		if bc == 0 || lkey == prm.InvalidLKey {
 			break
 		}
 		k := min(int(bc), len(left))
-		if err := n.scatter(lkey, prm.WQEData.Addr.Get(seg), left[:k]); err != nil {
+		if err := n.scatter(lkey, pos(prm.WQEData.Addr).get(seg), left[:k]); err != nil {
 			r.advance()
 			n.rxError(r, idx, prm.CQESyndLocalProt)
 			return
@@ -330,15 +330,15 @@ func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
 		return
 	}
 	d := w[prm.MPRQWQE.DSeg.ByteOff():]
-	lkey := uint32(prm.WQEData.LKey.Get(d))
-	bc := int(prm.WQEData.ByteCount.Get(d))
+	lkey := uint32(pos(prm.WQEData.LKey).get(d))
+	bc := int(pos(prm.WQEData.ByteCount).get(d))
 	first := r.strides
 	off := first * ss
 	if bc < ns*ss {
 		n.rxError(r, idx, prm.CQESyndLocalLength)
 		return
 	}
-	at := prm.WQEData.Addr.Get(d) + uint64(off)
+	at := pos(prm.WQEData.Addr).get(d) + uint64(off)
 	if r.p.WQ.TwoByteShift {
 		if err := n.scatter(lkey, at, []byte{0, 0}); err != nil {
 			n.rxError(r, idx, prm.CQESyndLocalProt)
