@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -233,6 +234,7 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 	// without a core): goroutines locked to threads that share a core hand the core's P
 	// between their threads at every park, several futex calls each (see groupByCore).
 	rxGroups := groupByCore(cfg, rxqs, func(q pq) *int { return up.rxCoreFor(s, cfg, q.port, q.queue) })
+	defer raiseProcs(cfg, len(rxGroups)+len(txqs))()
 	for _, g := range rxGroups {
 		rxWG.Add(1)
 		loops := make([]rxLoop, len(g.qs))
@@ -731,6 +733,46 @@ func reasons(m map[string]uint64) string {
 		s += fmt.Sprintf("%s %d", k, m[k])
 	}
 	return s + ")"
+}
+
+// raiseProcs gives every goroutine the run locks to a thread a P of its own (the bench's
+// loops, at most loops of them, and the engine's workers, engineThreads), on top of the Ps
+// the process had, which the unlocked goroutines (a device model's ports) keep. A locked
+// goroutine that parks hands its P to another thread and takes one back when it wakes (futex
+// calls and a thread wake-up each time, slow under gVisor); with Ps to spare, the P it
+// leaves goes idle and the unlocked goroutines do not wait for the locked ones' threads to
+// hand Ps around (issue 31: the two-port model run's Ps ran only half the time, with
+// goroutines runnable, before). Idle Ps cost nothing. A GOMAXPROCS the environment sets is
+// left as it is; the returned function restores the old value.
+func raiseProcs(cfg *config.Config, loops int) (restore func()) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return func() {}
+	}
+	old := runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(old + loops + engineThreads(cfg))
+	return func() { runtime.GOMAXPROCS(old) }
+}
+
+// engineThreads estimates the worker threads an engine runs for cfg: one per interface and
+// distinct cpu_core of its RX queues, or one for an interface with TX queues only (the mlx5
+// engine's rule; the others run no more).
+func engineThreads(cfg *config.Config) int {
+	n := 0
+	for _, it := range cfg.Interfaces {
+		cores := map[string]bool{}
+		if it.RX != nil {
+			for _, q := range it.RX.Queues {
+				cores[q.CPUCore] = true
+			}
+		}
+		switch {
+		case len(cores) > 0:
+			n += len(cores)
+		case it.TX != nil && len(it.TX.Queues) > 0:
+			n++
+		}
+	}
+	return n
 }
 
 // pinTo locks the calling goroutine to its OS thread and pins it to core when one is given
