@@ -125,8 +125,10 @@ type Device struct {
 	eqSeq uint64 // EQs created so far: each EQ's seq is its place in that count
 
 	keysMu sync.RWMutex
-	mkeys  map[uint32]*mkey // by index (key >> 8)
-	umems  map[uint32]*umem
+	// keysGen counts changes of the MKEY and UMEM tables (under keysMu), for keys.Gen.
+	keysGen atomic.Uint64
+	mkeys   map[uint32]*mkey // by index (key >> 8)
+	umems   map[uint32]*umem
 }
 
 // New returns a device fresh from reset: the init segment shows the configured firmware
