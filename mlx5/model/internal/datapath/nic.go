@@ -170,7 +170,8 @@ func (n *NIC) QCounterOutOfBuffer(set uint32, clear bool) uint64 {
 //
 // An SQ doorbell takes only the doorbell lock, not the port's: the driver's sending thread
 // never waits for a Step in progress (which holds the port's lock while it serves the SQs and
-// the frames), and the next Step serves every SQ rung since the last one.
+// the frames), and the next Step serves every SQ rung since the last one. In free-running
+// mode a doorbell that finds the port's lock free does that Step's work itself.
 func (n *NIC) UARWrite(uar uint32, off uint32, data []byte) {
 	if off >= prm.UARBlueFlame && off < prm.UARPageSize && len(data) >= 8 {
 		// The first 8 bytes of the control segment: the SQ number is in qpn_ds (rdma-core
