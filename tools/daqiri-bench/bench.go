@@ -261,8 +261,9 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 	for _, g := range txGroups {
 		txWG.Add(1)
 		loops := make([]*txLoop, len(g.qs))
+		drops := &dropCount{} // one per sender goroutine: its loops share the reads
 		for i, q := range g.qs {
-			loops[i] = newTxLoop(s, q.port, q.queue, plans[q], rate/float64(len(txqs)), &tx, &sendErrs, &rx, uint64(window))
+			loops[i] = newTxLoop(s, q.port, q.queue, plans[q], rate/float64(len(txqs)), &tx, &sendErrs, &rx, uint64(window), drops)
 		}
 		go func() {
 			defer txWG.Done()
@@ -455,14 +456,25 @@ type txLoop struct {
 	header    []byte
 	lens      []int
 	start     time.Time
-	dropped   uint64
-	droppedAt time.Time
+	// drops is the packets the run counted dropped, as last read; the loops of one sender
+	// goroutine share it (see dropCount).
+	drops *dropCount
 	done      bool      // a frame could not be built: this queue sends no more
 	notBefore time.Time // paced or backing off: step sends nothing before this
 }
 
-func newTxLoop(s *daqiri.Session, port, queue int, pl *txPlan, gbps float64, c *counter, errs *errCounter, rx *counter, window uint64) *txLoop {
-	t := &txLoop{s: s, port: port, queue: queue, pl: pl, c: c, rx: rx, errs: errs, window: window,
+// dropCount is the run's dropped packets as a sender last read them (Session.Stats), and
+// when. The loops of one sender goroutine share one, so a full window costs that goroutine
+// one read per millisecond, not one per queue: each read is device commands, which on the
+// model wait for the receiving port's Step in progress (the sender's thread parked on that
+// port's lock 690 times in a 3 s trace with one read per queue).
+type dropCount struct {
+	n  uint64
+	at time.Time
+}
+
+func newTxLoop(s *daqiri.Session, port, queue int, pl *txPlan, gbps float64, c *counter, errs *errCounter, rx *counter, window uint64, drops *dropCount) *txLoop {
+	t := &txLoop{s: s, port: port, queue: queue, pl: pl, c: c, rx: rx, errs: errs, window: window, drops: drops,
 		bytesPerSec: gbps * 1e9 / 8, seq: uint64(pl.seqFrom), n: pl.frameLen(), start: time.Now()}
 	if len(pl.header) > 0 {
 		t.header = append([]byte(nil), pl.header...)
@@ -520,14 +532,14 @@ func sender(ctx context.Context, ts []*txLoop) {
 // it did. A queue that must wait a known time sets notBefore.
 func (t *txLoop) step() bool {
 	pl, c := t.pl, t.c
-	if t.window > 0 && c.packets.Load() > t.rx.packets.Load()+t.dropped+t.window {
+	if t.window > 0 && c.packets.Load() > t.rx.packets.Load()+t.drops.n+t.window {
 		// Sender and receiver share this process: keep at most window packets in flight,
 		// so a loopback run measures the data path rather than socket-buffer overflow.
 		// Dropped packets never arrive: they leave the window too (the counters are read
 		// at most once a millisecond while the window is full).
-		if now := time.Now(); now.Sub(t.droppedAt) > time.Millisecond {
+		if now := time.Now(); now.Sub(t.drops.at) > time.Millisecond {
 			rxs, txs := t.s.Stats().Totals()
-			t.dropped, t.droppedAt = rxs.Dropped+txs.Dropped, now
+			t.drops.n, t.drops.at = rxs.Dropped+txs.Dropped, now
 		}
 		return false
 	}
