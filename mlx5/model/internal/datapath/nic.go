@@ -29,7 +29,7 @@ type NIC struct {
 	tables    [2]map[uint32]*table
 	roots     [2]uint32
 	hasRoot   [2]bool
-	fcounters map[uint32]*FlowCounter
+	fcounters map[uint32]*FlowCounter // the map under mu and fcMu, the values under fcMu
 	reformats map[uint32]*ReformatParams
 	pacing    map[uint16]PacingParams
 	stats     Counters
@@ -38,6 +38,12 @@ type NIC struct {
 	pendingSQ map[uint32]bool
 	events    []func()
 	flex      map[uint32]*FlexNodeParams // flex parser nodes (flex.go)
+
+	// fcMu guards the flow counters' values, and with mu their map: QUERY_FLOW_COUNTER
+	// takes only fcMu, so a counter read does not wait for a Step in progress (which holds
+	// mu for up to a Step's budget of frames; daqiri-bench reads the drop counters while its
+	// window is full), and still sees whole frames counted.
+	fcMu sync.Mutex
 
 	// rung lists the SQs whose doorbell was rung since the last Step, each once (under
 	// dbMu, which UARWrite takes instead of mu for SQ doorbells).
