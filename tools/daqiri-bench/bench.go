@@ -451,14 +451,14 @@ type txLoop struct {
 	window      uint64
 	bytesPerSec float64
 
-	seq       uint64
-	n         int
-	header    []byte
-	lens      []int
-	start     time.Time
+	seq    uint64
+	n      int
+	header []byte
+	lens   []int
+	start  time.Time
 	// drops is the packets the run counted dropped, as last read; the loops of one sender
 	// goroutine share it (see dropCount).
-	drops *dropCount
+	drops     *dropCount
 	done      bool      // a frame could not be built: this queue sends no more
 	notBefore time.Time // paced or backing off: step sends nothing before this
 }
