@@ -125,8 +125,10 @@ type Device struct {
 	eqSeq uint64 // EQs created so far: each EQ's seq is its place in that count
 
 	keysMu sync.RWMutex
-	mkeys  map[uint32]*mkey // by index (key >> 8)
-	umems  map[uint32]*umem
+	// keysGen counts changes of the MKEY and UMEM tables (under keysMu), for keys.Gen.
+	keysGen atomic.Uint64
+	mkeys   map[uint32]*mkey // by index (key >> 8)
+	umems   map[uint32]*umem
 }
 
 // New returns a device fresh from reset: the init segment shows the configured firmware
@@ -296,29 +298,26 @@ func (d *Device) Counters() Counters { return d.dp().Counters(false) }
 
 // clock is the device's time: deterministic (moved by Advance) or following the host.
 type clock struct {
-	mu       sync.Mutex
 	realtime bool
 	start    time.Time
-	offset   time.Duration
 	freqKHz  uint32
-	// rtOffset is what the driver set or stepped the real-time clock by (MTUTC), apart from
-	// the free-running timer, which nothing sets.
-	rtOffset time.Duration
+	// offset is what advance moved the free-running timer by (ns), and rtOffset what the
+	// driver set or stepped the real-time clock by (MTUTC, ns), apart from the free-running
+	// timer, which nothing sets. Atomics, not a mutex: every CQE reads the clock, from both
+	// ports' goroutines and the driver's threads (a shared lock's cache line moved between
+	// CPUs per CQE).
+	offset   atomic.Int64
+	rtOffset atomic.Int64
 }
 
 // setRealTime sets the real-time clock to t (ns in the PRM's sense: seconds*1e9+ns).
 func (c *clock) setRealTime(t int64) {
-	now := c.now()
-	c.mu.Lock()
-	c.rtOffset = time.Duration(t) - now
-	c.mu.Unlock()
+	c.rtOffset.Store(t - int64(c.now()))
 }
 
 // stepRealTime moves the real-time clock by d.
 func (c *clock) stepRealTime(d time.Duration) {
-	c.mu.Lock()
-	c.rtOffset += d
-	c.mu.Unlock()
+	c.rtOffset.Add(int64(d))
 }
 
 func newClock(realtime bool, freqKHz uint32) *clock {
@@ -326,19 +325,15 @@ func newClock(realtime bool, freqKHz uint32) *clock {
 }
 
 func (c *clock) advance(dt time.Duration) {
-	c.mu.Lock()
-	c.offset += dt
-	c.mu.Unlock()
+	c.offset.Add(int64(dt))
 }
 
 // now is the time since the device came out of reset.
 func (c *clock) now() time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.realtime {
-		return time.Since(c.start) + c.offset
+		return time.Since(c.start) + time.Duration(c.offset.Load())
 	}
-	return c.offset
+	return time.Duration(c.offset.Load())
 }
 
 // FreeRunning is the internal timer: ticks of the device frequency since reset.
@@ -351,9 +346,7 @@ func (c *clock) FreeRunning() uint64 {
 // nanoseconds in the lower (DPDK mlx5_txpp.c and rdma-core read it so). The model's epoch is
 // the device's reset.
 func (c *clock) RealTime() uint64 {
-	c.mu.Lock()
-	off := c.rtOffset
-	c.mu.Unlock()
+	off := time.Duration(c.rtOffset.Load())
 	ns := uint64(max(c.now()+off, 0))
 	return ns/1e9<<32 | ns%1e9
 }

@@ -113,6 +113,7 @@ func (d *Device) destroyAll() {
 	d.eqs = map[uint32]*eq{}
 	d.evMu.Unlock()
 	d.keysMu.Lock()
+	d.keysGen.Add(1)
 	d.mkeys = map[uint32]*mkey{}
 	d.umems = map[uint32]*umem{}
 	d.keysMu.Unlock()
@@ -248,6 +249,7 @@ func (d *Device) createUMEM(c *cmd) error {
 		return err
 	}
 	d.keysMu.Lock()
+	d.keysGen.Add(1)
 	d.umems[id] = &umem{pages: pages, pageShift: shift, offset: c.get(u.PageOffset.At(base))}
 	d.keysMu.Unlock()
 	c.set(prm.CreateUMEMOut.UMEMID, uint64(id))
@@ -280,6 +282,7 @@ func (d *Device) destroyUMEM(c *cmd) error {
 		return err
 	}
 	d.keysMu.Lock()
+	d.keysGen.Add(1)
 	delete(d.umems, id)
 	d.keysMu.Unlock()
 	return nil
@@ -390,6 +393,7 @@ func (d *Device) createMKey(c *cmd) error {
 		d.useUMEMs(mkeyKey(n), umemID)
 	}
 	d.keysMu.Lock()
+	d.keysGen.Add(1)
 	d.mkeys[n] = m
 	d.keysMu.Unlock()
 	c.set(prm.CreateMKeyOut.MKeyIndex, uint64(n))
@@ -419,6 +423,7 @@ func (d *Device) destroyMKey(c *cmd) error {
 		return noObject("DESTROY_MKEY: MKEY index %d does not exist", n)
 	}
 	d.keysMu.Lock()
+	d.keysGen.Add(1)
 	m := d.mkeys[n]
 	delete(d.mkeys, n)
 	d.keysMu.Unlock()
@@ -449,6 +454,20 @@ func (k keys) Translate(lkey uint32, addr uint64, n int, perm dma.Perm) ([]byte,
 	}
 	return b, err
 }
+
+// Direct is Translate for host bytes only: a range in a window (GPU memory) or over
+// several mappings fails instead of coming back as a copy (datapath.DirectTranslator).
+func (k keys) Direct(lkey uint32, addr uint64, n int, perm dma.Perm) ([]byte, error) {
+	io, err := k.resolve(lkey, addr, n, perm)
+	if err != nil {
+		return nil, err
+	}
+	return k.d.space.Slice(io, n, perm)
+}
+
+// Gen changes whenever a translation may have: an MKEY or UMEM created or destroyed
+// (keysGen), or a DMA mapping added or removed (dma.Space.Gen); both only grow.
+func (k keys) Gen() uint64 { return k.d.keysGen.Load() + k.d.space.Gen() }
 
 // Store writes p at lkey + addr (an RX scatter), checked as Translate checks a write: into
 // host memory by copy, into a window (GPU memory) through its copy engine.

@@ -3,6 +3,7 @@ package model_test
 import (
 	"bytes"
 	"encoding/binary"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/daqiri-go/daqiri/mlx5/model"
@@ -771,4 +772,63 @@ func TestMKeySpanningPage(t *testing.T) {
 // (the address in ptag_63_32 and ptag_31_8), as drivers write them.
 func setMTT(in []byte, i int, pa uint64) {
 	binary.BigEndian.PutUint64(in[prm.CreateMKeyIn.KlmPASMtt.ByteOff()+8*i:], pa)
+}
+
+// TestKeysDirect holds keys.Direct to keys.Translate: on random ranges in, across and
+// outside a PA key, for reads and writes, Direct gives the very bytes Translate gives when
+// that succeeds (host memory, one mapping) and fails where it fails; Gen moves when a key is
+// created or destroyed or a mapping added, and stays for a command that changes neither.
+func TestKeysDirect(t *testing.T) {
+	r := newReady(t, model.Config{})
+	key := r.createMKeyPA(r.pd, r.base+0x1000, 0x3000)
+	k := model.DeviceKeys(r.d)
+	rng := rand.New(rand.NewPCG(31, 5))
+	ok := 0
+	for range 5000 {
+		addr := r.base + uint64(rng.IntN(0x5000))
+		n := rng.IntN(0x1800)
+		perm := []model.DMAPerm{model.DMARead, model.DMAWrite}[rng.IntN(2)]
+		lkey := key
+		if rng.IntN(10) == 0 {
+			lkey ^= 1 // the wrong variant
+		}
+		tb, terr := k.Translate(lkey, addr, n, perm)
+		db, derr := k.Direct(lkey, addr, n, perm)
+		if (terr == nil) != (derr == nil) {
+			t.Fatalf("%d bytes at %#x (%v): Translate error %v, Direct error %v", n, addr, perm, terr, derr)
+		}
+		if terr != nil {
+			continue
+		}
+		ok++
+		if len(tb) != len(db) || (n > 0 && &tb[0] != &db[0]) {
+			t.Fatalf("%d bytes at %#x (%v): Direct gives other bytes than Translate", n, addr, perm)
+		}
+	}
+	if ok < 500 {
+		t.Fatalf("only %d of 5000 ranges translated: the test misses its key", ok)
+	}
+	g := k.Gen()
+	r.mustCmd(in(prm.CmdOpQueryMKey, 0, 16, prm.QueryMKeyIn.MKeyIndex, key>>8), int(prm.QueryMKeyOut.MemoryKeyMKeyEntry.End()/8))
+	if k.Gen() != g {
+		t.Fatal("QUERY_MKEY moved Gen")
+	}
+	other := r.createMKeyPA(r.pd, r.base, 0x1000)
+	if g2 := k.Gen(); g2 == g {
+		t.Fatal("CREATE_MKEY did not move Gen")
+	} else {
+		g = g2
+	}
+	r.mustCmd(in(prm.CmdOpDestroyMKey, 0, 16, prm.DestroyMKeyIn.MKeyIndex, other>>8), 16)
+	if g2 := k.Gen(); g2 == g {
+		t.Fatal("DESTROY_MKEY did not move Gen")
+	} else {
+		g = g2
+	}
+	if err := r.d.DMA().Map(0x90_0000_0000, make([]byte, 4096), model.DMARead|model.DMAWrite); err != nil {
+		t.Fatal(err)
+	}
+	if k.Gen() == g {
+		t.Fatal("a DMA mapping did not move Gen")
+	}
 }

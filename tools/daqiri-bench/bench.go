@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -233,6 +234,7 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 	// without a core): goroutines locked to threads that share a core hand the core's P
 	// between their threads at every park, several futex calls each (see groupByCore).
 	rxGroups := groupByCore(cfg, rxqs, func(q pq) *int { return up.rxCoreFor(s, cfg, q.port, q.queue) })
+	defer raiseProcs(cfg, len(rxGroups)+len(txqs))()
 	for _, g := range rxGroups {
 		rxWG.Add(1)
 		loops := make([]rxLoop, len(g.qs))
@@ -259,8 +261,9 @@ func bench(ctx context.Context, cfg *config.Config, o *options, progress io.Writ
 	for _, g := range txGroups {
 		txWG.Add(1)
 		loops := make([]*txLoop, len(g.qs))
+		drops := &dropCount{} // one per sender goroutine: its loops share the reads
 		for i, q := range g.qs {
-			loops[i] = newTxLoop(s, q.port, q.queue, plans[q], rate/float64(len(txqs)), &tx, &sendErrs, &rx, uint64(window))
+			loops[i] = newTxLoop(s, q.port, q.queue, plans[q], rate/float64(len(txqs)), &tx, &sendErrs, &rx, uint64(window), drops)
 		}
 		go func() {
 			defer txWG.Done()
@@ -448,19 +451,30 @@ type txLoop struct {
 	window      uint64
 	bytesPerSec float64
 
-	seq       uint64
-	n         int
-	header    []byte
-	lens      []int
-	start     time.Time
-	dropped   uint64
-	droppedAt time.Time
+	seq    uint64
+	n      int
+	header []byte
+	lens   []int
+	start  time.Time
+	// drops is the packets the run counted dropped, as last read; the loops of one sender
+	// goroutine share it (see dropCount).
+	drops     *dropCount
 	done      bool      // a frame could not be built: this queue sends no more
 	notBefore time.Time // paced or backing off: step sends nothing before this
 }
 
-func newTxLoop(s *daqiri.Session, port, queue int, pl *txPlan, gbps float64, c *counter, errs *errCounter, rx *counter, window uint64) *txLoop {
-	t := &txLoop{s: s, port: port, queue: queue, pl: pl, c: c, rx: rx, errs: errs, window: window,
+// dropCount is the run's dropped packets as a sender last read them (Session.Stats), and
+// when. The loops of one sender goroutine share one, so a full window costs that goroutine
+// one read per millisecond, not one per queue: each read is device commands, which on the
+// model wait for the receiving port's Step in progress (the sender's thread parked on that
+// port's lock 690 times in a 3 s trace with one read per queue).
+type dropCount struct {
+	n  uint64
+	at time.Time
+}
+
+func newTxLoop(s *daqiri.Session, port, queue int, pl *txPlan, gbps float64, c *counter, errs *errCounter, rx *counter, window uint64, drops *dropCount) *txLoop {
+	t := &txLoop{s: s, port: port, queue: queue, pl: pl, c: c, rx: rx, errs: errs, window: window, drops: drops,
 		bytesPerSec: gbps * 1e9 / 8, seq: uint64(pl.seqFrom), n: pl.frameLen(), start: time.Now()}
 	if len(pl.header) > 0 {
 		t.header = append([]byte(nil), pl.header...)
@@ -518,14 +532,14 @@ func sender(ctx context.Context, ts []*txLoop) {
 // it did. A queue that must wait a known time sets notBefore.
 func (t *txLoop) step() bool {
 	pl, c := t.pl, t.c
-	if t.window > 0 && c.packets.Load() > t.rx.packets.Load()+t.dropped+t.window {
+	if t.window > 0 && c.packets.Load() > t.rx.packets.Load()+t.drops.n+t.window {
 		// Sender and receiver share this process: keep at most window packets in flight,
 		// so a loopback run measures the data path rather than socket-buffer overflow.
 		// Dropped packets never arrive: they leave the window too (the counters are read
 		// at most once a millisecond while the window is full).
-		if now := time.Now(); now.Sub(t.droppedAt) > time.Millisecond {
+		if now := time.Now(); now.Sub(t.drops.at) > time.Millisecond {
 			rxs, txs := t.s.Stats().Totals()
-			t.dropped, t.droppedAt = rxs.Dropped+txs.Dropped, now
+			t.drops.n, t.drops.at = rxs.Dropped+txs.Dropped, now
 		}
 		return false
 	}
@@ -731,6 +745,46 @@ func reasons(m map[string]uint64) string {
 		s += fmt.Sprintf("%s %d", k, m[k])
 	}
 	return s + ")"
+}
+
+// raiseProcs gives every goroutine the run locks to a thread a P of its own (the bench's
+// loops, at most loops of them, and the engine's workers, engineThreads), on top of the Ps
+// the process had, which the unlocked goroutines (a device model's ports) keep. A locked
+// goroutine that parks hands its P to another thread and takes one back when it wakes (futex
+// calls and a thread wake-up each time, slow under gVisor); with Ps to spare, the P it
+// leaves goes idle and the unlocked goroutines do not wait for the locked ones' threads to
+// hand Ps around (issue 31: the two-port model run's Ps ran only half the time, with
+// goroutines runnable, before). Idle Ps cost nothing. A GOMAXPROCS the environment sets is
+// left as it is; the returned function restores the old value.
+func raiseProcs(cfg *config.Config, loops int) (restore func()) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return func() {}
+	}
+	old := runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(old + loops + engineThreads(cfg))
+	return func() { runtime.GOMAXPROCS(old) }
+}
+
+// engineThreads estimates the worker threads an engine runs for cfg: one per interface and
+// distinct cpu_core of its RX queues, or one for an interface with TX queues only (the mlx5
+// engine's rule; the others run no more).
+func engineThreads(cfg *config.Config) int {
+	n := 0
+	for _, it := range cfg.Interfaces {
+		cores := map[string]bool{}
+		if it.RX != nil {
+			for _, q := range it.RX.Queues {
+				cores[q.CPUCore] = true
+			}
+		}
+		switch {
+		case len(cores) > 0:
+			n += len(cores)
+		case it.TX != nil && len(it.TX.Queues) > 0:
+			n++
+		}
+	}
+	return n
 }
 
 // pinTo locks the calling goroutine to its OS thread and pins it to core when one is given

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/daqiri-go/daqiri/config"
@@ -42,5 +44,39 @@ func TestGroupByCore(t *testing.T) {
 	}
 	if got := groupByCore(&config.Config{}, []string(nil), core); len(got) != 0 {
 		t.Fatalf("no queues: %+v, want no groups", got)
+	}
+}
+
+// TestRaiseProcs: the two-port model config has two engine worker threads (the RX port's
+// queues share core 1, the TX-only port has one), raiseProcs adds them and the loops to
+// GOMAXPROCS and restores it, and leaves a GOMAXPROCS the environment sets alone.
+func TestRaiseProcs(t *testing.T) {
+	cfg, err := config.LoadFile("../../mlx5/testdata/two_port.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := engineThreads(cfg); n != 2 {
+		t.Fatalf("engineThreads(two_port.yaml) = %d, want 2", n)
+	}
+	if n := engineThreads(&config.Config{}); n != 0 {
+		t.Fatalf("engineThreads(no interfaces) = %d, want 0", n)
+	}
+	old := runtime.GOMAXPROCS(0)
+	t.Setenv("GOMAXPROCS", "")
+	restore := raiseProcs(cfg, 5)
+	if got := runtime.GOMAXPROCS(0); got != old+5+2 {
+		restore()
+		t.Fatalf("raised GOMAXPROCS %d, want %d", got, old+5+2)
+	}
+	restore()
+	if got := runtime.GOMAXPROCS(0); got != old {
+		t.Fatalf("restored GOMAXPROCS %d, want %d", got, old)
+	}
+	t.Setenv("GOMAXPROCS", fmt.Sprint(old))
+	restore = raiseProcs(cfg, 5)
+	got := runtime.GOMAXPROCS(0)
+	restore()
+	if got != old {
+		t.Fatalf("GOMAXPROCS %d with the environment's set, want %d", got, old)
 	}
 }

@@ -119,6 +119,19 @@ type Translator interface {
 	Store(lkey uint32, addr uint64, p []byte) error
 }
 
+// DirectTranslator is a Translator that says when its translations may change and gives
+// host bytes only. Gen changes whenever a translation may have (a key created or destroyed,
+// a mapping added or removed); Direct is Translate without the copy that a read of a window
+// or over several mappings gets — those fail. With one, the datapath keeps a striding RQ
+// WQE's whole buffer translated while Gen stays, and scatters frames into it by copy (rqBuf):
+// any range inside a buffer that translates directly as a whole translates to the same bytes
+// and passes the same checks.
+type DirectTranslator interface {
+	Translator
+	Gen() uint64
+	Direct(lkey uint32, addr uint64, n int, perm dma.Perm) ([]byte, error)
+}
+
 // Events is what the datapath raises towards the event queues, which the control side owns:
 // it writes the EQEs (types and layouts from mlx5_ifc.h) and signals MSI-X.
 type Events interface {

@@ -265,7 +265,7 @@ func sameShared(m, a, b *[prm.CQESize]byte) bool {
 // striding reports whether a CQE is a striding-RQ completion (its byte count word has a
 // stride count), which a mini-CQE's stride index or the title's consumed strides continue.
 func cqeStrides(e *[prm.CQESize]byte) uint32 {
-	bc := uint32(prm.CQE64.ByteCnt.Get(e[:]))
+	bc := uint32(pos(prm.CQE64.ByteCnt).get(e[:]))
 	return (bc & prm.MPRQByteCntStridesMask) >> prm.MPRQByteCntStrideShift
 }
 
@@ -280,14 +280,14 @@ func compatible(p CQParams, m, a, b *[prm.CQESize]byte) bool {
 	if !sameShared(m, a, b) {
 		return false
 	}
-	bc := uint32(prm.CQE64.ByteCnt.Get(b[:]))
+	bc := uint32(pos(prm.CQE64.ByteCnt).get(b[:]))
 	if f == MiniFlowTag && bc>>16 != 0 && cqeStrides(b) == 0 {
 		return false // the flow-tag mini-CQE has 24 bits of byte count
 	}
 	if f == MiniCsumStride || f == MiniFlowTag {
 		return true
 	}
-	wa, wb := uint16(prm.CQE64.WQECounter.Get(a[:])), uint16(prm.CQE64.WQECounter.Get(b[:]))
+	wa, wb := uint16(pos(prm.CQE64.WQECounter).get(a[:])), uint16(pos(prm.CQE64.WQECounter).get(b[:]))
 	if s := cqeStrides(a); s != 0 && p.Layout == LayoutBasic {
 		return wb == wa+uint16(s)
 	}
@@ -298,23 +298,23 @@ func compatible(p CQParams, m, a, b *[prm.CQESize]byte) bool {
 // flow-tag layout from DPDK mlx5_rx.c rxq_cq_to_mbuf).
 func mini(f MiniFormat, e *[prm.CQESize]byte) [prm.MiniCQESize]byte {
 	var m [prm.MiniCQESize]byte
-	bc := prm.CQE64.ByteCnt.Get(e[:])
+	bc := pos(prm.CQE64.ByteCnt).get(e[:])
 	switch f {
 	case MiniHash:
-		prm.MiniCQE.RxHashResult.Set(m[:], prm.CQE64.RSSHashResult.Get(e[:]))
-		prm.MiniCQE.ByteCnt.Set(m[:], bc)
+		pos(prm.MiniCQE.RxHashResult).set(m[:], pos(prm.CQE64.RSSHashResult).get(e[:]))
+		pos(prm.MiniCQE.ByteCnt).set(m[:], bc)
 	case MiniCsumStride:
-		prm.MiniCQE.Checksum.Set(m[:], prm.CQE64.Checksum.Get(e[:]))
-		prm.MiniCQE.StrideIdx.Set(m[:], prm.CQE64.WQECounter.Get(e[:]))
-		prm.MiniCQE.ByteCnt.Set(m[:], bc)
+		pos(prm.MiniCQE.Checksum).set(m[:], pos(prm.CQE64.Checksum).get(e[:]))
+		pos(prm.MiniCQE.StrideIdx).set(m[:], pos(prm.CQE64.WQECounter).get(e[:]))
+		pos(prm.MiniCQE.ByteCnt).set(m[:], bc)
 	case MiniFlowTag:
-		tag := prm.CQE64.SopDropQPN.Get(e[:]) & 0xffffff
-		prm.MiniCQE.Checksum.Set(m[:], tag&0xffff)
-		prm.MiniCQE.StrideIdx.Set(m[:], prm.CQE64.WQECounter.Get(e[:]))
-		prm.MiniCQE.ByteCnt.Set(m[:], tag>>16<<24|bc&prm.MPRQByteCntLenMask)
+		tag := pos(prm.CQE64.SopDropQPN).get(e[:]) & 0xffffff
+		pos(prm.MiniCQE.Checksum).set(m[:], tag&0xffff)
+		pos(prm.MiniCQE.StrideIdx).set(m[:], pos(prm.CQE64.WQECounter).get(e[:]))
+		pos(prm.MiniCQE.ByteCnt).set(m[:], tag>>16<<24|bc&prm.MPRQByteCntLenMask)
 	default: // MiniCsum on a cyclic RQ: checksum, no stride index
-		prm.MiniCQE.Checksum.Set(m[:], prm.CQE64.Checksum.Get(e[:]))
-		prm.MiniCQE.ByteCnt.Set(m[:], bc)
+		pos(prm.MiniCQE.Checksum).set(m[:], pos(prm.CQE64.Checksum).get(e[:]))
+		pos(prm.MiniCQE.ByteCnt).set(m[:], bc)
 	}
 	return m
 }
@@ -426,7 +426,7 @@ func (n *NIC) writeBasicSession(c *cq, run []pendingCQE) {
 		}
 	}
 	t := run[0].b
-	prm.CQE64.ByteCnt.Set(t[:], uint64(cnt))
+	pos(prm.CQE64.ByteCnt).set(t[:], uint64(cnt))
 	t[63] = t[63]&0xf0 | prm.CQEFormatCompressed<<2
 	if !n.store(c, start, &t) {
 		return
@@ -454,7 +454,7 @@ func (n *NIC) writeEnhanced(c *cq, run []pendingCQE) {
 			m := mini(c.p.MiniFormat, &run[j].b)
 			copy(e[j*prm.MiniCQESize:], m[:])
 		}
-		prm.CQE64.WQECounter.Set(e[:], prm.CQE64.WQECounter.Get(run[0].b[:]))
+		pos(prm.CQE64.WQECounter).set(e[:], pos(prm.CQE64.WQECounter).get(run[0].b[:]))
 		e[63] = byte(k-1)<<4 | prm.CQEFormatCompressed<<2
 		if !n.store(c, c.pi, &e) {
 			return

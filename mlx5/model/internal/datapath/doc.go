@@ -54,8 +54,11 @@
 //     wakes a cabled peer once; no frame allocates (inbox buffers circulate between cabled
 //     ports, steering parses into the port's own packet and match parameter); queue rings
 //     and doorbell records are looked up once per change of the DMA space's mappings; RSS
-//     hashes by a per-TIR Toeplitz table. Every check stays as it was: each faster form is
-//     tested against the definition it replaces.
+//     hashes by a per-TIR Toeplitz table; in free-running mode an SQ doorbell does the
+//     Step's work in the ringing thread when no Step holds the port; a striding RQ keeps
+//     each WQE's buffer translated while the keys' generation stays (DirectTranslator).
+//     Every check stays as it was: each faster form is tested against the definition it
+//     replaces.
 //
 // Inferred rather than documented (real hardware may differ): which CQEs the device
 // compresses (the model compresses only CQEs equal outside what the mini-CQE carries,

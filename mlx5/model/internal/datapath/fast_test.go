@@ -302,3 +302,26 @@ func TestSetLyr24(t *testing.T) {
 		}
 	}
 }
+
+// TestFieldPosGetIsFieldGet holds fieldPos.get to prm.Field.Get on random fields (widths 1-80,
+// any bit offset, fields running past the buffer) over random bytes.
+func TestFieldPosGetIsFieldGet(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 3))
+	for range 50000 {
+		n := 1 + r.IntN(24)
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		width := 1 + r.Uint32N(80)
+		off := r.Uint32N(uint32(n)*8 + 16)
+		if r.IntN(4) == 0 {
+			off &^= 7 // byte-aligned fields, the fast paths
+			width = []uint32{8, 16, 32, 64}[r.IntN(4)]
+		}
+		want := prm.Field{Off: off, Width: width}.Get(b)
+		if got := (fieldPos{off, width}).get(b); got != want {
+			t.Fatalf("field at bit %d, %d bits in %x: fieldPos.get gives %#x, prm.Field.Get %#x", off, width, b, got, want)
+		}
+	}
+}

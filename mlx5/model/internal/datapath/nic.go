@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/daqiri-go/daqiri/mlx5/prm"
@@ -28,7 +29,7 @@ type NIC struct {
 	tables    [2]map[uint32]*table
 	roots     [2]uint32
 	hasRoot   [2]bool
-	fcounters map[uint32]*FlowCounter
+	fcounters map[uint32]*FlowCounter // the map under mu and fcMu, the values under fcMu
 	reformats map[uint32]*ReformatParams
 	pacing    map[uint16]PacingParams
 	stats     Counters
@@ -37,6 +38,12 @@ type NIC struct {
 	pendingSQ map[uint32]bool
 	events    []func()
 	flex      map[uint32]*FlexNodeParams // flex parser nodes (flex.go)
+
+	// fcMu guards the flow counters' values, and with mu their map: QUERY_FLOW_COUNTER
+	// takes only fcMu, so a counter read does not wait for a Step in progress (which holds
+	// mu for up to a Step's budget of frames; daqiri-bench reads the drop counters while its
+	// window is full), and still sees whole frames counted.
+	fcMu sync.Mutex
 
 	// rung lists the SQs whose doorbell was rung since the last Step, each once (under
 	// dbMu, which UARWrite takes instead of mu for SQ doorbells).
@@ -76,6 +83,9 @@ type NIC struct {
 	steerMP  [2][]byte
 
 	kick chan struct{}
+	// running counts the Run goroutines stepping the port (free-running mode): only then
+	// does an SQ doorbell do the Step's work in the ringing thread (see UARWrite).
+	running atomic.Int32
 }
 
 // inboxLimit bounds the frames waiting for a Step: a port that is not stepped drops what
@@ -166,7 +176,8 @@ func (n *NIC) QCounterOutOfBuffer(set uint32, clear bool) uint64 {
 //
 // An SQ doorbell takes only the doorbell lock, not the port's: the driver's sending thread
 // never waits for a Step in progress (which holds the port's lock while it serves the SQs and
-// the frames), and the next Step serves every SQ rung since the last one.
+// the frames), and the next Step serves every SQ rung since the last one. In free-running
+// mode a doorbell that finds the port's lock free does that Step's work itself.
 func (n *NIC) UARWrite(uar uint32, off uint32, data []byte) {
 	if off >= prm.UARBlueFlame && off < prm.UARPageSize && len(data) >= 8 {
 		// The first 8 bytes of the control segment: the SQ number is in qpn_ds (rdma-core
@@ -178,6 +189,20 @@ func (n *NIC) UARWrite(uar uint32, off uint32, data []byte) {
 			n.rung = append(n.rung, sqn)
 		}
 		n.dbMu.Unlock()
+		if n.running.Load() > 0 && n.mu.TryLock() {
+			// Free-running and no Step in progress: the ringing thread does the Step's work
+			// itself, as a NIC starts on a doorbell at once, instead of waking the port's
+			// goroutine for it (a wake-up and a thread hand-off per doorbell, and the WQEs
+			// and buffers the driver just wrote are still in this CPU's cache). What the
+			// budget leaves is the goroutine's, as is any doorbell rung while the lock is
+			// held (TryLock fails there, and that doorbell signals).
+			n.stepLocked(inlineBudget)
+			more := len(n.pendingSQ) > 0 || n.rungAny() || n.inboxAny()
+			n.finishStep()
+			if !more {
+				return
+			}
+		}
 		n.signal()
 		return
 	}
@@ -276,8 +301,44 @@ func (n *NIC) Step(budget int) int {
 	if budget <= 0 {
 		return 0
 	}
-	done := 0
 	n.lock()
+	done := n.stepLocked(budget)
+	n.finishStep()
+	return done
+}
+
+// inlineBudget is the work an SQ doorbell does in the ringing thread (UARWrite), as Run's
+// Step does per call.
+const inlineBudget = 256
+
+// finishStep ends a Step (the port's lock held): the lock is released, the events raised
+// are delivered, and a cabled peer that got frames is woken once.
+func (n *NIC) finishStep() {
+	peer := n.kickPeer
+	n.kickPeer = nil
+	n.unlock()
+	if peer != nil {
+		peer.signal()
+	}
+}
+
+// rungAny reports whether an SQ doorbell waits for a Step.
+func (n *NIC) rungAny() bool {
+	n.dbMu.Lock()
+	defer n.dbMu.Unlock()
+	return len(n.rung) > 0
+}
+
+// inboxAny reports whether a frame waits for a Step.
+func (n *NIC) inboxAny() bool {
+	n.inMu.Lock()
+	defer n.inMu.Unlock()
+	return len(n.inbox) > 0
+}
+
+// stepLocked is Step's work, with the port's lock held.
+func (n *NIC) stepLocked(budget int) int {
+	done := 0
 	n.dbMu.Lock()
 	for _, sqn := range n.rung {
 		if n.sqs[sqn] != nil {
@@ -335,12 +396,6 @@ func (n *NIC) Step(budget int) int {
 		n.work = work[:0]
 	}
 	n.flushCQs()
-	peer := n.kickPeer
-	n.kickPeer = nil
-	n.unlock()
-	if peer != nil {
-		peer.signal()
-	}
 	return done
 }
 
@@ -362,6 +417,8 @@ func (n *NIC) Pending() bool {
 // Run steps the port from a goroutine until ctx ends (free-running mode). It sleeps while
 // idle until a doorbell or a frame arrives, or briefly while an SQ waits for its time.
 func (n *NIC) Run(ctx context.Context) {
+	n.running.Add(1)
+	defer n.running.Add(-1)
 	t := time.NewTimer(time.Millisecond)
 	defer t.Stop()
 	for ctx.Err() == nil {

@@ -25,6 +25,49 @@ type rq struct {
 	refs    int
 	// ring and dbr cache the ring's WQEs and the doorbell record.
 	ring, dbr memCache
+	// bufs caches a striding RQ's WQE buffers, translated whole, by WQE index (rqBuf; made
+	// at the first frame when the keys are a DirectTranslator and the ring has at most
+	// maxCached WQEs).
+	bufs []rqBuf
+}
+
+// rqBuf is a striding WQE's buffer as the keys translated it: valid while the keys' Gen is
+// gen and the WQE's data segment still names lkey, addr and n bytes; mem nil: the buffer
+// does not translate directly as a whole (the scatter goes through Store).
+type rqBuf struct {
+	gen   uint64
+	lkey  uint32
+	addr  uint64
+	n     int
+	valid bool
+	mem   []byte
+}
+
+// stridingBuf returns WQE slot i's buffer (lkey, addr, n bytes, local write) translated
+// directly, or nil when the scatter must go through Store: no DirectTranslator, a ring too
+// large to cache, or a buffer that does not translate directly as a whole.
+func (n *NIC) stridingBuf(r *rq, i uint32, lkey uint32, addr uint64, size int) []byte {
+	t, ok := n.cfg.Keys.(DirectTranslator)
+	if !ok {
+		return nil
+	}
+	if r.bufs == nil {
+		k := 1 << r.p.WQ.LogSize
+		if k > maxCached {
+			return nil
+		}
+		r.bufs = make([]rqBuf, k)
+	}
+	b := &r.bufs[i&uint32(len(r.bufs)-1)]
+	g := t.Gen()
+	if !b.valid || b.gen != g || b.lkey != lkey || b.addr != addr || b.n != size {
+		m, err := t.Direct(lkey, addr, size, dma.Write)
+		if err != nil {
+			m = nil
+		}
+		*b = rqBuf{gen: g, lkey: lkey, addr: addr, n: size, valid: true, mem: m}
+	}
+	return b.mem
 }
 
 func (r *rq) linked() bool {
@@ -53,7 +96,7 @@ func (r *rq) advance() {
 		r.cur = (r.cur + 1) & mask
 		return
 	}
-	r.cur = uint32(prm.WQESrqNext.NextWQEIndex.Get(w)) & mask
+	r.cur = uint32(pos(prm.WQESrqNext.NextWQEIndex).get(w)) & mask
 }
 
 func (r *rq) striding() bool {
@@ -259,13 +302,13 @@ func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta, whole uint32) {
 		// kernel's mlx5e sets it on every entry of its cyclic RQs (en_main.c
 		// mlx5e_alloc_rq: frag_size | MLX5_HW_START_PADDING, which device.h defines as
 		// MLX5_INLINE_SEG, 0x80000000).
-		bc := uint32(prm.WQEData.ByteCount.Get(seg)) &^ prm.HWStartPadding
-		lkey := uint32(prm.WQEData.LKey.Get(seg))
+		bc := uint32(pos(prm.WQEData.ByteCount).get(seg)) &^ prm.HWStartPadding
+		lkey := uint32(pos(prm.WQEData.LKey).get(seg))
 		if bc == 0 || lkey == prm.InvalidLKey {
 			break
 		}
 		k := min(int(bc), len(left))
-		if err := n.scatter(lkey, prm.WQEData.Addr.Get(seg), left[:k]); err != nil {
+		if err := n.scatter(lkey, pos(prm.WQEData.Addr).get(seg), left[:k]); err != nil {
 			r.advance()
 			n.rxError(r, idx, prm.CQESyndLocalProt)
 			return
@@ -330,25 +373,36 @@ func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
 		return
 	}
 	d := w[prm.MPRQWQE.DSeg.ByteOff():]
-	lkey := uint32(prm.WQEData.LKey.Get(d))
-	bc := int(prm.WQEData.ByteCount.Get(d))
+	lkey := uint32(pos(prm.WQEData.LKey).get(d))
+	bc := int(pos(prm.WQEData.ByteCount).get(d))
 	first := r.strides
 	off := first * ss
 	if bc < ns*ss {
 		n.rxError(r, idx, prm.CQESyndLocalLength)
 		return
 	}
-	at := prm.WQEData.Addr.Get(d) + uint64(off)
-	if r.p.WQ.TwoByteShift {
-		if err := n.scatter(lkey, at, []byte{0, 0}); err != nil {
+	base := pos(prm.WQEData.Addr).get(d)
+	at := base + uint64(off)
+	if buf := n.stridingBuf(r, r.cur, lkey, base, bc); buf != nil {
+		// The whole buffer translated: the strides are in it (bc ≥ ns*ss ≥ off + need).
+		o := off
+		if r.p.WQ.TwoByteShift {
+			buf[o], buf[o+1] = 0, 0
+			o += 2
+		}
+		copy(buf[o:], f)
+	} else {
+		if r.p.WQ.TwoByteShift {
+			if err := n.scatter(lkey, at, []byte{0, 0}); err != nil {
+				n.rxError(r, idx, prm.CQESyndLocalProt)
+				return
+			}
+			at += 2
+		}
+		if err := n.scatter(lkey, at, f); err != nil {
 			n.rxError(r, idx, prm.CQESyndLocalProt)
 			return
 		}
-		at += 2
-	}
-	if err := n.scatter(lkey, at, f); err != nil {
-		n.rxError(r, idx, prm.CQESyndLocalProt)
-		return
 	}
 	r.strides += k
 	pos(prm.CQE64.WQEID).set(e[:], uint64(idx&0xffff))

@@ -3,8 +3,10 @@ package datapath
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
+	"github.com/daqiri-go/daqiri/mlx5/model/internal/dma"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
 )
 
@@ -219,5 +221,125 @@ func TestChecksumBits(t *testing.T) {
 	}
 	if ok := prm.CQE64.HdsIPExt.Get(got[1][:]); ok != prm.CQEL2OK {
 		t.Fatalf("bad IP checksum: bits %#x", ok)
+	}
+}
+
+// directKeys is the test keys as a DirectTranslator: the striding RQ then keeps its WQE
+// buffers translated (rqBuf).
+type directKeys struct{ keys }
+
+func (k directKeys) Gen() uint64 { return k.s.Gen() }
+
+func (k directKeys) Direct(lkey uint32, addr uint64, n int, perm dma.Perm) ([]byte, error) {
+	return k.Translate(lkey, addr, n, perm)
+}
+
+// TestStridingBufCache runs the same random frames into a striding RQ (with and without the
+// two-byte shift) through keys that translate per scatter and through a DirectTranslator
+// (the WQE buffers kept translated): the CQEs and every byte of the buffers come out the
+// same. With the cache, a buffer remapped to other memory at the same address (a DMA space
+// change) and a WQE reposted with another buffer take the next frames where they now are,
+// and a WQE whose buffer does not translate as a whole (it runs into unmapped space) still
+// takes the frames that fit its mapped part, as the per-scatter path does.
+func TestStridingBufCache(t *testing.T) {
+	for _, shift := range []bool{false, true} {
+		r := rand.New(rand.NewPCG(31, 11))
+		var frames [][]byte
+		for range 300 {
+			frames = append(frames, udpFrame([4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 5, 6, 20+r.IntN(900), byte(r.Uint32())))
+		}
+		type run struct {
+			cqes [][64]byte
+			mem  [][]byte
+		}
+		do := func(direct bool) run {
+			e := newEnv(t)
+			if direct {
+				e.nic = New(Config{Space: e.space, Keys: directKeys{keys{e.space}}, Events: e.ev, Clock: e.clock})
+			}
+			e.rqMod = func(p *RQParams) { p.WQ.TwoByteShift = shift }
+			c := e.newCQ(10, nil)
+			q := e.newRQ(c, 3, 0, 64, 32)
+			e.direct(q)
+			// WQE 5's buffer runs 4 KiB past its 4 KiB mapping: not translatable whole.
+			prm.WQEData.ByteCount.Set(q.ring[5*32+16:], uint64(64*32+4096))
+			var out run
+			for i, f := range frames {
+				if i%40 == 0 {
+					q.post(8)
+				}
+				if direct && i == 100 {
+					// Remap WQE 2's buffer: new memory at the same address.
+					must(t, e.space.Unmap(q.bufs[2]))
+					fresh := make([]byte, 4096)
+					must(t, e.space.Map(q.bufs[2], fresh, dma.Read|dma.Write))
+					q.mem[2] = fresh[:len(q.mem[2])]
+				}
+				e.nic.Receive(f)
+				e.nic.Step(8)
+				out.cqes = append(out.cqes, c.poll()...)
+			}
+			for _, m := range q.mem {
+				out.mem = append(out.mem, append([]byte(nil), m...))
+			}
+			return out
+		}
+		plain, cached := do(false), do(true)
+		if len(plain.cqes) != len(cached.cqes) || len(plain.cqes) < len(frames)/2 {
+			t.Fatalf("shift %v: %d CQEs per scatter, %d with the cache (%d frames)", shift, len(plain.cqes), len(cached.cqes), len(frames))
+		}
+		for i := range plain.cqes {
+			if plain.cqes[i] != cached.cqes[i] {
+				t.Fatalf("shift %v: CQE %d differs:\n%x\n%x", shift, i, plain.cqes[i], cached.cqes[i])
+			}
+		}
+		for i := range plain.mem {
+			if i == 2 {
+				continue // remapped in the cached run only: checked below
+			}
+			if !bytes.Equal(plain.mem[i], cached.mem[i]) {
+				t.Fatalf("shift %v: WQE %d's buffer differs", shift, i)
+			}
+		}
+		// The remapped buffer holds the frames after the remap, like the plain run's
+		// buffer, from the first stride written after it on.
+		if bytes.Equal(cached.mem[2], make([]byte, len(cached.mem[2]))) {
+			t.Fatalf("shift %v: nothing reached WQE 2's buffer after the remap", shift)
+		}
+	}
+
+	// A WQE reposted with another buffer: the next frames land in the new one.
+	e := newEnv(t)
+	e.nic = New(Config{Space: e.space, Keys: directKeys{keys{e.space}}, Events: e.ev, Clock: e.clock})
+	c := e.newCQ(6, nil)
+	q := e.newRQ(c, 1, 0, 64, 32)
+	e.direct(q)
+	// The buffer the WQE is reposted with is mapped before any frame: no DMA space change
+	// between, so only the data segment's new address can tell the cache.
+	iova, mem := e.alloc(64 * 32)
+	q.post(1)
+	f := udpFrame([4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 5, 6, 100, 9)
+	e.nic.Receive(f)
+	e.nic.Step(8)
+	if !bytes.Equal(q.mem[0][:len(f)], f) {
+		t.Fatal("first frame not in WQE 0's buffer")
+	}
+	// Fill WQE 0 so the RQ moves on, then repost it (index 2 = slot 0) with a new buffer.
+	prm.WQEData.Addr.Set(q.ring[16:], iova)
+	for range 31 {
+		e.nic.Receive(udpFrame([4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 5, 6, 10, 1))
+	}
+	q.post(2)
+	e.nic.Step(64)
+	g := udpFrame([4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 5, 6, 200, 3)
+	for range 33 { // WQE 1's 32 strides, then the reposted slot 0
+		e.nic.Receive(g)
+	}
+	e.nic.Step(64)
+	if !bytes.Equal(mem[:len(g)], g) {
+		t.Fatal("after the repost, the frame did not land in the WQE's new buffer")
+	}
+	if bytes.Equal(q.mem[0][:len(g)], g) {
+		t.Fatal("after the repost, the frame landed in the WQE's old buffer")
 	}
 }

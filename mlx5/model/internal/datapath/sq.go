@@ -142,7 +142,7 @@ func (s *sq) readWQE(pc uint32) ([]byte, *wqeError) {
 	if err != nil {
 		return nil, &wqeError{prm.CQESyndLocalAccess}
 	}
-	ds := int(prm.CtrlDS(uint32(prm.WQECtrl.QPNDS.Get(first))))
+	ds := int(prm.CtrlDS(uint32(pos(prm.WQECtrl.QPNDS).get(first))))
 	if ds == 0 {
 		return nil, &wqeError{prm.CQESyndLocalQPOp}
 	}
@@ -203,8 +203,8 @@ func (n *NIC) runSQ(s *sq, budget int) (done int, idle bool) {
 			done++
 			continue
 		}
-		ctrl := uint32(prm.WQECtrl.OpModIdxOpcode.Get(w))
-		fm := uint8(prm.WQECtrl.FmCeSe.Get(w))
+		ctrl := uint32(pos(prm.WQECtrl.OpModIdxOpcode).get(w))
+		fm := uint8(pos(prm.WQECtrl.FmCeSe).get(w))
 		if fm&prm.WQECtrlCEMask >= prm.WQECtrlCQUpdate {
 			n.txCQE(s, ctrl, fm&prm.WQECtrlSolicited != 0)
 		}
@@ -235,7 +235,7 @@ func (n *NIC) sqError(s *sq, w []byte, synd uint8) {
 	var ctrl uint32
 	bbs := 1
 	if len(w) >= 16 {
-		ctrl = uint32(prm.WQECtrl.OpModIdxOpcode.Get(w))
+		ctrl = uint32(pos(prm.WQECtrl.OpModIdxOpcode).get(w))
 		bbs = max(1, (len(w)+prm.SendWQEBB-1)/prm.SendWQEBB)
 	} else {
 		ctrl = s.pc & 0xffff << 8
@@ -262,7 +262,7 @@ func (n *NIC) flushWQE(s *sq, w []byte, werr *wqeError) {
 		s.pc++
 		return
 	}
-	n.errCQE(s, uint32(prm.WQECtrl.OpModIdxOpcode.Get(w)), prm.CQESyndWRFlush)
+	n.errCQE(s, uint32(pos(prm.WQECtrl.OpModIdxOpcode).get(w)), prm.CQESyndWRFlush)
 	s.pc += uint32((len(w) + prm.SendWQEBB - 1) / prm.SendWQEBB)
 }
 
@@ -270,8 +270,8 @@ func (n *NIC) flushWQE(s *sq, w []byte, werr *wqeError) {
 // wait before it, or the error it completes with.
 func (n *NIC) execWQE(s *sq, w []byte) (bbs int, stall bool, werr *wqeError) {
 	bbs = (len(w) + prm.SendWQEBB - 1) / prm.SendWQEBB
-	ctrl := uint32(prm.WQECtrl.OpModIdxOpcode.Get(w))
-	if sqn := prm.CtrlSQN(uint32(prm.WQECtrl.QPNDS.Get(w))); sqn != s.p.SQN&0xffffff {
+	ctrl := uint32(pos(prm.WQECtrl.OpModIdxOpcode).get(w))
+	if sqn := prm.CtrlSQN(uint32(pos(prm.WQECtrl.QPNDS).get(w))); sqn != s.p.SQN&0xffffff {
 		return bbs, false, &wqeError{prm.CQESyndLocalQPOp}
 	}
 	op := prm.CtrlOpcode(ctrl)
@@ -348,7 +348,7 @@ func ethSeg(w []byte) (cs uint8, inline []byte, vlan uint32, next int, werr *wqe
 		return 0, nil, 0, 0, &wqeError{prm.CQESyndLocalQPOp}
 	}
 	eth := w[16:]
-	cs = uint8(prm.WQEEth.CSFlags.Get(eth))
+	cs = uint8(pos(prm.WQEEth.CSFlags).get(eth))
 	word := binary.BigEndian.Uint32(eth[12:])
 	next = 32
 	if word>>16&prm.WQEEthInsertVLAN != 0 {
@@ -395,7 +395,7 @@ func (n *NIC) dataSeg(w []byte, off int) (data []byte, next int, werr *wqeError)
 	if n.cfg.Keys == nil {
 		return nil, 0, &wqeError{prm.CQESyndLocalProt}
 	}
-	b, err := n.cfg.Keys.Translate(uint32(prm.WQEData.LKey.Get(seg)), prm.WQEData.Addr.Get(seg), int(bc), dma.Read)
+	b, err := n.cfg.Keys.Translate(uint32(pos(prm.WQEData.LKey).get(seg)), pos(prm.WQEData.Addr).get(seg), int(bc), dma.Read)
 	if err != nil {
 		return nil, 0, &wqeError{prm.CQESyndLocalProt}
 	}

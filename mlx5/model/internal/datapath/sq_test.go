@@ -343,3 +343,72 @@ func TestEnhancedMPWWithoutAllowBit(t *testing.T) {
 		t.Fatalf("counters %+v, want 2 frames sent", c)
 	}
 }
+
+// TestDoorbellStepsInline: while a Run goroutine steps the port (free-running mode), an SQ
+// doorbell does the Step's work in the ringing thread: the frame is on the wire and the TX
+// CQE written when UARWrite returns, with no Step call and no wake-up of the port's
+// goroutine. With a Step in progress (the port's lock held) the doorbell only records itself
+// and wakes the goroutine, and without a Run goroutine (deterministic mode) nothing happens
+// before a Step.
+func TestDoorbellStepsInline(t *testing.T) {
+	f := udpFrame([4]byte{10, 1, 0, 1}, [4]byte{10, 1, 0, 2}, 1, 2, 300, 7)
+
+	// Deterministic mode: the doorbell waits for a Step.
+	p := newPair(t, false)
+	p.sq.send(f, 0, prm.WQECtrlCQUpdate)
+	if c := p.a.nic.Counters(false); c.TXPackets != 0 {
+		t.Fatalf("deterministic mode: the doorbell transmitted before a Step: %+v", c)
+	}
+	if got := len(p.txcq.poll()); got != 0 {
+		t.Fatalf("deterministic mode: %d TX CQEs before a Step", got)
+	}
+	p.step()
+	if got, _ := p.received(t); len(got) != 1 || !bytes.Equal(got[0], f) {
+		t.Fatalf("deterministic mode, after the Step: %d frames", len(got))
+	}
+
+	// Free-running: the ringing thread transmits.
+	p = newPair(t, false)
+	p.a.nic.running.Add(1)
+	p.sq.send(f, 0, prm.WQECtrlCQUpdate)
+	if c := p.a.nic.Counters(false); c.TXPackets != 1 {
+		t.Fatalf("free-running: the doorbell did not transmit in the ringing thread: %+v", c)
+	}
+	if got := len(p.txcq.poll()); got != 1 {
+		t.Fatalf("free-running: %d TX CQEs after the doorbell, want 1", got)
+	}
+	select {
+	case <-p.a.nic.kick:
+		t.Fatal("free-running: the doorbell woke the port's goroutine although nothing was left")
+	default:
+	}
+	select {
+	case <-p.b.nic.kick: // the peer got a frame: it is woken
+	default:
+		t.Fatal("free-running: the cabled peer was not woken for the frame")
+	}
+	p.step()
+	if got, _ := p.received(t); len(got) != 1 || !bytes.Equal(got[0], f) {
+		t.Fatalf("free-running: %d frames received", len(got))
+	}
+
+	// A Step in progress: the doorbell is left to the port's goroutine.
+	p.a.nic.mu.Lock()
+	p.sq.send(f, 0, prm.WQECtrlCQUpdate)
+	p.a.nic.mu.Unlock()
+	if c := p.a.nic.Counters(false); c.TXPackets != 1 {
+		t.Fatalf("with the port's lock held the doorbell transmitted: %+v", c)
+	}
+	select {
+	case <-p.a.nic.kick:
+	default:
+		t.Fatal("with the port's lock held the doorbell did not wake the port's goroutine")
+	}
+	p.step()
+	if c := p.a.nic.Counters(false); c.TXPackets != 2 {
+		t.Fatalf("after the Step: %+v", c)
+	}
+	if got, _ := p.received(t); len(got) != 1 || !bytes.Equal(got[0], f) {
+		t.Fatalf("after the Step: %d frames received", len(got))
+	}
+}

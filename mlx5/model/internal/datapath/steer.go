@@ -434,14 +434,17 @@ func (n *NIC) AllocFlowCounter(id uint32) error {
 	if n.fcounters[id] != nil {
 		return errf(StatusBadParam, SyndromeDuplicateID, "ALLOC_FLOW_COUNTER: counter %#x exists", id)
 	}
+	n.fcMu.Lock()
 	n.fcounters[id] = &FlowCounter{}
+	n.fcMu.Unlock()
 	return nil
 }
 
-// QueryFlowCounter reads (and optionally clears) a flow counter.
+// QueryFlowCounter reads (and optionally clears) a flow counter. It takes the counters' own
+// lock only, not the port's (see fcMu).
 func (n *NIC) QueryFlowCounter(id uint32, clear bool) (FlowCounter, error) {
-	n.lock()
-	defer n.unlock()
+	n.fcMu.Lock()
+	defer n.fcMu.Unlock()
 	c := n.fcounters[id]
 	if c == nil {
 		return FlowCounter{}, errf(StatusBadParam, SyndromeUnknownID, "QUERY_FLOW_COUNTER: no counter %#x", id)
@@ -471,7 +474,9 @@ func (n *NIC) DeallocFlowCounter(id uint32) error {
 			}
 		}
 	}
+	n.fcMu.Lock()
 	delete(n.fcounters, id)
+	n.fcMu.Unlock()
 	return nil
 }
 
@@ -570,11 +575,15 @@ func (n *NIC) steer(typ uint8, f []byte) verdict {
 			v.drop = typ == TableNICRX
 			return v
 		}
-		for _, c := range fte.Counters {
-			if fc := n.fcounters[c]; fc != nil && fte.Action&ActionCount != 0 {
-				fc.Packets++
-				fc.Octets += uint64(len(v.frame))
+		if len(fte.Counters) > 0 && fte.Action&ActionCount != 0 {
+			n.fcMu.Lock()
+			for _, c := range fte.Counters {
+				if fc := n.fcounters[c]; fc != nil {
+					fc.Packets++
+					fc.Octets += uint64(len(v.frame))
+				}
 			}
+			n.fcMu.Unlock()
 		}
 		if fte.FlowTag != 0 {
 			v.flowTag = fte.FlowTag

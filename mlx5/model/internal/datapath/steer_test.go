@@ -343,3 +343,76 @@ func randomFrame(t *testing.T, rnd *rand.Rand) []byte {
 	must(t, gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...))
 	return buf.Bytes()
 }
+
+// TestFlowCounterDuringSteps: a flow counter read (and cleared) from another goroutine while
+// frames are steered counts whole frames — every read's octets are its packets times the frame
+// size — and the reads and the last value add up to every frame steered. QueryFlowCounter does
+// not take the port's lock (fcMu), so this runs under the race detector too. A read with the
+// port's lock held by this goroutine returns as well.
+func TestFlowCounterDuringSteps(t *testing.T) {
+	e := newEnv(t)
+	c := e.newCQ(10, nil)
+	r := e.newRQ(c, 10, 2048, 0, 0)
+	tirn := e.id()
+	must(t, e.nic.CreateTIR(TIRParams{TIRN: tirn, InlineRQ: r.rqn}))
+	must(t, e.nic.AllocFlowCounter(7))
+	ft, g := e.id(), e.id()
+	must(t, e.nic.CreateFlowTable(FlowTableParams{Type: TableNICRX, ID: ft, LogSize: 4}))
+	must(t, e.nic.CreateFlowGroup(FlowGroupParams{Type: TableNICRX, Table: ft, ID: g, Start: 0, End: 0}))
+	must(t, e.nic.SetFTE(FTEParams{Type: TableNICRX, Table: ft, Group: g, Index: 0, Action: ActionFwdDest | ActionCount,
+		Counters: []uint32{7}, Dests: []Dest{{Type: DestTIR, ID: tirn}}}))
+	must(t, e.nic.SetRoot(TableNICRX, ft))
+
+	f := udpFrame([4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 5, 6, 100, 1)
+	const frames = 3000
+	stop := make(chan struct{})
+	reads := make(chan FlowCounter, 1)
+	go func() {
+		var sum FlowCounter
+		for {
+			select {
+			case <-stop:
+				reads <- sum
+				return
+			default:
+			}
+			v, err := e.nic.QueryFlowCounter(7, true)
+			if err != nil {
+				t.Error(err)
+			}
+			if v.Octets != v.Packets*uint64(len(f)) {
+				t.Errorf("a read saw %d packets and %d octets: not whole %d-byte frames", v.Packets, v.Octets, len(f))
+			}
+			sum.Packets += v.Packets
+			sum.Octets += v.Octets
+		}
+	}()
+	for i := 0; i < frames; i++ {
+		if i%512 == 0 {
+			r.post(512)
+		}
+		e.nic.Receive(f)
+		if i%16 == 15 {
+			e.nic.Step(64)
+			c.poll()
+		}
+	}
+	e.nic.Step(64)
+	close(stop)
+	sum := <-reads
+	last, err := e.nic.QueryFlowCounter(7, false)
+	must(t, err)
+	if got := sum.Packets + last.Packets; got != frames || sum.Octets+last.Octets != frames*uint64(len(f)) {
+		t.Fatalf("reads and the last value count %d packets, %d octets; want %d, %d", got, sum.Octets+last.Octets, frames, frames*len(f))
+	}
+
+	e.nic.mu.Lock()
+	v, err := e.nic.QueryFlowCounter(7, false)
+	e.nic.mu.Unlock()
+	if err != nil || v != last {
+		t.Fatalf("read with the port's lock held: %+v, %v; want %+v", v, err, last)
+	}
+	if _, err := e.nic.QueryFlowCounter(8, false); err == nil {
+		t.Fatal("a counter that does not exist was read")
+	}
+}
