@@ -43,6 +43,16 @@ import "sync/atomic"
 // CAS found, which is that head. A stale hint saying "empty" is not believed: Get looks at the
 // head itself before reporting an empty pool.
 //
+// Get's first attempt also loads the new top's link word (for the hints it leaves) before its
+// compare-and-swap rather than after it, so that no load waits for the CAS (on the path to the
+// next operation's CAS that was one load in a row after the locked instruction). The word is
+// the link word of the index the next hint names; the load comes after the loads of the hints
+// that gave h and that index, so after the CAS that installed h. If this CAS succeeds, the head
+// held h from that CAS until this one (tags only grow), so that index was free the whole time,
+// and a free index's link word is written by nobody: the value loaded is the value the word
+// holds at the CAS, as a load after it would have found. If the CAS fails, the value is
+// dropped.
+//
 // The hints are plain stores on amd64 (storeRelease64) to the head's line, right after the CAS
 // that took it, so under contention they rarely cost a transfer of the line of their own (with
 // 4 and 8 threads on the H200 host the pool moved 28.0 and 24.1 M buffers a second, against
