@@ -43,16 +43,6 @@ import "sync/atomic"
 // CAS found, which is that head. A stale hint saying "empty" is not believed: Get looks at the
 // head itself before reporting an empty pool.
 //
-// Get's first attempt also loads the new top's link word (for the hints it leaves) before its
-// compare-and-swap rather than after it, so that no load waits for the CAS (on the path to the
-// next operation's CAS that was one load in a row after the locked instruction). The word is
-// the link word of the index the next hint names; the load comes after the loads of the hints
-// that gave h and that index, so after the CAS that installed h. If this CAS succeeds, the head
-// held h from that CAS until this one (tags only grow), so that index was free the whole time,
-// and a free index's link word is written by nobody: the value loaded is the value the word
-// holds at the CAS, as a load after it would have found. If the CAS fails, the value is
-// dropped.
-//
 // The hints are plain stores on amd64 (storeRelease64) to the head's line, right after the CAS
 // that took it, so under contention they rarely cost a transfer of the line of their own (with
 // 4 and 8 threads on the H200 host the pool moved 28.0 and 24.1 M buffers a second, against
@@ -76,7 +66,10 @@ func (p *Pool) setHints(tag uint64, top uint32, l uint64) {
 }
 
 // hintAfterPop records the new top's link word after a CAS that made top (index+1) the top
-// with tag tag.
+// with tag tag. The load comes after the CAS, although a load after a locked instruction waits
+// for it: loading the word before Get's first CAS instead (valid when that CAS succeeds) was
+// slower on the H200 host, 4–7 % fewer gets and puts in each of six interleaved runs of
+// upstream's loop (BENCHMARKS.md, issue 31, fourth round, "pool, second pass").
 func (p *Pool) hintAfterPop(tag uint64, top uint32) {
 	var l uint64
 	if top != none && int(top) <= p.n {

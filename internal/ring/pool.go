@@ -88,19 +88,11 @@ func (p *Pool) Get() (idx uint32, ok bool) {
 	// First try: the head the last operation installed, from its hints (hints.go). If the
 	// head has moved since, the compare-and-swap fails and the loop below starts from the
 	// head itself.
-	//
-	// The new top's link word (the next hints) is loaded before the compare-and-swap, not
-	// after it: a load after a locked instruction waits for it, so loading it afterwards put
-	// one more load on the path from this CAS to the next one. It is what the link word holds
-	// when the CAS succeeds (hints.go says why); when the CAS fails it is not used.
 	h := atomic.LoadUint64(&p.hintHead)
 	if x := atomic.LoadUint64(&p.hintNext); x>>32 == h>>32 && uint32(h) != none {
-		nxt := uint32(x)
-		var l uint64
-		if i := int(nxt) - 1; uint(i) < uint(len(p.link)) { // nxt != none and nxt <= n
-			l = atomic.LoadUint64(&p.link[i])
-		}
-		if p.popHinted(h, x, l) {
+		tag := (h>>32 + 1) << 32
+		if p.head.CompareAndSwap(h, tag|x&0xffffffff) {
+			p.hintAfterPop(tag, uint32(x))
 			return uint32(h) - 1, true
 		}
 	}
@@ -117,20 +109,6 @@ func (p *Pool) Get() (idx uint32, ok bool) {
 			return top - 1, true
 		}
 	}
-}
-
-// popHinted is Get's first attempt: pop head h, whose next index is x's low half and whose new
-// top's link word is l, all loaded before it. A thread can stall anywhere between those loads
-// and this compare-and-swap; the CAS compares the whole head, tag included, so it succeeds
-// only if the head has held h all along, and then x and l are still what they were (a test
-// replays the stall).
-func (p *Pool) popHinted(h, x, l uint64) bool {
-	tag := (h>>32 + 1) << 32
-	if p.head.CompareAndSwap(h, tag|x&0xffffffff) {
-		p.setHints(tag, uint32(x), l)
-		return true
-	}
-	return false
 }
 
 // GetBulk fills all of dst or takes nothing.

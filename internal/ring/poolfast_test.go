@@ -160,35 +160,6 @@ func TestPoolStalledHintsABA(t *testing.T) {
 		p.Put(b)
 		checkChain(t, p, 4)
 	})
-	t.Run("get-preloaded-link", func(t *testing.T) {
-		// Get's first attempt loads the head hint, the next hint and the new top's link word,
-		// then compares and swaps. Here its thread stalls after those loads while others take
-		// 0, 1 and 2 and put back 1 (now over 3) and 0: the head names 0 again, over 1 again,
-		// but 1's link word says 3, not 2, and 2 is held.
-		p, _ := NewPool(4) // free: 0 (top), 1, 2, 3
-		h, x := p.hintHead, p.hintNext
-		l := p.link[uint32(x)-1]
-		a, _ := p.Get()
-		b, _ := p.Get()
-		c, _ := p.Get()
-		p.Put(b)
-		p.Put(a)
-		if uint32(p.head.Load()) != uint32(h) || p.hintNext&0xffffffff != x&0xffffffff {
-			t.Fatalf("replay set-up: head %#x, next hint %#x; want the top and next of %#x, %#x", p.head.Load(), p.hintNext, h, x)
-		}
-		if p.popHinted(h, x, l) {
-			t.Fatal("a compare-and-swap from a stalled thread's loads succeeded after the head moved")
-		}
-		checkChain(t, p, 3)
-		for _, want := range []uint32{a, b, 3} {
-			if v, ok := p.Get(); !ok || v != want {
-				t.Fatalf("Get = %d, %v; want %d (index %d is held)", v, ok, want, c)
-			}
-		}
-		if v, ok := p.Get(); ok {
-			t.Fatalf("Get = %d on an empty pool", v)
-		}
-	})
 	t.Run("empty", func(t *testing.T) {
 		p, _ := NewPool(2)
 		x, _ := p.Get()
