@@ -66,7 +66,10 @@ func (p *Pool) setHints(tag uint64, top uint32, l uint64) {
 }
 
 // hintAfterPop records the new top's link word after a CAS that made top (index+1) the top
-// with tag tag.
+// with tag tag. The load comes after the CAS, although a load after a locked instruction waits
+// for it: loading the word before Get's first CAS instead (valid when that CAS succeeds) was
+// slower on the H200 host, 3–10 % fewer gets and puts in each of six interleaved runs of
+// upstream's loop (BENCHMARKS.md, issue 31, fourth round, "pool, second pass").
 func (p *Pool) hintAfterPop(tag uint64, top uint32) {
 	var l uint64
 	if top != none && int(top) <= p.n {

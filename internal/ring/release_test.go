@@ -40,7 +40,7 @@ func TestPublishes(t *testing.T) {
 	var bad atomic.Value
 	wg.Go(func() {
 		for r := uint32(1); r <= rounds; r++ {
-			for atomic.LoadUint32(&ack) != r-1 {
+			for idle := 0; atomic.LoadUint32(&ack) != r-1; idle = yieldSometimes(idle) {
 				if time.Now().After(deadline) {
 					bad.Store("writer timed out")
 					return
@@ -54,7 +54,7 @@ func TestPublishes(t *testing.T) {
 	})
 	wg.Go(func() {
 		for r := uint32(1); r <= rounds; r++ {
-			for atomic.LoadUint32(&seq) != r {
+			for idle := 0; atomic.LoadUint32(&seq) != r; idle = yieldSometimes(idle) {
 				if time.Now().After(deadline) || bad.Load() != nil {
 					bad.CompareAndSwap(nil, "reader timed out")
 					return

@@ -100,11 +100,11 @@ func TestRingConcurrent(t *testing.T) {
 							buf[j] = uint64(p*perProducer + i + j)
 						}
 						if tc.calls {
-							for !r.Enqueue(buf[0]) {
+							for idle := 0; !r.Enqueue(buf[0]); idle = yieldSometimes(idle) {
 							}
 							continue
 						}
-						for !r.EnqueueBulk(buf) {
+						for idle := 0; !r.EnqueueBulk(buf); idle = yieldSometimes(idle) {
 						}
 					}
 				}(p)
@@ -117,7 +117,7 @@ func TestRingConcurrent(t *testing.T) {
 				go func() {
 					defer cwg.Done()
 					buf := make([]uint64, tc.bulk)
-					for {
+					for idle := 0; ; {
 						mu.Lock()
 						done := got >= total
 						mu.Unlock()
@@ -132,6 +132,11 @@ func TestRingConcurrent(t *testing.T) {
 						} else {
 							n = r.DequeueBurst(buf)
 						}
+						if n == 0 {
+							idle = yieldSometimes(idle)
+							continue
+						}
+						idle = 0
 						mu.Lock()
 						for _, v := range buf[:n] {
 							seen[v]++

@@ -27,7 +27,7 @@ func TestSPSCOrderConcurrent(t *testing.T) {
 			rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
 			buf := make([]uint64, 64)
 			next := uint64(0)
-			for next < total && time.Now().Before(deadline) {
+			for idle := 0; next < total && time.Now().Before(deadline); {
 				n := 1 + rng.IntN(len(buf))
 				n = int(min(uint64(n), total-next))
 				for i := range n {
@@ -42,12 +42,17 @@ func TestSPSCOrderConcurrent(t *testing.T) {
 					k = r.EnqueueBurst(buf[:n])
 				}
 				next += uint64(k)
+				if k == 0 {
+					idle = yieldSometimes(idle)
+				} else {
+					idle = 0
+				}
 			}
 		}()
 		rng := rand.New(rand.NewPCG(rand.Uint64(), 2))
 		dst := make([]uint64, 64)
 		want := uint64(0)
-		for want < total && time.Now().Before(deadline) {
+		for idle := 0; want < total && time.Now().Before(deadline); {
 			n := 1 + rng.IntN(len(dst))
 			var k int
 			if rng.IntN(2) == 0 {
@@ -56,6 +61,11 @@ func TestSPSCOrderConcurrent(t *testing.T) {
 				}
 			} else {
 				k = r.DequeueBurst(dst[:n])
+			}
+			if k == 0 {
+				idle = yieldSometimes(idle)
+			} else {
+				idle = 0
 			}
 			for _, v := range dst[:k] {
 				if v != want {
@@ -249,24 +259,31 @@ func TestHandoffDirect(t *testing.T) {
 	wg.Go(func() {
 		r := rand.New(rand.NewPCG(seed, 1))
 		buf := make([]uint64, 16)
-		for next := uint64(0); next < total && time.Now().Before(deadline); {
+		for idle, next := 0, uint64(0); next < total && time.Now().Before(deadline); {
+			was := next
 			if r.IntN(2) == 0 {
 				if h.Enqueue(next) {
 					next++
 				}
-				continue
+			} else {
+				n := min(1+r.IntN(len(buf)), int(total-next))
+				for i := range n {
+					buf[i] = next + uint64(i)
+				}
+				next += uint64(h.EnqueueBurst(buf[:n]))
 			}
-			n := min(1+r.IntN(len(buf)), int(total-next))
-			for i := range n {
-				buf[i] = next + uint64(i)
+			if next == was {
+				idle = yieldSometimes(idle)
+			} else {
+				idle = 0
 			}
-			next += uint64(h.EnqueueBurst(buf[:n]))
 		}
 	})
 	r := rand.New(rand.NewPCG(seed, 2))
 	dst := make([]uint64, 16)
 	want := uint64(0)
-	for want < total && time.Now().Before(deadline) {
+	for idle := 0; want < total && time.Now().Before(deadline); {
+		was := want
 		if r.IntN(2) == 0 {
 			if v, ok := h.Dequeue(); ok {
 				if v != want {
@@ -274,13 +291,18 @@ func TestHandoffDirect(t *testing.T) {
 				}
 				want++
 			}
-			continue
-		}
-		for _, v := range dst[:h.DequeueBurst(dst[:1+r.IntN(len(dst))])] {
-			if v != want {
-				t.Fatalf("got %d, want %d (seed %d)", v, want, seed)
+		} else {
+			for _, v := range dst[:h.DequeueBurst(dst[:1+r.IntN(len(dst))])] {
+				if v != want {
+					t.Fatalf("got %d, want %d (seed %d)", v, want, seed)
+				}
+				want++
 			}
-			want++
+		}
+		if want == was {
+			idle = yieldSometimes(idle)
+		} else {
+			idle = 0
 		}
 	}
 	wg.Wait()
