@@ -576,7 +576,20 @@ func (s *Session) RxBurst(port, queue int) (*Burst, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One gate for the session and the queue (Close waits for the queue's calls).
+	if q.Poll == nil {
+		// A ring: taken without a gate, checked after the take (RxQueue.NextOpen says why
+		// that is safe against Close and deletion).
+		b, ok, closed := q.NextOpen(&s.closed)
+		switch {
+		case closed:
+			return nil, s.gateErr(port, "rx", queue)
+		case ok:
+			return b, nil
+		}
+		return nil, ErrNotReady
+	}
+	// A poll runs the engine's code: one gate for the session and the queue (Close waits
+	// for the queue's calls).
 	if !q.EnterCall(&s.closed) {
 		return nil, s.gateErr(port, "rx", queue)
 	}
@@ -702,11 +715,13 @@ func (s *Session) TxBurst(port, queue, n int) (*Burst, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !q.EnterCall(&s.closed) {
+	// No gate: the burst is checked after it is taken (TxQueue.NewBurstOpen says why that
+	// is safe against Close and deletion).
+	b, closed, err := q.NewBurstOpen(n, &s.closed)
+	if closed {
 		return nil, s.gateErr(port, "tx", queue)
 	}
-	defer q.LeaveCall()
-	return q.NewBurst(n)
+	return b, err
 }
 
 // Send transmits a TX burst. On success the engine owns the burst. When the error wraps

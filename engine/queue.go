@@ -176,6 +176,37 @@ func (q *RxQueue) enqueue(b *Burst, bytes int) bool {
 // Next takes the next delivered burst, if any.
 func (q *RxQueue) Next() (*Burst, bool) { return q.ring.Dequeue() }
 
+// NextOpen is the application's Next (RxBurst on a queue without Poll) without a gate: it
+// takes the next burst, then reads the queue's deleted flag and sessionClosed. The take is
+// an atomic read-modify-write of the ring and both reads are atomic loads, and the closers
+// (Shut, the session's Close) set their flag before they drain the ring, all sequentially
+// consistent: when both reads say open, the take came before either flag was set, so the
+// burst is one an EnterCall made before the close would have returned, and the application
+// owns it. Otherwise the burst is dropped as the closer's drain drops what it finds
+// (DropClosed, counted as Drain counts) and closed is true. Nothing else of the queue or
+// its engine is touched, so the call need not be waited for: it saves EnterCall's two
+// read-modify-writes per burst.
+func (q *RxQueue) NextOpen(sessionClosed *atomic.Bool) (b *Burst, ok, closed bool) {
+	b, ok = q.ring.Dequeue()
+	if q.gate.closed.Load() || sessionClosed.Load() {
+		if ok {
+			q.Stats.Drop(DropClosed, drainCount(b))
+			b.Free()
+		}
+		return nil, false, true
+	}
+	return b, ok, false
+}
+
+// drainCount is the packets a burst freed undelivered counts as dropped: a reorder
+// aggregate is one packet holding its batch, and drops the source packets that filled it.
+func drainCount(b *Burst) int {
+	if b.reorder != nil {
+		return b.reorder.SourcePackets
+	}
+	return b.Len()
+}
+
 // Pending is the number of bursts waiting in the ring.
 func (q *RxQueue) Pending() int { return q.ring.Len() }
 
@@ -189,11 +220,7 @@ func (q *RxQueue) Drain() int {
 		if !ok {
 			return n
 		}
-		if b.reorder != nil {
-			n += b.reorder.SourcePackets
-		} else {
-			n += b.Len()
-		}
+		n += drainCount(b)
 		b.Free()
 	}
 }
@@ -233,6 +260,27 @@ func (q *TxQueue) Available(n int) bool {
 		}
 	}
 	return true
+}
+
+// NewBurstOpen is the application's NewBurst (TxBurst) without a gate: it takes the burst,
+// then reads the queue's deleted flag and sessionClosed. NewBurst touches only Go memory
+// (the metadata pool, the regions' buffer pools, the burst's arrays), never a buffer's
+// bytes, and takes its buffers with atomic read-modify-writes; the closers (Shut, the
+// session's Close) set their flag before the queue's regions can be closed or deleted, all
+// sequentially consistent. When both reads say open, the buffers left their pools before
+// either flag was set, so a region's Close or delete counts them as held — the burst is one
+// an EnterCall made before the close would have returned. Otherwise the burst goes back
+// (buffers, then metadata) and closed is true (with a nil burst and error). It saves
+// EnterCall's two read-modify-writes per burst.
+func (q *TxQueue) NewBurstOpen(n int, sessionClosed *atomic.Bool) (b *Burst, closed bool, err error) {
+	b, err = q.NewBurst(n)
+	if q.gate.closed.Load() || sessionClosed.Load() {
+		if err == nil {
+			b.Free()
+		}
+		return nil, true, nil
+	}
+	return b, false, err
 }
 
 // NewBurst takes a burst with n packets whose buffers come from the queue's regions (one per
