@@ -590,10 +590,11 @@ func (s *Session) RxBurst(port, queue int) (*Burst, error) {
 	}
 	// A poll runs the engine's code: one gate for the session and the queue (Close waits
 	// for the queue's calls).
-	if !q.EnterCall(&s.closed) {
+	c, ok := q.EnterCall(&s.closed)
+	if !ok {
 		return nil, s.gateErr(port, "rx", queue)
 	}
-	defer q.LeaveCall()
+	defer q.LeaveCall(c)
 	return s.next(q)
 }
 
@@ -740,10 +741,11 @@ func (s *Session) Send(b *Burst) error {
 	if err != nil {
 		return err
 	}
-	if !q.EnterCall(&s.closed) {
+	c, ok := q.EnterCall(&s.closed)
+	if !ok {
 		return s.gateErr(b.Port(), "tx", b.Queue())
 	}
-	defer q.LeaveCall()
+	defer q.LeaveCall(c)
 	return s.byPort[b.Port()].Send(b)
 }
 

@@ -116,7 +116,8 @@ func (q *RxQueue) Deliver(b *Burst) bool { return q.DeliverCounted(b, -1) }
 // (bytes = b.TotalBytes(); -1: not known), saving the queue's counter a second pass over the
 // lengths.
 func (q *RxQueue) DeliverCounted(b *Burst, bytes int) bool {
-	if !q.gate.enter() {
+	slot, ok := q.gate.enterUser()
+	if !ok {
 		if s := q.succ.Load(); s != nil {
 			b.queue = s.ID
 			return s.DeliverCounted(b, bytes)
@@ -126,7 +127,7 @@ func (q *RxQueue) DeliverCounted(b *Burst, bytes int) bool {
 		b.Free()
 		return false
 	}
-	defer q.gate.leave()
+	defer q.gate.leaveUser(slot)
 	if q.Intercept != nil && b.Len() > 0 {
 		q.Intercept(b)
 		return true
@@ -140,7 +141,8 @@ func (q *RxQueue) DeliverDirect(b *Burst) bool { return q.DeliverDirectCounted(b
 // DeliverDirectCounted is DeliverDirect for an engine that has already summed the burst's
 // bytes (bytes = b.TotalBytes(); -1: not known), as DeliverCounted is for Deliver.
 func (q *RxQueue) DeliverDirectCounted(b *Burst, bytes int) bool {
-	if !q.gate.enter() {
+	slot, ok := q.gate.enterUser()
+	if !ok {
 		if s := q.succ.Load(); s != nil {
 			b.queue = s.ID
 			return s.DeliverDirectCounted(b, bytes)
@@ -149,7 +151,7 @@ func (q *RxQueue) DeliverDirectCounted(b *Burst, bytes int) bool {
 		b.Free()
 		return false
 	}
-	defer q.gate.leave()
+	defer q.gate.leaveUser(slot)
 	return q.enqueue(b, bytes)
 }
 
