@@ -337,6 +337,7 @@ func (q *TxQueue) NewBurst(n int) (*Burst, error) {
 	clear(b.flow)
 	clear(b.ts)
 	clear(b.freed)
+	b.tsZero = true
 	b.n = n
 	return b, nil
 }
