@@ -63,8 +63,10 @@ type Counters struct {
 // Counter is one statistic of Counters: the sum of a half only the holder of the counters'
 // lock adds to and a half anyone adds to atomically.
 type Counter struct {
-	owned  uint64 // written by the lock's holder with release stores, loaded atomically
+	// shared first: atomic.Uint64 makes the struct 8-byte aligned on 32-bit platforms too,
+	// so owned, at offset 8, can be loaded with atomic.LoadUint64 there.
 	shared atomic.Uint64
+	owned  uint64 // written by the lock's holder with release stores, loaded atomically
 }
 
 // Load is the counter's value.
