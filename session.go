@@ -576,11 +576,25 @@ func (s *Session) RxBurst(port, queue int) (*Burst, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One gate for the session and the queue (Close waits for the queue's calls).
-	if !q.EnterCall(&s.closed) {
+	if q.Poll == nil {
+		// A ring: taken without a gate, checked after the take (RxQueue.NextOpen says why
+		// that is safe against Close and deletion).
+		b, ok, closed := q.NextOpen(&s.closed)
+		switch {
+		case closed:
+			return nil, s.gateErr(port, "rx", queue)
+		case ok:
+			return b, nil
+		}
+		return nil, ErrNotReady
+	}
+	// A poll runs the engine's code: one gate for the session and the queue (Close waits
+	// for the queue's calls).
+	c, ok := q.EnterCall(&s.closed)
+	if !ok {
 		return nil, s.gateErr(port, "rx", queue)
 	}
-	defer q.LeaveCall()
+	defer q.LeaveCall(c)
 	return s.next(q)
 }
 
@@ -702,11 +716,13 @@ func (s *Session) TxBurst(port, queue, n int) (*Burst, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !q.EnterCall(&s.closed) {
+	// No gate: the burst is checked after it is taken (TxQueue.NewBurstOpen says why that
+	// is safe against Close and deletion).
+	b, closed, err := q.NewBurstOpen(n, &s.closed)
+	if closed {
 		return nil, s.gateErr(port, "tx", queue)
 	}
-	defer q.LeaveCall()
-	return q.NewBurst(n)
+	return b, err
 }
 
 // Send transmits a TX burst. On success the engine owns the burst. When the error wraps
@@ -725,10 +741,11 @@ func (s *Session) Send(b *Burst) error {
 	if err != nil {
 		return err
 	}
-	if !q.EnterCall(&s.closed) {
+	c, ok := q.EnterCall(&s.closed)
+	if !ok {
 		return s.gateErr(b.Port(), "tx", b.Queue())
 	}
-	defer q.LeaveCall()
+	defer q.LeaveCall(c)
 	return s.byPort[b.Port()].Send(b)
 }
 

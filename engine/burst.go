@@ -48,7 +48,12 @@ type Burst struct {
 	segs        [config.MaxSegments]segment
 	flow        []uint32
 	ts          []int64
-	freed       []uint8 // per packet: bit s set once segment s went back to its region
+	// tsZero: ts[:n] is known to be all zero — set only by TxQueue.NewBurst, which clears
+	// it, and dropped by everything else that writes ts or hands it out (Reset, SetRxTimestamp,
+	// the Append and Grow family, TakePackets) — so that AnyTimestamp, which a loopback asks
+	// of every TX burst, need not read the array when nothing set a send time.
+	tsZero bool
+	freed  []uint8 // per packet: bit s set once segment s went back to its region
 	// partial: some segment went back on its own (FreeSegment, FreePackets), so freed has
 	// bits set; without it Free returns every buffer without reading or writing freed.
 	partial bool
@@ -140,7 +145,7 @@ func (b *Burst) ensure(n, nsegs int) {
 // Reset empties the burst and binds it to a port, queue and segment regions (for engines).
 func (b *Burst) Reset(port, queue int, regions []*Region, raw bool, capacity int) {
 	b.port, b.queue, b.n, b.conn, b.flags, b.reorder, b.Engine = port, queue, 0, 0, 0, nil, nil
-	b.partial = false
+	b.partial, b.tsZero = false, false
 	b.hash, b.hashed = b.hash[:0], b.hashed[:0]
 	b.raw = raw
 	b.nsegs = len(regions)
@@ -217,6 +222,7 @@ func (b *Burst) Append(off uint64, length uint32, flowID uint32, tsNanos int64) 
 	s.len = append(s.len[:i], length)
 	b.flow = append(b.flow[:i], flowID)
 	b.ts = append(b.ts[:i], tsNanos)
+	b.tsZero = false
 	b.freed = append(b.freed[:i], 0)
 	b.n++
 	return i
@@ -231,6 +237,7 @@ func (b *Burst) Grow(k int) (offs []uint64, lens []uint32, flows []uint32, ts []
 	if cap(b.flow) < i+k {
 		b.grow1(i + k)
 	}
+	b.tsZero = false // the caller writes ts
 	s := &b.segs[0]
 	return s.off[i : i+k : i+k], s.len[i : i+k : i+k], b.flow[i : i+k : i+k], b.ts[i : i+k : i+k]
 }
@@ -274,6 +281,7 @@ func (b *Burst) AppendSegments(offs []uint64, lens []uint32, flowID uint32, tsNa
 	}
 	b.flow = append(b.flow[:i], flowID)
 	b.ts = append(b.ts[:i], tsNanos)
+	b.tsZero = false
 	b.freed = append(b.freed[:i], 0)
 	b.n++
 	return i
@@ -290,6 +298,7 @@ func (b *Burst) AppendPackets(src *Burst, tsNanos int64) int {
 	b.flow = append(b.flow[:i], make([]uint32, n)...)
 	b.freed = append(b.freed[:i], make([]uint8, n)...)
 	b.ts = append(b.ts[:i], make([]int64, n)...)
+	b.tsZero = false
 	total := 0
 	for s := 0; s < b.nsegs; s++ {
 		d, from := &b.segs[s], &src.segs[s]
@@ -343,6 +352,7 @@ func (b *Burst) TakePackets(src *Burst, tsNanos int64) int {
 	}
 	b.flow, src.flow = src.flow[:n], b.flow[:0]
 	b.ts, src.ts = src.ts[:n], b.ts[:0]
+	b.tsZero, src.tsZero = false, false
 	b.freed, src.freed = src.freed[:n], b.freed[:0]
 	clear(b.flow)
 	clear(b.freed)
@@ -426,6 +436,9 @@ func sumLens(lens []uint32) int {
 // AnyTimestamp reports whether some packet carries a timestamp: on a TX burst, a send time
 // set with SetPacketTxTime (for engines, which then send packet by packet).
 func (b *Burst) AnyTimestamp() bool {
+	if b.tsZero {
+		return false // a TX burst as NewBurst made it, no send time set since
+	}
 	// Every time or'ed together without a branch per packet: a TX burst almost never has one.
 	var x int64
 	ts := b.ts[:b.n]
@@ -587,7 +600,10 @@ func (b *Burst) RxTimestamp(i int) (int64, error) {
 }
 
 // SetRxTimestamp records packet i's receive time (for engines).
-func (b *Burst) SetRxTimestamp(i int, ns int64) { b.ts[i] = ns }
+func (b *Burst) SetRxTimestamp(i int, ns int64) {
+	b.ts[i] = ns
+	b.tsZero = false
+}
 
 // SetPacketLengths sets packet i's segment lengths, one per segment.
 func (b *Burst) SetPacketLengths(i int, lens ...int) error {

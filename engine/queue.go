@@ -116,7 +116,8 @@ func (q *RxQueue) Deliver(b *Burst) bool { return q.DeliverCounted(b, -1) }
 // (bytes = b.TotalBytes(); -1: not known), saving the queue's counter a second pass over the
 // lengths.
 func (q *RxQueue) DeliverCounted(b *Burst, bytes int) bool {
-	if !q.gate.enter() {
+	slot, ok := q.gate.enterUser()
+	if !ok {
 		if s := q.succ.Load(); s != nil {
 			b.queue = s.ID
 			return s.DeliverCounted(b, bytes)
@@ -126,7 +127,7 @@ func (q *RxQueue) DeliverCounted(b *Burst, bytes int) bool {
 		b.Free()
 		return false
 	}
-	defer q.gate.leave()
+	defer q.gate.leaveUser(slot)
 	if q.Intercept != nil && b.Len() > 0 {
 		q.Intercept(b)
 		return true
@@ -140,7 +141,8 @@ func (q *RxQueue) DeliverDirect(b *Burst) bool { return q.DeliverDirectCounted(b
 // DeliverDirectCounted is DeliverDirect for an engine that has already summed the burst's
 // bytes (bytes = b.TotalBytes(); -1: not known), as DeliverCounted is for Deliver.
 func (q *RxQueue) DeliverDirectCounted(b *Burst, bytes int) bool {
-	if !q.gate.enter() {
+	slot, ok := q.gate.enterUser()
+	if !ok {
 		if s := q.succ.Load(); s != nil {
 			b.queue = s.ID
 			return s.DeliverDirectCounted(b, bytes)
@@ -149,7 +151,7 @@ func (q *RxQueue) DeliverDirectCounted(b *Burst, bytes int) bool {
 		b.Free()
 		return false
 	}
-	defer q.gate.leave()
+	defer q.gate.leaveUser(slot)
 	return q.enqueue(b, bytes)
 }
 
@@ -176,6 +178,37 @@ func (q *RxQueue) enqueue(b *Burst, bytes int) bool {
 // Next takes the next delivered burst, if any.
 func (q *RxQueue) Next() (*Burst, bool) { return q.ring.Dequeue() }
 
+// NextOpen is the application's Next (RxBurst on a queue without Poll) without a gate: it
+// takes the next burst, then reads the queue's deleted flag and sessionClosed. The take is
+// an atomic read-modify-write of the ring and both reads are atomic loads, and the closers
+// (Shut, the session's Close) set their flag before they drain the ring, all sequentially
+// consistent: when both reads say open, the take came before either flag was set, so the
+// burst is one an EnterCall made before the close would have returned, and the application
+// owns it. Otherwise the burst is dropped as the closer's drain drops what it finds
+// (DropClosed, counted as Drain counts) and closed is true. Nothing else of the queue or
+// its engine is touched, so the call need not be waited for: it saves EnterCall's two
+// read-modify-writes per burst.
+func (q *RxQueue) NextOpen(sessionClosed *atomic.Bool) (b *Burst, ok, closed bool) {
+	b, ok = q.ring.Dequeue()
+	if q.gate.closed.Load() || sessionClosed.Load() {
+		if ok {
+			q.Stats.Drop(DropClosed, drainCount(b))
+			b.Free()
+		}
+		return nil, false, true
+	}
+	return b, ok, false
+}
+
+// drainCount is the packets a burst freed undelivered counts as dropped: a reorder
+// aggregate is one packet holding its batch, and drops the source packets that filled it.
+func drainCount(b *Burst) int {
+	if b.reorder != nil {
+		return b.reorder.SourcePackets
+	}
+	return b.Len()
+}
+
 // Pending is the number of bursts waiting in the ring.
 func (q *RxQueue) Pending() int { return q.ring.Len() }
 
@@ -189,11 +222,7 @@ func (q *RxQueue) Drain() int {
 		if !ok {
 			return n
 		}
-		if b.reorder != nil {
-			n += b.reorder.SourcePackets
-		} else {
-			n += b.Len()
-		}
+		n += drainCount(b)
 		b.Free()
 	}
 }
@@ -233,6 +262,27 @@ func (q *TxQueue) Available(n int) bool {
 		}
 	}
 	return true
+}
+
+// NewBurstOpen is the application's NewBurst (TxBurst) without a gate: it takes the burst,
+// then reads the queue's deleted flag and sessionClosed. NewBurst touches only Go memory
+// (the metadata pool, the regions' buffer pools, the burst's arrays), never a buffer's
+// bytes, and takes its buffers with atomic read-modify-writes; the closers (Shut, the
+// session's Close) set their flag before the queue's regions can be closed or deleted, all
+// sequentially consistent. When both reads say open, the buffers left their pools before
+// either flag was set, so a region's Close or delete counts them as held — the burst is one
+// an EnterCall made before the close would have returned. Otherwise the burst goes back
+// (buffers, then metadata) and closed is true (with a nil burst and error). It saves
+// EnterCall's two read-modify-writes per burst.
+func (q *TxQueue) NewBurstOpen(n int, sessionClosed *atomic.Bool) (b *Burst, closed bool, err error) {
+	b, err = q.NewBurst(n)
+	if q.gate.closed.Load() || sessionClosed.Load() {
+		if err == nil {
+			b.Free()
+		}
+		return nil, true, nil
+	}
+	return b, false, err
 }
 
 // NewBurst takes a burst with n packets whose buffers come from the queue's regions (one per
@@ -287,6 +337,7 @@ func (q *TxQueue) NewBurst(n int) (*Burst, error) {
 	clear(b.flow)
 	clear(b.ts)
 	clear(b.freed)
+	b.tsZero = true
 	b.n = n
 	return b, nil
 }

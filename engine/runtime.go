@@ -35,35 +35,61 @@ type QueueManager interface {
 // gate admits users of a queue until it is closed, and lets the closer wait for the ones
 // inside: deletion never races a delivery, poll or send that already looked the queue up.
 //
-// Application calls that look up one queue (TxBurst, Send, RxBurst) enter with enterOpen,
-// which also checks the session's closed flag and counts them apart (calls): that is the
-// session's gate and the queue's in one read-modify-write, and the session's Close waits for
-// calls to leave with idle, without waiting for an engine's deliveries, which it stops
-// later.
+// Application calls that look up one queue (Send; RxBurst on a queue with a poll function)
+// enter with enterOpen, which also checks the session's closed flag and counts them apart
+// (calls): that is the session's gate and the queue's in one read-modify-write, and the
+// session's Close waits for calls to leave with idle, without waiting for an engine's
+// deliveries, which it stops later.
+//
+// Each side has a slot besides its count: the one caller at a time that takes the slot with
+// a compare-and-swap leaves by storing 0 with a release store (a plain MOV on amd64), one
+// locked instruction per call instead of the count's two; a caller that finds the slot
+// taken counts itself in and out atomically as before. The closers read the slot as they
+// read the count. The argument is the count's: the caller's CAS and the closer's flag store
+// are both sequentially consistent, so either the caller sees the flag or the closer sees
+// the slot taken; and a closer that sees the slot free again sees every load and store the
+// caller made before freeing it (a release store, loaded atomically).
 type gate struct {
-	closed atomic.Bool
-	users  atomic.Int64
-	_      [56]byte     // calls on a line of their own: deliveries and calls come from different threads
-	calls  atomic.Int64 // application calls inside (enterOpen)
+	closed   atomic.Bool
+	users    atomic.Int64
+	userSlot uint32       // 1 while a delivery holds it (enterUser)
+	_        [44]byte     // calls on a line of their own: deliveries and calls come from different threads
+	calls    atomic.Int64 // application calls inside (enterOpen), besides the slot's
+	callSlot uint32       // 1 while an application call holds it (enterOpen)
 }
 
 // enterOpen admits an application call unless the gate or the session (sessionClosed) is
-// closed; every true must be paired with leaveCall. Both flags are read after the count is
-// raised, and the closers set their flag before reading the count (sequentially consistent
-// atomics on both sides), so either the call sees the flag or the closer sees the call.
-func (g *gate) enterOpen(sessionClosed *atomic.Bool) bool {
+// closed; every ok must be paired with leaveCall(slot). Both flags are read after the slot
+// is taken or the count raised, and the closers set their flag before reading them
+// (sequentially consistent atomics on both sides), so either the call sees the flag or the
+// closer sees the call.
+func (g *gate) enterOpen(sessionClosed *atomic.Bool) (slot, ok bool) {
+	if atomic.CompareAndSwapUint32(&g.callSlot, 0, 1) {
+		if g.closed.Load() || sessionClosed.Load() {
+			storeRelease32(&g.callSlot, 0)
+			return false, false
+		}
+		return true, true
+	}
 	g.calls.Add(1)
 	if g.closed.Load() || sessionClosed.Load() {
 		g.calls.Add(-1)
-		return false
+		return false, false
 	}
-	return true
+	return false, true
 }
 
-func (g *gate) leaveCall() { g.calls.Add(-1) }
+// leaveCall ends what enterOpen began; slot is what it returned.
+func (g *gate) leaveCall(slot bool) {
+	if slot {
+		storeRelease32(&g.callSlot, 0)
+		return
+	}
+	g.calls.Add(-1)
+}
 
 // idle reports whether no application call is inside.
-func (g *gate) idle() bool { return g.calls.Load() == 0 }
+func (g *gate) idle() bool { return atomic.LoadUint32(&g.callSlot) == 0 && g.calls.Load() == 0 }
 
 // enter admits a user unless the gate is closed; every true must be paired with leave.
 func (g *gate) enter() bool {
@@ -77,13 +103,40 @@ func (g *gate) enter() bool {
 
 func (g *gate) leave() { g.users.Add(-1) }
 
+// enterUser is enter through the users' slot when it is free (a delivery: one locked
+// instruction per burst); every ok must be paired with leaveUser(slot).
+func (g *gate) enterUser() (slot, ok bool) {
+	if atomic.CompareAndSwapUint32(&g.userSlot, 0, 1) {
+		if g.closed.Load() {
+			storeRelease32(&g.userSlot, 0)
+			return false, false
+		}
+		return true, true
+	}
+	return false, g.enter()
+}
+
+// leaveUser ends what enterUser began; slot is what it returned.
+func (g *gate) leaveUser(slot bool) {
+	if slot {
+		storeRelease32(&g.userSlot, 0)
+		return
+	}
+	g.leave()
+}
+
+// busy reports whether some user or call is inside.
+func (g *gate) busy() bool {
+	return g.users.Load() > 0 || g.calls.Load() > 0 || atomic.LoadUint32(&g.userSlot) != 0 || atomic.LoadUint32(&g.callSlot) != 0
+}
+
 // shut closes the gate and waits (up to bound) for the users inside to leave.
 func (g *gate) shut(bound time.Duration) error {
 	if g.closed.Swap(true) {
 		return ErrQueueDeleted
 	}
 	deadline := time.Now().Add(bound)
-	for i := 0; g.users.Load() > 0 || g.calls.Load() > 0; i++ {
+	for i := 0; g.busy(); i++ {
 		if time.Now().After(deadline) {
 			return errors.New("queue still in use after " + bound.String())
 		}
@@ -105,13 +158,20 @@ func (q *RxQueue) Enter() bool { return q.gate.enter() }
 // Leave ends what Enter began.
 func (q *RxQueue) Leave() { q.gate.leave() }
 
-// EnterCall admits an application call (RxBurst) unless the queue is deleted or
-// sessionClosed is set: the session's and the queue's gate in one read-modify-write. Pair
-// with LeaveCall. The session's Close sets its flag, then waits for CallsIdle.
-func (q *RxQueue) EnterCall(sessionClosed *atomic.Bool) bool { return q.gate.enterOpen(sessionClosed) }
+// Call is an application call admitted by EnterCall, to be passed to LeaveCall.
+type Call struct{ slot bool }
+
+// EnterCall admits an application call (RxBurst on a queue with a poll function) unless the
+// queue is deleted or sessionClosed is set: the session's and the queue's gate in one
+// read-modify-write. Pair an ok with LeaveCall. The session's Close sets its flag, then
+// waits for CallsIdle.
+func (q *RxQueue) EnterCall(sessionClosed *atomic.Bool) (c Call, ok bool) {
+	c.slot, ok = q.gate.enterOpen(sessionClosed)
+	return c, ok
+}
 
 // LeaveCall ends what EnterCall began.
-func (q *RxQueue) LeaveCall() { q.gate.leaveCall() }
+func (q *RxQueue) LeaveCall(c Call) { q.gate.leaveCall(c.slot) }
 
 // CallsIdle reports whether no application call admitted by EnterCall is inside.
 func (q *RxQueue) CallsIdle() bool { return q.gate.idle() }
@@ -137,13 +197,16 @@ func (q *TxQueue) Enter() bool { return q.gate.enter() }
 // Leave ends what Enter began.
 func (q *TxQueue) Leave() { q.gate.leave() }
 
-// EnterCall admits an application call (TxBurst, Send) unless the queue is deleted or
+// EnterCall admits an application call (Send) unless the queue is deleted or
 // sessionClosed is set: the session's and the queue's gate in one read-modify-write. Pair
-// with LeaveCall. The session's Close sets its flag, then waits for CallsIdle.
-func (q *TxQueue) EnterCall(sessionClosed *atomic.Bool) bool { return q.gate.enterOpen(sessionClosed) }
+// an ok with LeaveCall. The session's Close sets its flag, then waits for CallsIdle.
+func (q *TxQueue) EnterCall(sessionClosed *atomic.Bool) (c Call, ok bool) {
+	c.slot, ok = q.gate.enterOpen(sessionClosed)
+	return c, ok
+}
 
 // LeaveCall ends what EnterCall began.
-func (q *TxQueue) LeaveCall() { q.gate.leaveCall() }
+func (q *TxQueue) LeaveCall(c Call) { q.gate.leaveCall(c.slot) }
 
 // CallsIdle reports whether no application call admitted by EnterCall is inside.
 func (q *TxQueue) CallsIdle() bool { return q.gate.idle() }

@@ -40,19 +40,60 @@ func (r DropReason) String() string {
 	return "unknown"
 }
 
-// Counters are one queue's statistics, updated atomically by workers.
+// Counters are one queue's statistics, updated by workers and application calls (a
+// queue's Sends can come from several goroutines at once) and read at any time by Stats.
+//
+// Add runs once per burst on the burst path, twice per burst on a loopback. Three atomic
+// adds cost three locked instructions (each a full barrier on amd64, ~6.5 ns on the GPU
+// host); Add instead takes the counters' lock with one compare-and-swap, adds to the owned
+// halves of Packets, Bytes and Bursts with release stores (plain MOVs on amd64) and releases
+// the lock with one more — the scheme of ring.Front's cache. A caller that finds the lock
+// held (another Add in progress) adds to the shared halves atomically instead of waiting, so
+// Add never blocks. Readers load both halves of a Counter atomically: each half only
+// grows, so every reading is at least the one before, and once writers stop the sum is
+// exact.
 type Counters struct {
-	Packets atomic.Uint64
-	Bytes   atomic.Uint64
-	Bursts  atomic.Uint64
+	Packets Counter
+	Bytes   Counter
+	Bursts  Counter
+	lock    uint32 // 1 while an Add owns the owned halves
 	drops   [NumDropReasons]atomic.Uint64
 }
 
+// Counter is one statistic of Counters: the sum of a half only the holder of the counters'
+// lock adds to and a half anyone adds to atomically.
+type Counter struct {
+	// shared first: atomic.Uint64 makes the struct 8-byte aligned on 32-bit platforms too,
+	// so owned, at offset 8, can be loaded with atomic.LoadUint64 there.
+	shared atomic.Uint64
+	owned  uint64 // written by the lock's holder with release stores, loaded atomically
+}
+
+// Load is the counter's value.
+func (c *Counter) Load() uint64 { return atomic.LoadUint64(&c.owned) + c.shared.Load() }
+
+// Add adds n atomically (an event counted outside Counters.Add, by an engine).
+func (c *Counter) Add(n uint64) { c.shared.Add(n) }
+
 // Add counts n packets of total bytes handed on (delivered to the app, or sent).
 func (c *Counters) Add(n, bytes int) {
-	c.Packets.Add(uint64(n))
-	c.Bytes.Add(uint64(bytes))
-	c.Bursts.Add(1)
+	if atomic.CompareAndSwapUint32(&c.lock, 0, 1) {
+		// The owned halves are ours: a plain read of each is the last value written, by us
+		// or by an earlier holder whose release of the lock our CAS observed.
+		storeRelease64(&c.Packets.owned, c.Packets.owned+uint64(n))
+		storeRelease64(&c.Bytes.owned, c.Bytes.owned+uint64(bytes))
+		storeRelease64(&c.Bursts.owned, c.Bursts.owned+1)
+		storeRelease32(&c.lock, 0)
+		return
+	}
+	c.addShared(n, bytes)
+}
+
+// addShared is Add for a caller that found the lock held.
+func (c *Counters) addShared(n, bytes int) {
+	c.Packets.shared.Add(uint64(n))
+	c.Bytes.shared.Add(uint64(bytes))
+	c.Bursts.shared.Add(1)
 }
 
 // Drop counts n packets dropped for a reason.
