@@ -198,7 +198,12 @@ func (n *NIC) UARWrite(uar uint32, off uint32, data []byte) {
 			// held (TryLock fails there, and that doorbell signals).
 			n.stepLocked(inlineBudget)
 			more := len(n.pendingSQ) > 0 || n.rungAny() || n.inboxAny()
-			n.finishStep()
+			peer := n.kickPeer
+			n.kickPeer = nil
+			n.unlock()
+			if peer != nil {
+				peer.receiveInline()
+			}
 			if !more {
 				return
 			}
@@ -320,6 +325,24 @@ func (n *NIC) finishStep() {
 	if peer != nil {
 		peer.signal()
 	}
+}
+
+// receiveInline is the cabled peer's side of an inline doorbell Step that put frames into
+// this port's inbox: in free-running mode, when no Step of this port is in progress, the
+// ringing thread does the receive Step too (the frames it just built are still in its CPU's
+// cache, and this port's goroutine is not woken for them); otherwise, or for what the budget
+// leaves, the port's goroutine is woken as before. A frame this Step transmits back (this
+// port's own SQs) wakes the other port's goroutine: the inline work does not chain.
+func (n *NIC) receiveInline() {
+	if n.running.Load() > 0 && n.mu.TryLock() {
+		n.stepLocked(inlineBudget)
+		more := len(n.pendingSQ) > 0 || n.rungAny() || n.inboxAny()
+		n.finishStep()
+		if !more {
+			return
+		}
+	}
+	n.signal()
 }
 
 // rungAny reports whether an SQ doorbell waits for a Step.

@@ -296,8 +296,32 @@ func setLyr24(b []byte, h *headers) {
 //
 // The bulk goes 64 bits at a time with the carries counted apart (each one is 2^64, which is
 // ≡ 1 as well).
+//
+// From 64 bytes on, the bulk is summed as native little-endian words in one add-with-carry
+// chain, without a byte swap per word: the ones' complement sum does not depend on byte
+// order (RFC 1071 section 2(B)), so that sum, folded to 16 bits and byte-swapped, is the
+// big-endian one; a fold of a non-zero sum is never 0, so the result is 0 exactly as before.
 func csum16(sum uint32, b []byte) uint32 {
 	s := uint64(sum)
+	if len(b) >= 64 {
+		var le, c uint64
+		for len(b) >= 64 {
+			le, c = bits.Add64(le, binary.LittleEndian.Uint64(b), c)
+			le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[8:]), c)
+			le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[16:]), c)
+			le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[24:]), c)
+			le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[32:]), c)
+			le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[40:]), c)
+			le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[48:]), c)
+			le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[56:]), c)
+			b = b[64:]
+		}
+		le = le>>32 + le&0xffffffff + c
+		for le>>16 != 0 {
+			le = le&0xffff + le>>16
+		}
+		s += uint64(bits.ReverseBytes16(uint16(le)))
+	}
 	var carries uint64
 	for len(b) >= 32 {
 		var c0, c1, c2, c3 uint64

@@ -412,3 +412,69 @@ func TestDoorbellStepsInline(t *testing.T) {
 		t.Fatalf("after the Step: %d frames received", len(got))
 	}
 }
+
+// TestDoorbellReceivesInline: in free-running mode an SQ doorbell that transmits inline also
+// does the cabled peer's receive Step in the ringing thread when no Step of the peer is in
+// progress, with the same CQEs and bytes as the peer's own Step; with the peer's lock held
+// the frames wait in its inbox and its goroutine is woken, as before.
+func TestDoorbellReceivesInline(t *testing.T) {
+	var frames [][]byte
+	for i := 0; i < 40; i++ {
+		frames = append(frames, udpFrame([4]byte{10, 1, 0, 1}, [4]byte{10, 1, 0, 2}, uint16(1000+i), 2000, 60+37*i, byte(i)))
+	}
+	// The reference: deterministic mode, every frame received by the peer's Step.
+	ref := newPair(t, false)
+	for _, f := range frames {
+		ref.sq.send(f, 0, prm.WQECtrlCQUpdate)
+		ref.step()
+	}
+	want, wantCQEs := ref.received(t)
+	if len(want) != len(frames) {
+		t.Fatalf("reference: %d frames received, want %d", len(want), len(frames))
+	}
+
+	p := newPair(t, false)
+	p.a.nic.running.Add(1)
+	p.b.nic.running.Add(1)
+	for i, f := range frames {
+		p.sq.send(f, 0, prm.WQECtrlCQUpdate)
+		// No Step: the doorbell transmitted and the peer received in this thread.
+		got, cqes := p.received(t)
+		if len(got) != 1 || !bytes.Equal(got[0], want[i]) || cqes[0] != wantCQEs[i] {
+			t.Fatalf("frame %d: %d frames received inline, or bytes/CQE differ from the peer's own Step", i, len(got))
+		}
+		select {
+		case <-p.b.nic.kick:
+			t.Fatalf("frame %d: the peer's goroutine was woken although the doorbell received the frame", i)
+		default:
+		}
+	}
+
+	// A Step of the peer in progress: the frame waits for it, and the peer is woken.
+	p.b.nic.mu.Lock()
+	p.sq.send(frames[0], 0, prm.WQECtrlCQUpdate)
+	p.b.nic.mu.Unlock()
+	if got, _ := p.received(t); len(got) != 0 {
+		t.Fatalf("with the peer's lock held %d frames were received", len(got))
+	}
+	select {
+	case <-p.b.nic.kick:
+	default:
+		t.Fatal("with the peer's lock held the peer was not woken for the frame")
+	}
+	p.step()
+	if got, _ := p.received(t); len(got) != 1 || !bytes.Equal(got[0], want[0]) {
+		t.Fatalf("after the peer's Step: %d frames", len(got))
+	}
+
+	// The peer not free-running (deterministic): the frame waits for its Step.
+	p.b.nic.running.Add(-1)
+	p.sq.send(frames[1], 0, prm.WQECtrlCQUpdate)
+	if got, _ := p.received(t); len(got) != 0 {
+		t.Fatalf("peer not free-running: %d frames received without its Step", len(got))
+	}
+	p.step()
+	if got, _ := p.received(t); len(got) != 1 || !bytes.Equal(got[0], want[1]) {
+		t.Fatalf("peer not free-running, after its Step: %d frames", len(got))
+	}
+}
