@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/daqiri-go/daqiri/internal/ring"
 )
 
 // Typed errors of runtime queue and region changes. Both wrap ErrInvalidParameter, so a Send
@@ -66,7 +68,7 @@ type gate struct {
 func (g *gate) enterOpen(sessionClosed *atomic.Bool) (slot, ok bool) {
 	if atomic.CompareAndSwapUint32(&g.callSlot, 0, 1) {
 		if g.closed.Load() || sessionClosed.Load() {
-			storeRelease32(&g.callSlot, 0)
+			ring.StoreRelease32(&g.callSlot, 0)
 			return false, false
 		}
 		return true, true
@@ -82,7 +84,7 @@ func (g *gate) enterOpen(sessionClosed *atomic.Bool) (slot, ok bool) {
 // leaveCall ends what enterOpen began; slot is what it returned.
 func (g *gate) leaveCall(slot bool) {
 	if slot {
-		storeRelease32(&g.callSlot, 0)
+		ring.StoreRelease32(&g.callSlot, 0)
 		return
 	}
 	g.calls.Add(-1)
@@ -108,7 +110,7 @@ func (g *gate) leave() { g.users.Add(-1) }
 func (g *gate) enterUser() (slot, ok bool) {
 	if atomic.CompareAndSwapUint32(&g.userSlot, 0, 1) {
 		if g.closed.Load() {
-			storeRelease32(&g.userSlot, 0)
+			ring.StoreRelease32(&g.userSlot, 0)
 			return false, false
 		}
 		return true, true
@@ -119,7 +121,7 @@ func (g *gate) enterUser() (slot, ok bool) {
 // leaveUser ends what enterUser began; slot is what it returned.
 func (g *gate) leaveUser(slot bool) {
 	if slot {
-		storeRelease32(&g.userSlot, 0)
+		ring.StoreRelease32(&g.userSlot, 0)
 		return
 	}
 	g.leave()

@@ -1,6 +1,10 @@
 package engine
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/daqiri-go/daqiri/internal/ring"
+)
 
 // DropReason says why a packet was dropped.
 type DropReason uint8
@@ -80,10 +84,10 @@ func (c *Counters) Add(n, bytes int) {
 	if atomic.CompareAndSwapUint32(&c.lock, 0, 1) {
 		// The owned halves are ours: a plain read of each is the last value written, by us
 		// or by an earlier holder whose release of the lock our CAS observed.
-		storeRelease64(&c.Packets.owned, c.Packets.owned+uint64(n))
-		storeRelease64(&c.Bytes.owned, c.Bytes.owned+uint64(bytes))
-		storeRelease64(&c.Bursts.owned, c.Bursts.owned+1)
-		storeRelease32(&c.lock, 0)
+		ring.StoreRelease64(&c.Packets.owned, c.Packets.owned+uint64(n))
+		ring.StoreRelease64(&c.Bytes.owned, c.Bytes.owned+uint64(bytes))
+		ring.StoreRelease64(&c.Bursts.owned, c.Bursts.owned+1)
+		ring.StoreRelease32(&c.lock, 0)
 		return
 	}
 	c.addShared(n, bytes)

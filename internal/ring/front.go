@@ -23,7 +23,7 @@ import (
 type Front struct {
 	// word is n<<2 | sealed<<1 | held: the cache's count (as of its last release), whether
 	// the cache is sealed, and its try-lock. Loaded and compare-and-swapped with sync/atomic,
-	// released with storeRelease64 (the stack's writes are the holder's only, ordered before
+	// released with StoreRelease64 (the stack's writes are the holder's only, ordered before
 	// the release as for any lock).
 	// It comes first for the 64-bit alignment sync/atomic needs on 32-bit platforms.
 	word  uint64
@@ -84,7 +84,7 @@ func (f *Front) lock() (n int, ok bool) {
 }
 
 // unlock releases the cache holding n indices.
-func (f *Front) unlock(n int) { storeRelease64(&f.word, uint64(n)<<2) }
+func (f *Front) unlock(n int) { StoreRelease64(&f.word, uint64(n)<<2) }
 
 // refill tops the cache (holding n) up from the pool so that it holds at least need if the
 // pool has them, taking half the cache at a time, and returns the new count.
@@ -248,5 +248,5 @@ func (f *Front) Seal() {
 		return
 	}
 	f.p.PutBulk(f.stack[:n])
-	storeRelease64(&f.word, frontSealed)
+	StoreRelease64(&f.word, frontSealed)
 }

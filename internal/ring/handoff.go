@@ -13,7 +13,7 @@ import (
 // not usable; call NewHandoff.
 type Handoff[T any] struct {
 	_   [gap]byte
-	enq uint32 // written by the producer only (storeRelease32), loaded atomically
+	enq uint32 // written by the producer only (StoreRelease32), loaded atomically
 	_   [gap - 4]byte
 	deq uint32 // written by the consumer only
 	_   [gap - 4]byte
@@ -69,7 +69,7 @@ func (h *Handoff[T]) Enqueue(v T) bool {
 		}
 	}
 	h.vals[pos&h.mask] = v
-	storeRelease32(&h.enq, pos+1)
+	StoreRelease32(&h.enq, pos+1)
 	return true
 }
 
@@ -88,7 +88,7 @@ func (h *Handoff[T]) Dequeue() (v T, ok bool) {
 		var zero T
 		*s = zero
 	}
-	storeRelease32(&h.deq, pos+1)
+	StoreRelease32(&h.deq, pos+1)
 	return v, true
 }
 
@@ -113,7 +113,7 @@ func (h *Handoff[T]) EnqueueBulk(vs []T) bool {
 		}
 	}
 	h.putSlots(pos, vs)
-	storeRelease32(&h.enq, pos+n)
+	StoreRelease32(&h.enq, pos+n)
 	return true
 }
 
@@ -139,7 +139,7 @@ func (h *Handoff[T]) DequeueBulk(dst []T) bool {
 		}
 	}
 	h.takeSlots(pos, dst)
-	storeRelease32(&h.deq, pos+n)
+	StoreRelease32(&h.deq, pos+n)
 	return true
 }
 
@@ -173,7 +173,7 @@ func (h *Handoff[T]) enqueueShort(vs []T, all bool) int {
 		return 0
 	}
 	h.putSlots(pos, vs[:n])
-	storeRelease32(&h.enq, pos+n)
+	StoreRelease32(&h.enq, pos+n)
 	return int(n)
 }
 
@@ -190,7 +190,7 @@ func (h *Handoff[T]) dequeueShort(dst []T, all bool) int {
 		return 0
 	}
 	h.takeSlots(pos, dst[:n])
-	storeRelease32(&h.deq, pos+n)
+	StoreRelease32(&h.deq, pos+n)
 	return int(n)
 }
 
@@ -238,7 +238,7 @@ func (h *Handoff[T]) enqueue(vs []T, all bool) int {
 	i := pos & h.mask
 	k := copy(h.vals[i:], vs[:n])
 	copy(h.vals, vs[k:n])
-	storeRelease32(&h.enq, pos+n)
+	StoreRelease32(&h.enq, pos+n)
 	return int(n)
 }
 
@@ -265,6 +265,6 @@ func (h *Handoff[T]) dequeue(dst []T, all bool) int {
 			clear(h.vals[:rest])
 		}
 	}
-	storeRelease32(&h.deq, pos+n)
+	StoreRelease32(&h.deq, pos+n)
 	return int(n)
 }

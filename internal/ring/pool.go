@@ -31,7 +31,7 @@ type Pool struct {
 	hintNext  uint64
 	hintDepth uint64
 	// link is depth<<32 | (next index+1) for each free index. It is loaded with sync/atomic
-	// and stored with storeRelease64: the head's compare-and-swap that follows every
+	// and stored with StoreRelease64: the head's compare-and-swap that follows every
 	// store is a full barrier already, so an exchange per link would only add its cost.
 	link []uint64
 	n    int
@@ -175,7 +175,7 @@ func (p *Pool) Put(idx uint32) {
 	h := atomic.LoadUint64(&p.hintHead)
 	if d := atomic.LoadUint64(&p.hintDepth); d>>32 == h>>32 {
 		l := (d+1)<<32 | h&0xffffffff
-		storeRelease64(&p.link[idx], l)
+		StoreRelease64(&p.link[idx], l)
 		tag := (h>>32 + 1) << 32
 		if p.head.CompareAndSwap(h, tag|uint64(idx+1)) {
 			p.setHints(tag, idx+1, l)
@@ -185,7 +185,7 @@ func (p *Pool) Put(idx uint32) {
 	for spins := 0; ; spins = backoff(spins) {
 		h := p.head.Load()
 		l := uint64(p.depth(h)+1)<<32 | uint64(uint32(h))
-		storeRelease64(&p.link[idx], l)
+		StoreRelease64(&p.link[idx], l)
 		tag := (h>>32 + 1) << 32
 		if p.head.CompareAndSwap(h, tag|uint64(idx+1)) {
 			p.setHints(tag, idx+1, l)
@@ -212,9 +212,9 @@ func (p *Pool) PutBulk(idx []uint32) {
 		h := p.head.Load()
 		d := p.depth(h)
 		for i := uint32(0); i+1 < k; i++ {
-			storeRelease64(&p.link[idx[i]], uint64(d+k-i)<<32|uint64(idx[i+1]+1))
+			StoreRelease64(&p.link[idx[i]], uint64(d+k-i)<<32|uint64(idx[i+1]+1))
 		}
-		storeRelease64(&p.link[idx[k-1]], uint64(d+1)<<32|uint64(uint32(h)))
+		StoreRelease64(&p.link[idx[k-1]], uint64(d+1)<<32|uint64(uint32(h)))
 		if tag := (h>>32 + 1) << 32; p.head.CompareAndSwap(h, tag|uint64(idx[0]+1)) {
 			if k == 1 {
 				p.setHints(tag, idx[0]+1, uint64(d+1)<<32|uint64(uint32(h)))

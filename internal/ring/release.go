@@ -1,6 +1,6 @@
 package ring
 
-// storeRelease32 and storeRelease64 store a word with release ordering only: every load and
+// StoreRelease32 and StoreRelease64 store a word with release ordering only: every load and
 // store the calling goroutine made before the store is visible to a goroutine whose atomic
 // load observes it, which is all a single-writer cursor or a slot sequence needs to publish
 // what it guards.

@@ -4,8 +4,8 @@ package ring
 
 import "sync/atomic"
 
-// storeRelease32 stores v at *p with (at least) release ordering (see release.go).
-func storeRelease32(p *uint32, v uint32) { atomic.StoreUint32(p, v) }
+// StoreRelease32 stores v at *p with (at least) release ordering (see release.go).
+func StoreRelease32(p *uint32, v uint32) { atomic.StoreUint32(p, v) }
 
-// storeRelease64 stores v at *p with (at least) release ordering (see release.go).
-func storeRelease64(p *uint64, v uint64) { atomic.StoreUint64(p, v) }
+// StoreRelease64 stores v at *p with (at least) release ordering (see release.go).
+func StoreRelease64(p *uint64, v uint64) { atomic.StoreUint64(p, v) }

@@ -13,14 +13,14 @@ import (
 func TestStoreUint32(t *testing.T) {
 	var w uint32
 	for _, v := range []uint32{1, 0xffffffff, 0, 0x80000001} {
-		storeRelease32(&w, v)
+		StoreRelease32(&w, v)
 		if got := atomic.LoadUint32(&w); got != v {
 			t.Fatalf("stored %#x, loaded %#x", v, got)
 		}
 	}
 	var d uint64
 	for _, v := range []uint64{1, 0xffffffff_00000001, 0, 1 << 63} {
-		storeRelease64(&d, v)
+		StoreRelease64(&d, v)
 		if got := atomic.LoadUint64(&d); got != v {
 			t.Fatalf("stored %#x, loaded %#x", v, got)
 		}
@@ -49,7 +49,7 @@ func TestPublishes(t *testing.T) {
 			for i := range buf {
 				buf[i] = uint64(r)<<8 | uint64(i)
 			}
-			storeRelease32(&seq, r)
+			StoreRelease32(&seq, r)
 		}
 	})
 	wg.Go(func() {
@@ -66,7 +66,7 @@ func TestPublishes(t *testing.T) {
 					return
 				}
 			}
-			storeRelease32(&ack, r)
+			StoreRelease32(&ack, r)
 		}
 	})
 	wg.Wait()

@@ -136,12 +136,12 @@ func (r *Ring[T]) Enqueue(v T) bool {
 			return false // the slot still holds last lap's value: full
 		}
 		if r.sp {
-			storeRelease32(&r.enq, pos+1)
+			StoreRelease32(&r.enq, pos+1)
 		} else if !atomic.CompareAndSwapUint32(&r.enq, pos, pos+1) {
 			continue
 		}
 		s.v = v
-		storeRelease32(&s.seq, pos+1)
+		StoreRelease32(&s.seq, pos+1)
 		return true
 	}
 }
@@ -168,7 +168,7 @@ func (r *Ring[T]) Dequeue() (v T, ok bool) {
 			return v, false // not filled yet: empty
 		}
 		if r.sc {
-			storeRelease32(&r.deq, pos+1)
+			StoreRelease32(&r.deq, pos+1)
 		} else if !atomic.CompareAndSwapUint32(&r.deq, pos, pos+1) {
 			continue
 		}
@@ -177,7 +177,7 @@ func (r *Ring[T]) Dequeue() (v T, ok bool) {
 			var zero T
 			s.v = zero // do not keep the value reachable from the ring
 		}
-		storeRelease32(&s.seq, pos+r.size)
+		StoreRelease32(&s.seq, pos+r.size)
 		return v, true
 	}
 }
@@ -213,7 +213,7 @@ func (r *Ring[T]) claim(cur *uint32, want uint32, all, single bool, offset uint3
 			return pos, 0
 		}
 		if single {
-			storeRelease32(cur, pos+k)
+			StoreRelease32(cur, pos+k)
 			return pos, k
 		}
 		if atomic.CompareAndSwapUint32(cur, pos, pos+k) {
@@ -285,7 +285,7 @@ func (r *Ring[T]) publish(pos, n, offset uint32) {
 			s.seq = pos + i + offset
 		}
 	}
-	storeRelease32(&r.slots[pos&r.mask].seq, pos+offset)
+	StoreRelease32(&r.slots[pos&r.mask].seq, pos+offset)
 }
 
 // hasPointers reports whether values of t can hold pointers the garbage collector follows.

@@ -182,7 +182,7 @@ func TestHasPointers(t *testing.T) {
 // `go tool objdump`.
 func TestHandoffInlined(t *testing.T) {
 	if runtime.GOARCH != "amd64" || raceEnabled {
-		t.Skip("storeRelease32 is a plain store on amd64 without -race only")
+		t.Skip("StoreRelease32 is a plain store on amd64 without -race only")
 	}
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	bin := filepath.Join(t.TempDir(), "inline")
