@@ -111,3 +111,61 @@ func TestBurstOffsetsRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestFreeReturnsTheBurstsBuffers pins Free's bulk return, which converts offsets to buffer
+// indexes in the segment's length array instead of a stack array, to the buffers the burst
+// held: after Free of a TX burst, or of an RX burst that took a TX burst's arrays, of random
+// size (crossing the 64-packet chunks) and random lengths, with one or two segments, every
+// region holds all its buffers again, each exactly once.
+func TestFreeReturnsTheBurstsBuffers(t *testing.T) {
+	r := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	const nbufs = 512
+	for _, two := range []bool{false, true} {
+		regs := []*Region{testRegion(t, "free0", nbufs, 128)}
+		if two {
+			regs = append(regs, testRegion(t, "free1", nbufs, 2048))
+		}
+		q := testTxQueue(t, !two, regs...)
+		rm, err := NewMetaPool("free-rx", 4, 512, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := make([]uint32, nbufs)
+		for round := 0; round < 60; round++ {
+			n := 1 + r.IntN(300)
+			b, err := q.NewBurst(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for s := range regs {
+				_, lens := b.SegmentArrays(s)
+				for j := range lens {
+					lens[j] = uint32(1 + r.IntN(64))
+				}
+			}
+			if round%2 == 1 {
+				rb, err := rm.Get(0, 0, regs, !two, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rb.TakePackets(b, 1)
+				b.FreeMeta()
+				b = rb
+			}
+			b.Free()
+			for _, reg := range regs {
+				if !reg.GetBulk(all) {
+					t.Fatalf("two=%v round %d n=%d: region %s: not all %d buffers back after Free (%d)", two, round, n, reg.Name, nbufs, reg.Available())
+				}
+				seen := make([]bool, nbufs)
+				for _, i := range all {
+					if i >= nbufs || seen[i] {
+						t.Fatalf("two=%v round %d n=%d: region %s: buffer %d back twice or out of range", two, round, n, reg.Name, i)
+					}
+					seen[i] = true
+				}
+				reg.putBulk(all)
+			}
+		}
+	}
+}
