@@ -83,6 +83,9 @@ type Burst struct {
 	tx                 bool
 	meta               *MetaPool
 	reorder            *ReorderInfo
+	// txq is the queue whose NewBurst made the burst (nil for any other burst): Send finds
+	// the queue from it instead of walking the port's queue set for the burst's ids.
+	txq *TxQueue
 
 	// Engine is for the engine that produced the burst (for example a TX completion token).
 	Engine any
@@ -145,6 +148,7 @@ func (b *Burst) ensure(n, nsegs int) {
 // Reset empties the burst and binds it to a port, queue and segment regions (for engines).
 func (b *Burst) Reset(port, queue int, regions []*Region, raw bool, capacity int) {
 	b.port, b.queue, b.n, b.conn, b.flags, b.reorder, b.Engine = port, queue, 0, 0, 0, nil, nil
+	b.txq = nil
 	b.partial, b.tsZero = false, false
 	b.hash, b.hashed = b.hash[:0], b.hashed[:0]
 	b.raw = raw
@@ -168,6 +172,10 @@ func (b *Burst) Reset(port, queue int, regions []*Region, raw bool, capacity int
 		b.size1 = uint64(r.BufSize)
 	}
 }
+
+// TxQueueOf is the TX queue whose NewBurst made the burst, nil for a burst made otherwise
+// (received bursts, engines' own). Its ids are the burst's Port and Queue.
+func (b *Burst) TxQueueOf() *TxQueue { return b.txq }
 
 // Port is the port id of the burst.
 func (b *Burst) Port() int { return b.port }
