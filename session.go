@@ -696,6 +696,22 @@ func (s *Session) txQueue(port, queue int) (*engine.TxQueue, error) {
 	return q, nil
 }
 
+// sendQueue is txQueue(b.Port(), b.Queue()) for Send, without walking the port's queue set
+// when the burst came from NewBurst of a live queue of this session: a queue not deleted is
+// in its port's set under its id (ids are unique in a set, and a queue leaves it only after
+// it was deleted), and the session-closed check txQueue makes first is the same as EnterCall's
+// after it, with the same error (gateErr). A deletion after this check is caught by the gate,
+// as after txQueue's own check. Anything else — a burst of another session, of a deleted
+// queue (whose id may now be another queue's), not from NewBurst — takes txQueue.
+func (s *Session) sendQueue(b *Burst) (*engine.TxQueue, error) {
+	if q := b.TxQueueOf(); q != nil {
+		if p := b.Port(); p >= 0 && p < len(s.ports) && s.ports[p] == q.Port && !q.Deleted() {
+			return q, nil
+		}
+	}
+	return s.txQueue(b.Port(), b.Queue())
+}
+
 // TxAvailable reports whether a TX burst of n packets can be taken now.
 func (s *Session) TxAvailable(port, queue, n int) bool {
 	q, err := s.txQueue(port, queue)
@@ -737,7 +753,7 @@ func (s *Session) Send(b *Burst) error {
 	if !b.IsTx() {
 		return fmt.Errorf("Send of a received burst: %w", ErrInvalidParameter)
 	}
-	q, err := s.txQueue(b.Port(), b.Queue())
+	q, err := s.sendQueue(b)
 	if err != nil {
 		return err
 	}

@@ -339,5 +339,6 @@ func (q *TxQueue) NewBurst(n int) (*Burst, error) {
 	clear(b.freed)
 	b.tsZero = true
 	b.n = n
+	b.txq = q
 	return b, nil
 }

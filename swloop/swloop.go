@@ -201,7 +201,11 @@ func (e *Engine) Send(b *engine.Burst) error {
 		return nil
 	}
 	var bytes int
-	if pc := e.pacers[tq]; pc != nil || b.AnyTimestamp() {
+	var pc *pacer
+	if len(e.pacers) != 0 { // no map lookup per burst for the usual unpaced loopback
+		pc = e.pacers[tq]
+	}
+	if pc != nil || b.AnyTimestamp() {
 		bytes = e.sendTimed(b, rb, pc)
 	} else {
 		// Nothing to wait for: the whole burst comes back at once, at one time. The RX
