@@ -217,50 +217,11 @@ func labOpen(b *testing.B) (*Session, *UDPv4Header, int) {
 
 // labLoop runs n bursts of the benchmark's loop with one fill and returns ns per packet.
 func labLoop(b *testing.B, s *Session, tmpl *UDPv4Header, rxq int, fill string, n int) float64 {
-	const batch = 64
-	dst := net.HardwareAddr{2, 0, 0, 0, 0, 2}
-	src4, dst4 := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
-	const payload = 64 - 14 - 20 - 8
-	headers, template := fill == "headers", fill == "template"
-	all, allTemplate := fill == "lengths-all" || fill == "template-all", fill == "template-all"
+	loop := newBurstLoop(s, tmpl, rxq, 64, fill)
 	start := time.Now()
 	packets := 0
 	for k := 0; k < n; k++ {
-		t, err := s.TxBurst(0, 0, batch)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if all {
-			if allTemplate {
-				if err := t.SetAllUDPv4Headers(tmpl, payload); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := t.SetAllPacketLengths(64); err != nil {
-				b.Fatal(err)
-			}
-		} else {
-			for i := range t.Len() {
-				switch {
-				case headers:
-					t.SetEthHeader(i, dst, nil)
-					t.SetIPv4Header(i, 8+payload, 17, src4, dst4)
-					t.SetUDPHeader(i, payload, 4096, 4097)
-				case template:
-					t.SetUDPv4Header(i, tmpl, payload)
-				}
-				t.SetPacketLen(i, 64)
-			}
-		}
-		if err := s.Send(t); err != nil {
-			b.Fatal(err)
-		}
-		rb, err := s.RxBurst(0, rxq)
-		if err != nil {
-			b.Fatal(err)
-		}
-		packets += rb.Len()
-		rb.Free()
+		packets += loop.cycle(b)
 	}
 	return float64(time.Since(start).Nanoseconds()) / float64(packets)
 }
