@@ -465,6 +465,33 @@ func (k keys) Direct(lkey uint32, addr uint64, n int, perm dma.Perm) ([]byte, er
 	return k.d.space.Slice(io, n, perm)
 }
 
+// keys serves the datapath's TX gathers and RX scatters, whole spans included.
+var _ datapath.SpanTranslator = keys{}
+
+// maxSpan bounds the keys Span hands out whole (a length64 key, or one larger than any
+// memory region, is translated range by range as before).
+const maxSpan = 1 << 40
+
+// Span is lkey's whole range as one slice of host memory (datapath.SpanTranslator): the key
+// must exist with its variant, allow perm, and its range must translate as a whole (pages
+// that follow each other in I/O address space, in one host mapping), checked as Direct
+// checks it. Any range inside then translates to the matching bytes of the span: the
+// translation is linear over adjacent pages, and a mapping holding the whole holds each part.
+func (k keys) Span(lkey uint32, perm dma.Perm) (start uint64, mem []byte, ok bool) {
+	d := k.d
+	d.keysMu.RLock()
+	m := d.mkeys[lkey>>8]
+	d.keysMu.RUnlock()
+	if m == nil || m.variant != uint8(lkey) || m.any || m.length == 0 || m.length > maxSpan {
+		return 0, nil, false
+	}
+	b, err := k.Direct(lkey, m.start, int(m.length), perm)
+	if err != nil {
+		return 0, nil, false
+	}
+	return m.start, b, true
+}
+
 // Gen changes whenever a translation may have: an MKEY or UMEM created or destroyed
 // (keysGen), or a DMA mapping added or removed (dma.Space.Gen); both only grow.
 func (k keys) Gen() uint64 { return k.d.keysGen.Load() + k.d.space.Gen() }

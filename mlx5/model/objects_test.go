@@ -832,3 +832,47 @@ func TestKeysDirect(t *testing.T) {
 		t.Fatal("a DMA mapping did not move Gen")
 	}
 }
+
+// TestKeysSpan holds keys.Span to keys.Direct: a PA key's span starts at the key's start
+// and every random range of it (reads and writes) is the very bytes Direct gives; a range
+// Direct refuses lies outside the span; the wrong variant and a destroyed key have none.
+func TestKeysSpan(t *testing.T) {
+	r := newReady(t, model.Config{})
+	start, size := r.base+0x1040, uint64(0x2f00)
+	key := r.createMKeyPA(r.pd, start, size)
+	k := model.DeviceKeys(r.d)
+	rng := rand.New(rand.NewPCG(31, 56))
+	for _, perm := range []model.DMAPerm{model.DMARead, model.DMAWrite} {
+		s, mem, ok := k.Span(key, perm)
+		if !ok || s != start || uint64(len(mem)) != size {
+			t.Fatalf("Span(%v) = %#x, %d bytes, %v; want %#x, %d bytes", perm, s, len(mem), ok, start, size)
+		}
+		if _, _, ok := k.Span(key^1, perm); ok {
+			t.Fatalf("Span(%v) of the wrong variant succeeds", perm)
+		}
+		hits := 0
+		for range 3000 {
+			addr := r.base + uint64(rng.IntN(0x5000))
+			n := rng.IntN(0x1800)
+			db, derr := k.Direct(key, addr, n, perm)
+			inside := addr >= start && addr-start <= size && uint64(n) <= size-(addr-start)
+			if (derr == nil) != inside {
+				t.Fatalf("%d bytes at %#x (%v): Direct error %v, inside the span %v", n, addr, perm, derr, inside)
+			}
+			if derr != nil {
+				continue
+			}
+			hits++
+			if sb := mem[addr-start:][:n]; len(sb) != len(db) || (n > 0 && &sb[0] != &db[0]) {
+				t.Fatalf("%d bytes at %#x (%v): the span gives other bytes than Direct", n, addr, perm)
+			}
+		}
+		if hits < 300 {
+			t.Fatalf("only %d of 3000 ranges inside the key: the test misses it", hits)
+		}
+	}
+	r.mustCmd(in(prm.CmdOpDestroyMKey, 0, 16, prm.DestroyMKeyIn.MKeyIndex, key>>8), 16)
+	if _, _, ok := k.Span(key, model.DMARead); ok {
+		t.Fatal("a destroyed key still has a span")
+	}
+}

@@ -132,6 +132,20 @@ type DirectTranslator interface {
 	Direct(lkey uint32, addr uint64, n int, perm dma.Perm) ([]byte, error)
 }
 
+// SpanTranslator is a DirectTranslator that can hand out a key's whole range at once when
+// that range is one contiguous view of host memory. The datapath keeps such spans while Gen
+// stays (spanCache) and serves TX gathers and cyclic RQ scatters from them by slicing
+// instead of a Translate or Store per segment: a range inside a span that translates as a
+// whole passes the same checks (key, variant, bounds, permission, mapping) as its own
+// Translate and gives the same bytes.
+type SpanTranslator interface {
+	DirectTranslator
+	// Span returns the address lkey's range starts at and its bytes, or ok false when the
+	// key does not exist or does not allow perm, or its range is not one contiguous view of
+	// host memory (then every range goes through Translate as before).
+	Span(lkey uint32, perm dma.Perm) (start uint64, mem []byte, ok bool)
+}
+
 // Events is what the datapath raises towards the event queues, which the control side owns:
 // it writes the EQEs (types and layouts from mlx5_ifc.h) and signals MSI-X.
 type Events interface {

@@ -70,6 +70,9 @@ type NIC struct {
 	kickPeer *NIC
 	// dirty lists the CQs with CQEs pending for the end of the Step (under mu).
 	dirty []*cq
+	// spans caches the host spans of the keys TX gathers and cyclic RQ scatters name
+	// (under mu).
+	spans spanCache
 	// txFrame is the buffer a SEND or enhanced MPW WQE builds its frame in when the wire
 	// is not a cable (the wire copies it), reused WQE after WQE (under mu).
 	txFrame []byte

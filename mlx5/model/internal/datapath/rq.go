@@ -435,6 +435,12 @@ func (n *NIC) scatter(lkey uint32, addr uint64, p []byte) error {
 	if n.cfg.Keys == nil {
 		return errf(StatusBadParam, SyndromeBadMemory, "no memory keys")
 	}
+	if t, ok := n.cfg.Keys.(SpanTranslator); ok {
+		if b, ok := n.spans.get(t, lkey, addr, len(p), dma.Write); ok {
+			copy(b, p)
+			return nil
+		}
+	}
 	return n.cfg.Keys.Store(lkey, addr, p)
 }
 
