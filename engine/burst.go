@@ -792,40 +792,33 @@ func (b *Burst) grow(i, end int) {
 	}
 }
 
-// hdr0 is the first end bytes of packet i's segment 0 and that segment's length, for the
-// header helpers' common case: a raw stream, a CPU-addressable region of power-of-two
-// buffers (view0), packet i in range and end bytes of room to its buffer's end — where the
-// helpers' full forms would find the same buffer through buf0 and pass their room checks.
-// nil otherwise (the caller takes its full form, which says why). Inlined into each helper.
-func (b *Burst) hdr0(i int, end uint64) ([]byte, *uint32) {
-	if uint(i) < uint(b.n) && b.raw && b.view0 != nil {
-		s := &b.segs[0]
-		o := s.off[i]
-		if (o|b.mask0)+1-o >= end {
-			return b.view0[o : o+end : o+end], &s.len[i]
-		}
-	}
-	return nil, nil
-}
+// The header helpers' common case — a raw stream, a CPU-addressable region of power-of-two
+// buffers (view0), packet i in range, room for the header to its buffer's end, arguments in
+// range — is written out in each helper before its full form (setEthHeader, setIPv4Header,
+// setUDPHeader: the helpers' earlier bodies), which takes every other case, errors included,
+// so a fast path that declines changes nothing. The test sits in each helper rather than in
+// a shared function returning the buffer: the merge after such a call costs a re-test and a
+// length check per header. TestHeaderFastPaths pins each helper to its full form.
 
 // SetEthHeader writes packet i's Ethernet header: dst, src (zero when nil) and EtherType
 // IPv4, and extends segment 0 to cover it.
 func (b *Burst) SetEthHeader(i int, dst, src net.HardwareAddr) error {
-	// The common case (hdr0, 6-byte addresses) in straight-line stores; anything else,
-	// errors included, takes setEthHeader, the full form. TestHeaderFastPaths pins the two.
-	if h, l := b.hdr0(i, EthHeaderLen); h != nil && len(dst) == 6 && (src == nil || len(src) == 6) {
-		e := (*[EthHeaderLen]byte)(h)
-		*(*[6]byte)(e[0:6]) = [6]byte(dst)
-		if src != nil {
-			*(*[6]byte)(e[6:12]) = [6]byte(src)
-		} else {
-			*(*[6]byte)(e[6:12]) = [6]byte{}
+	if uint(i) < uint(b.n) && b.raw && b.view0 != nil && len(dst) == 6 && (src == nil || len(src) == 6) {
+		s := &b.segs[0]
+		if o := s.off[i]; (o|b.mask0)+1-o >= EthHeaderLen {
+			e := (*[EthHeaderLen]byte)(b.view0[o : o+EthHeaderLen])
+			*(*[6]byte)(e[0:6]) = [6]byte(dst)
+			if src != nil {
+				*(*[6]byte)(e[6:12]) = [6]byte(src)
+			} else {
+				*(*[6]byte)(e[6:12]) = [6]byte{}
+			}
+			binary.BigEndian.PutUint16(e[12:], 0x0800)
+			if l := &s.len[i]; *l < EthHeaderLen {
+				*l = EthHeaderLen
+			}
+			return nil
 		}
-		e[12], e[13] = 0x08, 0x00
-		if *l < EthHeaderLen {
-			*l = EthHeaderLen
-		}
-		return nil
 	}
 	return b.setEthHeader(i, dst, src)
 }
@@ -858,27 +851,28 @@ func (b *Burst) setEthHeader(i int, dst, src net.HardwareAddr) error {
 // total length 20+payloadLen (payloadLen excludes the IPv4 header, as upstream documents),
 // TTL 64, don't-fragment, the protocol, addresses in network order and the header checksum.
 func (b *Burst) SetIPv4Header(i, payloadLen int, proto uint8, src, dst netip.Addr) error {
-	// The common case (hdr0, IPv4 addresses, payload in range) in straight-line stores;
-	// anything else, errors included, takes setIPv4Header, the full form.
-	// TestHeaderFastPaths pins the two.
-	if h, l := b.hdr0(i, EthHeaderLen+IPv4HeaderLen); h != nil && src.Is4() && dst.Is4() && uint(payloadLen) <= 65535-IPv4HeaderLen {
-		s4, d4 := src.As4(), dst.As4()
-		sa, da := binary.BigEndian.Uint32(s4[:]), binary.BigEndian.Uint32(d4[:])
-		total := uint32(IPv4HeaderLen + payloadLen)
-		// setIPv4Header's sum; it is below 2^20, so two folds leave 16 bits as its loop does.
-		sum := 0x4500 + total + 0x4000 + (64<<8 | uint32(proto)) + sa>>16 + sa&0xffff + da>>16 + da&0xffff
-		sum = sum&0xffff + sum>>16
-		sum += sum >> 16
-		ip := (*[EthHeaderLen + IPv4HeaderLen]byte)(h)
-		binary.BigEndian.PutUint32(ip[EthHeaderLen:], 0x45<<24|total)
-		binary.BigEndian.PutUint32(ip[EthHeaderLen+4:], 0x4000)
-		binary.BigEndian.PutUint32(ip[EthHeaderLen+8:], 64<<24|uint32(proto)<<16|uint32(^uint16(sum)))
-		binary.BigEndian.PutUint32(ip[EthHeaderLen+12:], sa)
-		binary.BigEndian.PutUint32(ip[EthHeaderLen+16:], da)
-		if *l < EthHeaderLen+IPv4HeaderLen {
-			*l = EthHeaderLen + IPv4HeaderLen
+	if uint(i) < uint(b.n) && b.raw && b.view0 != nil && src.Is4() && dst.Is4() && uint(payloadLen) <= 65535-IPv4HeaderLen {
+		s := &b.segs[0]
+		if o := s.off[i]; (o|b.mask0)+1-o >= EthHeaderLen+IPv4HeaderLen {
+			s4, d4 := src.As4(), dst.As4()
+			sa, da := binary.BigEndian.Uint32(s4[:]), binary.BigEndian.Uint32(d4[:])
+			total := uint32(IPv4HeaderLen + payloadLen)
+			// setIPv4Header's sum; it is below 2^20, so two folds leave 16 bits, as its
+			// loop does.
+			sum := 0x4500 + total + 0x4000 + (64<<8 | uint32(proto)) + sa>>16 + sa&0xffff + da>>16 + da&0xffff
+			sum = sum&0xffff + sum>>16
+			sum += sum >> 16
+			h := (*[IPv4HeaderLen]byte)(b.view0[o+EthHeaderLen : o+EthHeaderLen+IPv4HeaderLen])
+			binary.BigEndian.PutUint32(h[0:], 0x45<<24|total)
+			binary.BigEndian.PutUint32(h[4:], 0x4000)
+			binary.BigEndian.PutUint32(h[8:], 64<<24|uint32(proto)<<16|uint32(^uint16(sum)))
+			binary.BigEndian.PutUint32(h[12:], sa)
+			binary.BigEndian.PutUint32(h[16:], da)
+			if l := &s.len[i]; *l < EthHeaderLen+IPv4HeaderLen {
+				*l = EthHeaderLen + IPv4HeaderLen
+			}
+			return nil
 		}
-		return nil
 	}
 	return b.setIPv4Header(i, payloadLen, proto, src, dst)
 }
@@ -1085,17 +1079,18 @@ func isIPv6(buf []byte) bool {
 // header). Over IPv4 the checksum is 0 (none), which IPv4 permits; over IPv6, where it is
 // mandatory, SetUDPPayload computes it.
 func (b *Burst) SetUDPHeader(i, payloadLen int, srcPort, dstPort uint16) error {
-	// The common case (hdr0 with room for the IPv4 form, EtherType not IPv6, payload in
-	// range) in one store; anything else, errors included, takes setUDPHeader, the full form.
-	// TestHeaderFastPaths pins the two.
-	if h, l := b.hdr0(i, UDPPayloadOffset); h != nil && uint(payloadLen) <= 65535-UDPHeaderLen {
-		u := (*[UDPPayloadOffset]byte)(h)
-		if u[12] != 0x86 || u[13] != 0xDD {
-			binary.BigEndian.PutUint64(u[UDPPayloadOffset-UDPHeaderLen:], uint64(srcPort)<<48|uint64(dstPort)<<32|uint64(UDPHeaderLen+payloadLen)<<16)
-			if *l < UDPPayloadOffset {
-				*l = UDPPayloadOffset
+	// Here the EtherType is read: IPv6's moves the header (the full form's case).
+	if uint(i) < uint(b.n) && b.raw && b.view0 != nil && uint(payloadLen) <= 65535-UDPHeaderLen {
+		s := &b.segs[0]
+		if o := s.off[i]; (o|b.mask0)+1-o >= UDPPayloadOffset {
+			u := (*[UDPPayloadOffset]byte)(b.view0[o : o+UDPPayloadOffset])
+			if binary.BigEndian.Uint16(u[12:]) != 0x86DD {
+				binary.BigEndian.PutUint64(u[UDPPayloadOffset-UDPHeaderLen:], uint64(srcPort)<<48|uint64(dstPort)<<32|uint64(UDPHeaderLen+payloadLen)<<16)
+				if l := &s.len[i]; *l < UDPPayloadOffset {
+					*l = UDPPayloadOffset
+				}
+				return nil
 			}
-			return nil
 		}
 	}
 	return b.setUDPHeader(i, payloadLen, srcPort, dstPort)
