@@ -792,9 +792,39 @@ func (b *Burst) grow(i, end int) {
 	}
 }
 
+// The header helpers' common case — a raw stream, a CPU-addressable region of power-of-two
+// buffers (view0), packet i in range, room for the header to its buffer's end, arguments in
+// range — is written out in each helper before its full form (setEthHeader, setIPv4Header,
+// setUDPHeader: the helpers' earlier bodies), which takes every other case, errors included,
+// so a fast path that declines changes nothing. The test sits in each helper rather than in
+// a shared function returning the buffer: the merge after such a call costs a re-test and a
+// length check per header. TestHeaderFastPaths pins each helper to its full form.
+
 // SetEthHeader writes packet i's Ethernet header: dst, src (zero when nil) and EtherType
 // IPv4, and extends segment 0 to cover it.
 func (b *Burst) SetEthHeader(i int, dst, src net.HardwareAddr) error {
+	if uint(i) < uint(b.n) && b.raw && b.view0 != nil && len(dst) == 6 && (src == nil || len(src) == 6) {
+		s := &b.segs[0]
+		if o := s.off[i]; (o|b.mask0)+1-o >= EthHeaderLen {
+			e := (*[EthHeaderLen]byte)(b.view0[o : o+EthHeaderLen])
+			*(*[6]byte)(e[0:6]) = [6]byte(dst)
+			if src != nil {
+				*(*[6]byte)(e[6:12]) = [6]byte(src)
+			} else {
+				*(*[6]byte)(e[6:12]) = [6]byte{}
+			}
+			binary.BigEndian.PutUint16(e[12:], 0x0800)
+			if l := &s.len[i]; *l < EthHeaderLen {
+				*l = EthHeaderLen
+			}
+			return nil
+		}
+	}
+	return b.setEthHeader(i, dst, src)
+}
+
+// setEthHeader is SetEthHeader for every case, errors included.
+func (b *Burst) setEthHeader(i int, dst, src net.HardwareAddr) error {
 	buf, ok := b.buf0(i)
 	if !ok {
 		buf = b.SegmentBuffer(0, i)
@@ -821,6 +851,34 @@ func (b *Burst) SetEthHeader(i int, dst, src net.HardwareAddr) error {
 // total length 20+payloadLen (payloadLen excludes the IPv4 header, as upstream documents),
 // TTL 64, don't-fragment, the protocol, addresses in network order and the header checksum.
 func (b *Burst) SetIPv4Header(i, payloadLen int, proto uint8, src, dst netip.Addr) error {
+	if uint(i) < uint(b.n) && b.raw && b.view0 != nil && src.Is4() && dst.Is4() && uint(payloadLen) <= 65535-IPv4HeaderLen {
+		s := &b.segs[0]
+		if o := s.off[i]; (o|b.mask0)+1-o >= EthHeaderLen+IPv4HeaderLen {
+			s4, d4 := src.As4(), dst.As4()
+			sa, da := binary.BigEndian.Uint32(s4[:]), binary.BigEndian.Uint32(d4[:])
+			total := uint32(IPv4HeaderLen + payloadLen)
+			// setIPv4Header's sum; it is below 2^20, so two folds leave 16 bits, as its
+			// loop does.
+			sum := 0x4500 + total + 0x4000 + (64<<8 | uint32(proto)) + sa>>16 + sa&0xffff + da>>16 + da&0xffff
+			sum = sum&0xffff + sum>>16
+			sum += sum >> 16
+			h := (*[IPv4HeaderLen]byte)(b.view0[o+EthHeaderLen : o+EthHeaderLen+IPv4HeaderLen])
+			binary.BigEndian.PutUint32(h[0:], 0x45<<24|total)
+			binary.BigEndian.PutUint32(h[4:], 0x4000)
+			binary.BigEndian.PutUint32(h[8:], 64<<24|uint32(proto)<<16|uint32(^uint16(sum)))
+			binary.BigEndian.PutUint32(h[12:], sa)
+			binary.BigEndian.PutUint32(h[16:], da)
+			if l := &s.len[i]; *l < EthHeaderLen+IPv4HeaderLen {
+				*l = EthHeaderLen + IPv4HeaderLen
+			}
+			return nil
+		}
+	}
+	return b.setIPv4Header(i, payloadLen, proto, src, dst)
+}
+
+// setIPv4Header is SetIPv4Header for every case, errors included.
+func (b *Burst) setIPv4Header(i, payloadLen int, proto uint8, src, dst netip.Addr) error {
 	buf, ok := b.buf0(i)
 	if !ok {
 		buf = b.SegmentBuffer(0, i)
@@ -1021,6 +1079,25 @@ func isIPv6(buf []byte) bool {
 // header). Over IPv4 the checksum is 0 (none), which IPv4 permits; over IPv6, where it is
 // mandatory, SetUDPPayload computes it.
 func (b *Burst) SetUDPHeader(i, payloadLen int, srcPort, dstPort uint16) error {
+	// Here the EtherType is read: IPv6's moves the header (the full form's case).
+	if uint(i) < uint(b.n) && b.raw && b.view0 != nil && uint(payloadLen) <= 65535-UDPHeaderLen {
+		s := &b.segs[0]
+		if o := s.off[i]; (o|b.mask0)+1-o >= UDPPayloadOffset {
+			u := (*[UDPPayloadOffset]byte)(b.view0[o : o+UDPPayloadOffset])
+			if binary.BigEndian.Uint16(u[12:]) != 0x86DD {
+				binary.BigEndian.PutUint64(u[UDPPayloadOffset-UDPHeaderLen:], uint64(srcPort)<<48|uint64(dstPort)<<32|uint64(UDPHeaderLen+payloadLen)<<16)
+				if l := &s.len[i]; *l < UDPPayloadOffset {
+					*l = UDPPayloadOffset
+				}
+				return nil
+			}
+		}
+	}
+	return b.setUDPHeader(i, payloadLen, srcPort, dstPort)
+}
+
+// setUDPHeader is SetUDPHeader for every case, errors included.
+func (b *Burst) setUDPHeader(i, payloadLen int, srcPort, dstPort uint16) error {
 	buf, ok := b.buf0(i)
 	if !ok {
 		buf = b.SegmentBuffer(0, i)
