@@ -82,11 +82,24 @@ func (ep *endpoint) udpRx() {
 	x := &rxBatcher{q: q, conn: ep.udpConn.id}
 	var ovfl uint32
 	countOverflow := func(v uint32) {
+		// v is the socket's drop counter as a datagram's control message saw it when the
+		// kernel queued that datagram, or as SO_MEMINFO reads it now: a datagram queued
+		// before a read of the counter carries an older (smaller) value, which must not move
+		// the mark back (that would count the drops between the two again).
 		if d := v - ovfl; d != 0 && d < 1<<31 {
 			q.Stats.Drop(engine.DropSocketOverflow, int(d))
+			ovfl = v
 		}
-		ovfl = v
 	}
+	// readDrops counts drops that no received datagram reports: SO_RXQ_OVFL rides on a
+	// datagram queued after the drops, so drops while the queue is full and the last of the
+	// traffic (nothing queued after them) would otherwise show only at shutdown.
+	readDrops := func() {
+		if v, err := ep.udp.Drops(); err == nil {
+			countOverflow(v)
+		}
+	}
+	stalled := 0 // idle rounds without room to receive into
 	defer func() {
 		x.release()
 		for _, i := range ready {
@@ -94,9 +107,7 @@ func (ep *endpoint) udpRx() {
 		}
 		// Drops that happened after the last received datagram carry no control message:
 		// read the socket's counter directly.
-		if v, err := ep.udp.Drops(); err == nil {
-			countOverflow(v)
-		}
+		readDrops()
 	}()
 	for !ep.stopped() {
 		if n := vlen - len(ready); n > 0 {
@@ -108,9 +119,15 @@ func (ep *endpoint) udpRx() {
 			// what we have and wait; the kernel queues (and, when full, drops and counts)
 			// meanwhile.
 			x.flush()
+			// The kernel queue fills and drops meanwhile; keep Stats current (every ~100
+			// rounds: one getsockopt per few milliseconds while stalled).
+			if stalled++; stalled%100 == 1 {
+				readDrops()
+			}
 			time.Sleep(50 * time.Microsecond)
 			continue
 		}
+		stalled = 0
 		room := q.BatchSize() - b.Len()
 		k := min(len(ready), room)
 		if gro {
@@ -129,6 +146,11 @@ func (ep *endpoint) udpRx() {
 		}
 		if batch.HasOverflow {
 			countOverflow(batch.Overflow)
+		}
+		if n == 0 {
+			// The socket ran dry (or the poll timeout passed): whatever it dropped so far
+			// will be reported by no datagram until the next one comes.
+			readDrops()
 		}
 		for i := 0; i < n; i++ {
 			m := &batch.Msgs[i]
