@@ -333,9 +333,8 @@ func hwReorderTimeoutAttempt(t *testing.T, action config.MissingAction, timeoutU
 	// have ended the batch before all its frames were placed.
 	//
 	// unarmed reports frames that found their slot RQ without a WQE (model out_of_buffer or
-	// not ready): with missing_action drop the plan counts the dropped batch before it posts
-	// the next batch's slots (mlx5 hwPlan.expire), so a batch sent as soon as the drop shows
-	// can arrive before them.
+	// not ready): the plan posts the next batch's slots before it publishes a timed-out batch
+	// (aggregate or drop), so a batch sent after that shows, arriving in time, finds them.
 	batch := func(skip map[int]bool) (want [][]byte, inTime, unarmed bool) {
 		want = make([][]byte, ppb)
 		var frames [][]byte
@@ -416,8 +415,11 @@ func hwReorderTimeoutAttempt(t *testing.T, action config.MissingAction, timeoutU
 		}
 	}
 	want, inTime, unarmed := batch(nil)
+	if inTime && unarmed {
+		t.Fatal("a frame of the batch after the timeout found its slot RQ without a posted WQE: the slots were not re-armed when the timed-out batch was published")
+	}
 	if b = recv(st.Dropped); b == nil {
-		if !inTime || action == config.MissingDrop && unarmed {
+		if !inTime {
 			return false
 		}
 		t.Fatal("the batch after the timeout was dropped")

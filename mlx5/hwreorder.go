@@ -399,27 +399,30 @@ func (hp *hwPlan) expire() {
 	hp.readCQ()
 	st := &hp.h.Stats
 	if hp.h.Config.MissingAction == config.MissingDrop {
-		st.Dropped.Add(1)
-		hp.q.Stats.Drop(engine.DropIncomplete, hp.got)
+		got := hp.got
 		hp.armed = false
 		hp.batches++
 		hp.out.Put(hp.idx)
-	} else {
-		if buf := hp.out.Buf(hp.idx); buf != nil {
-			for k := range hp.ppb {
-				if hp.present[k/8]&(1<<(k%8)) == 0 {
-					clear(buf[k*hp.slot : (k+1)*hp.slot])
-				}
-			}
-		}
-		b := hp.aggregate()
+		// The next batch's slots are posted before the drop is counted: a sender that
+		// starts the next batch as soon as the drop shows must find them ready (the
+		// passthrough branch arms before it delivers, for the same reason).
 		hp.sync()
 		hp.arm()
-		hp.deliver(b)
+		st.Dropped.Add(1)
+		hp.q.Stats.Drop(engine.DropIncomplete, got)
 		return
 	}
+	if buf := hp.out.Buf(hp.idx); buf != nil {
+		for k := range hp.ppb {
+			if hp.present[k/8]&(1<<(k%8)) == 0 {
+				clear(buf[k*hp.slot : (k+1)*hp.slot])
+			}
+		}
+	}
+	b := hp.aggregate()
 	hp.sync()
 	hp.arm()
+	hp.deliver(b)
 }
 
 // aggregate turns the batch's buffer into one aggregate for deliver (nil when no burst was
