@@ -974,6 +974,12 @@ func (b *Burst) SetUDPv4Header(i int, h *UDPv4Header, payloadLen int) error {
 // inlined into both of SetUDPv4Header's paths.
 func (h *UDPv4Header) put(d *[UDPPayloadOffset]byte, payloadLen int) {
 	*d = h.h
+	h.lengths(d, payloadLen)
+}
+
+// lengths writes into d (a copy of h's header) the IPv4 total length and checksum and the
+// UDP length for payloadLen bytes of UDP payload.
+func (h *UDPv4Header) lengths(d *[UDPPayloadOffset]byte, payloadLen int) {
 	total := uint32(IPv4HeaderLen + UDPHeaderLen + payloadLen)
 	sum := h.sum + total
 	sum = sum&0xffff + sum>>16
@@ -1020,13 +1026,7 @@ func (b *Burst) SetAllUDPv4Headers(h *UDPv4Header, payloadLen int) error {
 		return nil
 	}
 	hdr := h.h
-	total := uint32(IPv4HeaderLen + UDPHeaderLen + payloadLen)
-	sum := h.sum + total
-	sum = sum&0xffff + sum>>16
-	sum += sum >> 16
-	binary.BigEndian.PutUint16(hdr[EthHeaderLen+2:], uint16(total))
-	binary.BigEndian.PutUint16(hdr[EthHeaderLen+10:], ^uint16(sum))
-	binary.BigEndian.PutUint16(hdr[EthHeaderLen+IPv4HeaderLen+4:], uint16(UDPHeaderLen+payloadLen))
+	h.lengths(&hdr, payloadLen)
 	s := &b.segs[0]
 	offs, lens := s.off[:b.n], s.len[:b.n]
 	lens = lens[:len(offs)]
