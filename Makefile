@@ -73,9 +73,13 @@ bench-socket: tools
 	bash bench/socket/run.sh
 
 # The burst rings and buffer pools with upstream's pool_ring_bench cases, next to Go channels.
-# UPSTREAM_RINGBENCH=path: upstream's pool_ring_bench binary, run first for the upstream column.
+# UPSTREAM_RINGBENCH=path: upstream's pool_ring_bench binary for the upstream column, run
+# RING_ROUNDS times (default 3), each time just before a round of this tool's runs; both columns
+# are medians over the rounds (one upstream run compared a sample with a median, and the GPU
+# host's cores have spells of seconds at ~0.6x: BENCHMARKS.md, issue 31 fifth round).
 # BENCH_PREBUILT=1 runs the binary `make bench-bins` built (mk/benchbins.mk), for hosts without Go.
+RING_ROUNDS ?= 3
 bench-ring:
-	$(if $(BENCH_PREBUILT),$(BENCH_BIN)/daqiri-ringbench,$(GO) run ./tools/daqiri-ringbench) $(if $(UPSTREAM_RINGBENCH),-upstream $(UPSTREAM_RINGBENCH))
+	$(if $(BENCH_PREBUILT),$(BENCH_BIN)/daqiri-ringbench,$(GO) run ./tools/daqiri-ringbench) $(if $(UPSTREAM_RINGBENCH),-upstream $(UPSTREAM_RINGBENCH) -rounds $(RING_ROUNDS))
 
 include $(sort $(wildcard mk/*.mk))

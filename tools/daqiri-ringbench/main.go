@@ -2,7 +2,8 @@
 // upstream DAQIRI's pool_ring_bench (SPSC single/bulk8/bulk32 1p1c, MPMC single 2p2c and
 // 4p4c, MPMC bulk8 2p2c and bulk32 4p4c, pool get/put with 1, 4 and 8 threads), next to a
 // buffered Go channel doing the same work as a peer baseline and, given -upstream, upstream's
-// own binary run in the same process tree just before. Each case runs several times; the
+// own binary run in the same process tree just before (with -rounds N, N times, each before a
+// round of this tool's runs, and both columns are medians). Each case runs several times; the
 // table shows the median.
 //
 // The method is upstream's: a 1024-slot ring, every producer moving -items values with
@@ -51,6 +52,7 @@ func main() {
 	only := flag.String("run", "", "run only the cases whose name matches this regular expression")
 	waitMode := flag.String("wait", "spin", "what a thread does when the ring is full or empty: spin, pause (spin with the CPU's spin-wait hint), yield (sched_yield) or gosched (runtime.Gosched)")
 	cpuList := flag.String("cpus", "", "comma-separated cores to pin threads to, in order (default: every allowed core)")
+	rounds := flag.Int("rounds", 1, "with -upstream: run upstream's binary and then this tool's cases this many times in turn (the -repeats runs spread over the rounds), and report both columns as medians over every round (the GPU host's cores have spells of a busy sibling hardware thread lasting seconds; one upstream run against this tool's median compares a sample with a median)")
 	each := flag.Bool("each", false, "also print every run's Mops, in the order run (a pair of spinning threads can settle in a fast or a slow state; the median hides which)")
 	flag.Parse()
 	var o opts
@@ -100,27 +102,66 @@ func main() {
 		{name: "pool cached 8t", pool: 8, cached: true, upstream: "pool get/put 8t", issue: 2.4},
 	}
 	cores := len(o.cpus)
-	upstream := map[string]float64{}
+	if *rounds < 1 || (*rounds > 1 && *upstreamBin == "") {
+		fmt.Fprintf(os.Stderr, "daqiri-ringbench: -rounds %d: want 1, or more with -upstream\n", *rounds)
+		os.Exit(2)
+	}
+	var sel []bench
+	for _, c := range cases {
+		if match.MatchString(c.name) {
+			sel = append(sel, c)
+		}
+	}
+	// ours[i] and chans[i] gather case i's runs over every round; ups[key] upstream's figure
+	// per round.
+	ours := make([][]float64, len(sel))
+	chans := make([][]float64, len(sel))
+	ups := map[string][]float64{}
 	source := "issue 18's figures for upstream's pool_ring_bench on the 16-core H200 host; compare only there"
 	if *upstreamBin != "" {
-		if upstream, err = runUpstream(*upstreamBin); err != nil {
-			fmt.Fprintln(os.Stderr, "daqiri-ringbench:", err)
-			os.Exit(1)
-		}
 		source = "upstream's pool_ring_bench (" + *upstreamBin + "), run on this host just before"
-	}
-	fmt.Printf("daqiri ring/pool bench: %d items per producer or thread, median of %d runs, %d cores, wait %s, %s\n\n", *items, *repeats, cores, o.wait, runtime.Version())
-	fmt.Printf("%-20s %12s %8s %11s %8s %14s %9s\n", "case", "daqiri Mops", "ns/op", "chan Mops", "vs chan", "upstream Mops*", "vs upstr")
-	for _, c := range cases {
-		if !match.MatchString(c.name) {
-			continue
+		if *rounds > 1 {
+			source = fmt.Sprintf("upstream's pool_ring_bench (%s), median of %d runs, each just before a round of this tool's runs", *upstreamBin, *rounds)
 		}
-		// Warm-up pass (page faults, thread start-up, CPU frequency).
-		run(c, *items/10, false, o)
-		d, runs := median(*repeats, func() float64 { return run(c, *items, false, o) })
+	}
+	// The -repeats runs of a case are spread over the rounds, so that more rounds cost only
+	// upstream's runs.
+	perRound := max(1, (*repeats+*rounds-1) / *rounds)
+	for r := 1; r <= *rounds; r++ {
+		if *upstreamBin != "" {
+			if *rounds > 1 {
+				fmt.Fprintf(os.Stderr, "round %d of %d: upstream\n", r, *rounds)
+			}
+			u, err := runUpstream(*upstreamBin)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "daqiri-ringbench:", err)
+				os.Exit(1)
+			}
+			for k, v := range u {
+				ups[k] = append(ups[k], v)
+			}
+		}
+		for i, c := range sel {
+			if *rounds > 1 {
+				fmt.Fprintf(os.Stderr, "round %d of %d: %s\n", r, *rounds, c.name)
+			}
+			// Warm-up pass (page faults, thread start-up, CPU frequency).
+			run(c, *items/10, false, o)
+			_, runs := median(perRound, func() float64 { return run(c, *items, false, o) })
+			ours[i] = append(ours[i], runs...)
+			if *withChan {
+				_, g := median(perRound, func() float64 { return run(c, *items, true, o) })
+				chans[i] = append(chans[i], g...)
+			}
+		}
+	}
+	fmt.Printf("daqiri ring/pool bench: %d items per producer or thread, median of %d runs, %d cores, wait %s, %s\n\n", *items, perRound**rounds, cores, o.wait, runtime.Version())
+	fmt.Printf("%-20s %12s %8s %11s %8s %14s %9s\n", "case", "daqiri Mops", "ns/op", "chan Mops", "vs chan", "upstream Mops*", "vs upstr")
+	for i, c := range sel {
+		d := medianOf(ours[i])
 		row := fmt.Sprintf("%-20s %12.2f %8.1f", c.name, d, 1e3/d)
 		if *withChan {
-			g, _ := median(*repeats, func() float64 { return run(c, *items, true, o) })
+			g := medianOf(chans[i])
 			row += fmt.Sprintf(" %11.2f %7.2fx", g, d/g)
 		} else {
 			row += fmt.Sprintf(" %11s %8s", "-", "-")
@@ -130,15 +171,18 @@ func main() {
 			key = c.upstream
 		}
 		u, ok := c.issue, *upstreamBin == ""
-		if !ok {
-			u, ok = upstream[key]
+		if !ok && len(ups[key]) > 0 {
+			u, ok = medianOf(ups[key]), true
 		}
 		if ok && u > 0 {
 			row += fmt.Sprintf(" %14.1f %8.2fx", u, d/u)
 		}
 		fmt.Println(row)
 		if *each {
-			fmt.Println(eachLine(runs))
+			fmt.Println(eachLine(ours[i]))
+			if len(ups[key]) > 0 {
+				fmt.Println(strings.Replace(eachLine(ups[key]), "runs:", "upstream:", 1))
+			}
 		}
 	}
 	fmt.Println("\n* " + source)
@@ -192,9 +236,17 @@ func median(n int, f func() float64) (float64, []float64) {
 	for i := range v {
 		v[i] = f()
 	}
+	return medianOf(v), v
+}
+
+// medianOf is the median of v (the upper one of an even count), v unchanged; 0 when empty.
+func medianOf(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
-	return s[len(s)/2], v
+	return s[len(s)/2]
 }
 
 // eachLine is the -each line under a case's row.
