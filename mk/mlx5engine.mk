@@ -13,9 +13,11 @@
 #                     there: read ns/pkt, Mpps, allocs/pkt. The raw output goes to
 #                     $(BIN)/bench-mlx5.txt, then a table (mk/benchtable.awk) beside the goals,
 #                     the figures before issue 31 and the published anchors. Results in
-#                     BENCHMARKS.md. Each benchmark pins its goroutine to the last allowed core
-#                     (DAQIRI_BENCH_CORE=n or off to change it) with the collector off, and
-#                     reports gcs (collections during the run, 0 expected); MLX5_COUNT runs each.
+#                     BENCHMARKS.md. MLX5_COUNT rounds of every case, round r pinning the
+#                     benchmark goroutine to the r-th allowed core down from the last
+#                     (DAQIRI_BENCH_CORE=last-r; =n or off keeps one core; mk/burst.mk says
+#                     why), with the collector off; gcs is collections during the run (0
+#                     expected).
 #
 # The engine's GPU tests (issue 27: the model writing CUDA memory — mlx5/gpu_test.go, the GPU
 # reorder plan fed by the engine in the root package's mlx5gpu_test.go, upstream's GPU examples
@@ -31,7 +33,12 @@ MLX5_COUNT ?= 5
 
 bench-mlx5:
 	@mkdir -p $(BIN)
-	$(call bench_run,./mlx5/,mlx5,-test.run '^$$' -test.bench '^Benchmark(RX|TX|TXModelFed|SWLoop)$$' -test.benchtime $(MLX5_BENCHTIME) -test.count $(MLX5_COUNT)) > $(BIN)/bench-mlx5.txt || { cat $(BIN)/bench-mlx5.txt; exit 1; }
+	@: > $(BIN)/bench-mlx5.txt
+	@set -e; core=$${DAQIRI_BENCH_CORE:-}; for r in $$(seq 0 $$(($(MLX5_COUNT) - 1))); do \
+		export DAQIRI_BENCH_CORE=$${core:-last-$$r}; \
+		echo "bench-mlx5: round $$((r + 1)) of $(MLX5_COUNT), DAQIRI_BENCH_CORE=$$DAQIRI_BENCH_CORE"; \
+		$(call bench_run,./mlx5/,mlx5,-test.run '^$$' -test.bench '^Benchmark(RX|TX|TXModelFed|SWLoop)$$' -test.benchtime $(MLX5_BENCHTIME) -test.count 1) >> $(BIN)/bench-mlx5.txt || { cat $(BIN)/bench-mlx5.txt; exit 1; }; \
+	done
 	$(call bench_run,./mlx5/,mlx5,-test.run '^$$' -test.bench '^BenchmarkRXModel$$' -test.benchtime $(MLX5_MODELTIME) -test.count 3) >> $(BIN)/bench-mlx5.txt || { cat $(BIN)/bench-mlx5.txt; exit 1; }
 	@cat $(BIN)/bench-mlx5.txt
 	@echo

@@ -45,6 +45,22 @@ func LastAllowed() int {
 	return -1
 }
 
+// AllowedCores lists the cores in the process's CPU affinity mask in ascending order (nil when
+// the mask cannot be read).
+func AllowedCores() []int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil
+	}
+	var cores []int
+	for c := range len(set) * 64 {
+		if set.IsSet(c) {
+			cores = append(cores, c)
+		}
+	}
+	return cores
+}
+
 // LockAndPin locks the calling goroutine to its OS thread and, when core is allowed, pins
 // the thread to it. It reports whether the thread was pinned. Call Unlock (deferred) when the
 // goroutine is done with the thread.

@@ -6,11 +6,13 @@
 package benchtest
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +26,11 @@ import (
 // could not be pinned (then it is only locked, and the benchmark logs why).
 //
 // DAQIRI_BENCH_CORE=n pins to core n instead; DAQIRI_BENCH_CORE=off leaves the goroutine
-// unlocked and unpinned, as before 2026-11-28 (to compare).
+// unlocked and unpinned, as before 2026-11-28 (to compare). DAQIRI_BENCH_CORE=last-k pins to
+// the k-th allowed core below the last one, counting round the allowed cores but the first
+// (the workers'), so that rounds of a benchmark run k = 0, 1, 2, ... spread over cores: the GPU
+// host's cores have independent spells of a busy sibling hardware thread lasting seconds
+// (BENCHMARKS.md, issue 31 fourth and fifth rounds).
 //
 // The lock is never undone: the testing package runs each call of a benchmark function in a
 // goroutine of its own, and a goroutine that exits locked takes its thread with it, so no
@@ -37,6 +43,14 @@ func Pin(b testing.TB) int {
 	case "off":
 		return -1
 	default:
+		if k, ok := strings.CutPrefix(v, "last-"); ok {
+			c, err := lastMinus(k, osthread.AllowedCores())
+			if err != nil {
+				b.Fatalf("DAQIRI_BENCH_CORE=%q: %v", v, err)
+			}
+			core = c
+			break
+		}
 		c, err := strconv.Atoi(v)
 		if err != nil || !osthread.Allowed(c) {
 			b.Fatalf("DAQIRI_BENCH_CORE=%q: not a core this process may use (a number, or off)", v)
@@ -49,6 +63,21 @@ func Pin(b testing.TB) int {
 		return -1
 	}
 	return core
+}
+
+// lastMinus is the core DAQIRI_BENCH_CORE=last-k names among the allowed cores (ascending).
+func lastMinus(k string, allowed []int) (int, error) {
+	n, err := strconv.Atoi(k)
+	if err != nil || n < 0 {
+		return -1, fmt.Errorf("last-%s: want last-k with k a number >= 0", k)
+	}
+	if len(allowed) == 0 {
+		return -1, fmt.Errorf("the process's allowed cores cannot be read")
+	}
+	if len(allowed) > 1 {
+		allowed = allowed[1:]
+	}
+	return allowed[len(allowed)-1-n%len(allowed)], nil
 }
 
 // StopGC runs a collection now, before the timed loop, and turns the collector off until the

@@ -67,3 +67,37 @@ func TestReportControl(t *testing.T) {
 		}
 	}
 }
+
+// TestLastMinus: last-k counts down from the last allowed core round the allowed cores but
+// the first, and bad forms are refused.
+func TestLastMinus(t *testing.T) {
+	for _, c := range []struct {
+		k       string
+		allowed []int
+		want    int
+	}{
+		{"0", []int{0, 1, 2, 3}, 3}, {"1", []int{0, 1, 2, 3}, 2}, {"2", []int{0, 1, 2, 3}, 1},
+		{"3", []int{0, 1, 2, 3}, 3}, {"4", []int{0, 1, 2, 3}, 2},
+		{"0", []int{0, 1}, 1}, {"1", []int{0, 1}, 1}, {"5", []int{7}, 7},
+		{"1", []int{2, 5, 9}, 5}, {"2", []int{2, 5, 9}, 9},
+	} {
+		got, err := lastMinus(c.k, c.allowed)
+		if err != nil || got != c.want {
+			t.Errorf("last-%s of %v = %d, %v; want %d", c.k, c.allowed, got, err, c.want)
+		}
+	}
+	for _, k := range []string{"", "-1", "x"} {
+		if _, err := lastMinus(k, []int{0, 1}); err == nil {
+			t.Errorf("last-%s accepted", k)
+		}
+	}
+	if _, err := lastMinus("0", nil); err == nil {
+		t.Error("no allowed cores accepted")
+	}
+	done := make(chan int)
+	t.Setenv("DAQIRI_BENCH_CORE", "last-0")
+	go func() { done <- Pin(t) }()
+	if c := <-done; c != osthread.LastAllowed() {
+		t.Fatalf("DAQIRI_BENCH_CORE=last-0 pinned to %d, want %d", c, osthread.LastAllowed())
+	}
+}
