@@ -5,9 +5,15 @@ import (
 	"testing"
 )
 
-// plainAnyTimestamp is AnyTimestamp as a plain scan of ts[:n], without the tsZero shortcut.
+// plainAnyTimestamp is AnyTimestamp as a plain scan of the times, without the lazy shortcut:
+// the stored array, or every packet's lazyTS for a lazy burst (TestLazyMetaMatchesStored pins
+// the lazy form to the stored one).
 func plainAnyTimestamp(b *Burst) bool {
-	for _, t := range b.ts[:b.n] {
+	for i := range b.n {
+		t := b.lazyTS
+		if !b.lazy {
+			t = b.ts[i]
+		}
 		if t != 0 {
 			return true
 		}

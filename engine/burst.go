@@ -45,14 +45,20 @@ type Burst struct {
 	segs        [config.MaxSegments]segment
 	flow        []uint32
 	ts          []int64
-	// tsZero: ts[:n] is known to be all zero — set only by TxQueue.NewBurst, which clears
-	// it, and dropped by everything else that writes ts or hands it out (Reset, SetRxTimestamp,
-	// the Append and Grow family, TakePackets) — so that AnyTimestamp, which a loopback asks
-	// of every TX burst, need not read the array when nothing set a send time.
-	tsZero bool
+	// lazy: flow[:n] and ts[:n] are not stored — every packet's flow id is 0 and its time is
+	// lazyTS, whatever the arrays hold. TxQueue.NewBurst (times 0) and TakePackets (the
+	// receive time) set it instead of writing both arrays for every packet (12 bytes a
+	// packet each, twice per loopback burst); the readers (FlowID, RxTimestamp,
+	// AnyTimestamp) answer from it, and everything that writes either array or hands it out
+	// (SetFlowID, SetRxTimestamp, the Append and Grow family) first stores the values
+	// (settle). Reset drops it. TestLazyMetaMatchesStored pins it to the stored form.
+	lazy   bool
+	lazyTS int64
 	freed  []uint8 // per packet: bit s set once segment s went back to its region
 	// partial: some segment went back on its own (FreeSegment, FreePackets), so freed has
-	// bits set; without it Free returns every buffer without reading or writing freed.
+	// bits set; without it freed[:n] is not read and its content does not matter (every
+	// packet counts as not freed): Free returns every buffer without reading or writing it,
+	// and the first FreeSegment or FreePackets clears it (settleFreed).
 	partial bool
 	// hash and hashed: the NIC's RSS hash per packet, for engines whose device reports one
 	// (mlx5); empty for the others, so bursts of engines without hashes pay nothing.
@@ -159,7 +165,7 @@ func (b *Burst) Reset(port, queue int, regions []*Region, raw bool, capacity int
 	if b.txq != nil {
 		b.txq = nil
 	}
-	b.partial, b.tsZero = false, false
+	b.partial, b.lazy = false, false
 	b.hash, b.hashed = b.hash[:0], b.hashed[:0]
 	b.raw = raw
 	b.nsegs = len(regions)
@@ -248,13 +254,13 @@ func (b *Burst) SetReorderInfo(ri *ReorderInfo) {
 // Append adds a one-segment packet at byte off of segment 0's region, with its flow id and
 // receive timestamp (0 = none), and returns its index (for engines).
 func (b *Burst) Append(off uint64, length uint32, flowID uint32, tsNanos int64) int {
+	b.settle()
 	i := b.n
 	s := &b.segs[0]
 	s.off = append(s.off[:i], off)
 	s.len = append(s.len[:i], length)
 	b.flow = append(b.flow[:i], flowID)
 	b.ts = append(b.ts[:i], tsNanos)
-	b.tsZero = false
 	b.freed = append(b.freed[:i], 0)
 	b.n++
 	return i
@@ -265,11 +271,11 @@ func (b *Burst) Append(off uint64, length uint32, flowID uint32, tsNanos int64) 
 // over its completions; Commit then makes the first n of them packets. Growing past the
 // burst's capacity allocates (once per burst: the pool keeps the arrays). For engines.
 func (b *Burst) Grow(k int) (offs []uint64, lens []uint32, flows []uint32, ts []int64) {
+	b.settle() // the caller writes flows and times
 	i := b.n
 	if cap(b.flow) < i+k {
 		b.grow1(i + k)
 	}
-	b.tsZero = false // the caller writes ts
 	s := &b.segs[0]
 	return s.off[i : i+k : i+k], s.len[i : i+k : i+k], b.flow[i : i+k : i+k], b.ts[i : i+k : i+k]
 }
@@ -287,6 +293,7 @@ func (b *Burst) grow1(n int) {
 
 // Commit makes the first n entries that Grow returned packets (for engines).
 func (b *Burst) Commit(n int) {
+	b.settle() // (Grow did; a Commit without it keeps the stored form too)
 	i := b.n
 	j := i + n
 	s := &b.segs[0]
@@ -306,6 +313,7 @@ func (b *Burst) SegmentArrays(seg int) (offs []uint64, lens []uint32) {
 
 // AppendSegments adds a packet with one (offset, length) per segment (for engines).
 func (b *Burst) AppendSegments(offs []uint64, lens []uint32, flowID uint32, tsNanos int64) int {
+	b.settle()
 	i := b.n
 	for s := 0; s < b.nsegs; s++ {
 		b.segs[s].off = append(b.segs[s].off[:i], offs[s])
@@ -313,7 +321,6 @@ func (b *Burst) AppendSegments(offs []uint64, lens []uint32, flowID uint32, tsNa
 	}
 	b.flow = append(b.flow[:i], flowID)
 	b.ts = append(b.ts[:i], tsNanos)
-	b.tsZero = false
 	b.freed = append(b.freed[:i], 0)
 	b.n++
 	return i
@@ -324,13 +331,13 @@ func (b *Burst) AppendSegments(offs []uint64, lens []uint32, flowID uint32, tsNa
 // burst's buffers on unchanged, as the loopback does: one copy per array instead of a call
 // per packet). src must have as many segments as b.
 func (b *Burst) AppendPackets(src *Burst, tsNanos int64) int {
+	b.settle()
 	i, n := b.n, src.n
 	// append(x, make(...)...) extends in place (the compiler clears the new elements without
 	// allocating the temporary).
 	b.flow = append(b.flow[:i], make([]uint32, n)...)
 	b.freed = append(b.freed[:i], make([]uint8, n)...)
 	b.ts = append(b.ts[:i], make([]int64, n)...)
-	b.tsZero = false
 	total := 0
 	for s := 0; s < b.nsegs; s++ {
 		d, from := &b.segs[s], &src.segs[s]
@@ -384,13 +391,32 @@ func (b *Burst) TakePackets(src *Burst, tsNanos int64) int {
 	}
 	b.flow, src.flow = src.flow[:n], b.flow[:0]
 	b.ts, src.ts = src.ts[:n], b.ts[:0]
-	b.tsZero, src.tsZero = false, false
 	b.freed, src.freed = src.freed[:n], b.freed[:0]
-	clear(b.flow)
-	clear(b.freed)
-	fillTimes(b.ts, tsNanos)
+	// Flow ids 0 and every time tsNanos without writing them (lazy); no segment freed
+	// without clearing freed (not partial).
+	b.lazy, b.lazyTS, src.lazy = true, tsNanos, false
+	b.partial = false
 	b.n, src.n = n, 0
 	return total
+}
+
+// settle stores the flow ids and times a lazy burst holds only as its flag (see lazy), before
+// something writes either array or hands it out.
+func (b *Burst) settle() {
+	if b.lazy {
+		b.lazy = false
+		clear(b.flow[:b.n])
+		fillTimes(b.ts[:b.n], b.lazyTS)
+	}
+}
+
+// settleFreed makes freed[:n] say what it means before the first segment goes back on its
+// own: all clear while the burst is not partial (see partial).
+func (b *Burst) settleFreed() {
+	if !b.partial {
+		clear(b.freed[:b.n])
+		b.partial = true
+	}
 }
 
 // The per-packet conversions of a burst's start and end (NewBurst, Free, TakePackets) run
@@ -402,27 +428,61 @@ func (b *Burst) TakePackets(src *Burst, tsNanos int64) int {
 // counts twice there. These forms mask the count (a region's shift is < 64: buffers of
 // < 2^63 bytes) and take four elements per step. Tests pin each to the plain loop.
 
-// indexesToOffsets sets off[j] = idx[j] << sh (buffer indices to region offsets); off must
-// hold len(idx) elements.
-func indexesToOffsets(off []uint64, idx []uint32, sh uint) {
+// On amd64 with AVX2 the three loops below (and SetAllPacketLengths' check) run whole
+// blocks of 8 packets as vector instructions (burstvec_amd64.s: about one instruction per
+// packet instead of four to eight), the Go loops doing the rest; TestBurstVectorLoops pins
+// the vector forms to the plain loops.
+
+// indexesToOffsetsClear sets off[j] = idx[j] << sh (buffer indices to region offsets) and
+// then idx[j] = 0 (NewBurst turns the index array into the length array, lengths zero) in one
+// pass over the packets instead of a conversion and a clear; off must hold len(idx) elements.
+func indexesToOffsetsClear(off []uint64, idx []uint32, sh uint) {
+	sh &= 63
+	off = off[:len(idx)]
+	j := 0
+	if hasVec && len(idx) >= 8 {
+		j = len(idx) &^ 7
+		idxToOffClearAVX2(&off[0], &idx[0], j>>3, sh)
+	}
+	indexesToOffsetsClearGo(off[j:], idx[j:], sh)
+}
+
+// indexesToOffsetsClearGo is indexesToOffsetsClear in Go, four packets a step; sh < 64.
+func indexesToOffsetsClearGo(off []uint64, idx []uint32, sh uint) {
 	sh &= 63
 	off = off[:len(idx)]
 	j := 0
 	for ; j+4 <= len(idx); j += 4 {
 		i4, o4 := (*[4]uint32)(idx[j:j+4]), (*[4]uint64)(off[j:j+4])
-		o4[0] = uint64(i4[0]) << sh
-		o4[1] = uint64(i4[1]) << sh
-		o4[2] = uint64(i4[2]) << sh
-		o4[3] = uint64(i4[3]) << sh
+		a, b, c, d := i4[0], i4[1], i4[2], i4[3]
+		*i4 = [4]uint32{}
+		o4[0] = uint64(a) << sh
+		o4[1] = uint64(b) << sh
+		o4[2] = uint64(c) << sh
+		o4[3] = uint64(d) << sh
 	}
 	for ; j < len(idx); j++ {
-		off[j] = uint64(idx[j]) << sh
+		o := uint64(idx[j]) << sh
+		idx[j] = 0
+		off[j] = o
 	}
 }
 
 // offsetsToIndexes sets dst[j] = offs[j] >> sh (region offsets to buffer indices); dst
 // must hold len(offs) elements.
 func offsetsToIndexes(dst []uint32, offs []uint64, sh uint) {
+	sh &= 63
+	dst = dst[:len(offs)]
+	j := 0
+	if hasVec && len(offs) >= 8 {
+		j = len(offs) &^ 7
+		offToIdxAVX2(&dst[0], &offs[0], j>>3, sh)
+	}
+	offsetsToIndexesGo(dst[j:], offs[j:], sh)
+}
+
+// offsetsToIndexesGo is offsetsToIndexes in Go, four packets a step.
+func offsetsToIndexesGo(dst []uint32, offs []uint64, sh uint) {
 	sh &= 63
 	dst = dst[:len(offs)]
 	j := 0
@@ -450,9 +510,18 @@ func fillTimes(ts []int64, v int64) {
 	}
 }
 
-// sumLens is the sum of lens, four at a time into two sums (one chain of dependent adds per
-// packet would bound the loop at an add's latency).
+// sumLens is the sum of lens.
 func sumLens(lens []uint32) int {
+	if hasVec && len(lens) >= 8 {
+		j := len(lens) &^ 7
+		return sumLensAVX2(&lens[0], j>>3) + sumLensGo(lens[j:])
+	}
+	return sumLensGo(lens)
+}
+
+// sumLensGo is sumLens in Go, four at a time into two sums (one chain of dependent adds per
+// packet would bound the loop at an add's latency).
+func sumLensGo(lens []uint32) int {
 	var a, c int
 	for len(lens) >= 4 {
 		a += int(lens[0]) + int(lens[2])
@@ -468,8 +537,10 @@ func sumLens(lens []uint32) int {
 // AnyTimestamp reports whether some packet carries a timestamp: on a TX burst, a send time
 // set with SetPacketTxTime (for engines, which then send packet by packet).
 func (b *Burst) AnyTimestamp() bool {
-	if b.tsZero {
-		return false // a TX burst as NewBurst made it, no send time set since
+	if b.lazy {
+		// A TX burst as NewBurst made it, no send time set since (lazyTS 0), or one
+		// TakePackets gave a receive time.
+		return b.lazyTS != 0 && b.n > 0
 	}
 	// Every time or'ed together without a branch per packet: a TX burst almost never has one.
 	var x int64
@@ -573,14 +644,17 @@ func (b *Burst) TotalBytes() int {
 
 // FlowID is the id of the flow rule packet i matched (0 when none).
 func (b *Burst) FlowID(i int) uint32 {
-	if i < 0 || i >= b.n {
+	if i < 0 || i >= b.n || b.lazy {
 		return 0
 	}
 	return b.flow[i]
 }
 
 // SetFlowID records packet i's flow id (for engines).
-func (b *Burst) SetFlowID(i int, id uint32) { b.flow[i] = id }
+func (b *Burst) SetFlowID(i int, id uint32) {
+	b.settle()
+	b.flow[i] = id
+}
 
 // RSSHash is packet i's receive-side-scaling hash as the NIC computed it (Toeplitz over the
 // fields its TIR selects; flow.Tuple.Hash gives the same for the same key), and whether the
@@ -625,16 +699,20 @@ func (b *Burst) RxTimestamp(i int) (int64, error) {
 	if i < 0 || i >= b.n {
 		return 0, fmt.Errorf("packet %d of %d: %w", i, b.n, ErrInvalidParameter)
 	}
-	if b.ts[i] == 0 {
+	t := b.lazyTS
+	if !b.lazy {
+		t = b.ts[i]
+	}
+	if t == 0 {
 		return 0, ErrNotSupported
 	}
-	return b.ts[i], nil
+	return t, nil
 }
 
 // SetRxTimestamp records packet i's receive time (for engines).
 func (b *Burst) SetRxTimestamp(i int, ns int64) {
+	b.settle()
 	b.ts[i] = ns
-	b.tsZero = false
 }
 
 // SetPacketLengths sets packet i's segment lengths, one per segment.
@@ -729,8 +807,13 @@ func (b *Burst) SetAllPacketLengths(lens ...int) error {
 			return b.SetPacketLengths(0, lens...)
 		}
 		thr, mask := b.lim1-uint64(l), b.mask1
-		for k, o := range offs {
-			if o&mask >= thr {
+		k := 0
+		if hasVec && len(offs) >= 8 {
+			// Whole blocks of 8 that fit; the loop below finds the packet that stopped it.
+			k = 8 * fillLensAVX2(&ls[0], &offs[0], len(offs)>>3, mask, thr, uint32(l))
+		}
+		for ; k < len(offs); k++ {
+			if offs[k]&mask >= thr {
 				return b.SetPacketLengths(k, lens...)
 			}
 			ls[k] = uint32(l)
@@ -771,11 +854,14 @@ func (b *Burst) FreePacket(i int) {
 // FreeSegment returns segment seg of packet i to its region (e.g. the header segment once it
 // has been parsed, keeping the payload). Freeing twice is harmless.
 func (b *Burst) FreeSegment(seg, i int) {
-	if !b.valid(seg, i) || b.freed[i]&(1<<seg) != 0 {
+	if !b.valid(seg, i) {
+		return
+	}
+	b.settleFreed()
+	if b.freed[i]&(1<<seg) != 0 {
 		return
 	}
 	b.freed[i] |= 1 << seg
-	b.partial = true
 	b.segs[seg].region.release(b.segs[seg].off[i])
 }
 
@@ -813,6 +899,7 @@ func (b *Burst) freePackets(mark bool) {
 			seg := &b.segs[s]
 			r := seg.region
 			if r.refs != nil || r.shift < 0 {
+				b.settleFreed()
 				b.freeSegmentMarked(s)
 				continue
 			}
@@ -832,7 +919,7 @@ func (b *Burst) freePackets(mark bool) {
 		}
 		return
 	}
-	b.partial = true
+	b.settleFreed()
 	for s := 0; s < b.nsegs; s++ {
 		b.freeSegmentMarked(s)
 	}

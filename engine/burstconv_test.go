@@ -28,7 +28,7 @@ func TestBurstConversions(t *testing.T) {
 			for j, i := range idx {
 				want[j] = uint64(i) << sh
 			}
-			indexesToOffsets(got, idx, sh)
+			indexesToOffsetsClear(got, idx, sh)
 			if !slices.Equal(got, want) {
 				t.Fatalf("indexesToOffsets n=%d shift=%d:\n got %x\nwant %x", n, sh, got, want)
 			}
@@ -175,7 +175,7 @@ func TestFreeReturnsTheBurstsBuffers(t *testing.T) {
 func resetPlain(b *Burst, port, queue int, regions []*Region, raw bool, capacity int) {
 	b.port, b.queue, b.n, b.conn, b.flags, b.reorder, b.Engine = port, queue, 0, 0, 0, nil, nil
 	b.txq = nil
-	b.partial, b.tsZero = false, false
+	b.partial, b.lazy = false, false
 	b.hash, b.hashed = b.hash[:0], b.hashed[:0]
 	b.raw = raw
 	b.nsegs = len(regions)
@@ -236,7 +236,7 @@ func TestResetMatchesPlainReset(t *testing.T) {
 			a.hash, b.hash = append(a.hash, 1), append(b.hash, 1)
 			a.hashed, b.hashed = append(a.hashed, true), append(b.hashed, true)
 		}
-		a.n, b.n, a.partial, b.partial, a.tsZero, b.tsZero, a.conn, b.conn, a.flags, b.flags = 3, 3, true, true, true, true, 7, 7, 9, 9
+		a.n, b.n, a.partial, b.partial, a.lazy, b.lazy, a.conn, b.conn, a.flags, b.flags = 3, 3, true, true, true, true, 7, 7, 9, 9
 		regions, raw, capacity := pick(), r.IntN(2) == 0, 1+r.IntN(100)
 		port, queue := r.IntN(4), r.IntN(8)
 		a.Reset(port, queue, regions, raw, capacity)
@@ -246,8 +246,8 @@ func TestResetMatchesPlainReset(t *testing.T) {
 				t.Fatalf("round %d: segment %d region %v, want %v", round, s, a.segs[s].region, b.segs[s].region)
 			}
 		}
-		got := []any{a.port, a.queue, a.n, a.conn, a.flags, a.reorder, a.Engine, a.txq, a.partial, a.tsZero, len(a.hash), len(a.hashed), a.raw, a.nsegs, a.view0 == nil, len(a.view0), cap(a.view0), a.mask0, a.room1, a.lim1, a.mask1, a.size1, cap(a.flow) >= capacity}
-		want := []any{b.port, b.queue, b.n, b.conn, b.flags, b.reorder, b.Engine, b.txq, b.partial, b.tsZero, len(b.hash), len(b.hashed), b.raw, b.nsegs, b.view0 == nil, len(b.view0), cap(b.view0), b.mask0, b.room1, b.lim1, b.mask1, b.size1, true}
+		got := []any{a.port, a.queue, a.n, a.conn, a.flags, a.reorder, a.Engine, a.txq, a.partial, a.lazy, len(a.hash), len(a.hashed), a.raw, a.nsegs, a.view0 == nil, len(a.view0), cap(a.view0), a.mask0, a.room1, a.lim1, a.mask1, a.size1, cap(a.flow) >= capacity}
+		want := []any{b.port, b.queue, b.n, b.conn, b.flags, b.reorder, b.Engine, b.txq, b.partial, b.lazy, len(b.hash), len(b.hashed), b.raw, b.nsegs, b.view0 == nil, len(b.view0), cap(b.view0), b.mask0, b.room1, b.lim1, b.mask1, b.size1, true}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("round %d (regions %d, raw %v): after Reset\n got %v\nwant %v", round, len(regions), raw, got, want)
 		}

@@ -321,23 +321,23 @@ func (q *TxQueue) NewBurst(n int) (*Burst, error) {
 		off := seg.off[:n]
 		off = off[:len(idx)]
 		if r.shift >= 0 { // a shift for power-of-two buffers
-			indexesToOffsets(off, idx, uint(r.shift))
+			// The lengths, from now on: each index is cleared in the pass that reads it.
+			indexesToOffsetsClear(off, idx, uint(r.shift))
 		} else {
 			bs := uint64(r.BufSize)
 			for j, i := range idx {
 				off[j] = uint64(i) * bs
 			}
+			clear(idx)
 		}
-		clear(idx) // the lengths, from now on (one vector clear instead of a store per packet)
 		seg.off, seg.len = off, idx
 	}
+	// Flow ids and times zero and no segment freed, without writing the three arrays: the
+	// burst is lazy (see Burst.lazy) and not partial (Reset), so their content is not read.
 	b.flow = b.flow[:n]
 	b.ts = b.ts[:n]
 	b.freed = b.freed[:n]
-	clear(b.flow)
-	clear(b.ts)
-	clear(b.freed)
-	b.tsZero = true
+	b.lazy, b.lazyTS = true, 0
 	b.n = n
 	b.txq = q
 	return b, nil
