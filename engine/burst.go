@@ -83,6 +83,9 @@ type Burst struct {
 	// txq is the queue whose NewBurst made the burst (nil for any other burst): Send finds
 	// the queue from it instead of walking the port's queue set for the burst's ids.
 	txq *TxQueue
+	// ip4 is SetIPv4Header's last header (headers.go), kept across Reset: it depends only
+	// on the call's arguments.
+	ip4 ipv4Cache
 
 	// Engine is for the engine that produced the burst (for example a TX completion token).
 	Engine any

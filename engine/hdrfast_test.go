@@ -21,7 +21,9 @@ import (
 // arguments — addresses (IPv4, IPv6, 4-in-6, zero), MACs of every length, payload lengths
 // around the limits, indexes out of range — and every kind of burst: power-of-two buffers
 // with room for the headers or not, other buffer sizes, two segments, a socket stream,
-// device memory.
+// device memory. SetIPv4Header's arguments repeat a burst's last ones, whole or with one
+// changed, so that the header the burst keeps (ipv4Cache) is used, refreshed for a new
+// length and replaced; the test counts the calls that use it.
 func TestHeaderFastPaths(t *testing.T) {
 	r := rand.New(rand.NewPCG(rand.Uint64(), 31))
 	dev, err := NewRegion(&config.MemoryRegion{Name: "gpu", Kind: config.KindDevice, NumBufs: 8, BufSize: 64}, devMem{})
@@ -83,7 +85,15 @@ func TestHeaderFastPaths(t *testing.T) {
 		}
 		return err.Error()
 	}
-	for round := 0; round < 3000; round++ {
+	type ipv4Args struct {
+		pl       int
+		proto    uint8
+		src, dst netip.Addr
+	}
+	last := map[*Burst]*ipv4Args{}
+	// SetIPv4Header calls that find their header kept, or kept for another payload length.
+	hits, newLen := 0, 0
+	for round := 0; round < 6000; round++ {
 		k := kinds[r.IntN(len(kinds))]
 		b, err := k.q.NewBurst(1 + r.IntN(4))
 		if err != nil {
@@ -111,7 +121,10 @@ func TestHeaderFastPaths(t *testing.T) {
 				b.segs[s].len[j] = uint32(r.IntN(80))
 			}
 		}
-		i := r.IntN(b.n+4) - 2
+		i := r.IntN(b.n) // mostly in range, two either side at times
+		if r.IntN(4) == 0 {
+			i = r.IntN(b.n+4) - 2
+		}
 		var call func(full bool) error
 		switch r.IntN(3) {
 		case 0:
@@ -123,7 +136,35 @@ func TestHeaderFastPaths(t *testing.T) {
 				return b.SetEthHeader(i, dst, src)
 			}
 		case 1:
-			pl, proto, src, dst := payload(65535-IPv4HeaderLen), uint8(r.Uint32()), addr(), addr()
+			// SetIPv4Header keeps its last header in the burst: the arguments repeat the
+			// burst's last ones, whole or with one of them new, more often than not.
+			a := last[b]
+			if a == nil {
+				a = &ipv4Args{}
+				last[b] = a
+			}
+			switch r.IntN(8) {
+			case 0, 1, 2:
+			case 3:
+				a.pl = payload(65535 - IPv4HeaderLen)
+			case 4:
+				a.proto = uint8(r.Uint32())
+			case 5:
+				a.src = addr()
+			case 6:
+				a.dst = addr()
+			default:
+				*a = ipv4Args{payload(65535 - IPv4HeaderLen), uint8(r.Uint32()), addr(), addr()}
+			}
+			pl, proto, src, dst := a.pl, a.proto, a.src, a.dst
+			if c := &b.ip4; uint(i) < uint(b.n) && b.raw && b.view0 != nil && uint(pl) <= 65535-IPv4HeaderLen &&
+				c.key != 0 && c.src == src && c.dst == dst && uint8(c.key) == proto {
+				if c.key == ipv4Key(pl, proto) {
+					hits++
+				} else {
+					newLen++
+				}
+			}
 			call = func(full bool) error {
 				if full {
 					return b.setIPv4Header(i, pl, proto, src, dst)
@@ -179,6 +220,34 @@ func TestHeaderFastPaths(t *testing.T) {
 			}
 		}
 		b.Free()
+	}
+	t.Logf("%d calls found their IPv4 header kept, %d kept for another length", hits, newLen)
+	if hits < 25 || newLen < 8 {
+		t.Fatalf("%d SetIPv4Header calls found their header kept (want ≥ 25), %d kept for another length (want ≥ 8): the test misses a path", hits, newLen)
+	}
+}
+
+// TestIPv4HeaderKeptZero: a burst that has not written an IPv4 header yet keeps none, so the
+// zero arguments (payload 0, protocol 0, zero addresses), which match the zero cache's
+// fields, still get the full form's error and write nothing.
+func TestIPv4HeaderKeptZero(t *testing.T) {
+	reg := testRegion(t, "h", 8, 64)
+	q := testTxQueue(t, true, reg)
+	b, err := q.NewBurst(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Free()
+	for _, a := range [][2]netip.Addr{{}, {netip.Addr{}, netip.MustParseAddr("10.0.0.2")}, {netip.MustParseAddr("10.0.0.1"), netip.Addr{}}} {
+		before := bytes.Clone(reg.buf)
+		err := b.SetIPv4Header(0, 0, 0, a[0], a[1])
+		want := b.setIPv4Header(0, 0, 0, a[0], a[1])
+		if err == nil || want == nil || err.Error() != want.Error() || !errors.Is(err, ErrInvalidParameter) {
+			t.Fatalf("SetIPv4Header(0, 0, 0, %v, %v) = %v, full form %v", a[0], a[1], err, want)
+		}
+		if !bytes.Equal(before, reg.buf) || b.PacketLen(0) != 0 {
+			t.Fatalf("SetIPv4Header(0, 0, 0, %v, %v) wrote into the packet", a[0], a[1])
+		}
 	}
 }
 
