@@ -61,10 +61,11 @@ type Burst struct {
 	conn   uint64
 	flags  Flags
 	raw    bool // raw Ethernet stream: header helpers write Ethernet/IPv4/UDP headers
-	// view0 and mask0 are segment 0's region's bytes and BufSize-1 when its buffers are a
-	// power of two and the CPU can address them (view0 nil otherwise), set by Reset: the
+	// view0 and mask0 are segment 0's region's bytes and BufSize-1 for a raw stream whose
+	// buffers are a power of two the CPU can address (nil and 0 otherwise), set by Reset: the
 	// header helpers find a packet's buffer from the burst alone, one dependent load fewer
-	// per call than through the region.
+	// per call than through the region, and need no test but the room to the buffer's end,
+	// (o|mask0)+1-o, which is 1 byte when mask0 is 0.
 	view0 []byte
 	mask0 uint64
 	// room1 is the buffer size when the burst has one segment and its region's buffers are
@@ -179,7 +180,9 @@ func (b *Burst) Reset(port, queue int, regions []*Region, raw bool, capacity int
 	var view []byte
 	var mask0, room1, lim1, mask1, size1 uint64
 	if r := b.segs[0].region; r != nil && r.shift >= 0 {
-		view, mask0 = r.buf, uint64(r.BufSize-1)
+		if raw && r.buf != nil {
+			view, mask0 = r.buf, uint64(r.BufSize-1)
+		}
 		if b.nsegs == 1 {
 			room1 = uint64(r.BufSize)
 			lim1, mask1 = uint64(r.BufSize)+1, uint64(r.BufSize-1)

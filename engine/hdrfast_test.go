@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"net"
@@ -13,14 +14,15 @@ import (
 	"github.com/daqiri-go/daqiri/hugepage"
 )
 
-// TestHeaderFastPaths pins SetEthHeader, SetIPv4Header and SetUDPHeader (an inlined
-// common case in front of the full form) to their full forms setEthHeader, setIPv4Header
-// and setUDPHeader, which are the helpers' earlier bodies unchanged: from the same random
+// TestHeaderFastPaths pins SetEthHeader, SetIPv4Header, SetUDPHeader and SetUDPv4Header (a
+// common case written out in front of the full form) to their full forms setEthHeader,
+// setIPv4Header, setUDPHeader and setUDPv4Header, the helpers' earlier bodies unchanged: from the same random
 // state (garbage bytes, random EtherTypes, random segment lengths) each call of either form
 // must leave the same bytes in the region, the same lengths and the same error, over random
 // arguments — addresses (IPv4, IPv6, 4-in-6, zero), MACs of every length, payload lengths
 // around the limits, indexes out of range — and every kind of burst: power-of-two buffers
-// with room for the headers or not, other buffer sizes, two segments, a socket stream,
+// with room for the headers or not, packets starting inside their buffers (a byte short of
+// a header's room, or just enough), other buffer sizes, two segments, a socket stream,
 // device memory. SetIPv4Header's arguments repeat a burst's last ones, whole or with one
 // changed, so that the header the burst keeps (ipv4Cache) is used, refreshed for a new
 // length and replaced; the test counts the calls that use it.
@@ -93,7 +95,7 @@ func TestHeaderFastPaths(t *testing.T) {
 	last := map[*Burst]*ipv4Args{}
 	// SetIPv4Header calls that find their header kept, or kept for another payload length.
 	hits, newLen := 0, 0
-	for round := 0; round < 6000; round++ {
+	for round := 0; round < 8000; round++ {
 		k := kinds[r.IntN(len(kinds))]
 		b, err := k.q.NewBurst(1 + r.IntN(4))
 		if err != nil {
@@ -102,6 +104,19 @@ func TestHeaderFastPaths(t *testing.T) {
 		for _, reg := range k.host {
 			for j := range reg.buf {
 				reg.buf[j] = byte(r.Uint32())
+			}
+		}
+		// A third of the bursts start their packets inside their buffers, often just
+		// short of or at the room a header needs (the helpers' room tests); the offsets
+		// go back before Free.
+		offs := slices.Clone(b.segs[0].off[:b.n])
+		if reg := b.segs[0].region; r.IntN(3) == 0 && reg.BufSize > 0 {
+			for j := range b.n {
+				in := uint64(r.IntN(reg.BufSize))
+				if r.IntN(2) == 0 {
+					in = uint64(max(0, reg.BufSize-[]int{13, 14, 15, 33, 34, 35, 41, 42, 43}[r.IntN(9)]))
+				}
+				b.segs[0].off[j] += in
 			}
 		}
 		for j := 0; j < b.n; j++ {
@@ -126,7 +141,7 @@ func TestHeaderFastPaths(t *testing.T) {
 			i = r.IntN(b.n+4) - 2
 		}
 		var call func(full bool) error
-		switch r.IntN(3) {
+		switch r.IntN(4) {
 		case 0:
 			dst, src := mac(), mac()
 			call = func(full bool) error {
@@ -170,6 +185,25 @@ func TestHeaderFastPaths(t *testing.T) {
 					return b.setIPv4Header(i, pl, proto, src, dst)
 				}
 				return b.SetIPv4Header(i, pl, proto, src, dst)
+			}
+		case 3:
+			var a4, b4 [4]byte
+			binary.BigEndian.PutUint32(a4[:], r.Uint32())
+			binary.BigEndian.PutUint32(b4[:], r.Uint32())
+			src := randMAC(r)
+			if r.IntN(2) == 0 {
+				src = nil
+			}
+			h, err := NewUDPv4Header(randMAC(r), src, netip.AddrFrom4(a4), netip.AddrFrom4(b4), uint16(r.Uint32()), uint16(r.Uint32()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl := payload(65535 - IPv4HeaderLen - UDPHeaderLen)
+			call = func(full bool) error {
+				if full {
+					return b.setUDPv4Header(i, h, pl)
+				}
+				return b.SetUDPv4Header(i, h, pl)
 			}
 		default:
 			pl, sp, dp := payload(65535-UDPHeaderLen), uint16(r.Uint32()), uint16(r.Uint32())
@@ -219,6 +253,7 @@ func TestHeaderFastPaths(t *testing.T) {
 				t.Fatalf("round %d: segment %d lengths %v, full form %v", round, s, lensFast[s], b.segs[s].len[:b.n])
 			}
 		}
+		copy(b.segs[0].off, offs)
 		b.Free()
 	}
 	t.Logf("%d calls found their IPv4 header kept, %d kept for another length", hits, newLen)

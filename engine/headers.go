@@ -46,14 +46,17 @@ func (b *Burst) grow(i, end int) {
 // buffers (view0), packet i in range, room for the header to its buffer's end, arguments in
 // range — is written out in each helper before its full form (setEthHeader, setIPv4Header,
 // setUDPHeader: the helpers' earlier bodies), which takes every other case, errors included,
-// so a fast path that declines changes nothing. The test sits in each helper rather than in
-// a shared function returning the buffer: the merge after such a call costs a re-test and a
-// length check per header. TestHeaderFastPaths pins each helper to its full form.
+// so a fast path that declines changes nothing. The first two conditions need no test of
+// their own: Reset leaves mask0 0 for every other burst, and the room to the buffer's end,
+// (o|mask0)+1-o, is then 1 byte, too few for any header. The test sits in each helper rather
+// than in a shared function returning the buffer: the merge after such a call costs a
+// re-test and a length check per header. TestHeaderFastPaths pins each helper to its full
+// form.
 
 // SetEthHeader writes packet i's Ethernet header: dst, src (zero when nil) and EtherType
 // IPv4, and extends segment 0 to cover it.
 func (b *Burst) SetEthHeader(i int, dst, src net.HardwareAddr) error {
-	if uint(i) < uint(b.n) && b.raw && b.view0 != nil && len(dst) == 6 && (src == nil || len(src) == 6) {
+	if uint(i) < uint(b.n) && len(dst) == 6 && (src == nil || len(src) == 6) {
 		s := &b.segs[0]
 		if o := s.off[i]; (o|b.mask0)+1-o >= EthHeaderLen {
 			e := (*[EthHeaderLen]byte)(b.view0[o : o+EthHeaderLen])
@@ -102,7 +105,7 @@ func (b *Burst) setEthHeader(i int, dst, src net.HardwareAddr) error {
 // total length 20+payloadLen (payloadLen excludes the IPv4 header, as upstream documents),
 // TTL 64, don't-fragment, the protocol, addresses in network order and the header checksum.
 func (b *Burst) SetIPv4Header(i, payloadLen int, proto uint8, src, dst netip.Addr) error {
-	if uint(i) < uint(b.n) && b.raw && b.view0 != nil && uint(payloadLen) <= 65535-IPv4HeaderLen {
+	if uint(i) < uint(b.n) && uint(payloadLen) <= 65535-IPv4HeaderLen {
 		// A sender writes the same header into packet after packet: it is kept in b.ip4,
 		// and a call that asks for it again costs compares and a 20-byte copy (no address
 		// checks, no checksum).
@@ -243,8 +246,9 @@ func NewUDPv4Header(dst, src net.HardwareAddr, srcIP, dstIP netip.Addr, srcPort,
 func (b *Burst) SetUDPv4Header(i int, h *UDPv4Header, payloadLen int) error {
 	// The common case in one test and straight-line stores: a raw stream, a CPU-addressable
 	// region of power-of-two buffers (view0), packet i in range with 42 bytes of room to its
-	// buffer's end. Anything else, errors included, takes setUDPv4Header.
-	if uint(i) < uint(b.n) && b.raw && b.view0 != nil && uint(payloadLen) <= 65535-IPv4HeaderLen-UDPHeaderLen {
+	// buffer's end (the room test covers the first two, as in the helpers above). Anything
+	// else, errors included, takes setUDPv4Header.
+	if uint(i) < uint(b.n) && uint(payloadLen) <= 65535-IPv4HeaderLen-UDPHeaderLen {
 		s := &b.segs[0]
 		o := s.off[i]
 		if (o|b.mask0)+1-o >= UDPPayloadOffset {
@@ -369,7 +373,7 @@ func isIPv6(buf []byte) bool {
 // mandatory, SetUDPPayload computes it.
 func (b *Burst) SetUDPHeader(i, payloadLen int, srcPort, dstPort uint16) error {
 	// Here the EtherType is read: IPv6's moves the header (the full form's case).
-	if uint(i) < uint(b.n) && b.raw && b.view0 != nil && uint(payloadLen) <= 65535-UDPHeaderLen {
+	if uint(i) < uint(b.n) && uint(payloadLen) <= 65535-UDPHeaderLen {
 		s := &b.segs[0]
 		if o := s.off[i]; (o|b.mask0)+1-o >= UDPPayloadOffset {
 			u := (*[UDPPayloadOffset]byte)(b.view0[o : o+UDPPayloadOffset])
