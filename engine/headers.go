@@ -104,6 +104,8 @@ func (b *Burst) setEthHeader(i int, dst, src net.HardwareAddr) error {
 // SetIPv4Header writes packet i's IPv4 header after the Ethernet header: version 4, IHL 5,
 // total length 20+payloadLen (payloadLen excludes the IPv4 header, as upstream documents),
 // TTL 64, don't-fragment, the protocol, addresses in network order and the header checksum.
+// The burst keeps the last header written (a repeated call copies it), so calls on one burst
+// must not run concurrently, even for different packets.
 func (b *Burst) SetIPv4Header(i, payloadLen int, proto uint8, src, dst netip.Addr) error {
 	if uint(i) < uint(b.n) && uint(payloadLen) <= 65535-IPv4HeaderLen {
 		// A sender writes the same header into packet after packet: it is kept in b.ip4,
