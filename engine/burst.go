@@ -38,6 +38,11 @@ type segment struct {
 // metadata pools; packet data lives in memory regions outside the Go heap. A received burst
 // belongs to the application until it frees it; a TX burst belongs to the application until
 // Send succeeds.
+//
+// A Burst is not safe for concurrent use, not even on different packets: its methods keep
+// burst-wide state (metadata stored only once something sets it, the last IPv4 header
+// SetIPv4Header wrote), so one goroutine at a time fills, reads or frees it. Hand a burst to
+// another goroutine through a channel or a queue, which orders the two sides' accesses.
 type Burst struct {
 	port, queue int
 	n           int
@@ -67,10 +72,11 @@ type Burst struct {
 	conn   uint64
 	flags  Flags
 	raw    bool // raw Ethernet stream: header helpers write Ethernet/IPv4/UDP headers
-	// view0 and mask0 are segment 0's region's bytes and BufSize-1 when its buffers are a
-	// power of two and the CPU can address them (view0 nil otherwise), set by Reset: the
+	// view0 and mask0 are segment 0's region's bytes and BufSize-1 for a raw stream whose
+	// buffers are a power of two the CPU can address (nil and 0 otherwise), set by Reset: the
 	// header helpers find a packet's buffer from the burst alone, one dependent load fewer
-	// per call than through the region.
+	// per call than through the region, and need no test but the room to the buffer's end,
+	// (o|mask0)+1-o, which is 1 byte when mask0 is 0.
 	view0 []byte
 	mask0 uint64
 	// room1 is the buffer size when the burst has one segment and its region's buffers are
@@ -89,6 +95,9 @@ type Burst struct {
 	// txq is the queue whose NewBurst made the burst (nil for any other burst): Send finds
 	// the queue from it instead of walking the port's queue set for the burst's ids.
 	txq *TxQueue
+	// ip4 is SetIPv4Header's last header (headers.go), kept across Reset: it depends only
+	// on the call's arguments.
+	ip4 ipv4Cache
 
 	// Engine is for the engine that produced the burst (for example a TX completion token).
 	Engine any
@@ -182,7 +191,9 @@ func (b *Burst) Reset(port, queue int, regions []*Region, raw bool, capacity int
 	var view []byte
 	var mask0, room1, lim1, mask1, size1 uint64
 	if r := b.segs[0].region; r != nil && r.shift >= 0 {
-		view, mask0 = r.buf, uint64(r.BufSize-1)
+		if raw && r.buf != nil {
+			view, mask0 = r.buf, uint64(r.BufSize-1)
+		}
 		if b.nsegs == 1 {
 			room1 = uint64(r.BufSize)
 			lim1, mask1 = uint64(r.BufSize)+1, uint64(r.BufSize-1)

@@ -189,7 +189,9 @@ func resetPlain(b *Burst, port, queue int, regions []*Region, raw bool, capacity
 	b.view0, b.mask0, b.room1 = nil, 0, 0
 	b.lim1, b.mask1, b.size1 = 0, 0, 0
 	if r := b.segs[0].region; r != nil && r.shift >= 0 {
-		b.view0, b.mask0 = r.buf, uint64(r.BufSize-1)
+		if raw && r.buf != nil {
+			b.view0, b.mask0 = r.buf, uint64(r.BufSize-1)
+		}
 		if b.nsegs == 1 {
 			b.room1 = uint64(r.BufSize)
 			b.lim1, b.mask1 = uint64(r.BufSize)+1, uint64(r.BufSize-1)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"net"
@@ -13,15 +14,18 @@ import (
 	"github.com/daqiri-go/daqiri/hugepage"
 )
 
-// TestHeaderFastPaths pins SetEthHeader, SetIPv4Header and SetUDPHeader (an inlined
-// common case in front of the full form) to their full forms setEthHeader, setIPv4Header
-// and setUDPHeader, which are the helpers' earlier bodies unchanged: from the same random
+// TestHeaderFastPaths pins SetEthHeader, SetIPv4Header, SetUDPHeader and SetUDPv4Header (a
+// common case written out in front of the full form) to their full forms setEthHeader,
+// setIPv4Header, setUDPHeader and setUDPv4Header, the helpers' earlier bodies unchanged: from the same random
 // state (garbage bytes, random EtherTypes, random segment lengths) each call of either form
 // must leave the same bytes in the region, the same lengths and the same error, over random
 // arguments — addresses (IPv4, IPv6, 4-in-6, zero), MACs of every length, payload lengths
 // around the limits, indexes out of range — and every kind of burst: power-of-two buffers
-// with room for the headers or not, other buffer sizes, two segments, a socket stream,
-// device memory.
+// with room for the headers or not, packets starting inside their buffers (a byte short of
+// a header's room, or just enough), other buffer sizes, two segments, a socket stream,
+// device memory. SetIPv4Header's arguments repeat a burst's last ones, whole or with one
+// changed, so that the header the burst keeps (ipv4Cache) is used, refreshed for a new
+// length and replaced; the test counts the calls that use it.
 func TestHeaderFastPaths(t *testing.T) {
 	r := rand.New(rand.NewPCG(rand.Uint64(), 31))
 	dev, err := NewRegion(&config.MemoryRegion{Name: "gpu", Kind: config.KindDevice, NumBufs: 8, BufSize: 64}, devMem{})
@@ -83,7 +87,15 @@ func TestHeaderFastPaths(t *testing.T) {
 		}
 		return err.Error()
 	}
-	for round := 0; round < 3000; round++ {
+	type ipv4Args struct {
+		pl       int
+		proto    uint8
+		src, dst netip.Addr
+	}
+	last := map[*Burst]*ipv4Args{}
+	// SetIPv4Header calls that find their header kept, or kept for another payload length.
+	hits, newLen := 0, 0
+	for round := 0; round < 8000; round++ {
 		k := kinds[r.IntN(len(kinds))]
 		b, err := k.q.NewBurst(1 + r.IntN(4))
 		if err != nil {
@@ -92,6 +104,19 @@ func TestHeaderFastPaths(t *testing.T) {
 		for _, reg := range k.host {
 			for j := range reg.buf {
 				reg.buf[j] = byte(r.Uint32())
+			}
+		}
+		// A third of the bursts start their packets inside their buffers, often just
+		// short of or at the room a header needs (the helpers' room tests); the offsets
+		// go back before Free.
+		offs := slices.Clone(b.segs[0].off[:b.n])
+		if reg := b.segs[0].region; r.IntN(3) == 0 && reg.BufSize > 0 {
+			for j := range b.n {
+				in := uint64(r.IntN(reg.BufSize))
+				if r.IntN(2) == 0 {
+					in = uint64(max(0, reg.BufSize-[]int{13, 14, 15, 33, 34, 35, 41, 42, 43}[r.IntN(9)]))
+				}
+				b.segs[0].off[j] += in
 			}
 		}
 		for j := 0; j < b.n; j++ {
@@ -111,9 +136,12 @@ func TestHeaderFastPaths(t *testing.T) {
 				b.segs[s].len[j] = uint32(r.IntN(80))
 			}
 		}
-		i := r.IntN(b.n+4) - 2
+		i := r.IntN(b.n) // mostly in range, two either side at times
+		if r.IntN(4) == 0 {
+			i = r.IntN(b.n+4) - 2
+		}
 		var call func(full bool) error
-		switch r.IntN(3) {
+		switch r.IntN(4) {
 		case 0:
 			dst, src := mac(), mac()
 			call = func(full bool) error {
@@ -123,12 +151,59 @@ func TestHeaderFastPaths(t *testing.T) {
 				return b.SetEthHeader(i, dst, src)
 			}
 		case 1:
-			pl, proto, src, dst := payload(65535-IPv4HeaderLen), uint8(r.Uint32()), addr(), addr()
+			// SetIPv4Header keeps its last header in the burst: the arguments repeat the
+			// burst's last ones, whole or with one of them new, more often than not.
+			a := last[b]
+			if a == nil {
+				a = &ipv4Args{}
+				last[b] = a
+			}
+			switch r.IntN(8) {
+			case 0, 1, 2:
+			case 3:
+				a.pl = payload(65535 - IPv4HeaderLen)
+			case 4:
+				a.proto = uint8(r.Uint32())
+			case 5:
+				a.src = addr()
+			case 6:
+				a.dst = addr()
+			default:
+				*a = ipv4Args{payload(65535 - IPv4HeaderLen), uint8(r.Uint32()), addr(), addr()}
+			}
+			pl, proto, src, dst := a.pl, a.proto, a.src, a.dst
+			if c := &b.ip4; uint(i) < uint(b.n) && b.raw && b.view0 != nil && uint(pl) <= 65535-IPv4HeaderLen &&
+				c.key != 0 && c.src == src && c.dst == dst && uint8(c.key) == proto {
+				if c.key == ipv4Key(pl, proto) {
+					hits++
+				} else {
+					newLen++
+				}
+			}
 			call = func(full bool) error {
 				if full {
 					return b.setIPv4Header(i, pl, proto, src, dst)
 				}
 				return b.SetIPv4Header(i, pl, proto, src, dst)
+			}
+		case 3:
+			var a4, b4 [4]byte
+			binary.BigEndian.PutUint32(a4[:], r.Uint32())
+			binary.BigEndian.PutUint32(b4[:], r.Uint32())
+			src := randMAC(r)
+			if r.IntN(2) == 0 {
+				src = nil
+			}
+			h, err := NewUDPv4Header(randMAC(r), src, netip.AddrFrom4(a4), netip.AddrFrom4(b4), uint16(r.Uint32()), uint16(r.Uint32()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl := payload(65535 - IPv4HeaderLen - UDPHeaderLen)
+			call = func(full bool) error {
+				if full {
+					return b.setUDPv4Header(i, h, pl)
+				}
+				return b.SetUDPv4Header(i, h, pl)
 			}
 		default:
 			pl, sp, dp := payload(65535-UDPHeaderLen), uint16(r.Uint32()), uint16(r.Uint32())
@@ -178,7 +253,36 @@ func TestHeaderFastPaths(t *testing.T) {
 				t.Fatalf("round %d: segment %d lengths %v, full form %v", round, s, lensFast[s], b.segs[s].len[:b.n])
 			}
 		}
+		copy(b.segs[0].off, offs)
 		b.Free()
+	}
+	t.Logf("%d calls found their IPv4 header kept, %d kept for another length", hits, newLen)
+	if hits < 25 || newLen < 8 {
+		t.Fatalf("%d SetIPv4Header calls found their header kept (want ≥ 25), %d kept for another length (want ≥ 8): the test misses a path", hits, newLen)
+	}
+}
+
+// TestIPv4HeaderKeptZero: a burst that has not written an IPv4 header yet keeps none, so the
+// zero arguments (payload 0, protocol 0, zero addresses), which match the zero cache's
+// fields, still get the full form's error and write nothing.
+func TestIPv4HeaderKeptZero(t *testing.T) {
+	reg := testRegion(t, "h", 8, 64)
+	q := testTxQueue(t, true, reg)
+	b, err := q.NewBurst(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Free()
+	for _, a := range [][2]netip.Addr{{}, {netip.Addr{}, netip.MustParseAddr("10.0.0.2")}, {netip.MustParseAddr("10.0.0.1"), netip.Addr{}}} {
+		before := bytes.Clone(reg.buf)
+		err := b.SetIPv4Header(0, 0, 0, a[0], a[1])
+		want := b.setIPv4Header(0, 0, 0, a[0], a[1])
+		if err == nil || want == nil || err.Error() != want.Error() || !errors.Is(err, ErrInvalidParameter) {
+			t.Fatalf("SetIPv4Header(0, 0, 0, %v, %v) = %v, full form %v", a[0], a[1], err, want)
+		}
+		if !bytes.Equal(before, reg.buf) || b.PacketLen(0) != 0 {
+			t.Fatalf("SetIPv4Header(0, 0, 0, %v, %v) wrote into the packet", a[0], a[1])
+		}
 	}
 }
 

@@ -46,24 +46,28 @@ func (b *Burst) grow(i, end int) {
 // buffers (view0), packet i in range, room for the header to its buffer's end, arguments in
 // range — is written out in each helper before its full form (setEthHeader, setIPv4Header,
 // setUDPHeader: the helpers' earlier bodies), which takes every other case, errors included,
-// so a fast path that declines changes nothing. The test sits in each helper rather than in
-// a shared function returning the buffer: the merge after such a call costs a re-test and a
-// length check per header. TestHeaderFastPaths pins each helper to its full form.
+// so a fast path that declines changes nothing. The first two conditions need no test of
+// their own: Reset leaves mask0 0 for every other burst, and the room to the buffer's end,
+// (o|mask0)+1-o, is then 1 byte, too few for any header. The test sits in each helper rather
+// than in a shared function returning the buffer: the merge after such a call costs a
+// re-test and a length check per header. TestHeaderFastPaths pins each helper to its full
+// form.
 
 // SetEthHeader writes packet i's Ethernet header: dst, src (zero when nil) and EtherType
 // IPv4, and extends segment 0 to cover it.
 func (b *Burst) SetEthHeader(i int, dst, src net.HardwareAddr) error {
-	if uint(i) < uint(b.n) && b.raw && b.view0 != nil && len(dst) == 6 && (src == nil || len(src) == 6) {
+	if uint(i) < uint(b.n) && len(dst) == 6 && (src == nil || len(src) == 6) {
 		s := &b.segs[0]
 		if o := s.off[i]; (o|b.mask0)+1-o >= EthHeaderLen {
 			e := (*[EthHeaderLen]byte)(b.view0[o : o+EthHeaderLen])
 			*(*[6]byte)(e[0:6]) = [6]byte(dst)
 			if src != nil {
 				*(*[6]byte)(e[6:12]) = [6]byte(src)
+				binary.BigEndian.PutUint16(e[12:], 0x0800)
 			} else {
-				*(*[6]byte)(e[6:12]) = [6]byte{}
+				// A zero source and EtherType IPv4 in one 8-byte store.
+				binary.BigEndian.PutUint64(e[6:], 0x0800)
 			}
-			binary.BigEndian.PutUint16(e[12:], 0x0800)
 			if l := &s.len[i]; *l < EthHeaderLen {
 				*l = EthHeaderLen
 			}
@@ -100,24 +104,23 @@ func (b *Burst) setEthHeader(i int, dst, src net.HardwareAddr) error {
 // SetIPv4Header writes packet i's IPv4 header after the Ethernet header: version 4, IHL 5,
 // total length 20+payloadLen (payloadLen excludes the IPv4 header, as upstream documents),
 // TTL 64, don't-fragment, the protocol, addresses in network order and the header checksum.
+// The burst keeps the last header written (a repeated call copies it), so calls on one burst
+// must not run concurrently, even for different packets.
 func (b *Burst) SetIPv4Header(i, payloadLen int, proto uint8, src, dst netip.Addr) error {
-	if uint(i) < uint(b.n) && b.raw && b.view0 != nil && src.Is4() && dst.Is4() && uint(payloadLen) <= 65535-IPv4HeaderLen {
+	if uint(i) < uint(b.n) && uint(payloadLen) <= 65535-IPv4HeaderLen {
+		// A sender writes the same header into packet after packet: it is kept in b.ip4,
+		// and a call that asks for it again costs compares and a 20-byte copy (no address
+		// checks, no checksum).
+		c := &b.ip4
+		if k := ipv4Key(payloadLen, proto); k != c.key || src != c.src || dst != c.dst {
+			if !src.Is4() || !dst.Is4() {
+				return b.setIPv4Header(i, payloadLen, proto, src, dst)
+			}
+			c.set(k, payloadLen, proto, src, dst)
+		}
 		s := &b.segs[0]
 		if o := s.off[i]; (o|b.mask0)+1-o >= EthHeaderLen+IPv4HeaderLen {
-			s4, d4 := src.As4(), dst.As4()
-			sa, da := binary.BigEndian.Uint32(s4[:]), binary.BigEndian.Uint32(d4[:])
-			total := uint32(IPv4HeaderLen + payloadLen)
-			// setIPv4Header's sum; it is below 2^20, so two folds leave 16 bits, as its
-			// loop does.
-			sum := 0x4500 + total + 0x4000 + (64<<8 | uint32(proto)) + sa>>16 + sa&0xffff + da>>16 + da&0xffff
-			sum = sum&0xffff + sum>>16
-			sum += sum >> 16
-			h := (*[IPv4HeaderLen]byte)(b.view0[o+EthHeaderLen : o+EthHeaderLen+IPv4HeaderLen])
-			binary.BigEndian.PutUint32(h[0:], 0x45<<24|total)
-			binary.BigEndian.PutUint32(h[4:], 0x4000)
-			binary.BigEndian.PutUint32(h[8:], 64<<24|uint32(proto)<<16|uint32(^uint16(sum)))
-			binary.BigEndian.PutUint32(h[12:], sa)
-			binary.BigEndian.PutUint32(h[16:], da)
+			*(*[IPv4HeaderLen]byte)(b.view0[o+EthHeaderLen : o+EthHeaderLen+IPv4HeaderLen]) = c.h
 			if l := &s.len[i]; *l < EthHeaderLen+IPv4HeaderLen {
 				*l = EthHeaderLen + IPv4HeaderLen
 			}
@@ -125,6 +128,47 @@ func (b *Burst) SetIPv4Header(i, payloadLen int, proto uint8, src, dst netip.Add
 		}
 	}
 	return b.setIPv4Header(i, payloadLen, proto, src, dst)
+}
+
+// ipv4Cache is the IPv4 header SetIPv4Header wrote last, for the arguments in key, src and
+// dst. It depends on nothing but those, so it stays valid when the burst is reset or reused.
+type ipv4Cache struct {
+	src, dst netip.Addr
+	// key is ipv4Key(payloadLen, proto) of h; zero (no header yet) is no call's key.
+	key uint64
+	sum uint32 // the one's-complement sum of h's fields but the total length
+	h   [IPv4HeaderLen]byte
+}
+
+// ipv4Key is ipv4Cache's key for a payload length in range (0 to 65515): distinct for
+// distinct arguments, never zero.
+func ipv4Key(payloadLen int, proto uint8) uint64 {
+	return 1<<32 | uint64(payloadLen)<<8 | uint64(proto)
+}
+
+// set makes c the header for payloadLen (in range) and proto, IPv4 addresses src and dst
+// under key k: what setIPv4Header writes. A new length for the same addresses and protocol
+// (a sender of packets of several sizes) changes only the total length and the checksum.
+func (c *ipv4Cache) set(k uint64, payloadLen int, proto uint8, src, dst netip.Addr) {
+	if src != c.src || dst != c.dst || uint8(c.key) != proto || c.key == 0 {
+		s4, d4 := src.As4(), dst.As4()
+		sa, da := binary.BigEndian.Uint32(s4[:]), binary.BigEndian.Uint32(d4[:])
+		// setIPv4Header's sum (RFC 1071) less the total length.
+		c.sum = 0x4500 + 0x4000 + (64<<8 | uint32(proto)) + sa>>16 + sa&0xffff + da>>16 + da&0xffff
+		binary.BigEndian.PutUint32(c.h[4:], 0x4000)
+		binary.BigEndian.PutUint32(c.h[8:], 64<<24|uint32(proto)<<16)
+		binary.BigEndian.PutUint32(c.h[12:], sa)
+		binary.BigEndian.PutUint32(c.h[16:], da)
+		c.src, c.dst = src, dst
+	}
+	total := uint32(IPv4HeaderLen + payloadLen)
+	// The sum is below 2^20, so two folds leave 16 bits, as setIPv4Header's loop does.
+	sum := c.sum + total
+	sum = sum&0xffff + sum>>16
+	sum += sum >> 16
+	binary.BigEndian.PutUint32(c.h[0:], 0x45<<24|total)
+	binary.BigEndian.PutUint16(c.h[10:], ^uint16(sum))
+	c.key = k
 }
 
 // setIPv4Header is SetIPv4Header for every case, errors included.
@@ -204,8 +248,9 @@ func NewUDPv4Header(dst, src net.HardwareAddr, srcIP, dstIP netip.Addr, srcPort,
 func (b *Burst) SetUDPv4Header(i int, h *UDPv4Header, payloadLen int) error {
 	// The common case in one test and straight-line stores: a raw stream, a CPU-addressable
 	// region of power-of-two buffers (view0), packet i in range with 42 bytes of room to its
-	// buffer's end. Anything else, errors included, takes setUDPv4Header.
-	if uint(i) < uint(b.n) && b.raw && b.view0 != nil && uint(payloadLen) <= 65535-IPv4HeaderLen-UDPHeaderLen {
+	// buffer's end (the room test covers the first two, as in the helpers above). Anything
+	// else, errors included, takes setUDPv4Header.
+	if uint(i) < uint(b.n) && uint(payloadLen) <= 65535-IPv4HeaderLen-UDPHeaderLen {
 		s := &b.segs[0]
 		o := s.off[i]
 		if (o|b.mask0)+1-o >= UDPPayloadOffset {
@@ -330,7 +375,7 @@ func isIPv6(buf []byte) bool {
 // mandatory, SetUDPPayload computes it.
 func (b *Burst) SetUDPHeader(i, payloadLen int, srcPort, dstPort uint16) error {
 	// Here the EtherType is read: IPv6's moves the header (the full form's case).
-	if uint(i) < uint(b.n) && b.raw && b.view0 != nil && uint(payloadLen) <= 65535-UDPHeaderLen {
+	if uint(i) < uint(b.n) && uint(payloadLen) <= 65535-UDPHeaderLen {
 		s := &b.segs[0]
 		if o := s.off[i]; (o|b.mask0)+1-o >= UDPPayloadOffset {
 			u := (*[UDPPayloadOffset]byte)(b.view0[o : o+UDPPayloadOffset])
