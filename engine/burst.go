@@ -171,19 +171,23 @@ func (b *Burst) Reset(port, queue int, regions []*Region, raw bool, capacity int
 	b.partial, b.lazy = false, false
 	b.hash, b.hashed = b.hash[:0], b.hashed[:0]
 	b.raw = raw
+	// Only Reset sets a segment's region, and it leaves those from nsegs on nil: the
+	// segments past both the old and the new count need no look (a burst of one segment
+	// would otherwise test all config.MaxSegments of them, twice a loopback burst).
+	old := b.nsegs
 	b.nsegs = len(regions)
 	b.ensure(capacity, b.nsegs)
-	for s := range b.segs {
-		var r *Region
-		if s < len(regions) {
-			r = regions[s]
-		}
+	for s, r := range regions {
 		if b.segs[s].region != r {
 			b.segs[s].region = r
 		}
 	}
+	for s := len(regions); s < old; s++ {
+		b.segs[s].region = nil
+	}
 	var view []byte
 	var mask0, room1, lim1, mask1, size1 uint64
+	var sizeF1 float64
 	if r := b.segs[0].region; r != nil && r.shift >= 0 {
 		view, mask0 = r.buf, uint64(r.BufSize-1)
 		if b.nsegs == 1 {
@@ -192,17 +196,14 @@ func (b *Burst) Reset(port, queue int, regions []*Region, raw bool, capacity int
 		}
 	} else if r != nil && b.nsegs == 1 && r.BufSize > 0 {
 		// lim1 - o&mask1 = size + 1 - o; SetPacketLen adds o's buffer start (o / size × size).
-		size1 = uint64(r.BufSize)
+		size1, sizeF1 = uint64(r.BufSize), float64(r.BufSize)
 		lim1, mask1 = size1+1, ^uint64(0)
-	}
-	if sf := float64(size1); b.sizeF1 != sf {
-		b.sizeF1 = sf
 	}
 	if !sameBytes(b.view0, view) {
 		b.view0 = view
 	}
 	b.mask0, b.room1 = mask0, room1
-	b.lim1, b.mask1, b.size1 = lim1, mask1, size1
+	b.lim1, b.mask1, b.size1, b.sizeF1 = lim1, mask1, size1, sizeF1
 }
 
 // sameBytes reports whether a and b are the same slice: both nil or neither, same start,
