@@ -745,13 +745,15 @@ func (b *Burst) SetPacketLengths(i int, lens ...int) error {
 // general path cannot be). The checks are the same: a bad index, a burst of several segments
 // (which needs one length per segment) and a length beyond the packet's buffer are refused
 // with an error wrapping ErrInvalidParameter that names the packet and the length.
+// (Inlining cost 80, the whole budget, as of Go 1.25: `go build -gcflags=-m=2 ./engine`.)
 func (b *Burst) SetPacketLen(i, l int) error {
 	var lim uint64 // room + 1; 0 when the burst does not have exactly one segment
 	if uint(i) < uint(b.n) {
 		o := b.segs[0].off[i]
 		lim = b.lim1 - o&b.mask1
-		if b.size1 != 0 {
-			// Buffers not a power of two: add o's buffer start, o / size1 × size1. The
+		if int64(b.mask1) < 0 {
+			// Buffers not a power of two (mask1 all ones, the only negative mask: the test
+			// reuses the mask's load): add o's buffer start, o / size1 × size1. The
 			// quotient comes from a float division, which leaves the integer registers alone
 			// (an integer division ties AX and DX down, and the compiler then moves registers
 			// around them on every packet of the caller's loop, this branch taken or not). It
