@@ -745,7 +745,7 @@ func (b *Burst) SetPacketLengths(i int, lens ...int) error {
 // general path cannot be). The checks are the same: a bad index, a burst of several segments
 // (which needs one length per segment) and a length beyond the packet's buffer are refused
 // with an error wrapping ErrInvalidParameter that names the packet and the length.
-// (Inlining cost 80, the whole budget, as of Go 1.25: `go build -gcflags=-m=2 ./engine`.)
+// (Inlining cost 80, the whole budget, with Go 1.26: `go build -gcflags=-m=2 ./engine`.)
 func (b *Burst) SetPacketLen(i, l int) error {
 	var lim uint64 // room + 1; 0 when the burst does not have exactly one segment
 	if uint(i) < uint(b.n) {
