@@ -86,9 +86,12 @@ type Burst struct {
 	// lim1, mask1 and size1, set by Reset, let SetPacketLen check a length without a call
 	// or a load through the region: for a one-segment burst of power-of-two buffers lim1 is
 	// the buffer size + 1 and mask1 the size - 1 (a packet at offset o has lim1 - o&mask1 - 1
-	// bytes of room); for one segment of other buffers size1 is the buffer size (room from a
-	// division); all zero for bursts of several segments, which have no room for one length.
+	// bytes of room) and size1 is 0; for one segment of other buffers size1 is the buffer
+	// size, lim1 the size + 1 and mask1 all ones (room + 1 = lim1 - o + o's buffer start, the
+	// start from a float division by sizeF1 = size1); all zero for bursts of several segments,
+	// which have no room for one length.
 	lim1, mask1, size1 uint64
+	sizeF1             float64
 	tx                 bool
 	meta               *MetaPool
 	reorder            *ReorderInfo
@@ -177,19 +180,23 @@ func (b *Burst) Reset(port, queue int, regions []*Region, raw bool, capacity int
 	b.partial, b.lazy = false, false
 	b.hash, b.hashed = b.hash[:0], b.hashed[:0]
 	b.raw = raw
+	// Only Reset sets a segment's region, and it leaves those from nsegs on nil: the
+	// segments past both the old and the new count need no look (a burst of one segment
+	// would otherwise test all config.MaxSegments of them, twice a loopback burst).
+	old := b.nsegs
 	b.nsegs = len(regions)
 	b.ensure(capacity, b.nsegs)
-	for s := range b.segs {
-		var r *Region
-		if s < len(regions) {
-			r = regions[s]
-		}
+	for s, r := range regions {
 		if b.segs[s].region != r {
 			b.segs[s].region = r
 		}
 	}
+	for s := len(regions); s < old; s++ {
+		b.segs[s].region = nil
+	}
 	var view []byte
 	var mask0, room1, lim1, mask1, size1 uint64
+	var sizeF1 float64
 	if r := b.segs[0].region; r != nil && r.shift >= 0 {
 		if raw && r.buf != nil {
 			view, mask0 = r.buf, uint64(r.BufSize-1)
@@ -199,13 +206,15 @@ func (b *Burst) Reset(port, queue int, regions []*Region, raw bool, capacity int
 			lim1, mask1 = uint64(r.BufSize)+1, uint64(r.BufSize-1)
 		}
 	} else if r != nil && b.nsegs == 1 && r.BufSize > 0 {
-		size1 = uint64(r.BufSize)
+		// lim1 - o&mask1 = size + 1 - o; SetPacketLen adds o's buffer start (o / size × size).
+		size1, sizeF1 = uint64(r.BufSize), float64(r.BufSize)
+		lim1, mask1 = size1+1, ^uint64(0)
 	}
 	if !sameBytes(b.view0, view) {
 		b.view0 = view
 	}
 	b.mask0, b.room1 = mask0, room1
-	b.lim1, b.mask1, b.size1 = lim1, mask1, size1
+	b.lim1, b.mask1, b.size1, b.sizeF1 = lim1, mask1, size1, sizeF1
 }
 
 // sameBytes reports whether a and b are the same slice: both nil or neither, same start,
@@ -747,13 +756,23 @@ func (b *Burst) SetPacketLengths(i int, lens ...int) error {
 // general path cannot be). The checks are the same: a bad index, a burst of several segments
 // (which needs one length per segment) and a length beyond the packet's buffer are refused
 // with an error wrapping ErrInvalidParameter that names the packet and the length.
+// (Inlining cost 80, the whole budget, with Go 1.26: `go build -gcflags=-m=2 ./engine`.)
 func (b *Burst) SetPacketLen(i, l int) error {
 	var lim uint64 // room + 1; 0 when the burst does not have exactly one segment
 	if uint(i) < uint(b.n) {
 		o := b.segs[0].off[i]
 		lim = b.lim1 - o&b.mask1
-		if b.size1 != 0 {
-			lim = b.size1 + 1 - o%b.size1 // the division only for buffers not a power of two
+		if int64(b.mask1) < 0 {
+			// Buffers not a power of two (mask1 all ones, the only negative mask: the test
+			// reuses the mask's load): add o's buffer start, o / size1 × size1. The
+			// quotient comes from a float division, which leaves the integer registers alone
+			// (an integer division ties AX and DX down, and the compiler then moves registers
+			// around them on every packet of the caller's loop, this branch taken or not). It
+			// is exact: o and size1 are integers below 2^53, so the division rounds to the
+			// integer quotient only when it is one, and truncation gives the quotient whenever
+			// o + size1 < 2^53 (a region holds at most config.MaxRegionBytes = 2^46 bytes).
+			// TestSetPacketLenFloatRoom pins it to the integer division.
+			lim += uint64(int64(float64(int64(o))/b.sizeF1)) * b.size1
 		}
 		if uint64(l) < lim {
 			b.segs[0].len[i] = uint32(l)
@@ -802,7 +821,7 @@ func (b *Burst) setPacketLengths(i int, lens []int) error {
 // is too small stops it with an error naming the packet (the packets before it have their
 // lengths set).
 func (b *Burst) SetAllPacketLengths(lens ...int) error {
-	if len(lens) == 1 && b.lim1 != 0 {
+	if len(lens) == 1 && b.room1 != 0 {
 		// One segment of power-of-two buffers: one pass over locals (stores through b would
 		// make the compiler reload b's fields for every packet). l fits the packet at offset
 		// o when l < lim1 - o&mask1, that is o&mask1 < lim1 - l. A packet that does not fit

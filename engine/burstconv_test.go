@@ -187,7 +187,7 @@ func resetPlain(b *Burst, port, queue int, regions []*Region, raw bool, capacity
 		}
 	}
 	b.view0, b.mask0, b.room1 = nil, 0, 0
-	b.lim1, b.mask1, b.size1 = 0, 0, 0
+	b.lim1, b.mask1, b.size1, b.sizeF1 = 0, 0, 0, 0
 	if r := b.segs[0].region; r != nil && r.shift >= 0 {
 		if raw && r.buf != nil {
 			b.view0, b.mask0 = r.buf, uint64(r.BufSize-1)
@@ -197,7 +197,8 @@ func resetPlain(b *Burst, port, queue int, regions []*Region, raw bool, capacity
 			b.lim1, b.mask1 = uint64(r.BufSize)+1, uint64(r.BufSize-1)
 		}
 	} else if r != nil && b.nsegs == 1 && r.BufSize > 0 {
-		b.size1 = uint64(r.BufSize)
+		b.size1, b.sizeF1 = uint64(r.BufSize), float64(r.BufSize)
+		b.lim1, b.mask1 = uint64(r.BufSize)+1, ^uint64(0)
 	}
 }
 
@@ -248,8 +249,8 @@ func TestResetMatchesPlainReset(t *testing.T) {
 				t.Fatalf("round %d: segment %d region %v, want %v", round, s, a.segs[s].region, b.segs[s].region)
 			}
 		}
-		got := []any{a.port, a.queue, a.n, a.conn, a.flags, a.reorder, a.Engine, a.txq, a.partial, a.lazy, len(a.hash), len(a.hashed), a.raw, a.nsegs, a.view0 == nil, len(a.view0), cap(a.view0), a.mask0, a.room1, a.lim1, a.mask1, a.size1, cap(a.flow) >= capacity}
-		want := []any{b.port, b.queue, b.n, b.conn, b.flags, b.reorder, b.Engine, b.txq, b.partial, b.lazy, len(b.hash), len(b.hashed), b.raw, b.nsegs, b.view0 == nil, len(b.view0), cap(b.view0), b.mask0, b.room1, b.lim1, b.mask1, b.size1, true}
+		got := []any{a.port, a.queue, a.n, a.conn, a.flags, a.reorder, a.Engine, a.txq, a.partial, a.lazy, len(a.hash), len(a.hashed), a.raw, a.nsegs, a.view0 == nil, len(a.view0), cap(a.view0), a.mask0, a.room1, a.lim1, a.mask1, a.size1, a.sizeF1, cap(a.flow) >= capacity}
+		want := []any{b.port, b.queue, b.n, b.conn, b.flags, b.reorder, b.Engine, b.txq, b.partial, b.lazy, len(b.hash), len(b.hashed), b.raw, b.nsegs, b.view0 == nil, len(b.view0), cap(b.view0), b.mask0, b.room1, b.lim1, b.mask1, b.size1, b.sizeF1, true}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("round %d (regions %d, raw %v): after Reset\n got %v\nwant %v", round, len(regions), raw, got, want)
 		}

@@ -25,9 +25,11 @@ import (
 
 // Engine loops the TX queues of its ports back to their RX queues.
 type Engine struct {
-	env    *engine.Env
-	meta   *engine.MetaPool // RX bursts that point at TX buffers
-	ports  []*engine.Port   // by port id; nil for ports of other engines
+	env   *engine.Env
+	meta  *engine.MetaPool // RX bursts that point at TX buffers
+	ports []*engine.Port   // by port id; nil for ports of other engines
+	// pacers is nil when no queue paces (the usual loopback): Send's len(pacers) is then a
+	// nil test, with no load of a map header that may not be in the core's cache.
 	pacers map[*engine.TxQueue]*pacer
 	clock  *clock // receive timestamps of bursts sent without send times or pacing
 	closed atomic.Bool
@@ -61,7 +63,7 @@ func Open(ctx context.Context, env *engine.Env) (engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{env: env, meta: m, pacers: map[*engine.TxQueue]*pacer{}, clock: newClock(clockResync, time.Now)}
+	e := &Engine{env: env, meta: m, clock: newClock(clockResync, time.Now)}
 	for _, p := range env.Ports {
 		if p.ID >= len(e.ports) {
 			e.ports = append(e.ports, make([]*engine.Port, p.ID+1-len(e.ports))...)
@@ -69,6 +71,9 @@ func Open(ctx context.Context, env *engine.Env) (engine.Engine, error) {
 		e.ports[p.ID] = p
 		for _, q := range p.Tx {
 			if q.Config.PacingMbps > 0 {
+				if e.pacers == nil {
+					e.pacers = map[*engine.TxQueue]*pacer{}
+				}
 				e.pacers[q] = &pacer{mbps: float64(q.Config.PacingMbps)}
 			}
 		}

@@ -301,3 +301,32 @@ func TestLoopHeldBursts(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopPacers: only a queue with pacing_mbps gets a pacer (an engine with no paced queue
+// has no map, Send's test for pacing then loads nothing), and a burst through a paced queue
+// and through an unpaced one of the same engine both come back whole.
+func TestLoopPacers(t *testing.T) {
+	e0, _ := enginetest.Open(t, loopConfig(2, 1, false, 32), Open)
+	if pc := e0.(*Engine).pacers; pc != nil {
+		t.Fatalf("no queue paces, pacers = %v, want nil", pc)
+	}
+	cfg := loopConfig(2, 1, false, 32)
+	cfg.Interfaces[0].TX.Queues[1].PacingMbps = 100000
+	e, ports := enginetest.Open(t, cfg, Open)
+	p := ports[0]
+	pc := e.(*Engine).pacers
+	if len(pc) != 1 || pc[p.Tx[1]] == nil || pc[p.Tx[1]].mbps != 100000 {
+		t.Fatalf("pacers %v: want one for tx queue 1 at 100000 Mb/s", pc)
+	}
+	for _, q := range p.Tx {
+		b, _ := fill(t, rand.New(rand.NewPCG(7, 8)), q, 4)
+		if err := e.Send(b); err != nil {
+			t.Fatal(err)
+		}
+		rb, ok := p.Rx[0].Next()
+		if !ok || rb.Len() != 4 {
+			t.Fatalf("tx queue %d: burst not looped", q.ID)
+		}
+		rb.Free()
+	}
+}
