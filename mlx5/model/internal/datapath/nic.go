@@ -84,6 +84,17 @@ type NIC struct {
 	// type (under mu).
 	steerPkt [2]packet
 	steerMP  [2][]byte
+	// steerCounted lists the flow counters the last steer counted into (under mu).
+	steerCounted []*FlowCounter
+	// rxCache holds RX decisions by frame key (steercache.go), valid while gen is what it
+	// was when they were made (under mu).
+	rxCache steerCache
+	// gen counts the holds of the port's lock by its control methods (lock): any change
+	// of an object steering, RSS or an RQ choice reads moves it, and the cached decisions
+	// made before are not used again (under mu). noRXCache turns the cache off (tests
+	// compare the two).
+	gen       uint64
+	noRXCache bool
 
 	kick chan struct{}
 	// running counts the Run goroutines stepping the port (free-running mode): only then
@@ -117,8 +128,14 @@ func New(cfg Config) *NIC {
 	return n
 }
 
-// lock and unlock bracket every method; unlock delivers the events raised meanwhile.
-func (n *NIC) lock() { n.mu.Lock() }
+// lock and unlock bracket every method; unlock delivers the events raised meanwhile. lock
+// moves gen: every method that may change an object takes it (queries too, which costs
+// nothing but a cache refill), so the RX decision cache needs no list of the methods that
+// change what it caches. Step and the datapath's doorbells take mu directly.
+func (n *NIC) lock() {
+	n.mu.Lock()
+	n.gen++
+}
 
 func (n *NIC) unlock() {
 	ev := n.events
@@ -144,7 +161,7 @@ func (n *NIC) signal() {
 
 // Counters reads the port's counters; clear zeroes them after reading.
 func (n *NIC) Counters(clear bool) Counters {
-	n.lock()
+	n.mu.Lock() // reads counters only: gen stays
 	defer n.unlock()
 	c := n.stats
 	n.inMu.Lock()
@@ -163,7 +180,7 @@ func (n *NIC) Counters(clear bool) Counters {
 // (QUERY_Q_COUNTER; DPDK reports it as rx_out_of_buffer). Counters' RXOutOfBuffer counts
 // them for all RQs.
 func (n *NIC) QCounterOutOfBuffer(set uint32, clear bool) uint64 {
-	n.lock()
+	n.mu.Lock() // reads counters only: gen stays
 	defer n.unlock()
 	v := n.qOOB[set]
 	if clear {
@@ -214,7 +231,7 @@ func (n *NIC) UARWrite(uar uint32, off uint32, data []byte) {
 		n.signal()
 		return
 	}
-	n.lock()
+	n.mu.Lock() // CQ arm and EQ doorbells change no object steering reads: gen stays
 	defer n.unlock()
 	switch {
 	case off == prm.UARCQDoorbell && len(data) >= 8:
@@ -309,7 +326,7 @@ func (n *NIC) Step(budget int) int {
 	if budget <= 0 {
 		return 0
 	}
-	n.lock()
+	n.mu.Lock() // the datapath: gen stays
 	done := n.stepLocked(budget)
 	n.finishStep()
 	return done
@@ -428,7 +445,7 @@ func (n *NIC) stepLocked(budget int) int {
 // Pending reports whether a Step has work: doorbells not yet served or frames waiting.
 // A paced or waiting SQ stays pending until its time comes.
 func (n *NIC) Pending() bool {
-	n.lock()
+	n.mu.Lock() // gen stays
 	p := len(n.pendingSQ) > 0
 	n.unlock()
 	n.dbMu.Lock()
