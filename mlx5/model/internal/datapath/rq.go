@@ -496,6 +496,6 @@ func (n *NIC) fillRXCQE(r *rq, pkt *packet, f []byte, meta rxMeta, whole uint32,
 	}
 	pos(prm.CQE64.FlagsRQPN).set(e[:], uint64(r.p.RQN))
 	pos(prm.CQE64.SopDropQPN).set(e[:], uint64(meta.flowTag&0xffffff))
-	pos(prm.CQE64.Timestamp).set(e[:], n.stamp(r.p.TSFormat))
+	pos(prm.CQE64.Timestamp).set(e[:], n.rxStamp(r.p.TSFormat))
 	e[63] = prm.CQEOpRespSend << 4
 }

@@ -448,3 +448,81 @@ func TestRXCacheMatchesWalk(t *testing.T) {
 		t.Fatalf("%d frames delivered in all: the test does not exercise delivery", delivered)
 	}
 }
+
+// countingClock is a ManualClock that counts its readings.
+type countingClock struct {
+	ManualClock
+	free, rt int
+}
+
+func (c *countingClock) FreeRunning() uint64 { c.free++; return c.ManualClock.FreeRunning() }
+func (c *countingClock) RealTime() uint64    { c.rt++; return c.ManualClock.RealTime() }
+
+// TestRXStampPerStep: the frames one Step takes from the inbox share one reading of the clock
+// per timestamp format (an RQ stamping real time and one stamping free-running in the same
+// batch each get theirs), the next Step's frames the clock's time then; a Step with no frame
+// reads no clock for them.
+func TestRXStampPerStep(t *testing.T) {
+	e := newEnv(t)
+	clk := &countingClock{}
+	e.nic = New(Config{Space: e.space, Keys: keys{e.space}, Events: e.ev, Clock: clk})
+	e.rqMod = func(p *RQParams) { p.TSFormat = TSRealTime }
+	rt := e.newRQ(e.newCQ(8, nil), 6, 2048, 0, 0)
+	e.rqMod = nil
+	fr := e.newRQ(e.newCQ(8, nil), 6, 2048, 0, 0)
+	rt.post(64)
+	fr.post(64)
+	// UDP destination 1 to the real-time RQ, anything else to the free-running one.
+	tirs := [2]uint32{e.id(), e.id()}
+	must(t, e.nic.CreateTIR(TIRParams{TIRN: tirs[0], InlineRQ: rt.rqn}))
+	must(t, e.nic.CreateTIR(TIRParams{TIRN: tirs[1], InlineRQ: fr.rqn}))
+	ft, g1, g2 := e.id(), e.id(), e.id()
+	must(t, e.nic.CreateFlowTable(FlowTableParams{Type: TableNICRX, ID: ft, LogSize: 4}))
+	crit := make([]byte, matchParamBytes)
+	prm.FTEMatchSetLyr24.UDPDport.Set(crit, 0xffff)
+	must(t, e.nic.CreateFlowGroup(FlowGroupParams{Type: TableNICRX, Table: ft, ID: g1, Start: 0, End: 0, CriteriaEnable: 1, Criteria: crit}))
+	must(t, e.nic.CreateFlowGroup(FlowGroupParams{Type: TableNICRX, Table: ft, ID: g2, Start: 1, End: 1}))
+	val := make([]byte, matchParamBytes)
+	prm.FTEMatchSetLyr24.UDPDport.Set(val, 1)
+	must(t, e.nic.SetFTE(FTEParams{Type: TableNICRX, Table: ft, Group: g1, Index: 0, Action: ActionFwdDest, Value: val, Dests: []Dest{{DestTIR, tirs[0]}}}))
+	must(t, e.nic.SetFTE(FTEParams{Type: TableNICRX, Table: ft, Group: g2, Index: 1, Action: ActionFwdDest, Dests: []Dest{{DestTIR, tirs[1]}}}))
+	must(t, e.nic.SetRoot(TableNICRX, ft))
+
+	var last [2]uint64
+	for step := 0; step < 5; step++ {
+		clk.Set(uint64(step)*1_500_000_000 + 7) // over a second apart: both formats move
+		clk.free, clk.rt = 0, 0
+		for i := 0; i < 2+step; i++ {
+			e.nic.Receive(udpFrame([4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 9, uint16(1+i%2), 100+i, 0))
+		}
+		e.nic.Step(64)
+		if clk.free != 1 || clk.rt != 1 {
+			t.Fatalf("step %d: clock read %d times free-running, %d real time; want once each", step, clk.free, clk.rt)
+		}
+		for k, q := range []*testRQ{rt, fr} {
+			cqes := q.cq.poll()
+			q.post(len(cqes))
+			want := clk.ManualClock.FreeRunning()
+			if k == 0 {
+				want = clk.ManualClock.RealTime()
+			}
+			if len(cqes) == 0 {
+				t.Fatalf("step %d: no frame in RQ %d", step, k)
+			}
+			for i, c := range cqes {
+				if ts := prm.CQE64.Timestamp.Get(c[:]); ts != want {
+					t.Fatalf("step %d RQ %d frame %d: stamp %#x, want the Step's %#x", step, k, i, ts, want)
+				}
+			}
+			if want <= last[k] {
+				t.Fatalf("step %d RQ %d: stamp %#x after %#x", step, k, want, last[k])
+			}
+			last[k] = want
+		}
+	}
+	clk.free, clk.rt = 0, 0
+	e.nic.Step(64)
+	if clk.free != 0 || clk.rt != 0 {
+		t.Fatalf("a Step without frames read the clock %d+%d times", clk.free, clk.rt)
+	}
+}
