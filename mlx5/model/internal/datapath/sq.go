@@ -218,9 +218,9 @@ func (n *NIC) runSQ(s *sq, budget int) (done int, idle bool) {
 // from sop_drop_qpn's high byte and the WQE index from wqe_counter).
 func (n *NIC) txCQE(s *sq, ctrl uint32, solicited bool) {
 	var e [prm.CQESize]byte
-	pos(prm.CQE64.WQECounter).set(e[:], uint64(prm.CtrlIndex(ctrl)))
-	pos(prm.CQE64.SopDropQPN).set(e[:], uint64(prm.CtrlOpcode(ctrl))<<24|uint64(s.p.SQN&0xffffff))
-	pos(prm.CQE64.Timestamp).set(e[:], n.stamp(s.p.TSFormat))
+	put16(e[:], cqeWQECounter, uint64(prm.CtrlIndex(ctrl)))
+	put32(e[:], cqeSopDropQPN, uint64(prm.CtrlOpcode(ctrl))<<24|uint64(s.p.SQN&0xffffff))
+	put64(e[:], cqeTimestamp, n.stamp(s.p.TSFormat))
 	e[63] = prm.CQEOpReq << 4
 	if solicited {
 		e[63] |= 2
@@ -541,7 +541,12 @@ func (n *NIC) recycle(buf []byte, owned bool) {
 // transmit runs a frame through NIC TX steering, counts it, paces the SQ and puts it on the
 // wire. owned says f is in a buffer from frameBuf that the wire may keep.
 func (n *NIC) transmit(s *sq, f []byte, owned bool) {
-	v := n.steer(TableNICTX, f)
+	// Without a NIC TX root every frame goes to the wire as it is (steer's miss), which
+	// transmit sees without building steer's verdict.
+	v := verdict{frame: f}
+	if n.hasRoot[TableNICTX] {
+		v = n.steer(TableNICTX, f)
+	}
 	if v.drop {
 		n.stats.TXDropRule++
 		n.recycle(f, owned)
