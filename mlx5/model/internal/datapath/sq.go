@@ -560,7 +560,8 @@ func (n *NIC) transmit(s *sq, f []byte, owned bool) {
 	f = v.frame
 	n.stats.TXPackets++
 	n.stats.TXBytes += uint64(len(f))
-	if pp, ok := n.pacing[s.p.RateIndex]; ok && s.p.RateIndex != 0 {
+	// Rate index 0 is the unlimited rate: an unpaced SQ looks up no rate per frame.
+	if pp, ok := n.rate(s); ok {
 		_, rt := n.now()
 		now := rtNanos(rt)
 		if s.nextSend < now {
@@ -588,11 +589,21 @@ func (n *NIC) transmit(s *sq, f []byte, owned bool) {
 	}
 }
 
+// rate is an SQ's pacing, if its rate index is set and has a rate (the map is not read for
+// index 0, the unlimited rate, which SET_PP_RATE_LIMIT cannot set).
+func (n *NIC) rate(s *sq) (PacingParams, bool) {
+	if s.p.RateIndex == 0 {
+		return PacingParams{}, false
+	}
+	pp, ok := n.pacing[s.p.RateIndex]
+	return pp, ok
+}
+
 // paceBlocked reports whether a paced SQ must wait: it may run ahead of its rate by the
 // burst size at most (SET_PP_RATE_LIMIT burst_upper_bound).
 func (n *NIC) paceBlocked(s *sq) bool {
-	pp, ok := n.pacing[s.p.RateIndex]
-	if !ok || s.p.RateIndex == 0 {
+	pp, ok := n.rate(s)
+	if !ok {
 		return false
 	}
 	_, rt := n.now()
