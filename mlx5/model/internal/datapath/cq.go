@@ -265,7 +265,7 @@ func sameShared(m, a, b *[prm.CQESize]byte) bool {
 // striding reports whether a CQE is a striding-RQ completion (its byte count word has a
 // stride count), which a mini-CQE's stride index or the title's consumed strides continue.
 func cqeStrides(e *[prm.CQESize]byte) uint32 {
-	bc := uint32(pos(prm.CQE64.ByteCnt).get(e[:]))
+	bc := uint32(get32(e[:], cqeByteCnt))
 	return (bc & prm.MPRQByteCntStridesMask) >> prm.MPRQByteCntStrideShift
 }
 
@@ -280,14 +280,14 @@ func compatible(p CQParams, m, a, b *[prm.CQESize]byte) bool {
 	if !sameShared(m, a, b) {
 		return false
 	}
-	bc := uint32(pos(prm.CQE64.ByteCnt).get(b[:]))
+	bc := uint32(get32(b[:], cqeByteCnt))
 	if f == MiniFlowTag && bc>>16 != 0 && cqeStrides(b) == 0 {
 		return false // the flow-tag mini-CQE has 24 bits of byte count
 	}
 	if f == MiniCsumStride || f == MiniFlowTag {
 		return true
 	}
-	wa, wb := uint16(pos(prm.CQE64.WQECounter).get(a[:])), uint16(pos(prm.CQE64.WQECounter).get(b[:]))
+	wa, wb := uint16(get16(a[:], cqeWQECounter)), uint16(get16(b[:], cqeWQECounter))
 	if s := cqeStrides(a); s != 0 && p.Layout == LayoutBasic {
 		return wb == wa+uint16(s)
 	}
@@ -298,23 +298,23 @@ func compatible(p CQParams, m, a, b *[prm.CQESize]byte) bool {
 // flow-tag layout from DPDK mlx5_rx.c rxq_cq_to_mbuf).
 func mini(f MiniFormat, e *[prm.CQESize]byte) [prm.MiniCQESize]byte {
 	var m [prm.MiniCQESize]byte
-	bc := pos(prm.CQE64.ByteCnt).get(e[:])
+	bc := get32(e[:], cqeByteCnt)
 	switch f {
 	case MiniHash:
-		pos(prm.MiniCQE.RxHashResult).set(m[:], pos(prm.CQE64.RSSHashResult).get(e[:]))
-		pos(prm.MiniCQE.ByteCnt).set(m[:], bc)
+		put32(m[:], miniRxHash, get32(e[:], cqeRSSHash))
+		put32(m[:], miniByteCnt, bc)
 	case MiniCsumStride:
-		pos(prm.MiniCQE.Checksum).set(m[:], pos(prm.CQE64.Checksum).get(e[:]))
-		pos(prm.MiniCQE.StrideIdx).set(m[:], pos(prm.CQE64.WQECounter).get(e[:]))
-		pos(prm.MiniCQE.ByteCnt).set(m[:], bc)
+		put16(m[:], miniChecksum, get16(e[:], cqeChecksum))
+		put16(m[:], miniStrideIdx, get16(e[:], cqeWQECounter))
+		put32(m[:], miniByteCnt, bc)
 	case MiniFlowTag:
-		tag := pos(prm.CQE64.SopDropQPN).get(e[:]) & 0xffffff
-		pos(prm.MiniCQE.Checksum).set(m[:], tag&0xffff)
-		pos(prm.MiniCQE.StrideIdx).set(m[:], pos(prm.CQE64.WQECounter).get(e[:]))
-		pos(prm.MiniCQE.ByteCnt).set(m[:], tag>>16<<24|bc&prm.MPRQByteCntLenMask)
+		tag := get32(e[:], cqeSopDropQPN) & 0xffffff
+		put16(m[:], miniChecksum, tag&0xffff)
+		put16(m[:], miniStrideIdx, get16(e[:], cqeWQECounter))
+		put32(m[:], miniByteCnt, tag>>16<<24|bc&prm.MPRQByteCntLenMask)
 	default: // MiniCsum on a cyclic RQ: checksum, no stride index
-		pos(prm.MiniCQE.Checksum).set(m[:], pos(prm.CQE64.Checksum).get(e[:]))
-		pos(prm.MiniCQE.ByteCnt).set(m[:], bc)
+		put16(m[:], miniChecksum, get16(e[:], cqeChecksum))
+		put32(m[:], miniByteCnt, bc)
 	}
 	return m
 }
@@ -426,15 +426,15 @@ func (n *NIC) writeBasicSession(c *cq, run []pendingCQE) {
 		}
 	}
 	t := run[0].b
-	pos(prm.CQE64.ByteCnt).set(t[:], uint64(cnt))
+	put32(t[:], cqeByteCnt, uint64(cnt))
 	t[63] = t[63]&0xf0 | prm.CQEFormatCompressed<<2
 	if !n.store(c, start, &t) {
 		return
 	}
 	c.pi = start + cnt
 	sol := false
-	for _, p := range run {
-		sol = sol || p.solicited
+	for i := range run { // by index: a pendingCQE is 66 bytes
+		sol = sol || run[i].solicited
 	}
 	n.afterWrite(c, sol)
 }
@@ -454,15 +454,15 @@ func (n *NIC) writeEnhanced(c *cq, run []pendingCQE) {
 			m := mini(c.p.MiniFormat, &run[j].b)
 			copy(e[j*prm.MiniCQESize:], m[:])
 		}
-		pos(prm.CQE64.WQECounter).set(e[:], pos(prm.CQE64.WQECounter).get(run[0].b[:]))
+		put16(e[:], cqeWQECounter, get16(run[0].b[:], cqeWQECounter))
 		e[63] = byte(k-1)<<4 | prm.CQEFormatCompressed<<2
 		if !n.store(c, c.pi, &e) {
 			return
 		}
 		c.pi += uint32(k)
 		sol := false
-		for _, p := range run[:k] {
-			sol = sol || p.solicited
+		for i := range run[:k] {
+			sol = sol || run[i].solicited
 		}
 		n.afterWrite(c, sol)
 		run = run[k:]

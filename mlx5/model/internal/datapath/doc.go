@@ -28,7 +28,8 @@
 //     frame is dropped and counted out of buffer (Q counter out_of_buffer).
 //   - RX CQE fields: byte count, flow tag, RSS hash and hash type, L2/L3/L4 OK bits and
 //     header types, VLAN stripping into vlan_info, checksum, timestamp free-running or
-//     real-time (kernel en_rx.c, DPDK rxq_cq_to_mbuf).
+//     real-time (kernel en_rx.c, DPDK rxq_cq_to_mbuf); the frames a Step takes from the
+//     inbox together share one reading of the clock (NIC.rxStamp).
 //   - SQ: on a doorbell (the control segment's head written to the BlueFlame register) WQEs
 //     up to the doorbell record's send counter are consumed: SEND with inline headers and
 //     pointer/inline data segments, enhanced multi-packet WQEs, WAIT on time, NOP; checksum

@@ -325,3 +325,56 @@ func TestFieldPosGetIsFieldGet(t *testing.T) {
 		}
 	}
 }
+
+// TestCQEFieldOffsets holds the CQE and mini-CQE field offsets the datapath stores and loads
+// directly (cqefields.go) to the prm definitions: the same byte, a byte-aligned field, the
+// width the store or load at that offset has; and a store through put8..put64 gives the bytes
+// prm.Field.Set gives, for random values.
+func TestCQEFieldOffsets(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		off   int
+		width uint32
+		f     prm.Field
+	}{
+		{"wqe_id", cqeWQEID, 16, prm.CQE64.WQEID},
+		{"rss_hash_result", cqeRSSHash, 32, prm.CQE64.RSSHashResult},
+		{"rss_hash_type", cqeRSSHashType, 8, prm.CQE64.RSSHashType},
+		{"check_sum", cqeChecksum, 16, prm.CQE64.Checksum},
+		{"flags_rqpn", cqeFlagsRQPN, 32, prm.CQE64.FlagsRQPN},
+		{"hds_ip_ext", cqeHdsIPExt, 8, prm.CQE64.HdsIPExt},
+		{"byte_cnt", cqeByteCnt, 32, prm.CQE64.ByteCnt},
+		{"timestamp", cqeTimestamp, 64, prm.CQE64.Timestamp},
+		{"sop_drop_qpn", cqeSopDropQPN, 32, prm.CQE64.SopDropQPN},
+		{"wqe_counter", cqeWQECounter, 16, prm.CQE64.WQECounter},
+		{"mini rx_hash_result", miniRxHash, 32, prm.MiniCQE.RxHashResult},
+		{"mini checksum", miniChecksum, 16, prm.MiniCQE.Checksum},
+		{"mini stridx", miniStrideIdx, 16, prm.MiniCQE.StrideIdx},
+		{"mini byte_cnt", miniByteCnt, 32, prm.MiniCQE.ByteCnt},
+	} {
+		if c.f.Off != uint32(c.off)*8 || c.f.Width != c.width {
+			t.Fatalf("%s: bit %d, %d bits in prm; the datapath stores %d bits at byte %d", c.name, c.f.Off, c.f.Width, c.width, c.off)
+		}
+		put := map[uint32]func([]byte, int, uint64){8: put8, 16: put16, 32: put32, 64: put64}[c.width]
+		r := rand.New(rand.NewPCG(uint64(c.off), uint64(c.f.Off)))
+		for range 200 {
+			var a, b [prm.CQESize]byte
+			for i := range a {
+				a[i] = byte(r.Uint32())
+			}
+			b = a
+			v := r.Uint64()
+			put(a[:], c.off, v)
+			c.f.Set(b[:], v)
+			if a != b {
+				t.Fatalf("%s: storing %#x gives % x, prm.Field.Set % x", c.name, v, a, b)
+			}
+			if c.width == 16 || c.width == 32 {
+				get := map[uint32]func([]byte, int) uint64{16: get16, 32: get32}[c.width]
+				if got, want := get(a[:], c.off), c.f.Get(a[:]); got != want {
+					t.Fatalf("%s: load %#x, prm.Field.Get %#x", c.name, got, want)
+				}
+			}
+		}
+	}
+}

@@ -322,8 +322,8 @@ func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta, whole uint32) {
 		n.rxError(r, idx, prm.CQESyndLocalLength)
 		return
 	}
-	pos(prm.CQE64.WQECounter).set(e[:], uint64(idx&0xffff))
-	pos(prm.CQE64.ByteCnt).set(e[:], uint64(len(f)))
+	put16(e[:], cqeWQECounter, uint64(idx&0xffff))
+	put32(e[:], cqeByteCnt, uint64(len(f)))
 	n.stats.RXPackets++
 	n.stats.RXBytes += uint64(len(f))
 	n.pushCQE(r.cq, &e, true, false)
@@ -353,10 +353,10 @@ func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
 	if r.strides+k > ns {
 		var fe [prm.CQESize]byte
 		left := ns - r.strides
-		pos(prm.CQE64.WQEID).set(fe[:], uint64(r.id()))
-		pos(prm.CQE64.WQECounter).set(fe[:], uint64(r.strides))
-		pos(prm.CQE64.ByteCnt).set(fe[:], uint64(prm.MPRQByteCntFiller|uint32(left)<<prm.MPRQByteCntStrideShift))
-		pos(prm.CQE64.FlagsRQPN).set(fe[:], uint64(r.p.RQN))
+		put16(fe[:], cqeWQEID, uint64(r.id()))
+		put16(fe[:], cqeWQECounter, uint64(r.strides))
+		put32(fe[:], cqeByteCnt, uint64(prm.MPRQByteCntFiller|uint32(left)<<prm.MPRQByteCntStrideShift))
+		put32(fe[:], cqeFlagsRQPN, uint64(r.p.RQN))
 		fe[63] = prm.CQEOpRespSend << 4
 		n.pushCQE(r.cq, &fe, false, false)
 		r.advance()
@@ -405,9 +405,9 @@ func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
 		}
 	}
 	r.strides += k
-	pos(prm.CQE64.WQEID).set(e[:], uint64(idx&0xffff))
-	pos(prm.CQE64.WQECounter).set(e[:], uint64(first))
-	pos(prm.CQE64.ByteCnt).set(e[:], uint64(uint32(k)<<prm.MPRQByteCntStrideShift|uint32(len(f))&prm.MPRQByteCntLenMask))
+	put16(e[:], cqeWQEID, uint64(idx&0xffff))
+	put16(e[:], cqeWQECounter, uint64(first))
+	put32(e[:], cqeByteCnt, uint64(uint32(k)<<prm.MPRQByteCntStrideShift|uint32(len(f))&prm.MPRQByteCntLenMask))
 	if r.strides == ns {
 		// Every stride used: the WQE is done and the next packet takes the next one.
 		r.advance()
@@ -452,8 +452,8 @@ func (n *NIC) fillRXCQE(r *rq, pkt *packet, f []byte, meta rxMeta, whole uint32,
 	if pkt.tunneled {
 		e[0] |= 1
 	}
-	pos(prm.CQE64.RSSHashResult).set(e[:], uint64(meta.hash))
-	pos(prm.CQE64.RSSHashType).set(e[:], uint64(meta.hashType))
+	put32(e[:], cqeRSSHash, uint64(meta.hash))
+	put8(e[:], cqeRSSHashType, uint64(meta.hashType))
 	var ok uint8
 	if len(f) >= 14 {
 		ok |= prm.CQEL2OK
@@ -465,7 +465,7 @@ func (n *NIC) fillRXCQE(r *rq, pkt *packet, f []byte, meta rxMeta, whole uint32,
 			ok |= prm.CQEL4OK
 		}
 	}
-	pos(prm.CQE64.HdsIPExt).set(e[:], uint64(ok))
+	put8(e[:], cqeHdsIPExt, uint64(ok))
 	var l3, l4 uint8
 	switch h.ipVersion {
 	case 4:
@@ -492,10 +492,10 @@ func (n *NIC) fillRXCQE(r *rq, pkt *packet, f []byte, meta rxMeta, whole uint32,
 	// bytes after the L2 header (inferred from kernel en_rx.c mlx5e_handle_csum, which
 	// adds it to skb->csum after pulling ETH_HLEN).
 	if h.l3 >= 0 {
-		pos(prm.CQE64.Checksum).set(e[:], uint64(sum))
+		put16(e[:], cqeChecksum, uint64(sum))
 	}
-	pos(prm.CQE64.FlagsRQPN).set(e[:], uint64(r.p.RQN))
-	pos(prm.CQE64.SopDropQPN).set(e[:], uint64(meta.flowTag&0xffffff))
-	pos(prm.CQE64.Timestamp).set(e[:], n.stamp(r.p.TSFormat))
+	put32(e[:], cqeFlagsRQPN, uint64(r.p.RQN))
+	put32(e[:], cqeSopDropQPN, uint64(meta.flowTag&0xffffff))
+	put64(e[:], cqeTimestamp, n.rxStamp(r.p.TSFormat))
 	e[63] = prm.CQEOpRespSend << 4
 }

@@ -416,36 +416,69 @@ func rqtIndex(hash uint32, n int) int {
 
 // receive runs one frame from the wire through RX steering, the TIR and an RQ. whole is the
 // frame's sum from the sending port (frameSum), or 0.
+//
+// A frame whose key (keyOf) has a decision cached since the last change of the port's
+// objects takes it (steercache.go): its flow counters are counted and it is delivered as the
+// walk below would deliver it.
 func (n *NIC) receive(f []byte, whole uint32) {
-	v := n.steer(TableNICRX, f)
-	if v.drop {
-		if v.miss {
-			n.stats.RXSteeringMiss++
-		} else {
-			n.stats.RXDropRule++
+	k, keyed := keyOf(f)
+	keyed = keyed && !n.noRXCache
+	if keyed {
+		if e := n.rxCache.get(&k, n.gen); e != nil {
+			n.countFlows(e.counters[:e.nc], len(f))
+			if e.route.stat != nil {
+				*e.route.stat++
+				return
+			}
+			n.deliver(e.route.r, f, &e.pkt, e.route.meta, whole)
+			return
 		}
+	}
+	v := n.steer(TableNICRX, f)
+	rt := n.route(&v)
+	if keyed && !v.rewritten && !v.flex && (v.pkt != nil || rt.stat != nil) {
+		n.rxCache.put(&k, n.gen, v.pkt, rt, n.steerCounted)
+	}
+	if rt.stat != nil {
+		*rt.stat++
 		return
 	}
-	if !v.haveTIR {
-		n.stats.RXSteeringMiss++
-		return
-	}
-	t := n.tirs[v.tir]
-	if t == nil {
-		n.stats.RXSteeringMiss++
-		return
-	}
-	meta := rxMeta{flowTag: v.flowTag}
 	pkt := v.pkt
 	if pkt == nil {
 		pkt = parse(v.frame)
 	}
+	if v.rewritten {
+		whole = 0
+	}
+	n.deliver(rt.r, v.frame, pkt, rt.meta, whole)
+}
+
+// route is where a steering verdict sends the frame: the RQ its TIR picks (by RSS hash
+// through the RQT, or the TIR's own RQ), or the counter of a drop or miss.
+func (n *NIC) route(v *verdict) rxRoute {
+	if v.drop {
+		if v.miss {
+			return rxRoute{stat: &n.stats.RXSteeringMiss}
+		}
+		return rxRoute{stat: &n.stats.RXDropRule}
+	}
+	if !v.haveTIR {
+		return rxRoute{stat: &n.stats.RXSteeringMiss}
+	}
+	t := n.tirs[v.tir]
+	if t == nil {
+		return rxRoute{stat: &n.stats.RXSteeringMiss}
+	}
+	meta := rxMeta{flowTag: v.flowTag}
 	var r *rq
 	if t.p.Indirect {
 		q := n.rqts[t.p.RQT]
 		if q == nil || len(q.p.RQNs) == 0 {
-			n.stats.RXSteeringMiss++
-			return
+			return rxRoute{stat: &n.stats.RXSteeringMiss}
+		}
+		pkt := v.pkt
+		if pkt == nil {
+			pkt = parse(v.frame)
 		}
 		meta.hash, meta.hashType = rssHash(t, pkt)
 		r = n.rqs[q.p.RQNs[rqtIndex(meta.hash, len(q.p.RQNs))]]
@@ -453,13 +486,9 @@ func (n *NIC) receive(f []byte, whole uint32) {
 		r = n.rqs[t.p.InlineRQ]
 	}
 	if r == nil {
-		n.stats.RXSteeringMiss++
-		return
+		return rxRoute{stat: &n.stats.RXSteeringMiss}
 	}
-	if v.rewritten {
-		whole = 0
-	}
-	n.deliver(r, v.frame, pkt, meta, whole)
+	return rxRoute{r: r, meta: meta}
 }
 
 var _ = prm.CQESize

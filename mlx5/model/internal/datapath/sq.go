@@ -218,9 +218,9 @@ func (n *NIC) runSQ(s *sq, budget int) (done int, idle bool) {
 // from sop_drop_qpn's high byte and the WQE index from wqe_counter).
 func (n *NIC) txCQE(s *sq, ctrl uint32, solicited bool) {
 	var e [prm.CQESize]byte
-	pos(prm.CQE64.WQECounter).set(e[:], uint64(prm.CtrlIndex(ctrl)))
-	pos(prm.CQE64.SopDropQPN).set(e[:], uint64(prm.CtrlOpcode(ctrl))<<24|uint64(s.p.SQN&0xffffff))
-	pos(prm.CQE64.Timestamp).set(e[:], n.stamp(s.p.TSFormat))
+	put16(e[:], cqeWQECounter, uint64(prm.CtrlIndex(ctrl)))
+	put32(e[:], cqeSopDropQPN, uint64(prm.CtrlOpcode(ctrl))<<24|uint64(s.p.SQN&0xffffff))
+	put64(e[:], cqeTimestamp, n.stamp(s.p.TSFormat))
 	e[63] = prm.CQEOpReq << 4
 	if solicited {
 		e[63] |= 2
@@ -541,7 +541,12 @@ func (n *NIC) recycle(buf []byte, owned bool) {
 // transmit runs a frame through NIC TX steering, counts it, paces the SQ and puts it on the
 // wire. owned says f is in a buffer from frameBuf that the wire may keep.
 func (n *NIC) transmit(s *sq, f []byte, owned bool) {
-	v := n.steer(TableNICTX, f)
+	// Without a NIC TX root every frame goes to the wire as it is (steer's miss), which
+	// transmit sees without building steer's verdict.
+	v := verdict{frame: f}
+	if n.hasRoot[TableNICTX] {
+		v = n.steer(TableNICTX, f)
+	}
 	if v.drop {
 		n.stats.TXDropRule++
 		n.recycle(f, owned)
@@ -555,7 +560,8 @@ func (n *NIC) transmit(s *sq, f []byte, owned bool) {
 	f = v.frame
 	n.stats.TXPackets++
 	n.stats.TXBytes += uint64(len(f))
-	if pp, ok := n.pacing[s.p.RateIndex]; ok && s.p.RateIndex != 0 {
+	// Rate index 0 is the unlimited rate: an unpaced SQ looks up no rate per frame.
+	if pp, ok := n.rate(s); ok {
 		_, rt := n.now()
 		now := rtNanos(rt)
 		if s.nextSend < now {
@@ -583,11 +589,21 @@ func (n *NIC) transmit(s *sq, f []byte, owned bool) {
 	}
 }
 
+// rate is an SQ's pacing, if its rate index is set and has a rate (the map is not read for
+// index 0, the unlimited rate, which SET_PP_RATE_LIMIT cannot set).
+func (n *NIC) rate(s *sq) (PacingParams, bool) {
+	if s.p.RateIndex == 0 {
+		return PacingParams{}, false
+	}
+	pp, ok := n.pacing[s.p.RateIndex]
+	return pp, ok
+}
+
 // paceBlocked reports whether a paced SQ must wait: it may run ahead of its rate by the
 // burst size at most (SET_PP_RATE_LIMIT burst_upper_bound).
 func (n *NIC) paceBlocked(s *sq) bool {
-	pp, ok := n.pacing[s.p.RateIndex]
-	if !ok || s.p.RateIndex == 0 {
+	pp, ok := n.rate(s)
+	if !ok {
 		return false
 	}
 	_, rt := n.now()

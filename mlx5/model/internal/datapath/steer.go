@@ -533,6 +533,9 @@ type verdict struct {
 	// rewritten: a header action changed the frame (a sum of the frame as received no
 	// longer holds).
 	rewritten bool
+	// flex: a group matching flex parser samples was met (the walk read bytes of the frame
+	// beyond its parse).
+	flex bool
 }
 
 // steer walks the tables of a type from the root: the first entry (lowest index) whose
@@ -540,6 +543,7 @@ type verdict struct {
 // table or takes the default (drop on NIC RX, pass on NIC TX; PRM table_miss_action 0).
 func (n *NIC) steer(typ uint8, f []byte) verdict {
 	v := verdict{frame: f}
+	n.steerCounted = n.steerCounted[:0]
 	if !n.hasRoot[typ] {
 		v.miss = true
 		v.wire = typ == TableNICTX
@@ -560,6 +564,7 @@ func (n *NIC) steer(typ uint8, f []byte) verdict {
 	var fx *flexMatch // the frame's flex samples, made when a misc4 group is met
 	for hops := 0; t != nil && hops < 64; hops++ {
 		fte := t.lookup(mp, func() *flexMatch {
+			v.flex = true
 			if fx == nil {
 				fx = newFlexMatch(n, pkt, mp)
 			}
@@ -581,6 +586,7 @@ func (n *NIC) steer(typ uint8, f []byte) verdict {
 				if fc := n.fcounters[c]; fc != nil {
 					fc.Packets++
 					fc.Octets += uint64(len(v.frame))
+					n.steerCounted = append(n.steerCounted, fc)
 				}
 			}
 			n.fcMu.Unlock()
