@@ -276,6 +276,9 @@ func (t *txq) send(b *engine.Burst) error {
 		i = j
 	}
 	t.plans = plans
+	if len(t.pend) > 0 {
+		t.pollCQ() // completions first, as in sendMPW
+	}
 	if t.free() < need {
 		t.pollCQ()
 		if t.free() < need {
@@ -333,6 +336,13 @@ func (t *txq) sendMPW(b *engine.Burst, n int) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	// Completions first, every send: the bursts they finish go back to their region now, so the
+	// next TxBurst takes buffers just freed and still in cache instead of cycling through the
+	// whole region (the two-port model run's gather and header writes missed on every packet
+	// while completions waited for a full SQ or the worker). One CQE owner test when none came.
+	if len(t.pend) > 0 {
+		t.pollCQ()
+	}
 	if t.free() < need {
 		t.pollCQ()
 		if t.free() < need {
