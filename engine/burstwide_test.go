@@ -182,18 +182,7 @@ func TestSetAllUDPv4Headers(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var a4, b4 [4]byte
-			for k := range a4 {
-				a4[k], b4[k] = byte(r.Uint32()), byte(r.Uint32())
-			}
-			src := randMAC(r)
-			if r.IntN(2) == 0 {
-				src = nil
-			}
-			h, err := NewUDPv4Header(randMAC(r), src, netip.AddrFrom4(a4), netip.AddrFrom4(b4), uint16(r.Uint32()), uint16(r.Uint32()))
-			if err != nil {
-				t.Fatal(err)
-			}
+			h := randUDPv4Header(t, r)
 			payload := r.IntN(65535 - IPv4HeaderLen - UDPHeaderLen + 1)
 			if err := a.SetAllUDPv4Headers(h, payload); err != nil {
 				t.Fatal(err)

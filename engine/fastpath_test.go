@@ -199,6 +199,24 @@ func randMAC(r *rand.Rand) net.HardwareAddr {
 	return m
 }
 
+// randUDPv4Header is a template of random addresses and ports, its source MAC nil half the
+// time (the port's own address then).
+func randUDPv4Header(t *testing.T, r *rand.Rand) *UDPv4Header {
+	t.Helper()
+	var a4, b4 [4]byte
+	binary.BigEndian.PutUint32(a4[:], r.Uint32())
+	binary.BigEndian.PutUint32(b4[:], r.Uint32())
+	src := randMAC(r)
+	if r.IntN(2) == 0 {
+		src = nil
+	}
+	h, err := NewUDPv4Header(randMAC(r), src, netip.AddrFrom4(a4), netip.AddrFrom4(b4), uint16(r.Uint32()), uint16(r.Uint32()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // TestHeaderHelpersRandom writes Ethernet, IPv4 and UDP headers with random fields (lengths
 // up to the limits, every protocol number, nil and given source MACs) over buffers full of
 // garbage and compares every byte with the reference, the checksum verifying; it also checks

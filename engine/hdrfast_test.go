@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"net"
@@ -187,17 +186,7 @@ func TestHeaderFastPaths(t *testing.T) {
 				return b.SetIPv4Header(i, pl, proto, src, dst)
 			}
 		case 3:
-			var a4, b4 [4]byte
-			binary.BigEndian.PutUint32(a4[:], r.Uint32())
-			binary.BigEndian.PutUint32(b4[:], r.Uint32())
-			src := randMAC(r)
-			if r.IntN(2) == 0 {
-				src = nil
-			}
-			h, err := NewUDPv4Header(randMAC(r), src, netip.AddrFrom4(a4), netip.AddrFrom4(b4), uint16(r.Uint32()), uint16(r.Uint32()))
-			if err != nil {
-				t.Fatal(err)
-			}
+			h := randUDPv4Header(t, r)
 			pl := payload(65535 - IPv4HeaderLen - UDPHeaderLen)
 			call = func(full bool) error {
 				if full {

@@ -25,6 +25,20 @@ func (b *Burst) buf0(i int) (buf []byte, ok bool) {
 
 // headerRoomErr says why a header helper cannot write a header ending at byte end into
 // packet i.
+// headerBuf is packet i's buffer for a header helper's full path: the region's view when the
+// CPU addresses it, else SegmentBuffer; the helper's error when the stream is not raw or the
+// buffer holds fewer than end bytes.
+func (b *Burst) headerBuf(i, end int) ([]byte, error) {
+	buf, ok := b.buf0(i)
+	if !ok {
+		buf = b.SegmentBuffer(0, i)
+	}
+	if !b.raw || len(buf) < end {
+		return nil, b.headerRoomErr(i, end)
+	}
+	return buf, nil
+}
+
 func (b *Burst) headerRoomErr(i, end int) error {
 	if !b.raw {
 		return fmt.Errorf("header helpers need a raw stream: %w", ErrNotSupported)
@@ -79,12 +93,9 @@ func (b *Burst) SetEthHeader(i int, dst, src net.HardwareAddr) error {
 
 // setEthHeader is SetEthHeader for every case, errors included.
 func (b *Burst) setEthHeader(i int, dst, src net.HardwareAddr) error {
-	buf, ok := b.buf0(i)
-	if !ok {
-		buf = b.SegmentBuffer(0, i)
-	}
-	if !b.raw || len(buf) < EthHeaderLen {
-		return b.headerRoomErr(i, EthHeaderLen)
+	buf, err := b.headerBuf(i, EthHeaderLen)
+	if err != nil {
+		return err
 	}
 	if len(dst) != 6 || (src != nil && len(src) != 6) {
 		return fmt.Errorf("packet %d: MAC addresses must be 6 bytes: %w", i, ErrInvalidParameter)
@@ -173,12 +184,9 @@ func (c *ipv4Cache) set(k uint64, payloadLen int, proto uint8, src, dst netip.Ad
 
 // setIPv4Header is SetIPv4Header for every case, errors included.
 func (b *Burst) setIPv4Header(i, payloadLen int, proto uint8, src, dst netip.Addr) error {
-	buf, ok := b.buf0(i)
-	if !ok {
-		buf = b.SegmentBuffer(0, i)
-	}
-	if !b.raw || len(buf) < EthHeaderLen+IPv4HeaderLen {
-		return b.headerRoomErr(i, EthHeaderLen+IPv4HeaderLen)
+	buf, err := b.headerBuf(i, EthHeaderLen+IPv4HeaderLen)
+	if err != nil {
+		return err
 	}
 	if !src.Is4() || !dst.Is4() || payloadLen < 0 || payloadLen > 65535-IPv4HeaderLen {
 		return fmt.Errorf("packet %d: IPv4 header needs IPv4 addresses and a payload ≤ 65515 bytes: %w", i, ErrInvalidParameter)
@@ -286,12 +294,9 @@ func (h *UDPv4Header) lengths(d *[UDPPayloadOffset]byte, payloadLen int) {
 
 // setUDPv4Header is SetUDPv4Header for buffers found through SegmentBuffer, and its errors.
 func (b *Burst) setUDPv4Header(i int, h *UDPv4Header, payloadLen int) error {
-	buf, ok := b.buf0(i)
-	if !ok {
-		buf = b.SegmentBuffer(0, i)
-	}
-	if !b.raw || len(buf) < UDPPayloadOffset {
-		return b.headerRoomErr(i, UDPPayloadOffset)
+	buf, err := b.headerBuf(i, UDPPayloadOffset)
+	if err != nil {
+		return err
 	}
 	if uint(payloadLen) > 65535-IPv4HeaderLen-UDPHeaderLen {
 		return fmt.Errorf("packet %d: UDP payload %d out of range (0 to %d): %w", i, payloadLen, 65535-IPv4HeaderLen-UDPHeaderLen, ErrInvalidParameter)
@@ -342,12 +347,9 @@ func (b *Burst) SetAllUDPv4Headers(h *UDPv4Header, payloadLen int) error {
 // EtherType to IPv6): version 6, traffic class and flow label 0, payload length payloadLen,
 // next header proto, hop limit 64, the addresses. Call it after SetEthHeader.
 func (b *Burst) SetIPv6Header(i, payloadLen int, proto uint8, src, dst netip.Addr) error {
-	buf, ok := b.buf0(i)
-	if !ok {
-		buf = b.SegmentBuffer(0, i)
-	}
-	if !b.raw || len(buf) < EthHeaderLen+IPv6HeaderLen {
-		return b.headerRoomErr(i, EthHeaderLen+IPv6HeaderLen)
+	buf, err := b.headerBuf(i, EthHeaderLen+IPv6HeaderLen)
+	if err != nil {
+		return err
 	}
 	if !src.Is6() || src.Is4In6() || !dst.Is6() || dst.Is4In6() || payloadLen < 0 || payloadLen > 65535 {
 		return fmt.Errorf("packet %d: IPv6 header needs IPv6 addresses and a payload ≤ 65535 bytes: %w", i, ErrInvalidParameter)
