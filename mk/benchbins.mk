@@ -12,6 +12,7 @@ bench-bins:
 	@mkdir -p $(BENCH_BIN)
 	$(GO) test -c -ldflags='-s -w' -o $(BENCH_BIN)/mlx5.test ./mlx5/
 	$(GO) test -c -ldflags='-s -w' -o $(BENCH_BIN)/daqiri.test .
+	$(GO) test -c -ldflags='-s -w' -pgo=$(BURST_PGO) -o $(BENCH_BIN)/daqiri-pgo.test .
 	$(GO) build -ldflags='-s -w' -o $(BENCH_BIN)/daqiri-ringbench ./tools/daqiri-ringbench
 
 # $(call bench_run,pkgdir,binary-name,flags): go test in the package, or its prebuilt binary
