@@ -82,23 +82,32 @@ func (f Field) fits(n int) bool { return uint64(f.End()) <= uint64(n)*8 }
 // Get reads the field from b with MLX5_GET semantics. A field beyond b reads as zero, so a
 // short output (a device that returns fewer bytes than the layout) never panics; use In to
 // tell the two apart. Widths above 64 bits read their last 64 bits; use Slice for them.
-func (f Field) Get(b []byte) uint64 {
-	if f.Width == 0 || !f.fits(len(b)) {
+func (f Field) Get(b []byte) uint64 { return GetBits(b, f.Off, f.Width) }
+
+// GetBits is Field.Get for a field known by its position only (bit offset and width), as
+// SetBits is Field.Set: the model's datapath reads WQE and CQE fields per frame without
+// carrying a Field's layout and names.
+func GetBits(b []byte, off, width uint32) uint64 {
+	if width == 0 || uint64(off)+uint64(width) > uint64(len(b))*8 {
 		return 0
 	}
-	width := f.Width
-	off := f.Off
 	if width > 64 {
 		off += width - 64
 		width = 64
 	}
-	// Whole 32-bit words: MLX5_GET on a dword, and MLX5_GET64 on two (the PRM puts 64-bit
-	// values big-endian, high word first).
-	if off%32 == 0 && (width == 32 || width == 64) {
-		if width == 32 {
+	// Whole bytes, 16-, 32- and 64-bit words: one load (MLX5_GET on a dword, MLX5_GET64 on
+	// two; the PRM puts multi-byte values big-endian, high word first).
+	if off%8 == 0 {
+		switch width {
+		case 8:
+			return uint64(b[off/8])
+		case 16:
+			return uint64(binary.BigEndian.Uint16(b[off/8:]))
+		case 32:
 			return uint64(binary.BigEndian.Uint32(b[off/8:]))
+		case 64:
+			return binary.BigEndian.Uint64(b[off/8:])
 		}
-		return binary.BigEndian.Uint64(b[off/8:])
 	}
 	// The bytes that hold the field, read as one big-endian number (at most eight of them
 	// for any field of up to 57 bits, and for wider ones that start on a byte), then
@@ -112,10 +121,10 @@ func (f Field) Get(b []byte) uint64 {
 		v >>= (8 - (off+width)%8) % 8
 		return v & (1<<width - 1)
 	}
+	// Nine bytes (an unaligned field of 57 bits or more): bit by bit.
 	var v uint64
-	for i := uint32(0); i < width; i++ {
-		bit := off + i
-		v = v<<1 | uint64(b[bit/8]>>(7-bit%8)&1)
+	for i := off; i < off+width; i++ {
+		v = v<<1 | uint64(b[i/8]>>(7-i%8)&1)
 	}
 	return v
 }

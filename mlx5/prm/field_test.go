@@ -25,6 +25,11 @@ func TestFieldGetSetRandom(t *testing.T) {
 		}
 		width := 1 + r.Uint32N(64)
 		off := r.Uint32N(uint32(len(buf))*8 - width + 1)
+		if r.IntN(4) == 0 {
+			// Byte-aligned bytes and words: GetBits's one-load paths.
+			width = []uint32{8, 16, 32, 64}[r.IntN(4)]
+			off = r.Uint32N(uint32(len(buf))-width/8+1) * 8
+		}
 		f := ifcField("t", "f", off, width)
 		if got, want := f.Get(buf), refGet(buf, off, width); got != want {
 			t.Fatalf("%v: Get = %#x, want %#x", f, got, want)
