@@ -280,10 +280,7 @@ func (t *txq) send(b *engine.Burst) error {
 		t.pollCQ() // completions first, as in sendMPW
 	}
 	if t.free() < need {
-		t.pollCQ()
-		if t.free() < need {
-			return fmt.Errorf("%s: SQ full (%d basic blocks needed, %d free): %w", t.q.Path(), need, t.free(), engine.ErrNotReady)
-		}
+		return fmt.Errorf("%s: SQ full (%d basic blocks needed, %d free): %w", t.q.Path(), need, t.free(), engine.ErrNotReady)
 	}
 	var last uint16
 	var lastCtrl []byte
@@ -339,15 +336,13 @@ func (t *txq) sendMPW(b *engine.Burst, n int) error {
 	// Completions first, every send: the bursts they finish go back to their region now, so the
 	// next TxBurst takes buffers just freed and still in cache instead of cycling through the
 	// whole region (the two-port model run's gather and header writes missed on every packet
-	// while completions waited for a full SQ or the worker). One CQE owner test when none came.
+	// while completions waited for a full SQ or the worker). One CQE owner test when none came;
+	// with no burst pending the whole SQ is free.
 	if len(t.pend) > 0 {
 		t.pollCQ()
 	}
 	if t.free() < need {
-		t.pollCQ()
-		if t.free() < need {
-			return fmt.Errorf("%s: SQ full (%d basic blocks needed, %d free): %w", t.q.Path(), need, t.free(), engine.ErrNotReady)
-		}
+		return fmt.Errorf("%s: SQ full (%d basic blocks needed, %d free): %w", t.q.Path(), need, t.free(), engine.ErrNotReady)
 	}
 	pc0, since0 := t.pc, t.since
 	lkey := t.lkeys[0]
