@@ -52,11 +52,32 @@ func hostMem(t *testing.T, n int, huge bool) []byte {
 	return m.Bytes()
 }
 
-// mapAt maps mem at a random IOVA the device can reach, aligned to align.
+// mapAt maps mem at a random IOVA the device can reach, aligned to align, inside the usable
+// ranges the kernel reports.
 func mapAt(t *testing.T, d *Device, mem []byte, perm vfio.Perm, align uint64) uint64 {
 	t.Helper()
-	for range 16 {
+	info, err := d.PCI().Container.IOMMUInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// usable: inside one of the ranges the kernel reports (arm64's SMMUv3 keeps 0x8000000 to
+	// 0x80fffff for MSI doorbells: a mapping there is refused with EINVAL).
+	usable := func(iova uint64) bool {
+		if len(info.IOVARanges) == 0 {
+			return true
+		}
+		for _, r := range info.IOVARanges {
+			if iova >= r.Start && iova+uint64(len(mem))-1 <= r.End {
+				return true
+			}
+		}
+		return false
+	}
+	for range 64 {
 		iova := (1 + mrand.Uint64N((DMAMask+1-uint64(len(mem)))/align-1)) * align
+		if !usable(iova) {
+			continue
+		}
 		err := d.PCI().Container.MapDMA(mem, iova, perm)
 		if errors.Is(err, vfio.ErrExists) {
 			continue // collided with an earlier mapping: pick again
@@ -66,7 +87,7 @@ func mapAt(t *testing.T, d *Device, mem []byte, perm vfio.Perm, align uint64) ui
 		}
 		return iova
 	}
-	t.Fatal("no free IOVA found in 16 tries")
+	t.Fatalf("no free usable IOVA found in 64 tries (usable ranges %x)", info.IOVARanges)
 	return 0
 }
 
