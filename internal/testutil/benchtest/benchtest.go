@@ -7,6 +7,7 @@ package benchtest
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -30,7 +31,11 @@ import (
 // the k-th allowed core below the last one, counting round the allowed cores but the first
 // (the workers'), so that rounds of a benchmark run k = 0, 1, 2, ... spread over cores: the GPU
 // host's cores have independent spells of a busy sibling hardware thread lasting seconds
-// (BENCHMARKS.md, issue 31 fourth and fifth rounds).
+// (BENCHMARKS.md, issue 31 fourth and fifth rounds). DAQIRI_BENCH_CORE=quiet pins to the
+// allowed core (the first, the workers', left out) whose Control ratio is the lowest just
+// before the run: the core a deployment would dedicate to the engine, whose sibling hardware
+// thread is idle, rather than one another tenant of the host shares at that moment; the run's
+// ctl-ratio still says which speed it met at its ends.
 //
 // The lock is never undone: the testing package runs each call of a benchmark function in a
 // goroutine of its own, and a goroutine that exits locked takes its thread with it, so no
@@ -43,6 +48,10 @@ func Pin(b testing.TB) int {
 	case "off":
 		return -1
 	default:
+		if v == "quiet" {
+			core = quietest(osthread.AllowedCores(), probeCore)
+			break
+		}
 		if k, ok := strings.CutPrefix(v, "last-"); ok {
 			c, err := lastMinus(k, osthread.AllowedCores())
 			if err != nil {
@@ -78,6 +87,34 @@ func lastMinus(k string, allowed []int) (int, error) {
 		allowed = allowed[1:]
 	}
 	return allowed[len(allowed)-1-n%len(allowed)], nil
+}
+
+// quietest is the core of allowed (the first left out when there are others: the engine
+// workers' core) with the lowest probe, the first of them on a tie; probe returns a core's
+// Control ratio, or false when the core cannot be probed (it is then not chosen). It returns
+// the last allowed core when none could be probed, as Pin does without a setting.
+func quietest(allowed []int, probe func(core int) (float64, bool)) int {
+	if len(allowed) == 0 {
+		return osthread.LastAllowed()
+	}
+	if len(allowed) > 1 {
+		allowed = allowed[1:]
+	}
+	best, bestRatio := allowed[len(allowed)-1], math.Inf(1)
+	for _, c := range allowed {
+		if r, ok := probe(c); ok && r < bestRatio {
+			best, bestRatio = c, r
+		}
+	}
+	return best
+}
+
+// probeCore moves the calling thread to core and measures Control there (≈ 1 ms).
+func probeCore(core int) (float64, bool) {
+	if pinned, err := osthread.LockAndPin(core); err != nil || !pinned {
+		return 0, false
+	}
+	return Control(), true
 }
 
 // StopGC runs a collection now, before the timed loop, and turns the collector off until the

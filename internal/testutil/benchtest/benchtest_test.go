@@ -2,6 +2,7 @@ package benchtest
 
 import (
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -26,6 +27,55 @@ func TestPin(t *testing.T) {
 	go func() { done <- Pin(t) }()
 	if c := <-done; c != 0 {
 		t.Fatalf("DAQIRI_BENCH_CORE=0 pinned to %d", c)
+	}
+}
+
+// TestQuietest: the core with the lowest probe wins, the workers' core (the first allowed) is
+// never probed, unprobeable cores are skipped, and with nothing probed the last core is kept;
+// with DAQIRI_BENCH_CORE=quiet Pin lands on an allowed core.
+func TestQuietest(t *testing.T) {
+	for round := range 200 {
+		n := 1 + rand.IntN(16)
+		allowed := make([]int, n)
+		for i := range allowed {
+			allowed[i] = 2*i + rand.IntN(2)
+		}
+		ratio := map[int]float64{}
+		want, best := allowed[n-1], math.Inf(1)
+		cands := allowed
+		if n > 1 {
+			cands = allowed[1:]
+		}
+		for _, c := range cands {
+			if rand.IntN(5) == 0 {
+				continue // not probeable
+			}
+			ratio[c] = 0.5 + rand.Float64()
+			if ratio[c] < best {
+				want, best = c, ratio[c]
+			}
+		}
+		probed := map[int]bool{}
+		got := quietest(allowed, func(c int) (float64, bool) {
+			probed[c] = true
+			r, ok := ratio[c]
+			return r, ok
+		})
+		if got != want {
+			t.Fatalf("round %d: allowed %v ratios %v: quietest %d, want %d", round, allowed, ratio, got, want)
+		}
+		if n > 1 && probed[allowed[0]] {
+			t.Fatalf("round %d: the workers' core %d was probed", round, allowed[0])
+		}
+		if len(probed) != len(cands) {
+			t.Fatalf("round %d: probed %d cores of %d", round, len(probed), len(cands))
+		}
+	}
+	t.Setenv("DAQIRI_BENCH_CORE", "quiet")
+	done := make(chan int)
+	go func() { done <- Pin(t) }()
+	if c := <-done; c != -1 && !osthread.Allowed(c) {
+		t.Fatalf("DAQIRI_BENCH_CORE=quiet pinned to %d, not an allowed core", c)
 	}
 }
 
