@@ -68,7 +68,9 @@ func (b *Burst) grow(i, end int) {
 // form.
 
 // SetEthHeader writes packet i's Ethernet header: dst, src (zero when nil) and EtherType
-// IPv4, and extends segment 0 to cover it.
+// IPv4, and extends segment 0 to cover it. A sender writing Ethernet, IPv4 and UDP headers
+// into packet after packet gets the same bytes at about half the cost from a header prepared
+// once (NewUDPv4Header, SetUDPv4Header, SetAllUDPv4Headers).
 func (b *Burst) SetEthHeader(i int, dst, src net.HardwareAddr) error {
 	if uint(i) < uint(b.n) && len(dst) == 6 && (src == nil || len(src) == 6) {
 		s := &b.segs[0]
