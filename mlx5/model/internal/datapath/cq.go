@@ -372,7 +372,10 @@ func (n *NIC) store(c *cq, i uint32, e *[prm.CQESize]byte) bool {
 		s[62] = byte(i >> c.p.LogSize)
 	}
 	// The model is the device, whose posted writes PCIe delivers in order; on a weakly ordered
-	// CPU the model orders its own stores so the driver never sees the owner byte first.
+	// CPU the model orders its own stores so the driver never sees the owner byte first. The
+	// frames streamed into RX buffers since the last CQE need a fence of their own on amd64
+	// too (dmaWriter): every CQE's owner byte is stored here, after it.
+	n.dmaw.publish()
 	iomem.ToDevice()
 	s[63] = c.ownerByte(e[63], i)
 	return true

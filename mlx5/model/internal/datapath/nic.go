@@ -70,6 +70,8 @@ type NIC struct {
 	kickPeer *NIC
 	// dirty lists the CQs with CQEs pending for the end of the Step (under mu).
 	dirty []*cq
+	// dmaw writes received frames into RX buffers (streaming stores; under mu).
+	dmaw dmaWriter
 	// spans caches the host spans of the keys TX gathers and cyclic RQ scatters name
 	// (under mu).
 	spans spanCache

@@ -390,7 +390,7 @@ func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
 			buf[o], buf[o+1] = 0, 0
 			o += 2
 		}
-		copy(buf[o:], f)
+		n.dmaw.write(buf[o:], f)
 	} else {
 		if r.p.WQ.TwoByteShift {
 			if err := n.scatter(lkey, at, []byte{0, 0}); err != nil {
@@ -437,7 +437,7 @@ func (n *NIC) scatter(lkey uint32, addr uint64, p []byte) error {
 	}
 	if t, ok := n.cfg.Keys.(SpanTranslator); ok {
 		if b, ok := n.spans.get(t, lkey, addr, len(p), dma.Write); ok {
-			copy(b, p)
+			n.dmaw.write(b, p)
 			return nil
 		}
 	}
