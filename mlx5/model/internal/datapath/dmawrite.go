@@ -43,7 +43,7 @@ func (w *dmaWriter) write(dst, src []byte) int {
 	if !canStream || k < streamMin {
 		return copy(dst, src)
 	}
-	copyStream(&dst[0], &src[0], k)
+	copyStream(dst[:k], src[:k])
 	w.streamed = true
 	return k
 }

@@ -2,16 +2,17 @@
 
 #include "textflag.h"
 
-// func copyStream(dst, src *byte, n int)
+// func copyStream(dst, src []byte)
 //
+// n = len(dst) = len(src).
 // The head up to dst's next 16-byte boundary is one ordinary unaligned 16-byte store (it
 // overlaps the first aligned block, which writes the same bytes again); then 64 bytes per
 // round with MOVNTDQ (MOVNTO here), 16-byte blocks, 8 and 4 bytes with MOVNTI; the last 0-3
 // bytes (or all of a copy under 16 bytes) with ordinary byte stores. Loads are ordinary.
-TEXT ·copyStream(SB), NOSPLIT|NOFRAME, $0-24
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ n+16(FP), CX
+TEXT ·copyStream(SB), NOSPLIT|NOFRAME, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
 	CMPQ CX, $16
 	JB   bytes
 	MOVQ DI, AX

@@ -28,9 +28,7 @@ func TestCopyStream(t *testing.T) {
 		copy(want, mem)
 		at := guard + da
 		copy(want[at:at+n], src[sa:sa+n])
-		if n > 0 {
-			copyStream(&mem[at], &src[sa], n)
-		}
+		copyStream(mem[at:at+n], src[sa:sa+n])
 		if !bytes.Equal(mem, want) {
 			for i := range mem {
 				if mem[i] != want[i] {
