@@ -14,3 +14,10 @@ var hasVecSum = cpu.X86.HasAVX2
 //
 //go:noescape
 func sumWordsAVX2(b *byte, n int) uint32
+
+// copyStreamSumAVX2 is copyStream(dst, src) that also returns sumWordsAVX2 of src, for a dst
+// on a 32-byte boundary and len(src) = len(dst) at most vecSumMax; ok false: dst is not
+// aligned, nothing was written.
+//
+//go:noescape
+func copyStreamSumAVX2(dst, src []byte) (sum uint32, ok bool)

@@ -48,6 +48,22 @@ func (w *dmaWriter) write(dst, src []byte) int {
 	return k
 }
 
+// writeSum is write that also returns csum16(0, src[:k]) of the k bytes it wrote: on amd64
+// with AVX2 a streamed write to a dst on a 32-byte boundary sums the bytes as it copies them
+// (copyStreamSumAVX2), in the time the streaming stores take anyway; otherwise the bytes are
+// summed after the write.
+func (w *dmaWriter) writeSum(dst, src []byte) (int, uint32) {
+	k := min(len(dst), len(src))
+	if canStream && hasVecSum && k >= streamMin && k <= vecSumMax {
+		if le, ok := copyStreamSumAVX2(dst[:k], src[:k]); ok {
+			w.streamed = true
+			return k, foldLE(uint64(le))
+		}
+	}
+	w.write(dst, src)
+	return k, csum16(0, src[:k])
+}
+
 // publish makes every write before it visible to other CPUs before any store after it: the
 // SFENCE the streamed writes since the last publish need (nothing when there were none).
 func (w *dmaWriter) publish() {

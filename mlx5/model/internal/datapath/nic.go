@@ -50,11 +50,8 @@ type NIC struct {
 	dbMu sync.Mutex
 	rung []uint32
 
-	inMu  sync.Mutex
-	inbox [][]byte
-	// inSums holds each inbox frame's sum from the sending port (frameSum), or 0 (under
-	// inMu, index for index with inbox).
-	inSums  []uint32
+	inMu    sync.Mutex
+	inbox   [][]byte
 	inDrops uint64 // frames the full inbox refused, under inMu
 	// spare holds frame buffers Step is done with, for Receive to copy the next frames
 	// into (under inMu): a frame costs no allocation once the port has run a while.
@@ -62,9 +59,8 @@ type NIC struct {
 
 	// work is Step's batch of frames taken from the inbox, and sqns its list of SQs to
 	// serve (reused between Steps, under mu).
-	work     [][]byte
-	workSums []uint32
-	sqns     []uint32
+	work [][]byte
+	sqns []uint32
 	// kickPeer is the cabled port this Step put frames into: it is woken once, when the
 	// Step ends, rather than once per frame (under mu).
 	kickPeer *NIC
@@ -292,14 +288,13 @@ func (n *NIC) enqueue(frame []byte) (wake bool) {
 	}
 	wake = len(n.inbox) == 0
 	n.inbox = append(n.inbox, append(b[:0], frame...))
-	n.inSums = append(n.inSums, 0)
 	n.inMu.Unlock()
 	return wake
 }
 
 // push is enqueue for a frame already in a buffer of the port's kind (frameBuf): the inbox
 // takes the buffer itself. A full inbox drops the frame and keeps the buffer as a spare.
-func (n *NIC) push(buf []byte, whole uint32) (wake bool) {
+func (n *NIC) push(buf []byte) (wake bool) {
 	n.inMu.Lock()
 	defer n.inMu.Unlock()
 	if len(n.inbox) >= inboxLimit {
@@ -311,7 +306,6 @@ func (n *NIC) push(buf []byte, whole uint32) (wake bool) {
 	}
 	wake = len(n.inbox) == 0
 	n.inbox = append(n.inbox, buf)
-	n.inSums = append(n.inSums, whole)
 	return wake
 }
 
@@ -423,18 +417,14 @@ func (n *NIC) stepLocked(budget int) int {
 		n.inMu.Lock()
 		k := min(len(n.inbox), budget-done)
 		work := append(n.work[:0], n.inbox[:k]...)
-		sums := append(n.workSums[:0], n.inSums[:k]...)
 		rest := copy(n.inbox, n.inbox[k:])
-		copy(n.inSums, n.inSums[k:])
 		clear(n.inbox[rest:])
 		n.inbox = n.inbox[:rest]
-		n.inSums = n.inSums[:rest]
 		n.inMu.Unlock()
 		n.rxRead = [2]bool{}
-		for i, f := range work {
-			n.receive(f, sums[i])
+		for _, f := range work {
+			n.receive(f)
 		}
-		n.workSums = sums[:0]
 		done += len(work)
 		n.inMu.Lock()
 		for i, f := range work {

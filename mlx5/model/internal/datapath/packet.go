@@ -326,10 +326,7 @@ func csum16With(sum uint32, b []byte, vec bool) uint32 {
 		} else {
 			le, b = sumLE64(b)
 		}
-		for le>>16 != 0 {
-			le = le&0xffff + le>>16
-		}
-		s += uint64(bits.ReverseBytes16(uint16(le)))
+		s += uint64(foldLE(le))
 	}
 	var carries uint64
 	for len(b) >= 32 {
@@ -360,6 +357,15 @@ func csum16With(sum uint32, b []byte, vec bool) uint32 {
 		s = s&0xffff + s>>16
 	}
 	return uint32(s)
+}
+
+// foldLE is csum16 of bytes whose little-endian 16-bit words sum (or add with end-around
+// carry) to le: folded to 16 bits, byte-swapped.
+func foldLE(le uint64) uint32 {
+	for le>>16 != 0 {
+		le = le&0xffff + le>>16
+	}
+	return uint32(bits.ReverseBytes16(uint16(le)))
 }
 
 // sumLE64 adds the 64-byte blocks of b as little-endian 64-bit words in one add-with-carry

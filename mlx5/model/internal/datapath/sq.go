@@ -576,7 +576,7 @@ func (n *NIC) transmit(s *sq, f []byte, owned bool) {
 		// A cable: the peer is woken when this Step ends, once for all its frames.
 		var wake bool
 		if owned {
-			wake = w.push(f, frameSum(f))
+			wake = w.push(f)
 		} else {
 			wake = w.enqueue(f)
 		}
