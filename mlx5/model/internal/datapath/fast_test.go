@@ -31,6 +31,9 @@ func TestBitsSetIsFieldSet(t *testing.T) {
 	}
 }
 
+// frameSum is the sum rxChecksWith takes for f: its csum16 from the first byte, marked.
+func frameSum(f []byte) uint32 { return csum16(0, f) | wholeSum }
+
 // csum16Ref is RFC 1071's sum word by word, the definition csum16 computes faster.
 func csum16Ref(sum uint32, b []byte) uint32 {
 	for len(b) >= 2 {
@@ -127,7 +130,7 @@ func BenchmarkCsum16(b *testing.B) {
 // TestRXChecks checks the one-pass RX checks against l3OK, l4OK and the sum from the IP
 // header on, computed separately, on UDP, TCP and IPv6 frames with Ethernet padding of odd
 // and even length, bad checksums, truncated datagrams and random corruptions; and the same
-// checks given the frame's sum from the sending port (rxChecksWith, frameSum), also on frames
+// checks given the frame's sum (rxChecksWith, frameSum: as the RX write computes it), also on frames
 // whose datagram bytes sum to either of ones' complement's zeros (0xffff, or all zero), where
 // the difference of sums is ambiguous, and with a sum from another frame marked unknown.
 func TestRXChecks(t *testing.T) {

@@ -446,17 +446,12 @@ func rxChecks(f []byte, h *headers) (l3ok, l4ok bool, sum uint32) {
 }
 
 // wholeSum marks a frame sum (csum16 over the whole frame from its first byte) as known;
-// 0 means not known.
+// 0 means not known. The RX write computes it as it writes the frame into the RX buffer
+// (dmaWriter.writeSum), so the checks need not read the datagram again (issue 31: until the
+// sixth round the sending port of a cable summed each frame for the receiving port).
 const wholeSum = 1 << 31
 
-// frameSum is the sum rxChecksWith takes: the frame's csum16 from its first byte, marked.
-// The sending port of a cable computes it right after building the frame, while its bytes
-// are in that CPU's cache, and the frame carries it to the receiving port (issue 31: the
-// receiving port's sum over the datagram was its first touch of the frame's bytes, written by
-// the other port's goroutine on the other CPU, 13 % of the two-port run's profile).
-func frameSum(f []byte) uint32 { return csum16(0, f) | wholeSum }
-
-// l4Sum is csum16(0, f[l4:end]). With the whole frame's sum known (whole, from frameSum) and
+// l4Sum is csum16(0, f[l4:end]). With the whole frame's sum known (whole, marked wholeSum) and
 // both bounds at even offsets it is that sum less the head's and the tail's, in ones'
 // complement arithmetic, which reads only the headers and the padding; a result of 0 or
 // 0xffff is computed again, since the difference cannot tell ones' complement's two zeros
@@ -472,7 +467,8 @@ func l4Sum(f []byte, l4, end int, whole uint32) uint32 {
 	return x
 }
 
-// rxChecksWith is rxChecks with the frame's sum from frameSum (or 0 when not known).
+// rxChecksWith is rxChecks with the frame's sum (csum16(0, f) | wholeSum, or 0 when not
+// known).
 func rxChecksWith(f []byte, h *headers, whole uint32) (l3ok, l4ok bool, sum uint32) {
 	if h.l3 < 0 {
 		return false, false, 0
