@@ -407,6 +407,9 @@ func TestCQEFieldOffsets(t *testing.T) {
 		{"mini checksum", miniChecksum, 16, prm.MiniCQE.Checksum},
 		{"mini stridx", miniStrideIdx, 16, prm.MiniCQE.StrideIdx},
 		{"mini byte_cnt", miniByteCnt, 32, prm.MiniCQE.ByteCnt},
+		{"data segment byte_count", dsegByteCount, 32, prm.WQEData.ByteCount},
+		{"data segment lkey", dsegLKey, 32, prm.WQEData.LKey},
+		{"data segment addr", dsegAddr, 64, prm.WQEData.Addr},
 	} {
 		if c.f.Off != uint32(c.off)*8 || c.f.Width != c.width {
 			t.Fatalf("%s: bit %d, %d bits in prm; the datapath stores %d bits at byte %d", c.name, c.f.Off, c.f.Width, c.width, c.off)
@@ -425,8 +428,8 @@ func TestCQEFieldOffsets(t *testing.T) {
 			if a != b {
 				t.Fatalf("%s: storing %#x gives % x, prm.Field.Set % x", c.name, v, a, b)
 			}
-			if c.width == 16 || c.width == 32 {
-				get := map[uint32]func([]byte, int) uint64{16: get16, 32: get32}[c.width]
+			if c.width >= 16 {
+				get := map[uint32]func([]byte, int) uint64{16: get16, 32: get32, 64: get64}[c.width]
 				if got, want := get(a[:], c.off), c.f.Get(a[:]); got != want {
 					t.Fatalf("%s: load %#x, prm.Field.Get %#x", c.name, got, want)
 				}

@@ -305,13 +305,13 @@ func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta) {
 		// kernel's mlx5e sets it on every entry of its cyclic RQs (en_main.c
 		// mlx5e_alloc_rq: frag_size | MLX5_HW_START_PADDING, which device.h defines as
 		// MLX5_INLINE_SEG, 0x80000000).
-		bc := uint32(pos(prm.WQEData.ByteCount).get(seg)) &^ prm.HWStartPadding
-		lkey := uint32(pos(prm.WQEData.LKey).get(seg))
+		bc := uint32(get32(seg, dsegByteCount)) &^ prm.HWStartPadding
+		lkey := uint32(get32(seg, dsegLKey))
 		if bc == 0 || lkey == prm.InvalidLKey {
 			break
 		}
 		k := min(int(bc), len(left))
-		s, err := n.scatter(lkey, pos(prm.WQEData.Addr).get(seg), left[:k])
+		s, err := n.scatter(lkey, get64(seg, dsegAddr), left[:k])
 		if err != nil {
 			r.advance()
 			n.rxError(r, idx, prm.CQESyndLocalProt)
@@ -378,16 +378,16 @@ func (n *NIC) deliverStriding(r *rq, f []byte, pkt *packet, meta rxMeta, e *[prm
 		n.rxError(r, idx, prm.CQESyndLocalAccess)
 		return
 	}
-	d := w[prm.MPRQWQE.DSeg.ByteOff():]
-	lkey := uint32(pos(prm.WQEData.LKey).get(d))
-	bc := int(pos(prm.WQEData.ByteCount).get(d))
+	d := w[prm.MPRQWQE.DSeg.ByteOff():][:prm.WQEDataSize] // len(w) ≥ 32
+	lkey := uint32(get32(d, dsegLKey))
+	bc := int(get32(d, dsegByteCount))
 	first := r.strides
 	off := first * ss
 	if bc < ns*ss {
 		n.rxError(r, idx, prm.CQESyndLocalLength)
 		return
 	}
-	base := pos(prm.WQEData.Addr).get(d)
+	base := get64(d, dsegAddr)
 	at := base + uint64(off)
 	whole := uint32(0) // the frame's sum, marked, when the write summed it
 	if buf := n.stridingBuf(r, r.cur, lkey, base, bc); buf != nil {

@@ -395,7 +395,7 @@ func (n *NIC) dataSeg(w []byte, off int) (data []byte, next int, werr *wqeError)
 	if n.cfg.Keys == nil {
 		return nil, 0, &wqeError{prm.CQESyndLocalProt}
 	}
-	b, err := n.translate(uint32(pos(prm.WQEData.LKey).get(seg)), pos(prm.WQEData.Addr).get(seg), int(bc), dma.Read)
+	b, err := n.translate(uint32(get32(seg, dsegLKey)), get64(seg, dsegAddr), int(bc), dma.Read)
 	if err != nil {
 		return nil, 0, &wqeError{prm.CQESyndLocalProt}
 	}
