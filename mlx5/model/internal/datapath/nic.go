@@ -61,6 +61,11 @@ type NIC struct {
 	// serve (reused between Steps, under mu).
 	work [][]byte
 	sqns []uint32
+	// outbox holds the frames the Step transmitted to outPeer, its cabled peer, in buffers
+	// from frameBuf: they go to the peer's inbox in one batch when the Step ends, or before
+	// any other frame this port sends it (flushOut; under mu).
+	outbox  [][]byte
+	outPeer *NIC
 	// kickPeer is the cabled port this Step put frames into: it is woken once, when the
 	// Step ends, rather than once per frame (under mu).
 	kickPeer *NIC
@@ -292,21 +297,36 @@ func (n *NIC) enqueue(frame []byte) (wake bool) {
 	return wake
 }
 
-// push is enqueue for a frame already in a buffer of the port's kind (frameBuf): the inbox
-// takes the buffer itself. A full inbox drops the frame and keeps the buffer as a spare.
-func (n *NIC) push(buf []byte) (wake bool) {
+// push is enqueue for frames already in buffers of the port's kind (frameBuf), in order: the
+// inbox takes the buffers themselves, under one hold of its lock. A frame that finds the
+// inbox full is dropped, and its buffer kept as a spare.
+func (n *NIC) push(bufs [][]byte) (wake bool) {
 	n.inMu.Lock()
 	defer n.inMu.Unlock()
-	if len(n.inbox) >= inboxLimit {
-		n.inDrops++
-		if len(n.spare) < inboxLimit {
-			n.spare = append(n.spare, buf)
+	wake = len(n.inbox) == 0 && len(bufs) > 0
+	for _, buf := range bufs {
+		if len(n.inbox) >= inboxLimit {
+			n.inDrops++
+			if len(n.spare) < inboxLimit {
+				n.spare = append(n.spare, buf)
+			}
+			continue
 		}
-		return false
+		n.inbox = append(n.inbox, buf)
 	}
-	wake = len(n.inbox) == 0
-	n.inbox = append(n.inbox, buf)
 	return wake
+}
+
+// flushOut hands the frames the Step transmitted to the cabled peer (outbox) to its inbox.
+func (n *NIC) flushOut() {
+	if len(n.outbox) == 0 {
+		return
+	}
+	if n.outPeer.push(n.outbox) {
+		n.kickPeer = n.outPeer
+	}
+	clear(n.outbox)
+	n.outbox = n.outbox[:0]
 }
 
 // minFrameBuf is the smallest inbox buffer: a standard frame fits, so buffers are reused
@@ -436,6 +456,7 @@ func (n *NIC) stepLocked(budget int) int {
 		n.inMu.Unlock()
 		n.work = work[:0]
 	}
+	n.flushOut()
 	n.flushCQs()
 	return done
 }
