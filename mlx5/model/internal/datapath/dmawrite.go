@@ -64,6 +64,18 @@ func (w *dmaWriter) writeSum(dst, src []byte) (int, uint32) {
 	return k, csum16(0, src[:k])
 }
 
+// line writes the first k bytes of a 64-byte line into dst (at least k bytes): a whole line
+// streamed (a full mini-CQE array of a compressed session: the slot's line is not read),
+// fewer bytes copied.
+func (w *dmaWriter) line(dst []byte, src *[64]byte, k int) {
+	if !canStream || k < len(src) {
+		copy(dst[:k], src[:k])
+		return
+	}
+	copyStream(dst[:len(src)], src[:])
+	w.streamed = true
+}
+
 // publish makes every write before it visible to other CPUs before any store after it: the
 // SFENCE the streamed writes since the last publish need (nothing when there were none).
 func (w *dmaWriter) publish() {

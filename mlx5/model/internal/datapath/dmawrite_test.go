@@ -353,3 +353,26 @@ func TestRXSumFromWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestDMAWriterLine: a whole 64-byte line streams (and asks for a fence), fewer bytes are
+// copied; the bytes after the first k stay as they were.
+func TestDMAWriterLine(t *testing.T) {
+	r := rand.New(rand.NewPCG(83, 84))
+	for k := 0; k <= 64; k += 8 {
+		var src [64]byte
+		for i := range src {
+			src[i] = byte(r.Uint32())
+		}
+		dst := make([]byte, 80)
+		for i := range dst {
+			dst[i] = byte(r.Uint32())
+		}
+		want := append([]byte(nil), dst...)
+		copy(want[:k], src[:k])
+		var w dmaWriter
+		w.line(dst, &src, k)
+		if !bytes.Equal(dst, want) || w.streamed != (canStream && k == 64) {
+			t.Fatalf("line of %d bytes: bytes as copy leaves them %v, streamed %v", k, bytes.Equal(dst, want), w.streamed)
+		}
+	}
+}
