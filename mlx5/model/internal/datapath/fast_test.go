@@ -235,10 +235,10 @@ func TestL4Sum(t *testing.T) {
 			}
 		}
 		want := csum16(0, f[a:b])
-		if got := l4Sum(f, a, b, frameSum(f)); got != want {
+		if got := l4Sum(f, a, b, frameSum(f), csum16(0, f[:a])); got != want {
 			t.Fatalf("%d bytes, range [%d,%d): l4Sum %#x, want %#x", len(f), a, b, got, want)
 		}
-		if got := l4Sum(f, a, b, 0); got != want {
+		if got := l4Sum(f, a, b, 0, csum16(0, f[:a])); got != want {
 			t.Fatalf("%d bytes, range [%d,%d), no frame sum: l4Sum %#x, want %#x", len(f), a, b, got, want)
 		}
 	}

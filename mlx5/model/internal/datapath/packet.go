@@ -387,11 +387,22 @@ func sumLE64(b []byte) (uint64, []byte) {
 	return le>>32 + le&0xffffffff + c, b
 }
 
-// pseudo is the TCP/UDP pseudo-header sum of an IP header at h.l3 for an L4 length.
+// fold16 is csum16(uint32(s), nil) for any s: s folded to 16 bits with end-around carries.
+func fold16(s uint64) uint32 {
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	return uint32(s)
+}
+
+// pseudo is the TCP/UDP pseudo-header sum of an IP header at h.l3 for an L4 length. The
+// IPv4 addresses are added as two 32-bit words (2^16 ≡ 1 modulo 0xffff: their fold is
+// csum16 of the eight bytes).
 func pseudo(f []byte, h *headers, l4len int) uint32 {
 	var s uint32
 	if h.ipVersion == 4 {
-		s = csum16(0, f[h.l3+12:h.l3+20])
+		a := f[h.l3+12 : h.l3+20]
+		s = fold16(uint64(binary.BigEndian.Uint32(a)) + uint64(binary.BigEndian.Uint32(a[4:])))
 	} else {
 		s = csum16(0, f[h.l3+8:h.l3+40])
 	}
@@ -452,15 +463,16 @@ func rxChecks(f []byte, h *headers) (l3ok, l4ok bool, sum uint32) {
 const wholeSum = 1 << 31
 
 // l4Sum is csum16(0, f[l4:end]). With the whole frame's sum known (whole, marked wholeSum) and
-// both bounds at even offsets it is that sum less the head's and the tail's, in ones'
-// complement arithmetic, which reads only the headers and the padding; a result of 0 or
-// 0xffff is computed again, since the difference cannot tell ones' complement's two zeros
-// apart (csum16 gives 0 only for all-zero data).
-func l4Sum(f []byte, l4, end int, whole uint32) uint32 {
+// both bounds at even offsets it is that sum less the head's (head: csum16(0, f[:l4]), which
+// the caller has from the headers' sums) and the tail's, in ones' complement arithmetic,
+// which reads only the padding; a result of 0 or 0xffff is computed again, since the
+// difference cannot tell ones' complement's two zeros apart (csum16 gives 0 only for
+// all-zero data).
+func l4Sum(f []byte, l4, end int, whole, head uint32) uint32 {
 	if whole&wholeSum == 0 || l4&1 != 0 || end&1 != 0 {
 		return csum16(0, f[l4:end])
 	}
-	x := csum16(whole&0xffff+(0xffff-csum16(0, f[:l4]))+(0xffff-csum16(0, f[end:])), nil)
+	x := fold16(uint64(whole&0xffff) + uint64(0xffff-head) + uint64(0xffff-csum16(0, f[end:])))
 	if x == 0 || x == 0xffff {
 		return csum16(0, f[l4:end])
 	}
@@ -480,10 +492,17 @@ func rxChecksWith(f []byte, h *headers, whole uint32) (l3ok, l4ok bool, sum uint
 	hdr := csum16(0, f[h.l3:h.l4])
 	l3ok = h.ipVersion == 6 || hdr == 0xffff
 	end := ipPayloadEnd(f, h)
-	l4 := l4Sum(f, h.l4, end, whole)
+	var l4 uint32
+	if whole&wholeSum != 0 && h.l3&1 == 0 {
+		// csum16(0, f[:l4]) from the L2 header's sum and the IP header's (the IP header
+		// starts at an even offset: the words line up).
+		l4 = l4Sum(f, h.l4, end, whole, fold16(uint64(csum16(0, f[:h.l3]))+uint64(hdr)))
+	} else {
+		l4 = csum16(0, f[h.l4:end])
+	}
 	switch {
 	case end == len(f):
-		sum = csum16(hdr+l4, nil)
+		sum = fold16(uint64(hdr) + uint64(l4))
 	case (end-h.l4)%2 == 0:
 		sum = csum16(hdr+l4, f[end:])
 	default:
@@ -494,7 +513,7 @@ func rxChecksWith(f []byte, h *headers, whole uint32) (l3ok, l4ok bool, sum uint
 	case h.proto == protoUDP && h.ipVersion == 4 && binary.BigEndian.Uint16(f[h.l4+6:]) == 0:
 		l4ok = true // UDP over IPv4 without checksum
 	default:
-		l4ok = csum16(pseudo(f, h, end-h.l4)+l4, nil) == 0xffff
+		l4ok = fold16(uint64(pseudo(f, h, end-h.l4))+uint64(l4)) == 0xffff
 	}
 	return l3ok, l4ok, sum
 }
