@@ -22,8 +22,8 @@ package datapath
 // "Buffering of Write Combining Memory Locations").
 //
 // Small copies (header-split header buffers, scatter pieces under streamMin) stay ordinary
-// stores, as do other architectures and the purego build (Go's copy), where publish does
-// nothing.
+// stores, as do other architectures, the purego build and race builds (Go's copy, which the
+// race detector sees), where publish does nothing.
 type dmaWriter struct {
 	// streamed: a streamed write since the last publish.
 	streamed bool

@@ -1,9 +1,10 @@
-//go:build !amd64 || purego
+//go:build !amd64 || purego || race
 
 package datapath
 
 // canStream is false where there are no streaming stores in this package (other
-// architectures, or the purego tag): every write is Go's copy and needs no fence.
+// architectures, the purego tag, and race builds, where Go's copy lets the race detector see
+// the RX buffers written): every write is Go's copy and needs no fence.
 const canStream = false
 
 // copyStream is copy here (never called by dmaWriter; tests call it on every build).
