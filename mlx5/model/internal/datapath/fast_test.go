@@ -80,6 +80,13 @@ func TestCsum16(t *testing.T) {
 			if got, want := csum16With(0, ff, vec), csum16Ref(0, ff); got != want {
 				t.Fatalf("vector %v: %d bytes of 0xff: %#x, want %#x", vec, n, got, want)
 			}
+			if n <= 200 { // csumShort, the RX checks' form for headers (csum16 past 64 bytes)
+				for _, d := range [][]byte{b, ff, make([]byte, n)} {
+					if got, want := csumShort(d), csum16Ref(0, d); got != want {
+						t.Fatalf("csumShort of %d bytes: %#x, want %#x", n, got, want)
+					}
+				}
+			}
 		}
 		for i := range 40 {
 			b := make([]byte, 2100+r.IntN(200000))
