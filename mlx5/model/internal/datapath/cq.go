@@ -372,7 +372,10 @@ func (n *NIC) store(c *cq, i uint32, e *[prm.CQESize]byte) bool {
 		s[62] = byte(i >> c.p.LogSize)
 	}
 	// The model is the device, whose posted writes PCIe delivers in order; on a weakly ordered
-	// CPU the model orders its own stores so the driver never sees the owner byte first.
+	// CPU the model orders its own stores so the driver never sees the owner byte first. The
+	// frames streamed into RX buffers since the last CQE need a fence of their own on amd64
+	// too (dmaWriter): every CQE's owner byte is stored here, after it.
+	n.dmaw.publish()
 	iomem.ToDevice()
 	s[63] = c.ownerByte(e[63], i)
 	return true
@@ -416,14 +419,16 @@ func (n *NIC) writeBasicSession(c *cq, run []pendingCQE) {
 		if s == nil {
 			return
 		}
-		for k := 0; k < prm.MiniCQEArraySize; k++ {
-			idx := j*prm.MiniCQEArraySize + k
-			if idx >= len(run) {
-				break
-			}
-			m := mini(c.p.MiniFormat, &run[idx].b)
-			copy(s[k*prm.MiniCQESize:], m[:])
+		// The array is built apart and written whole: a full one is a whole cache line of
+		// the CQ ring, streamed as the frames are (dmaWriter.line); the title's owner byte
+		// (store) comes after the fence.
+		var arr [prm.CQESize]byte
+		k := min(prm.MiniCQEArraySize, len(run)-j*prm.MiniCQEArraySize)
+		for i := range k {
+			m := mini(c.p.MiniFormat, &run[j*prm.MiniCQEArraySize+i].b)
+			copy(arr[i*prm.MiniCQESize:], m[:])
 		}
+		n.dmaw.line(s, &arr, k*prm.MiniCQESize)
 	}
 	t := run[0].b
 	put32(t[:], cqeByteCnt, uint64(cnt))

@@ -23,6 +23,12 @@ const (
 	miniChecksum  = 0 // 16 bits
 	miniStrideIdx = 2 // 16 bits
 	miniByteCnt   = 4 // 32 bits
+
+	// The data segment (prm.WQEData) an RX WQE's buffer and a TX gather are read from, per
+	// frame; the callers hold the whole 16-byte segment.
+	dsegByteCount = 0 // 32 bits
+	dsegLKey      = 4 // 32 bits
+	dsegAddr      = 8 // 64 bits
 )
 
 // put8 ... get32 store and load a field of that width at byte offset off, bits of v above
@@ -33,3 +39,4 @@ func put32(b []byte, off int, v uint64) { binary.BigEndian.PutUint32(b[off:], ui
 func put64(b []byte, off int, v uint64) { binary.BigEndian.PutUint64(b[off:], v) }
 func get16(b []byte, off int) uint64    { return uint64(binary.BigEndian.Uint16(b[off:])) }
 func get32(b []byte, off int) uint64    { return uint64(binary.BigEndian.Uint32(b[off:])) }
+func get64(b []byte, off int) uint64    { return binary.BigEndian.Uint64(b[off:]) }

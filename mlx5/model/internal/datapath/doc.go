@@ -57,7 +57,11 @@
 //     and doorbell records are looked up once per change of the DMA space's mappings; RSS
 //     hashes by a per-TIR Toeplitz table; in free-running mode an SQ doorbell does the
 //     Step's work in the ringing thread when no Step holds the port; a striding RQ keeps
-//     each WQE's buffer translated while the keys' generation stays (DirectTranslator).
+//     each WQE's buffer translated while the keys' generation stays (DirectTranslator);
+//     received frames are written into host RX buffers with streaming stores on amd64, as
+//     a NIC's DMA writes them (no read of the cold buffer lines, dmaWriter), summed as they
+//     are written for the CQE's checks, and fenced once per Step before the first CQE that
+//     publishes them; the checksum's bulk is summed with AVX2 where the CPU has it.
 //     Every check stays as it was: each faster form is tested against the definition it
 //     replaces.
 //

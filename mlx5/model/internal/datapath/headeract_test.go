@@ -11,8 +11,8 @@ import (
 // addresses, DECAP leaves a VXLAN or NVGRE packet's inner Ethernet frame, an L3_TUNNEL_TO_L2
 // reformat puts the context's Ethernet header in front of a GRE packet's inner IP packet
 // (whose headers the parser now reads); and a disconnected root (ClearRoot) makes RX frames
-// miss again. A frame that met a header action is marked rewritten (the sending port's sum
-// of it no longer holds), one that met none is not.
+// miss again. A frame that met a header action is marked rewritten (the RX decision cache
+// does not keep its decision), one that met none is not.
 func TestHeaderActions(t *testing.T) {
 	e := newEnv(t)
 	n := e.nic

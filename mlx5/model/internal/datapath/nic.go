@@ -50,11 +50,8 @@ type NIC struct {
 	dbMu sync.Mutex
 	rung []uint32
 
-	inMu  sync.Mutex
-	inbox [][]byte
-	// inSums holds each inbox frame's sum from the sending port (frameSum), or 0 (under
-	// inMu, index for index with inbox).
-	inSums  []uint32
+	inMu    sync.Mutex
+	inbox   [][]byte
 	inDrops uint64 // frames the full inbox refused, under inMu
 	// spare holds frame buffers Step is done with, for Receive to copy the next frames
 	// into (under inMu): a frame costs no allocation once the port has run a while.
@@ -62,14 +59,20 @@ type NIC struct {
 
 	// work is Step's batch of frames taken from the inbox, and sqns its list of SQs to
 	// serve (reused between Steps, under mu).
-	work     [][]byte
-	workSums []uint32
-	sqns     []uint32
+	work [][]byte
+	sqns []uint32
+	// outbox holds the frames the Step transmitted to outPeer, its cabled peer, in buffers
+	// from frameBuf: they go to the peer's inbox in one batch when the Step ends, or before
+	// any other frame this port sends it (flushOut; under mu).
+	outbox  [][]byte
+	outPeer *NIC
 	// kickPeer is the cabled port this Step put frames into: it is woken once, when the
 	// Step ends, rather than once per frame (under mu).
 	kickPeer *NIC
 	// dirty lists the CQs with CQEs pending for the end of the Step (under mu).
 	dirty []*cq
+	// dmaw writes received frames into RX buffers (streaming stores; under mu).
+	dmaw dmaWriter
 	// spans caches the host spans of the keys TX gathers and cyclic RQ scatters name
 	// (under mu).
 	spans spanCache
@@ -290,27 +293,40 @@ func (n *NIC) enqueue(frame []byte) (wake bool) {
 	}
 	wake = len(n.inbox) == 0
 	n.inbox = append(n.inbox, append(b[:0], frame...))
-	n.inSums = append(n.inSums, 0)
 	n.inMu.Unlock()
 	return wake
 }
 
-// push is enqueue for a frame already in a buffer of the port's kind (frameBuf): the inbox
-// takes the buffer itself. A full inbox drops the frame and keeps the buffer as a spare.
-func (n *NIC) push(buf []byte, whole uint32) (wake bool) {
+// push is enqueue for frames already in buffers of the port's kind (frameBuf), in order: the
+// inbox takes the buffers themselves, under one hold of its lock. A frame that finds the
+// inbox full is dropped, and its buffer kept as a spare.
+func (n *NIC) push(bufs [][]byte) (wake bool) {
 	n.inMu.Lock()
 	defer n.inMu.Unlock()
-	if len(n.inbox) >= inboxLimit {
-		n.inDrops++
-		if len(n.spare) < inboxLimit {
-			n.spare = append(n.spare, buf)
+	wake = len(n.inbox) == 0 && len(bufs) > 0
+	for _, buf := range bufs {
+		if len(n.inbox) >= inboxLimit {
+			n.inDrops++
+			if len(n.spare) < inboxLimit {
+				n.spare = append(n.spare, buf)
+			}
+			continue
 		}
-		return false
+		n.inbox = append(n.inbox, buf)
 	}
-	wake = len(n.inbox) == 0
-	n.inbox = append(n.inbox, buf)
-	n.inSums = append(n.inSums, whole)
 	return wake
+}
+
+// flushOut hands the frames the Step transmitted to the cabled peer (outbox) to its inbox.
+func (n *NIC) flushOut() {
+	if len(n.outbox) == 0 {
+		return
+	}
+	if n.outPeer.push(n.outbox) {
+		n.kickPeer = n.outPeer
+	}
+	clear(n.outbox)
+	n.outbox = n.outbox[:0]
 }
 
 // minFrameBuf is the smallest inbox buffer: a standard frame fits, so buffers are reused
@@ -421,18 +437,14 @@ func (n *NIC) stepLocked(budget int) int {
 		n.inMu.Lock()
 		k := min(len(n.inbox), budget-done)
 		work := append(n.work[:0], n.inbox[:k]...)
-		sums := append(n.workSums[:0], n.inSums[:k]...)
 		rest := copy(n.inbox, n.inbox[k:])
-		copy(n.inSums, n.inSums[k:])
 		clear(n.inbox[rest:])
 		n.inbox = n.inbox[:rest]
-		n.inSums = n.inSums[:rest]
 		n.inMu.Unlock()
 		n.rxRead = [2]bool{}
-		for i, f := range work {
-			n.receive(f, sums[i])
+		for _, f := range work {
+			n.receive(f)
 		}
-		n.workSums = sums[:0]
 		done += len(work)
 		n.inMu.Lock()
 		for i, f := range work {
@@ -444,6 +456,7 @@ func (n *NIC) stepLocked(budget int) int {
 		n.inMu.Unlock()
 		n.work = work[:0]
 	}
+	n.flushOut()
 	n.flushCQs()
 	return done
 }

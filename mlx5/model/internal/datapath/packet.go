@@ -297,30 +297,36 @@ func setLyr24(b []byte, h *headers) {
 // The bulk goes 64 bits at a time with the carries counted apart (each one is 2^64, which is
 // ≡ 1 as well).
 //
-// From 64 bytes on, the bulk is summed as native little-endian words in one add-with-carry
-// chain, without a byte swap per word: the ones' complement sum does not depend on byte
-// order (RFC 1071 section 2(B)), so that sum, folded to 16 bits and byte-swapped, is the
-// big-endian one; a fold of a non-zero sum is never 0, so the result is 0 exactly as before.
-func csum16(sum uint32, b []byte) uint32 {
+// From 64 bytes on, the bulk is summed as native little-endian words, without a byte swap per
+// word: the ones' complement sum does not depend on byte order (RFC 1071 section 2(B)), so
+// that sum, folded to 16 bits and byte-swapped, is the big-endian one; a fold of a non-zero
+// sum is never 0, so the result is 0 exactly as before. On amd64 with AVX2 all of b's 16-bit
+// words are added in vector lanes (sumWordsAVX2: the sum as an integer; an odd last byte is
+// the low byte of its little-endian word); otherwise the 64-byte blocks are added in one
+// add-with-carry chain of 64-bit words (sumLE64) and the rest as below. Both fold to the same
+// 16 bits: the integer sum and the chain's are congruent modulo 0xffff, and each is 0 only
+// for all-zero words.
+func csum16(sum uint32, b []byte) uint32 { return csum16With(sum, b, hasVecSum) }
+
+// vecSumMax bounds the bytes one sumWordsAVX2 call adds (its lanes' limit).
+const vecSumMax = 65536
+
+// csum16With is csum16 with the bulk summed by sumWordsAVX2 (vec) or sumLE64; tests run
+// both.
+func csum16With(sum uint32, b []byte, vec bool) uint32 {
 	s := uint64(sum)
 	if len(b) >= 64 {
-		var le, c uint64
-		for len(b) >= 64 {
-			le, c = bits.Add64(le, binary.LittleEndian.Uint64(b), c)
-			le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[8:]), c)
-			le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[16:]), c)
-			le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[24:]), c)
-			le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[32:]), c)
-			le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[40:]), c)
-			le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[48:]), c)
-			le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[56:]), c)
-			b = b[64:]
+		var le uint64
+		if vec {
+			for len(b) > 0 {
+				k := min(len(b), vecSumMax)
+				le += uint64(sumWordsAVX2(&b[0], k))
+				b = b[k:]
+			}
+		} else {
+			le, b = sumLE64(b)
 		}
-		le = le>>32 + le&0xffffffff + c
-		for le>>16 != 0 {
-			le = le&0xffff + le>>16
-		}
-		s += uint64(bits.ReverseBytes16(uint16(le)))
+		s += uint64(foldLE(le))
 	}
 	var carries uint64
 	for len(b) >= 32 {
@@ -353,11 +359,74 @@ func csum16(sum uint32, b []byte) uint32 {
 	return uint32(s)
 }
 
-// pseudo is the TCP/UDP pseudo-header sum of an IP header at h.l3 for an L4 length.
+// foldLE is csum16 of bytes whose little-endian 16-bit words sum (or add with end-around
+// carry) to le: folded to 16 bits, byte-swapped.
+func foldLE(le uint64) uint32 {
+	for le>>16 != 0 {
+		le = le&0xffff + le>>16
+	}
+	return uint32(bits.ReverseBytes16(uint16(le)))
+}
+
+// sumLE64 adds the 64-byte blocks of b as little-endian 64-bit words in one add-with-carry
+// chain (each carry is 2^64 ≡ 1 modulo 0xffff) and returns the sum reduced to at most 33
+// bits, and what is left of b.
+func sumLE64(b []byte) (uint64, []byte) {
+	var le, c uint64
+	for len(b) >= 64 {
+		le, c = bits.Add64(le, binary.LittleEndian.Uint64(b), c)
+		le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[8:]), c)
+		le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[16:]), c)
+		le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[24:]), c)
+		le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[32:]), c)
+		le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[40:]), c)
+		le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[48:]), c)
+		le, c = bits.Add64(le, binary.LittleEndian.Uint64(b[56:]), c)
+		b = b[64:]
+	}
+	return le>>32 + le&0xffffffff + c, b
+}
+
+// csumShort is csum16(0, b) for the short ranges the RX checks sum per frame (the L2 and IP
+// headers, padding): 32-bit big-endian words added into 64 bits, then the last 2 and 1
+// bytes, folded (each word is ≡ the sum of its two 16-bit words modulo 0xffff, and the sum is
+// 0 only for all-zero bytes, so the fold is csum16's): for a few words csum16's block loops
+// cost more than the words.
+func csumShort(b []byte) uint32 {
+	if len(b) > 64 {
+		return csum16(0, b)
+	}
+	var s uint64
+	for len(b) >= 4 {
+		s += uint64(binary.BigEndian.Uint32(b))
+		b = b[4:]
+	}
+	if len(b) >= 2 {
+		s += uint64(binary.BigEndian.Uint16(b))
+		b = b[2:]
+	}
+	if len(b) == 1 {
+		s += uint64(b[0]) << 8
+	}
+	return fold16(s)
+}
+
+// fold16 is csum16(uint32(s), nil) for any s: s folded to 16 bits with end-around carries.
+func fold16(s uint64) uint32 {
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	return uint32(s)
+}
+
+// pseudo is the TCP/UDP pseudo-header sum of an IP header at h.l3 for an L4 length. The
+// IPv4 addresses are added as two 32-bit words (2^16 ≡ 1 modulo 0xffff: their fold is
+// csum16 of the eight bytes).
 func pseudo(f []byte, h *headers, l4len int) uint32 {
 	var s uint32
 	if h.ipVersion == 4 {
-		s = csum16(0, f[h.l3+12:h.l3+20])
+		a := f[h.l3+12 : h.l3+20]
+		s = fold16(uint64(binary.BigEndian.Uint32(a)) + uint64(binary.BigEndian.Uint32(a[4:])))
 	} else {
 		s = csum16(0, f[h.l3+8:h.l3+40])
 	}
@@ -412,33 +481,30 @@ func rxChecks(f []byte, h *headers) (l3ok, l4ok bool, sum uint32) {
 }
 
 // wholeSum marks a frame sum (csum16 over the whole frame from its first byte) as known;
-// 0 means not known.
+// 0 means not known. The RX write computes it as it writes the frame into the RX buffer
+// (dmaWriter.writeSum), so the checks need not read the datagram again (issue 31: until the
+// sixth round the sending port of a cable summed each frame for the receiving port).
 const wholeSum = 1 << 31
 
-// frameSum is the sum rxChecksWith takes: the frame's csum16 from its first byte, marked.
-// The sending port of a cable computes it right after building the frame, while its bytes
-// are in that CPU's cache, and the frame carries it to the receiving port (issue 31: the
-// receiving port's sum over the datagram was its first touch of the frame's bytes, written by
-// the other port's goroutine on the other CPU, 13 % of the two-port run's profile).
-func frameSum(f []byte) uint32 { return csum16(0, f) | wholeSum }
-
-// l4Sum is csum16(0, f[l4:end]). With the whole frame's sum known (whole, from frameSum) and
-// both bounds at even offsets it is that sum less the head's and the tail's, in ones'
-// complement arithmetic, which reads only the headers and the padding; a result of 0 or
-// 0xffff is computed again, since the difference cannot tell ones' complement's two zeros
-// apart (csum16 gives 0 only for all-zero data).
-func l4Sum(f []byte, l4, end int, whole uint32) uint32 {
+// l4Sum is csum16(0, f[l4:end]). With the whole frame's sum known (whole, marked wholeSum) and
+// both bounds at even offsets it is that sum less the head's (head: csum16(0, f[:l4]), which
+// the caller has from the headers' sums) and the tail's, in ones' complement arithmetic,
+// which reads only the padding; a result of 0 or 0xffff is computed again, since the
+// difference cannot tell ones' complement's two zeros apart (csum16 gives 0 only for
+// all-zero data).
+func l4Sum(f []byte, l4, end int, whole, head uint32) uint32 {
 	if whole&wholeSum == 0 || l4&1 != 0 || end&1 != 0 {
 		return csum16(0, f[l4:end])
 	}
-	x := csum16(whole&0xffff+(0xffff-csum16(0, f[:l4]))+(0xffff-csum16(0, f[end:])), nil)
+	x := fold16(uint64(whole&0xffff) + uint64(0xffff-head) + uint64(0xffff-csumShort(f[end:])))
 	if x == 0 || x == 0xffff {
 		return csum16(0, f[l4:end])
 	}
 	return x
 }
 
-// rxChecksWith is rxChecks with the frame's sum from frameSum (or 0 when not known).
+// rxChecksWith is rxChecks with the frame's sum (csum16(0, f) | wholeSum, or 0 when not
+// known).
 func rxChecksWith(f []byte, h *headers, whole uint32) (l3ok, l4ok bool, sum uint32) {
 	if h.l3 < 0 {
 		return false, false, 0
@@ -447,13 +513,20 @@ func rxChecksWith(f []byte, h *headers, whole uint32) (l3ok, l4ok bool, sum uint
 		l3ok = l3OK(f, h)
 		return l3ok, l3ok && l4OK(f, h), csum16(0, f[h.l3:])
 	}
-	hdr := csum16(0, f[h.l3:h.l4])
+	hdr := csumShort(f[h.l3:h.l4])
 	l3ok = h.ipVersion == 6 || hdr == 0xffff
 	end := ipPayloadEnd(f, h)
-	l4 := l4Sum(f, h.l4, end, whole)
+	var l4 uint32
+	if whole&wholeSum != 0 && h.l3&1 == 0 {
+		// csum16(0, f[:l4]) from the L2 header's sum and the IP header's (the IP header
+		// starts at an even offset: the words line up).
+		l4 = l4Sum(f, h.l4, end, whole, fold16(uint64(csumShort(f[:h.l3]))+uint64(hdr)))
+	} else {
+		l4 = csum16(0, f[h.l4:end])
+	}
 	switch {
 	case end == len(f):
-		sum = csum16(hdr+l4, nil)
+		sum = fold16(uint64(hdr) + uint64(l4))
 	case (end-h.l4)%2 == 0:
 		sum = csum16(hdr+l4, f[end:])
 	default:
@@ -464,7 +537,7 @@ func rxChecksWith(f []byte, h *headers, whole uint32) (l3ok, l4ok bool, sum uint
 	case h.proto == protoUDP && h.ipVersion == 4 && binary.BigEndian.Uint16(f[h.l4+6:]) == 0:
 		l4ok = true // UDP over IPv4 without checksum
 	default:
-		l4ok = csum16(pseudo(f, h, end-h.l4)+l4, nil) == 0xffff
+		l4ok = fold16(uint64(pseudo(f, h, end-h.l4))+uint64(l4)) == 0xffff
 	}
 	return l3ok, l4ok, sum
 }

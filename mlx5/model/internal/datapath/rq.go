@@ -3,6 +3,7 @@ package datapath
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"math/bits"
 
 	"github.com/daqiri-go/daqiri/mlx5/model/internal/dma"
 	"github.com/daqiri-go/daqiri/mlx5/prm"
@@ -250,7 +251,10 @@ type rxMeta struct {
 
 // deliver puts a frame into an RQ and queues its CQE; a frame the RQ cannot take is dropped
 // and counted (out of buffer when no WQE is posted, as the Q counter out_of_buffer counts).
-func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta, whole uint32) {
+// The CQE's fields are filled after the frame is written: the write sums the bytes it
+// writes (dmaWriter.writeSum), and the checks take that sum (rxChecksWith) rather than
+// reading the frame again.
+func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta) {
 	if r.state != StateReady {
 		n.stats.RXNotReady++
 		return
@@ -265,7 +269,6 @@ func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta, whole uint32) {
 		g = append(g, f[16:]...)
 		f = g
 		pkt = parse(f)
-		whole = 0
 		pos(prm.CQE64.VLANInfo).set(e[:], uint64(tci))
 		e[29] |= 1
 	}
@@ -273,11 +276,9 @@ func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta, whole uint32) {
 		var fcs [4]byte
 		binary.LittleEndian.PutUint32(fcs[:], crc32.ChecksumIEEE(f))
 		f = append(append([]byte(nil), f...), fcs[:]...)
-		whole = 0
 	}
-	n.fillRXCQE(r, pkt, f, meta, whole, &e)
 	if r.striding() {
-		n.deliverStriding(r, f, &e)
+		n.deliverStriding(r, f, pkt, meta, &e)
 		return
 	}
 	if r.available() == 0 {
@@ -294,25 +295,29 @@ func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta, whole uint32) {
 		w = w[min(len(w), 16):] // the next segment comes first
 	}
 	// Scatter over the WQE's data segments in order; a zero byte count or the invalid
-	// lkey ends the list (rdma-core verbs.c/qp.c terminate short lists so).
+	// lkey ends the list (rdma-core verbs.c/qp.c terminate short lists so). whole sums the
+	// pieces' sums as they are written (wholeSum: known so far).
 	left := f
+	whole := uint32(wholeSum)
 	for off := 0; off+prm.WQEDataSize <= len(w) && len(left) > 0; off += prm.WQEDataSize {
 		seg := w[off : off+prm.WQEDataSize]
 		// Bit 31 of a receive scatter entry's byte count is not part of the count: the
 		// kernel's mlx5e sets it on every entry of its cyclic RQs (en_main.c
 		// mlx5e_alloc_rq: frag_size | MLX5_HW_START_PADDING, which device.h defines as
 		// MLX5_INLINE_SEG, 0x80000000).
-		bc := uint32(pos(prm.WQEData.ByteCount).get(seg)) &^ prm.HWStartPadding
-		lkey := uint32(pos(prm.WQEData.LKey).get(seg))
+		bc := uint32(get32(seg, dsegByteCount)) &^ prm.HWStartPadding
+		lkey := uint32(get32(seg, dsegLKey))
 		if bc == 0 || lkey == prm.InvalidLKey {
 			break
 		}
 		k := min(int(bc), len(left))
-		if err := n.scatter(lkey, pos(prm.WQEData.Addr).get(seg), left[:k]); err != nil {
+		s, err := n.scatter(lkey, get64(seg, dsegAddr), left[:k])
+		if err != nil {
 			r.advance()
 			n.rxError(r, idx, prm.CQESyndLocalProt)
 			return
 		}
+		whole = addPiece(whole, len(f)-len(left), s)
 		left = left[k:]
 	}
 	r.advance()
@@ -322,6 +327,7 @@ func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta, whole uint32) {
 		n.rxError(r, idx, prm.CQESyndLocalLength)
 		return
 	}
+	n.fillRXCQE(r, pkt, f, meta, whole, &e)
 	put16(e[:], cqeWQECounter, uint64(idx&0xffff))
 	put32(e[:], cqeByteCnt, uint64(len(f)))
 	n.stats.RXPackets++
@@ -334,7 +340,7 @@ func (n *NIC) deliver(r *rq, f []byte, pkt *packet, meta rxMeta, whole uint32) {
 // the next WQE; the CQE carries the WQE index (wqe_id), the first stride (wqe_counter) and
 // the strides consumed (DPDK mlx5_rx.c mlx5_rx_burst_mprq; kernel en_rx.c
 // mlx5e_handle_rx_cqe_mpwrq, mpwrq_is_filler_cqe).
-func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
+func (n *NIC) deliverStriding(r *rq, f []byte, pkt *packet, meta rxMeta, e *[prm.CQESize]byte) {
 	ss, ns := r.p.WQ.StrideSize, r.p.WQ.NumStrides
 	need := len(f)
 	if r.p.WQ.TwoByteShift {
@@ -372,17 +378,18 @@ func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
 		n.rxError(r, idx, prm.CQESyndLocalAccess)
 		return
 	}
-	d := w[prm.MPRQWQE.DSeg.ByteOff():]
-	lkey := uint32(pos(prm.WQEData.LKey).get(d))
-	bc := int(pos(prm.WQEData.ByteCount).get(d))
+	d := w[prm.MPRQWQE.DSeg.ByteOff():][:prm.WQEDataSize] // len(w) ≥ 32
+	lkey := uint32(get32(d, dsegLKey))
+	bc := int(get32(d, dsegByteCount))
 	first := r.strides
 	off := first * ss
 	if bc < ns*ss {
 		n.rxError(r, idx, prm.CQESyndLocalLength)
 		return
 	}
-	base := pos(prm.WQEData.Addr).get(d)
+	base := get64(d, dsegAddr)
 	at := base + uint64(off)
+	whole := uint32(0) // the frame's sum, marked, when the write summed it
 	if buf := n.stridingBuf(r, r.cur, lkey, base, bc); buf != nil {
 		// The whole buffer translated: the strides are in it (bc ≥ ns*ss ≥ off + need).
 		o := off
@@ -390,20 +397,24 @@ func (n *NIC) deliverStriding(r *rq, f []byte, e *[prm.CQESize]byte) {
 			buf[o], buf[o+1] = 0, 0
 			o += 2
 		}
-		copy(buf[o:], f)
+		_, s := n.dmaw.writeSum(buf[o:o+len(f)], f)
+		whole = s | wholeSum
 	} else {
 		if r.p.WQ.TwoByteShift {
-			if err := n.scatter(lkey, at, []byte{0, 0}); err != nil {
+			if _, err := n.scatter(lkey, at, []byte{0, 0}); err != nil {
 				n.rxError(r, idx, prm.CQESyndLocalProt)
 				return
 			}
 			at += 2
 		}
-		if err := n.scatter(lkey, at, f); err != nil {
+		s, err := n.scatter(lkey, at, f)
+		if err != nil {
 			n.rxError(r, idx, prm.CQESyndLocalProt)
 			return
 		}
+		whole = addPiece(wholeSum, 0, s)
 	}
+	n.fillRXCQE(r, pkt, f, meta, whole, e)
 	r.strides += k
 	put16(e[:], cqeWQEID, uint64(idx&0xffff))
 	put16(e[:], cqeWQECounter, uint64(first))
@@ -430,18 +441,35 @@ func (n *NIC) rxError(r *rq, idx uint32, synd uint8) {
 }
 
 // scatter writes an RX scatter through the MKEY table (host memory, or GPU memory through a
-// window).
-func (n *NIC) scatter(lkey uint32, addr uint64, p []byte) error {
+// window). It returns p's sum (csum16, marked wholeSum) when the write summed it, 0 when the
+// bytes went through Keys.Store.
+func (n *NIC) scatter(lkey uint32, addr uint64, p []byte) (uint32, error) {
 	if n.cfg.Keys == nil {
-		return errf(StatusBadParam, SyndromeBadMemory, "no memory keys")
+		return 0, errf(StatusBadParam, SyndromeBadMemory, "no memory keys")
 	}
 	if t, ok := n.cfg.Keys.(SpanTranslator); ok {
 		if b, ok := n.spans.get(t, lkey, addr, len(p), dma.Write); ok {
-			copy(b, p)
-			return nil
+			_, s := n.dmaw.writeSum(b, p)
+			return s | wholeSum, nil
 		}
 	}
-	return n.cfg.Keys.Store(lkey, addr, p)
+	return 0, n.cfg.Keys.Store(lkey, addr, p)
+}
+
+// addPiece adds to a frame's sum so far (marked wholeSum: known; 0: not) the sum of its
+// piece at byte offset at (marked, or 0 when not known): a piece that starts at an odd
+// offset has its bytes in the other halves of the frame's 16-bit words, so its sum counts
+// byte-swapped (RFC 1071 section 2(B)). Folding the sum of folded sums gives csum16 of the
+// whole: both are congruent modulo 0xffff, and 0 only for all-zero bytes.
+func addPiece(whole uint32, at int, piece uint32) uint32 {
+	if whole&wholeSum == 0 || piece&wholeSum == 0 {
+		return 0
+	}
+	s := piece &^ wholeSum
+	if at&1 != 0 {
+		s = uint32(bits.ReverseBytes16(uint16(s)))
+	}
+	return csum16(whole&0xffff+s, nil) | wholeSum
 }
 
 // fillRXCQE sets the fields every RX CQE carries: opcode, header types and checksum results,

@@ -414,13 +414,12 @@ func rqtIndex(hash uint32, n int) int {
 	return int(hash % uint32(n))
 }
 
-// receive runs one frame from the wire through RX steering, the TIR and an RQ. whole is the
-// frame's sum from the sending port (frameSum), or 0.
+// receive runs one frame from the wire through RX steering, the TIR and an RQ.
 //
 // A frame whose key (keyOf) has a decision cached since the last change of the port's
 // objects takes it (steercache.go): its flow counters are counted and it is delivered as the
 // walk below would deliver it.
-func (n *NIC) receive(f []byte, whole uint32) {
+func (n *NIC) receive(f []byte) {
 	k, keyed := keyOf(f)
 	keyed = keyed && !n.noRXCache
 	if keyed {
@@ -430,7 +429,7 @@ func (n *NIC) receive(f []byte, whole uint32) {
 				*e.route.stat++
 				return
 			}
-			n.deliver(e.route.r, f, &e.pkt, e.route.meta, whole)
+			n.deliver(e.route.r, f, &e.pkt, e.route.meta)
 			return
 		}
 	}
@@ -447,10 +446,7 @@ func (n *NIC) receive(f []byte, whole uint32) {
 	if pkt == nil {
 		pkt = parse(v.frame)
 	}
-	if v.rewritten {
-		whole = 0
-	}
-	n.deliver(rt.r, v.frame, pkt, rt.meta, whole)
+	n.deliver(rt.r, v.frame, pkt, rt.meta)
 }
 
 // route is where a steering verdict sends the frame: the RQ its TIR picks (by RSS hash

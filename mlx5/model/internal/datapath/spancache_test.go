@@ -126,7 +126,7 @@ func TestSpanCacheMatchesTranslate(t *testing.T) {
 		}
 		serr := k.Store(lkey, addr, q) // the reference write, then the scatter over other bytes
 		if serr != nil {
-			if err := e.nic.scatter(lkey, addr, q); err == nil {
+			if _, err := e.nic.scatter(lkey, addr, q); err == nil {
 				t.Fatalf("key %#x, %d bytes at %#x: Store fails (%v), the scatter does not", lkey, n, addr, serr)
 			}
 			continue
@@ -134,8 +134,13 @@ func TestSpanCacheMatchesTranslate(t *testing.T) {
 		want := append([]byte(nil), q...)
 		b, _ := k.Translate(lkey, addr, n, dma.Read)
 		clear(b)
-		if err := e.nic.scatter(lkey, addr, q); err != nil {
+		sum, err := e.nic.scatter(lkey, addr, q)
+		if err != nil {
 			t.Fatalf("key %#x, %d bytes at %#x: Store succeeds, the scatter fails: %v", lkey, n, addr, err)
+		}
+		// Through a span the write sums the bytes; through Store it does not.
+		if wantSum := csum16(0, want) | wholeSum; (k.noSpan[lkey] && sum != 0) || (!k.noSpan[lkey] && sum != wantSum) {
+			t.Fatalf("key %#x, %d bytes at %#x (no span %v): the scatter's sum %#x, want %#x", lkey, n, addr, k.noSpan[lkey], sum, wantSum)
 		}
 		for j := range want {
 			if b[j] != want[j] {
@@ -169,7 +174,7 @@ func TestSpanCacheMatchesTranslate(t *testing.T) {
 	if _, err := e.nic.translate(lkey, r[0], 64, dma.Read); err == nil {
 		t.Fatal("a destroyed key still translates through the cache")
 	}
-	if err := e.nic.scatter(lkey, r[0], make([]byte, 64)); err == nil {
+	if _, err := e.nic.scatter(lkey, r[0], make([]byte, 64)); err == nil {
 		t.Fatal("a destroyed key still takes a scatter through the cache")
 	}
 	// A mapping removed (the space's Gen moves): the key's span goes with it.

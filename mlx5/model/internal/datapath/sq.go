@@ -395,7 +395,7 @@ func (n *NIC) dataSeg(w []byte, off int) (data []byte, next int, werr *wqeError)
 	if n.cfg.Keys == nil {
 		return nil, 0, &wqeError{prm.CQESyndLocalProt}
 	}
-	b, err := n.translate(uint32(pos(prm.WQEData.LKey).get(seg)), pos(prm.WQEData.Addr).get(seg), int(bc), dma.Read)
+	b, err := n.translate(uint32(get32(seg, dsegLKey)), get64(seg, dsegAddr), int(bc), dma.Read)
 	if err != nil {
 		return nil, 0, &wqeError{prm.CQESyndLocalProt}
 	}
@@ -573,14 +573,19 @@ func (n *NIC) transmit(s *sq, f []byte, owned bool) {
 	case nil:
 		n.recycle(f, owned)
 	case *NIC:
-		// A cable: the peer is woken when this Step ends, once for all its frames.
-		var wake bool
+		// A cable: the frames go to the peer's inbox together when this Step ends (flushOut),
+		// and the peer is woken once for all of them. A frame in a buffer of this port's own
+		// (a header action's) is copied in at once, behind the ones before it.
 		if owned {
-			wake = w.push(f, frameSum(f))
-		} else {
-			wake = w.enqueue(f)
+			if n.outPeer != w {
+				n.flushOut()
+				n.outPeer = w
+			}
+			n.outbox = append(n.outbox, f)
+			return
 		}
-		if wake {
+		n.flushOut()
+		if w.enqueue(f) {
 			n.kickPeer = w
 		}
 	default:

@@ -478,3 +478,92 @@ func TestDoorbellReceivesInline(t *testing.T) {
 		t.Fatalf("peer not free-running, after its Step: %d frames", len(got))
 	}
 }
+
+// TestCableBatch: the frames one Step transmits on a cable reach the peer's inbox in the
+// order they were sent — in the port's cable buffers, handed over together when the Step
+// ends, or copied in at once when a NIC TX header action made them anew (VLAN push on UDP
+// port 7000 here) — and the peer is woken; a peer inbox with room for three frames takes the
+// first three of ten and counts seven dropped.
+func TestCableBatch(t *testing.T) {
+	p := newPair(t, false)
+	a, b := p.a, p.b
+	tt, tg := a.id(), a.id()
+	must(t, a.nic.CreateFlowTable(FlowTableParams{Type: TableNICTX, ID: tt, LogSize: 2}))
+	crit := make([]byte, matchParamBytes)
+	prm.FTEMatchSetLyr24.UDPDport.Set(crit[prm.FTEMatchParam.OuterHeaders.ByteOff():], 0xffff)
+	must(t, a.nic.CreateFlowGroup(FlowGroupParams{Type: TableNICTX, Table: tt, ID: tg, End: 0, CriteriaEnable: 1 << 0, Criteria: crit}))
+	val := make([]byte, matchParamBytes)
+	prm.FTEMatchSetLyr24.UDPDport.Set(val[prm.FTEMatchParam.OuterHeaders.ByteOff():], 7000)
+	must(t, a.nic.SetFTE(FTEParams{Type: TableNICTX, Table: tt, Group: tg, Action: ActionAllow | ActionVLANPush, PushVLAN: 0x81000009, Value: val}))
+	must(t, a.nic.SetRoot(TableNICTX, tt))
+
+	send := func(k int) [][]byte {
+		var want [][]byte
+		var last uint16
+		for i := range k {
+			port := uint16(5000)
+			if i%3 == 1 {
+				port = 7000
+			}
+			f := udpFrame([4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2}, 1, port, 100+i, byte(i))
+			last = p.sq.post((&wqe{opcode: prm.WQEOpSend}).eth(0, f[:42]).inl(f[42:]))
+			if port == 7000 {
+				f = append(append(append([]byte(nil), f[:12]...), 0x81, 0, 0, 9), f[12:]...)
+			}
+			want = append(want, f)
+		}
+		p.sq.doorbell(last)
+		return want
+	}
+	want := send(12)
+	select {
+	case <-b.nic.kick:
+		t.Fatal("the peer was woken before the Step")
+	default:
+	}
+	a.nic.Step(64)
+	b.nic.inMu.Lock()
+	got := append([][]byte(nil), b.nic.inbox...)
+	b.nic.inMu.Unlock()
+	if len(got) != len(want) {
+		t.Fatalf("%d frames in the peer's inbox, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("inbox frame %d:\n got % x\nwant % x", i, got[i], want[i])
+		}
+	}
+	select {
+	case <-b.nic.kick:
+	default:
+		t.Fatal("the peer was not woken")
+	}
+	b.nic.Step(64)
+	if c := b.nic.Counters(true); c.RXPackets != uint64(len(want)) {
+		t.Fatalf("%d frames received, want %d", c.RXPackets, len(want))
+	}
+
+	// Room for three in the peer's inbox.
+	b.nic.inMu.Lock()
+	for len(b.nic.inbox) < inboxLimit-3 {
+		b.nic.inbox = append(b.nic.inbox, []byte{0})
+	}
+	b.nic.inMu.Unlock()
+	want = send(10)
+	a.nic.Step(64)
+	b.nic.inMu.Lock()
+	tail := append([][]byte(nil), b.nic.inbox[inboxLimit-3:]...)
+	n := len(b.nic.inbox)
+	b.nic.inMu.Unlock()
+	if n != inboxLimit {
+		t.Fatalf("inbox %d frames, want %d", n, inboxLimit)
+	}
+	for i := range tail {
+		if !bytes.Equal(tail[i], want[i]) {
+			t.Fatalf("frame %d of the full inbox:\n got % x\nwant % x", i, tail[i], want[i])
+		}
+	}
+	if c := b.nic.Counters(false); c.RXInputDrops != 7 {
+		t.Fatalf("%d frames dropped at the full inbox, want 7", c.RXInputDrops)
+	}
+}

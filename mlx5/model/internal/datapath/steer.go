@@ -530,8 +530,8 @@ type verdict struct {
 	pkt     *packet // the frame parsed, when steering parsed it
 	miss    bool
 	wire    bool // NIC TX: on to the wire
-	// rewritten: a header action changed the frame (a sum of the frame as received no
-	// longer holds).
+	// rewritten: a header action changed the frame (the RX decision cache does not keep
+	// the decision: it holds for the frame's key only without one).
 	rewritten bool
 	// flex: a group matching flex parser samples was met (the walk read bytes of the frame
 	// beyond its parse).
