@@ -5,12 +5,14 @@
 # burst-wide calls a sender of one flow's equal frames makes ("lengths-all": SetAllPacketLengths,
 # "template-all": SetAllUDPv4Headers + SetAllPacketLengths). The raw output goes to
 # $(BIN)/bench-burst.txt, then a table (mk/benchtable.awk). BURST_COUNT rounds, each running
-# every case once for BURST_BENCHTIME, each run's benchmark goroutine pinned to the core that
-# measured quietest just before it (DAQIRI_BENCH_CORE=quiet, benchtest.Pin: the GPU host's
-# cores have spells of seconds with another tenant's hardware thread busy beside them, which a
-# deployment's dedicated engine core does not; set DAQIRI_BENCH_CORE=last-r, n or off for the
-# earlier schemes). The collector is off during each case (gcs: collections during the run,
-# 0 expected).
+# every case once for BURST_BENCHTIME, the benchmark goroutine pinned in round r to the r-th
+# allowed core down from the last (DAQIRI_BENCH_CORE=last-r; set DAQIRI_BENCH_CORE=n or off to
+# keep one core). On the GPU host, DAQIRI_BENCH_WAIT=fast starts each run once the host shows
+# its fast speed (at most 10 s): its cores all turn slow together about half of the time, in
+# spells of seconds (benchtest.Pin; BENCHMARKS.md, issue 31 sixth round); the speed test is
+# calibrated there (other machines' control ratios differ: ≈ 2 on the 2-vCPU dev VM, which would
+# only wait). The collector is off during each case (gcs: collections during the run, 0
+# expected).
 # ctl-ratio says which of the GPU host's two speeds a run met at its ends (≈ 0.7 fast, ≥ 1.0
 # slow: another hardware thread busy on the core; BENCHMARKS.md, issue 31 fourth round); the
 # table gives the median of all runs and, apart, of the runs that kept the fast speed.
@@ -29,7 +31,7 @@ bench-burst:
 	@mkdir -p $(BIN)
 	@: > $(BIN)/bench-burst.txt; : > $(BIN)/bench-burst-pgo.txt
 	@set -e; core=$${DAQIRI_BENCH_CORE:-}; for r in $$(seq 0 $$(($(BURST_COUNT) - 1))); do \
-		export DAQIRI_BENCH_CORE=$${core:-quiet}; \
+		export DAQIRI_BENCH_CORE=$${core:-last-$$r}; \
 		echo "bench-burst: round $$((r + 1)) of $(BURST_COUNT), DAQIRI_BENCH_CORE=$$DAQIRI_BENCH_CORE"; \
 		$(call bench_run,.,daqiri,$(burst_flags)) >> $(BIN)/bench-burst.txt || { cat $(BIN)/bench-burst.txt; exit 1; }; \
 		$(burst_pgo_run) >> $(BIN)/bench-burst-pgo.txt || { cat $(BIN)/bench-burst-pgo.txt; exit 1; }; \

@@ -13,11 +13,12 @@
 #                     there: read ns/pkt, Mpps, allocs/pkt. The raw output goes to
 #                     $(BIN)/bench-mlx5.txt, then a table (mk/benchtable.awk) beside the goals,
 #                     the figures before issue 31 and the published anchors. Results in
-#                     BENCHMARKS.md. MLX5_COUNT rounds of every case, each run pinning the
-#                     benchmark goroutine to the core that measured quietest just before it
-#                     (DAQIRI_BENCH_CORE=quiet; last-r, n or off for the earlier schemes;
-#                     mk/burst.mk says why), with the collector off; gcs is collections
-#                     during the run (0 expected).
+#                     BENCHMARKS.md. MLX5_COUNT rounds of every case, round r pinning the
+#                     benchmark goroutine to the r-th allowed core down from the last
+#                     (DAQIRI_BENCH_CORE=last-r; =n or off keeps one core; on the GPU host
+#                     DAQIRI_BENCH_WAIT=fast starts each run in its fast speed, mk/burst.mk
+#                     says why), with the collector off; gcs is collections during the run
+#                     (0 expected).
 #
 # The engine's GPU tests (issue 27: the model writing CUDA memory — mlx5/gpu_test.go, the GPU
 # reorder plan fed by the engine in the root package's mlx5gpu_test.go, upstream's GPU examples
@@ -35,7 +36,7 @@ bench-mlx5:
 	@mkdir -p $(BIN)
 	@: > $(BIN)/bench-mlx5.txt
 	@set -e; core=$${DAQIRI_BENCH_CORE:-}; for r in $$(seq 0 $$(($(MLX5_COUNT) - 1))); do \
-		export DAQIRI_BENCH_CORE=$${core:-quiet}; \
+		export DAQIRI_BENCH_CORE=$${core:-last-$$r}; \
 		echo "bench-mlx5: round $$((r + 1)) of $(MLX5_COUNT), DAQIRI_BENCH_CORE=$$DAQIRI_BENCH_CORE"; \
 		$(call bench_run,./mlx5/,mlx5,-test.run '^$$' -test.bench '^Benchmark(RX|TX|TXModelFed|SWLoop)$$' -test.benchtime $(MLX5_BENCHTIME) -test.count 1) >> $(BIN)/bench-mlx5.txt || { cat $(BIN)/bench-mlx5.txt; exit 1; }; \
 	done

@@ -7,7 +7,6 @@ package benchtest
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -31,10 +30,13 @@ import (
 // the k-th allowed core below the last one, counting round the allowed cores but the first
 // (the workers'), so that rounds of a benchmark run k = 0, 1, 2, ... spread over cores: the GPU
 // host's cores have independent spells of a busy sibling hardware thread lasting seconds
-// (BENCHMARKS.md, issue 31 fourth and fifth rounds). DAQIRI_BENCH_CORE=quiet pins to the
-// allowed core (the first, the workers', left out) whose Control ratio is the lowest just
-// before the run: the core a deployment would dedicate to the engine, whose sibling hardware
-// thread is idle, rather than one another tenant of the host shares at that moment; the run's
+// (BENCHMARKS.md, issue 31 fourth and fifth rounds).
+//
+// DAQIRI_BENCH_WAIT=fast makes Pin then wait, up to FastWait, until Control on the pinned core
+// shows the host's fast speed: the GPU host's 16 cores turn slow and fast together, about half
+// of the time each, in spells of seconds (issue 31 sixth round: a map of Control over every
+// core, 91 sweeps in 20 s), the signature of another tenant's load on the sibling hardware
+// threads of the whole VM, which a machine dedicated to the engine does not have. The run's
 // ctl-ratio still says which speed it met at its ends.
 //
 // The lock is never undone: the testing package runs each call of a benchmark function in a
@@ -48,10 +50,6 @@ func Pin(b testing.TB) int {
 	case "off":
 		return -1
 	default:
-		if v == "quiet" {
-			core = quietest(osthread.AllowedCores(), probeCore)
-			break
-		}
 		if k, ok := strings.CutPrefix(v, "last-"); ok {
 			c, err := lastMinus(k, osthread.AllowedCores())
 			if err != nil {
@@ -71,7 +69,39 @@ func Pin(b testing.TB) int {
 		b.Logf("benchmark goroutine locked to its thread but not pinned to core %d: %v", core, err)
 		return -1
 	}
+	switch w := os.Getenv("DAQIRI_BENCH_WAIT"); w {
+	case "":
+	case "fast":
+		if r, ok := waitFast(FastWait, Control, time.Sleep, time.Now); !ok {
+			b.Logf("the host's fast speed not seen within %v (control ratio %.2f): running at the speed it has", FastWait, r)
+		}
+	default:
+		b.Fatalf("DAQIRI_BENCH_WAIT=%q: want fast or nothing", w)
+	}
 	return core
+}
+
+// FastRatio is the Control ratio below which the core runs at the host's fast speed (≈ 0.7
+// there, 1.0–1.3 in the slow one); FastWait is how long Pin waits for it.
+const (
+	FastRatio = 0.85
+	FastWait  = 10 * time.Second
+)
+
+// waitFast probes until a probe is below FastRatio or limit has passed, pausing 20 ms
+// between probes; it returns the last ratio and whether it was fast.
+func waitFast(limit time.Duration, probe func() float64, sleep func(time.Duration), now func() time.Time) (float64, bool) {
+	end := now().Add(limit)
+	for {
+		r := probe()
+		if r < FastRatio {
+			return r, true
+		}
+		if !now().Before(end) {
+			return r, false
+		}
+		sleep(20 * time.Millisecond)
+	}
 }
 
 // lastMinus is the core DAQIRI_BENCH_CORE=last-k names among the allowed cores (ascending).
@@ -87,34 +117,6 @@ func lastMinus(k string, allowed []int) (int, error) {
 		allowed = allowed[1:]
 	}
 	return allowed[len(allowed)-1-n%len(allowed)], nil
-}
-
-// quietest is the core of allowed (the first left out when there are others: the engine
-// workers' core) with the lowest probe, the first of them on a tie; probe returns a core's
-// Control ratio, or false when the core cannot be probed (it is then not chosen). It returns
-// the last allowed core when none could be probed, as Pin does without a setting.
-func quietest(allowed []int, probe func(core int) (float64, bool)) int {
-	if len(allowed) == 0 {
-		return osthread.LastAllowed()
-	}
-	if len(allowed) > 1 {
-		allowed = allowed[1:]
-	}
-	best, bestRatio := allowed[len(allowed)-1], math.Inf(1)
-	for _, c := range allowed {
-		if r, ok := probe(c); ok && r < bestRatio {
-			best, bestRatio = c, r
-		}
-	}
-	return best
-}
-
-// probeCore moves the calling thread to core and measures Control there (≈ 1 ms).
-func probeCore(core int) (float64, bool) {
-	if pinned, err := osthread.LockAndPin(core); err != nil || !pinned {
-		return 0, false
-	}
-	return Control(), true
 }
 
 // StopGC runs a collection now, before the timed loop, and turns the collector off until the

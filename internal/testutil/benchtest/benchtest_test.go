@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 
 	"github.com/daqiri-go/daqiri/internal/osthread"
 )
@@ -30,52 +31,45 @@ func TestPin(t *testing.T) {
 	}
 }
 
-// TestQuietest: the core with the lowest probe wins, the workers' core (the first allowed) is
-// never probed, unprobeable cores are skipped, and with nothing probed the last core is kept;
-// with DAQIRI_BENCH_CORE=quiet Pin lands on an allowed core.
-func TestQuietest(t *testing.T) {
-	for round := range 200 {
-		n := 1 + rand.IntN(16)
-		allowed := make([]int, n)
-		for i := range allowed {
-			allowed[i] = 2*i + rand.IntN(2)
+// TestWaitFast: the wait ends at the first fast probe, or at the limit with the last probe's
+// ratio, never probing past it by more than one pause; a bad DAQIRI_BENCH_WAIT is refused.
+func TestWaitFast(t *testing.T) {
+	for round := range 300 {
+		probes := make([]float64, 1+rand.IntN(40))
+		for i := range probes {
+			probes[i] = 0.9 + rand.Float64()
 		}
-		ratio := map[int]float64{}
-		want, best := allowed[n-1], math.Inf(1)
-		cands := allowed
-		if n > 1 {
-			cands = allowed[1:]
+		fastAt := -1
+		if rand.IntN(3) > 0 {
+			fastAt = rand.IntN(len(probes))
+			probes[fastAt] = 0.5 + 0.3*rand.Float64()
 		}
-		for _, c := range cands {
-			if rand.IntN(5) == 0 {
-				continue // not probeable
+		clock := time.Unix(0, 0)
+		limit := time.Duration(rand.IntN(500)) * time.Millisecond
+		n := 0
+		r, ok := waitFast(limit, func() float64 {
+			v := probes[min(n, len(probes)-1)]
+			if n >= len(probes) {
+				v = 1.0
 			}
-			ratio[c] = 0.5 + rand.Float64()
-			if ratio[c] < best {
-				want, best = c, ratio[c]
+			n++
+			return v
+		}, func(d time.Duration) { clock = clock.Add(d) }, func() time.Time { return clock })
+		// Probes happen at 0, 20, 40 ms ... up to and including the first at or past limit.
+		allowed := int(limit/(20*time.Millisecond)) + 1
+		if limit%(20*time.Millisecond) != 0 {
+			allowed++
+		}
+		switch {
+		case fastAt >= 0 && fastAt < allowed:
+			if !ok || n != fastAt+1 || r != probes[fastAt] {
+				t.Fatalf("round %d: fast probe %d of %d within the limit: got ratio %v ok %v after %d probes", round, fastAt, len(probes), r, ok, n)
+			}
+		default:
+			if ok || n != allowed {
+				t.Fatalf("round %d: no fast probe within %v: got ok %v after %d probes, want %d", round, limit, ok, n, allowed)
 			}
 		}
-		probed := map[int]bool{}
-		got := quietest(allowed, func(c int) (float64, bool) {
-			probed[c] = true
-			r, ok := ratio[c]
-			return r, ok
-		})
-		if got != want {
-			t.Fatalf("round %d: allowed %v ratios %v: quietest %d, want %d", round, allowed, ratio, got, want)
-		}
-		if n > 1 && probed[allowed[0]] {
-			t.Fatalf("round %d: the workers' core %d was probed", round, allowed[0])
-		}
-		if len(probed) != len(cands) {
-			t.Fatalf("round %d: probed %d cores of %d", round, len(probed), len(cands))
-		}
-	}
-	t.Setenv("DAQIRI_BENCH_CORE", "quiet")
-	done := make(chan int)
-	go func() { done <- Pin(t) }()
-	if c := <-done; c != -1 && !osthread.Allowed(c) {
-		t.Fatalf("DAQIRI_BENCH_CORE=quiet pinned to %d, not an allowed core", c)
 	}
 }
 
