@@ -31,6 +31,7 @@ import (
 
 	"github.com/daqiri-go/daqiri/internal/osthread"
 	"github.com/daqiri-go/daqiri/internal/ring"
+	"github.com/daqiri-go/daqiri/internal/testutil/benchtest"
 )
 
 type bench struct {
@@ -53,6 +54,7 @@ func main() {
 	waitMode := flag.String("wait", "spin", "what a thread does when the ring is full or empty: spin, pause (spin with the CPU's spin-wait hint), yield (sched_yield) or gosched (runtime.Gosched)")
 	cpuList := flag.String("cpus", "", "comma-separated cores to pin threads to, in order (default: every allowed core)")
 	rounds := flag.Int("rounds", 1, "with -upstream: run upstream's binary and then this tool's cases this many times in turn (the -repeats runs spread over the rounds), and report both columns as medians over every round (the GPU host's cores have spells of a busy sibling hardware thread lasting seconds; one upstream run against this tool's median compares a sample with a median)")
+	fastStart := flag.Bool("fast-start", os.Getenv("DAQIRI_BENCH_WAIT") == "fast", "start upstream's binary and each of this tool's runs once the host shows its fast speed (at most 10 s each; the test is calibrated on the GPU host, whose cores all turn slow together about half of the time: BENCHMARKS.md, issue 31 sixth round); default from DAQIRI_BENCH_WAIT=fast")
 	each := flag.Bool("each", false, "also print every run's Mops, in the order run (a pair of spinning threads can settle in a fast or a slow state; the median hides which)")
 	flag.Parse()
 	var o opts
@@ -132,6 +134,7 @@ func main() {
 			if *rounds > 1 {
 				fmt.Fprintf(os.Stderr, "round %d of %d: upstream\n", r, *rounds)
 			}
+			settle(*fastStart)
 			u, err := runUpstream(*upstreamBin)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "daqiri-ringbench:", err)
@@ -147,10 +150,10 @@ func main() {
 			}
 			// Warm-up pass (page faults, thread start-up, CPU frequency).
 			run(c, *items/10, false, o)
-			_, runs := median(perRound, func() float64 { return run(c, *items, false, o) })
+			_, runs := median(perRound, func() float64 { settle(*fastStart); return run(c, *items, false, o) })
 			ours[i] = append(ours[i], runs...)
 			if *withChan {
-				_, g := median(perRound, func() float64 { return run(c, *items, true, o) })
+				_, g := median(perRound, func() float64 { settle(*fastStart); return run(c, *items, true, o) })
 				chans[i] = append(chans[i], g...)
 			}
 		}
@@ -188,6 +191,17 @@ func main() {
 	fmt.Println("\n* " + source)
 	if cores < 8 {
 		fmt.Fprintf(os.Stderr, "\nnote: %d cores; cases with more threads than cores time-share them\n", cores)
+	}
+}
+
+// settle waits for the host's fast speed when on is set (-fast-start), and says on stderr when
+// it did not come.
+func settle(on bool) {
+	if !on {
+		return
+	}
+	if r, ok := benchtest.WaitFast(); !ok {
+		fmt.Fprintf(os.Stderr, "daqiri-ringbench: the host's fast speed not seen within %v (control ratio %.2f): running anyway\n", benchtest.FastWait, r)
 	}
 }
 

@@ -72,7 +72,7 @@ func Pin(b testing.TB) int {
 	switch w := os.Getenv("DAQIRI_BENCH_WAIT"); w {
 	case "":
 	case "fast":
-		if r, ok := waitFast(FastWait, Control, time.Sleep, time.Now); !ok {
+		if r, ok := WaitFast(); !ok {
 			b.Logf("the host's fast speed not seen within %v (control ratio %.2f): running at the speed it has", FastWait, r)
 		}
 	default:
@@ -87,6 +87,11 @@ const (
 	FastRatio = 0.85
 	FastWait  = 10 * time.Second
 )
+
+// WaitFast waits, up to FastWait, until Control on the calling thread's core shows the GPU
+// host's fast speed, and returns the last ratio and whether it was fast. The host's cores
+// change speed together, so any core tells (Pin says more).
+func WaitFast() (float64, bool) { return waitFast(FastWait, Control, time.Sleep, time.Now) }
 
 // waitFast probes until a probe is below FastRatio or limit has passed, pausing 20 ms
 // between probes; it returns the last ratio and whether it was fast.
