@@ -69,6 +69,12 @@ type NIC struct {
 	// kickPeer is the cabled port this Step put frames into: it is woken once, when the
 	// Step ends, rather than once per frame (under mu).
 	kickPeer *NIC
+	// direct is the cabled peer whose lock this Step holds while it delivers frames straight
+	// from host memory into the peer's RX buffers (deliverDirect), nil when none; directN
+	// counts the frames of that batch (under mu). noDirect turns the path off (tests compare).
+	direct   *NIC
+	directN  int
+	noDirect bool
 	// dirty lists the CQs with CQEs pending for the end of the Step (under mu).
 	dirty []*cq
 	// dmaw writes received frames into RX buffers (streaming stores; under mu).
@@ -329,6 +335,59 @@ func (n *NIC) flushOut() {
 	n.outbox = n.outbox[:0]
 }
 
+// deliverDirect is the one-copy cable path (the port's lock held): the cabled peer w receives
+// f, a frame in host memory the TX side must not complete before it is copied, at once in
+// this thread, so that its RX buffer write is the frame's only copy (the inbox path gathers
+// it into a cable buffer first). It reports false, and the caller takes the inbox path, when
+// the peer is not free-running (deterministic mode is Step's alone), is this port (internal
+// loopback), or is in a Step of its own (TryLock: this port's lock is held, and a port never
+// waits for its peer's lock while holding its own), or when a frame is waiting in the
+// outbox or the peer's inbox (a direct frame must not overtake it).
+//
+// The peer's lock, once taken, is held for a batch of frames as one Step of the peer would
+// take them from the inbox: the batch's RX timestamps are read at its first frame that
+// needs one, and its CQEs are written when it ends (endDirect: after inlineBudget frames,
+// and at the end of this Step before this Step's own CQEs, so no TX completion of a frame
+// is visible before the frame's RX copy is done).
+func (n *NIC) deliverDirect(w *NIC, f []byte) bool {
+	if len(n.outbox) > 0 {
+		return false
+	}
+	if n.direct == nil {
+		if n.noDirect || w == n || w.running.Load() == 0 || !w.mu.TryLock() {
+			return false
+		}
+		n.direct, n.directN = w, 0
+		w.rxRead = [2]bool{}
+	}
+	w.inMu.Lock()
+	queued := len(w.inbox) > 0
+	w.inMu.Unlock()
+	if queued {
+		return false
+	}
+	w.receive(f)
+	if n.directN++; n.directN >= inlineBudget {
+		n.endDirect()
+	}
+	return true
+}
+
+// endDirect ends a direct batch (deliverDirect): the peer's CQEs are written, its lock
+// released, and the events its Step would raise are delivered with this port's, once this
+// port's lock is released too.
+func (n *NIC) endDirect() {
+	w := n.direct
+	if w == nil {
+		return
+	}
+	n.direct = nil
+	w.flushCQs()
+	n.events = append(n.events, w.events...)
+	w.events = nil
+	w.mu.Unlock()
+}
+
 // minFrameBuf is the smallest inbox buffer: a standard frame fits, so buffers are reused
 // whatever the frame sizes of a run.
 const minFrameBuf = 2048
@@ -456,6 +515,7 @@ func (n *NIC) stepLocked(budget int) int {
 		n.inMu.Unlock()
 		n.work = work[:0]
 	}
+	n.endDirect()
 	n.flushOut()
 	n.flushCQs()
 	return done
