@@ -356,7 +356,13 @@ func (n *NIC) flushOut() {
 // take them from the inbox: the batch's RX timestamps are read at its first frame that
 // needs one, and its CQEs are written when it ends (endDirect: after inlineBudget frames,
 // and at the end of this Step before this Step's own CQEs, so no TX completion of a frame
-// is visible before the frame's RX copy is done).
+// is visible before the frame's RX copy is done). What differs from the inbox path, none of
+// it visible as data: the batch's clock reading is taken during this Step rather than after
+// it; a Step that sends some frames direct and then some through the inbox (behind a frame
+// that could not go direct) has the peer take them in two batches rather than one, so a
+// compressed CQE session may end between them (TestDirectMatchesInbox compares the CQEs as
+// a driver reads them there, the rings as written elsewhere); and direct frames never meet
+// the inbox's limit, which a single Step of more than inboxLimit frames would.
 func (n *NIC) deliverDirect(w *NIC, f []byte) bool {
 	if len(n.outbox) > 0 {
 		return false
