@@ -41,6 +41,7 @@ func BenchmarkSend(b *testing.B) {
 		z.nic.inMu.Lock()
 		z.nic.spare = append(z.nic.spare, z.nic.inbox...)
 		z.nic.inbox = z.nic.inbox[:0]
+		z.nic.inLen.Store(0)
 		z.nic.inMu.Unlock()
 	}
 }

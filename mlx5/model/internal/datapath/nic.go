@@ -53,6 +53,10 @@ type NIC struct {
 	inMu    sync.Mutex
 	inbox   [][]byte
 	inDrops uint64 // frames the full inbox refused, under inMu
+	// inLen is len(inbox), stored under inMu wherever the inbox changes: the peer's direct
+	// delivery reads it per frame without the lock (deliverDirect; a locked instruction there
+	// waited for the previous frame's streaming stores to drain).
+	inLen atomic.Int32
 	// spare holds frame buffers Step is done with, for Receive to copy the next frames
 	// into (under inMu): a frame costs no allocation once the port has run a while.
 	spare [][]byte
@@ -69,6 +73,14 @@ type NIC struct {
 	// kickPeer is the cabled port this Step put frames into: it is woken once, when the
 	// Step ends, rather than once per frame (under mu).
 	kickPeer *NIC
+	// direct is the cabled peer whose lock this Step holds while it delivers frames straight
+	// from host memory into the peer's RX buffers (deliverDirect), nil when none; directN
+	// counts the frames of that batch (under mu). noDirect turns the path off (tests compare).
+	direct   *NIC
+	directN  int
+	noDirect bool
+	// directHook, when set (tests), is called after each frame deliverDirect received.
+	directHook func(f []byte)
 	// dirty lists the CQs with CQEs pending for the end of the Step (under mu).
 	dirty []*cq
 	// dmaw writes received frames into RX buffers (streaming stores; under mu).
@@ -293,6 +305,7 @@ func (n *NIC) enqueue(frame []byte) (wake bool) {
 	}
 	wake = len(n.inbox) == 0
 	n.inbox = append(n.inbox, append(b[:0], frame...))
+	n.inLen.Store(int32(len(n.inbox)))
 	n.inMu.Unlock()
 	return wake
 }
@@ -314,6 +327,7 @@ func (n *NIC) push(bufs [][]byte) (wake bool) {
 		}
 		n.inbox = append(n.inbox, buf)
 	}
+	n.inLen.Store(int32(len(n.inbox)))
 	return wake
 }
 
@@ -327,6 +341,65 @@ func (n *NIC) flushOut() {
 	}
 	clear(n.outbox)
 	n.outbox = n.outbox[:0]
+}
+
+// deliverDirect is the one-copy cable path (the port's lock held): the cabled peer w receives
+// f, a frame in host memory the TX side must not complete before it is copied, at once in
+// this thread, so that its RX buffer write is the frame's only copy (the inbox path gathers
+// it into a cable buffer first). It reports false, and the caller takes the inbox path, when
+// the peer is not free-running (deterministic mode is Step's alone), is this port (internal
+// loopback), or is in a Step of its own (TryLock: this port's lock is held, and a port never
+// waits for its peer's lock while holding its own), or when a frame is waiting in the
+// outbox or the peer's inbox (a direct frame must not overtake it).
+//
+// The peer's lock, once taken, is held for a batch of frames as one Step of the peer would
+// take them from the inbox: the batch's RX timestamps are read at its first frame that
+// needs one, and its CQEs are written when it ends (endDirect: after inlineBudget frames,
+// and at the end of this Step before this Step's own CQEs, so no TX completion of a frame
+// is visible before the frame's RX copy is done). What differs from the inbox path, none of
+// it visible as data: the batch's clock reading is taken during this Step rather than after
+// it; a Step that sends some frames direct and then some through the inbox (behind a frame
+// that could not go direct) has the peer take them in two batches rather than one, so a
+// compressed CQE session may end between them (TestDirectMatchesInbox compares the CQEs as
+// a driver reads them there, the rings as written elsewhere); and direct frames never meet
+// the inbox's limit, which a single Step of more than inboxLimit frames would.
+func (n *NIC) deliverDirect(w *NIC, f []byte) bool {
+	if len(n.outbox) > 0 {
+		return false
+	}
+	if n.direct == nil {
+		if n.noDirect || w == n || w.running.Load() == 0 || !w.mu.TryLock() {
+			return false
+		}
+		n.direct, n.directN = w, 0
+		w.rxRead = [2]bool{}
+	}
+	if w.inLen.Load() > 0 {
+		return false
+	}
+	w.receive(f)
+	if n.directHook != nil {
+		n.directHook(f)
+	}
+	if n.directN++; n.directN >= inlineBudget {
+		n.endDirect()
+	}
+	return true
+}
+
+// endDirect ends a direct batch (deliverDirect): the peer's CQEs are written, its lock
+// released, and the events its Step would raise are delivered with this port's, once this
+// port's lock is released too.
+func (n *NIC) endDirect() {
+	w := n.direct
+	if w == nil {
+		return
+	}
+	n.direct = nil
+	w.flushCQs()
+	n.events = append(n.events, w.events...)
+	w.events = nil
+	w.mu.Unlock()
 }
 
 // minFrameBuf is the smallest inbox buffer: a standard frame fits, so buffers are reused
@@ -440,6 +513,7 @@ func (n *NIC) stepLocked(budget int) int {
 		rest := copy(n.inbox, n.inbox[k:])
 		clear(n.inbox[rest:])
 		n.inbox = n.inbox[:rest]
+		n.inLen.Store(int32(rest))
 		n.inMu.Unlock()
 		n.rxRead = [2]bool{}
 		for _, f := range work {
@@ -456,6 +530,7 @@ func (n *NIC) stepLocked(budget int) int {
 		n.inMu.Unlock()
 		n.work = work[:0]
 	}
+	n.endDirect()
 	n.flushOut()
 	n.flushCQs()
 	return done

@@ -287,13 +287,17 @@ func (n *NIC) execWQE(s *sq, w []byte) (bbs int, stall bool, werr *wqeError) {
 		if n.paceBlocked(s) {
 			return bbs, true, nil
 		}
+		if d, ok := n.sendSegment(s, w); ok {
+			n.transmit(s, d, false, true)
+			return bbs, false, nil
+		}
 		buf, owned := n.frameBuf(minFrameBuf)
 		f, werr := n.buildSend(s, w, buf)
 		if werr != nil {
 			n.recycle(buf, owned)
 			return bbs, false, werr
 		}
-		n.transmit(s, f, owned)
+		n.transmit(s, f, owned, false)
 		return bbs, false, nil
 	case prm.WQEOpEnhancedMPSW:
 		// Enhanced MPW needs no permission in the SQ context: the kernel's mlx5e sends it
@@ -306,12 +310,19 @@ func (n *NIC) execWQE(s *sq, w []byte) (bbs int, stall bool, werr *wqeError) {
 		if werr != nil {
 			return bbs, false, werr
 		}
+		_, cable := n.wire.(*NIC)
 		for i, d := range segs {
+			if cs == 0 && cable {
+				// Nothing to fill in: the packet goes on from host memory (transmit).
+				n.transmit(s, d, false, true)
+				segs[i] = nil
+				continue
+			}
 			// Each packet is copied out of host memory before its checksums are filled in.
 			buf, owned := n.frameBuf(len(d))
 			f := append(buf, d...)
 			offload(f, cs)
-			n.transmit(s, f, owned)
+			n.transmit(s, f, owned, false)
 			segs[i] = nil
 		}
 		return bbs, false, nil
@@ -324,7 +335,7 @@ func (n *NIC) execWQE(s *sq, w []byte) (bbs int, stall bool, werr *wqeError) {
 			return bbs, false, werr
 		}
 		for _, f := range fs {
-			n.transmit(s, f, false)
+			n.transmit(s, f, false, false)
 		}
 		return bbs, false, nil
 	case prm.WQEOpWait:
@@ -409,6 +420,25 @@ func minInline(mode uint8) int {
 		return 0
 	}
 	return 14
+}
+
+// sendSegment returns the frame of a SEND WQE that is one pointer data segment as it stands:
+// no inline headers (and none required), no VLAN insertion, no checksum to fill in. Anything
+// else, errors included, is buildSend's.
+func (n *NIC) sendSegment(s *sq, w []byte) ([]byte, bool) {
+	cs, inline, vlan, off, werr := ethSeg(w)
+	if werr != nil || cs != 0 || len(inline) > 0 || vlan != 0 || minInline(s.p.MinInline) > 0 ||
+		off+prm.WQEDataSize != len(w) || binary.BigEndian.Uint32(w[off:])&prm.WQEInlineSeg != 0 {
+		return nil, false
+	}
+	if _, cable := n.wire.(*NIC); !cable {
+		return nil, false
+	}
+	d, _, werr := n.dataSeg(w, off)
+	if werr != nil || len(d) < 14 {
+		return nil, false
+	}
+	return d, true
 }
 
 // buildSend builds a SEND WQE's frame in buf (from frameBuf): inline headers, data
@@ -539,8 +569,11 @@ func (n *NIC) recycle(buf []byte, owned bool) {
 }
 
 // transmit runs a frame through NIC TX steering, counts it, paces the SQ and puts it on the
-// wire. owned says f is in a buffer from frameBuf that the wire may keep.
-func (n *NIC) transmit(s *sq, f []byte, owned bool) {
+// wire. owned says f is in a buffer from frameBuf that the wire may keep; host says f is the
+// driver's memory as one data segment names it (on a cable only): the frame is read, never
+// written or kept, and the cabled peer receives it straight from there when it can
+// (deliverDirect), else it is copied into a cable buffer as the gather would have.
+func (n *NIC) transmit(s *sq, f []byte, owned, host bool) {
 	// Without a NIC TX root every frame goes to the wire as it is (steer's miss), which
 	// transmit sees without building steer's verdict.
 	v := verdict{frame: f}
@@ -555,7 +588,7 @@ func (n *NIC) transmit(s *sq, f []byte, owned bool) {
 	if len(v.frame) == 0 || len(f) == 0 || &v.frame[0] != &f[0] {
 		// A header action made a new frame: f's buffer stays here.
 		n.recycle(f, owned)
-		owned = false
+		owned, host = false, false
 	}
 	f = v.frame
 	n.stats.TXPackets++
@@ -575,7 +608,16 @@ func (n *NIC) transmit(s *sq, f []byte, owned bool) {
 	case *NIC:
 		// A cable: the frames go to the peer's inbox together when this Step ends (flushOut),
 		// and the peer is woken once for all of them. A frame in a buffer of this port's own
-		// (a header action's) is copied in at once, behind the ones before it.
+		// (a header action's) is copied in at once, behind the ones before it. A frame in
+		// host memory is received by the peer now if it can (its RX buffer write is then
+		// the frame's only copy), else copied into a cable buffer.
+		if host {
+			if n.deliverDirect(w, f) {
+				return
+			}
+			buf, _ := n.frameBuf(len(f))
+			f, owned = append(buf, f...), true
+		}
 		if owned {
 			if n.outPeer != w {
 				n.flushOut()

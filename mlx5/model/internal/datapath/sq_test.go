@@ -548,6 +548,7 @@ func TestCableBatch(t *testing.T) {
 	for len(b.nic.inbox) < inboxLimit-3 {
 		b.nic.inbox = append(b.nic.inbox, []byte{0})
 	}
+	b.nic.inLen.Store(int32(len(b.nic.inbox)))
 	b.nic.inMu.Unlock()
 	want = send(10)
 	a.nic.Step(64)
