@@ -2,6 +2,22 @@
 
 #include "textflag.h"
 
+// FOLD_LANES adds the four lane accumulators Y4-Y7 and their eight lanes into AX, plus the
+// general-register part in DX (both functions end with it).
+#define FOLD_LANES \
+	VPADDD       Y5, Y4, Y4 \
+	VPADDD       Y7, Y6, Y6 \
+	VPADDD       Y6, Y4, Y4 \
+	VEXTRACTI128 $1, Y4, X5 \
+	VPADDD       X5, X4, X4 \
+	VPSHUFD      $0x4e, X4, X5 \
+	VPADDD       X5, X4, X4 \
+	VPSHUFD      $0xb1, X4, X5 \
+	VPADDD       X5, X4, X4 \
+	VMOVD        X4, AX \
+	VZEROUPPER \
+	ADDL         DX, AX
+
 // func sumWordsAVX2(b *byte, n int) uint32
 //
 // Each 32-byte load is split into the low and the high 16-bit halves of its eight 32-bit
@@ -91,18 +107,7 @@ last1:
 	ADDL    AX, DX
 
 fold:
-	VPADDD       Y5, Y4, Y4
-	VPADDD       Y7, Y6, Y6
-	VPADDD       Y6, Y4, Y4
-	VEXTRACTI128 $1, Y4, X5
-	VPADDD       X5, X4, X4
-	VPSHUFD      $0x4e, X4, X5
-	VPADDD       X5, X4, X4
-	VPSHUFD      $0xb1, X4, X5
-	VPADDD       X5, X4, X4
-	VMOVD        X4, AX
-	VZEROUPPER
-	ADDL         DX, AX
+	FOLD_LANES
 	MOVL         AX, ret+16(FP)
 	RET
 
@@ -218,18 +223,7 @@ clast1:
 	ADDL    AX, DX
 
 cfold:
-	VPADDD       Y5, Y4, Y4
-	VPADDD       Y7, Y6, Y6
-	VPADDD       Y6, Y4, Y4
-	VEXTRACTI128 $1, Y4, X5
-	VPADDD       X5, X4, X4
-	VPSHUFD      $0x4e, X4, X5
-	VPADDD       X5, X4, X4
-	VPSHUFD      $0xb1, X4, X5
-	VPADDD       X5, X4, X4
-	VMOVD        X4, AX
-	VZEROUPPER
-	ADDL         DX, AX
+	FOLD_LANES
 	MOVL         AX, sum+48(FP)
 	MOVB         $1, ok+52(FP)
 	RET
