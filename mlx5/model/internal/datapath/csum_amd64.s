@@ -2,6 +2,29 @@
 
 #include "textflag.h"
 
+// SUM_INIT clears the sums (DX, the lane accumulators Y4-Y7) and puts 0xffff in every lane
+// of Y15.
+#define SUM_INIT \
+	XORL     DX, DX \
+	VPCMPEQD Y15, Y15, Y15 \
+	VPSRLD   $16, Y15, Y15 \
+	VPXOR    Y4, Y4, Y4 \
+	VPXOR    Y5, Y5, Y5 \
+	VPXOR    Y6, Y6, Y6 \
+	VPXOR    Y7, Y7, Y7
+
+// SUM64 adds the low and the high 16-bit halves of the eight 32-bit lanes of Y0 and Y1 (64
+// bytes just loaded) into the lane accumulators Y4-Y7; Y15 holds 0xffff in every lane.
+#define SUM64 \
+	VPAND  Y15, Y0, Y2 \
+	VPSRLD $16, Y0, Y0 \
+	VPAND  Y15, Y1, Y3 \
+	VPSRLD $16, Y1, Y1 \
+	VPADDD Y2, Y4, Y4 \
+	VPADDD Y0, Y5, Y5 \
+	VPADDD Y3, Y6, Y6 \
+	VPADDD Y1, Y7, Y7
+
 // FOLD_LANES adds the four lane accumulators Y4-Y7 and their eight lanes into AX, plus the
 // general-register part in DX (both functions end with it).
 #define FOLD_LANES \
@@ -30,27 +53,14 @@
 TEXT ·sumWordsAVX2(SB), NOSPLIT|NOFRAME, $0-20
 	MOVQ b+0(FP), SI
 	MOVQ n+8(FP), CX
-	XORL DX, DX
-	VPCMPEQD Y15, Y15, Y15
-	VPSRLD   $16, Y15, Y15
-	VPXOR    Y4, Y4, Y4
-	VPXOR    Y5, Y5, Y5
-	VPXOR    Y6, Y6, Y6
-	VPXOR    Y7, Y7, Y7
+	SUM_INIT
 	CMPQ     CX, $64
 	JB       last32
 
 loop64:
 	VMOVDQU (SI), Y0
 	VMOVDQU 32(SI), Y1
-	VPAND   Y15, Y0, Y2
-	VPSRLD  $16, Y0, Y0
-	VPAND   Y15, Y1, Y3
-	VPSRLD  $16, Y1, Y1
-	VPADDD  Y2, Y4, Y4
-	VPADDD  Y0, Y5, Y5
-	VPADDD  Y3, Y6, Y6
-	VPADDD  Y1, Y7, Y7
+	SUM64
 	ADDQ    $64, SI
 	SUBQ    $64, CX
 	CMPQ    CX, $64
@@ -129,13 +139,7 @@ TEXT ·copyStreamSumAVX2(SB), NOSPLIT|NOFRAME, $0-53
 	RET
 
 aligned:
-	XORL     DX, DX
-	VPCMPEQD Y15, Y15, Y15
-	VPSRLD   $16, Y15, Y15
-	VPXOR    Y4, Y4, Y4
-	VPXOR    Y5, Y5, Y5
-	VPXOR    Y6, Y6, Y6
-	VPXOR    Y7, Y7, Y7
+	SUM_INIT
 	CMPQ     CX, $64
 	JB       clast32
 
@@ -144,14 +148,7 @@ cloop64:
 	VMOVDQU  32(SI), Y1
 	VMOVNTDQ Y0, (DI)
 	VMOVNTDQ Y1, 32(DI)
-	VPAND    Y15, Y0, Y2
-	VPSRLD   $16, Y0, Y0
-	VPAND    Y15, Y1, Y3
-	VPSRLD   $16, Y1, Y1
-	VPADDD   Y2, Y4, Y4
-	VPADDD   Y0, Y5, Y5
-	VPADDD   Y3, Y6, Y6
-	VPADDD   Y1, Y7, Y7
+	SUM64
 	ADDQ     $64, SI
 	ADDQ     $64, DI
 	SUBQ     $64, CX
