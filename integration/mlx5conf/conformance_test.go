@@ -45,9 +45,10 @@ var (
 		"engine CREATE_TIS", "engine ALLOC_Q_COUNTER", "engine QUERY_NIC_VPORT_CONTEXT",
 		"engine QUERY_HCA_CAP", "engine umem_reg", "engine CREATE_MKEY", "engine CREATE_CQ",
 		"engine CREATE_RQ", "engine MODIFY_RQ", "engine CREATE_SQ", "engine MODIFY_SQ",
-		"engine CREATE_TIR", "engine CREATE_FLOW_TABLE", "engine CREATE_FLOW_GROUP",
-		"engine SET_FLOW_TABLE_ENTRY", "engine attach_root", "engine port opened",
-		"engine traffic sent", "engine traffic received",
+		"engine CREATE_TIR", "engine CREATE_FLOW_TABLE", "engine ALLOC_FLOW_COUNTER",
+		"engine CREATE_FLOW_GROUP", "engine SET_FLOW_TABLE_ENTRY", "engine attach_root",
+		"engine port opened", "engine traffic sent", "engine traffic received",
+		"engine QUERY_Q_COUNTER", "engine QUERY_VPORT_COUNTER", "engine QUERY_FLOW_COUNTER",
 		"engine QUERY_CQ", "engine closed"}
 	// reachedTwoPorts: part (c)'s two cabled ports (twoport_test.go).
 	reachedTwoPorts = []string{"two ports found", "two-port engine opened", "traffic A to B",
