@@ -353,19 +353,13 @@ func csum16With(sum uint32, b []byte, vec bool) uint32 {
 	if len(b) == 1 {
 		s += uint64(b[0]) << 8
 	}
-	for s>>16 != 0 {
-		s = s&0xffff + s>>16
-	}
-	return uint32(s)
+	return fold16(s)
 }
 
 // foldLE is csum16 of bytes whose little-endian 16-bit words sum (or add with end-around
 // carry) to le: folded to 16 bits, byte-swapped.
 func foldLE(le uint64) uint32 {
-	for le>>16 != 0 {
-		le = le&0xffff + le>>16
-	}
-	return uint32(bits.ReverseBytes16(uint16(le)))
+	return uint32(bits.ReverseBytes16(uint16(fold16(le))))
 }
 
 // sumLE64 adds the 64-byte blocks of b as little-endian 64-bit words in one add-with-carry
