@@ -48,9 +48,9 @@ func TestWaitFast(t *testing.T) {
 		limit := time.Duration(rand.IntN(500)) * time.Millisecond
 		n := 0
 		r, ok := waitFast(limit, func() float64 {
-			v := probes[min(n, len(probes)-1)]
-			if n >= len(probes) {
-				v = 1.0
+			v := 1.0 // slow once the list is spent
+			if n < len(probes) {
+				v = probes[n]
 			}
 			n++
 			return v
